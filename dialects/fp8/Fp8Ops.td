@@ -1,0 +1,171 @@
+// The fp8 dialect: explicit FP8 scale computation and scaled GEMMs, as the
+// precision passes insert them. Element types are MLIR's builtin f8E4M3FN
+// (max 448) and f8E5M2 (max 57344). Verifiers live in Fp8Ops.cpp.
+#ifndef GPTC_DIALECTS_FP8_OPS_TD
+#define GPTC_DIALECTS_FP8_OPS_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+include "dialects/common/DoubleParameter.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Fp8_Dialect : Dialect {
+  let name = "fp8";
+  let cppNamespace = "::gptc::fp8";
+  let summary = "FP8 scaling: amax, scales, quantize, scaled matmul, delayed-scaling state";
+  let description = [{
+    Scale computation is explicit IR: `fp8.amax` reduces a tensor to its
+    largest magnitude, `fp8.scale_from_amax` turns it into a scale with a
+    recipe (`scale = fp8_max / max(amax, eps)`, optionally reduced by
+    `2^margin` and rounded down to a power of two), `fp8.quantize` multiplies
+    by the scale and rounds to nearest even with saturation, and
+    `fp8.scaled_matmul` multiplies two FP8 operands and divides by both
+    scales. `fp8.state` holds the amax history of delayed scaling.
+  }];
+  let useDefaultAttributePrinterParser = 1;
+}
+
+def Fp8_Format : I32EnumAttr<"Format", "an FP8 encoding", [
+    I32EnumAttrCase<"E4M3", 0, "e4m3">,
+    I32EnumAttrCase<"E5M2", 1, "e5m2">]> {
+  let cppNamespace = "::gptc::fp8";
+  let genSpecializedAttr = 0;
+}
+
+def Fp8_AmaxReduction : I32EnumAttr<"AmaxReduction",
+    "how delayed scaling reduces the amax history to one value", [
+    I32EnumAttrCase<"Max", 0, "max">,
+    I32EnumAttrCase<"MostRecent", 1, "most_recent">]> {
+  let cppNamespace = "::gptc::fp8";
+}
+
+def Fp8_RecipeAttr : AttrDef<Fp8_Dialect, "Recipe"> {
+  let mnemonic = "recipe";
+  let summary = "how a scale is computed from an amax";
+  let description = [{
+    `scale = fp8_max(format) / max(amax, eps) / 2^margin`, rounded down to a
+    power of two when `power_of_two` is true. `eps` defaults to 1e-12.
+
+    ```mlir
+    #fp8.recipe<format = e4m3>
+    #fp8.recipe<format = e5m2, margin = 1, power_of_two = true, eps = 1.0e-10>
+    ```
+  }];
+  let parameters = (ins EnumParameter<Fp8_Format>:$format,
+                        DefaultValuedParameter<"int64_t", "0">:$margin,
+                        OptionalParameter<"::mlir::BoolAttr">:$power_of_two,
+                        Gptc_DoubleParameter<"floor of amax", "1.0e-12">:$eps);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Largest finite value of the recipe's format (448 or 57344).
+    double getFormatMax() const;
+    bool isPowerOfTwo() const { return getPowerOfTwo() && getPowerOfTwo().getValue(); }
+  }];
+}
+
+def Fp8_AnyFp8 : AnyTypeOf<[F8E4M3FN, F8E5M2]>;
+def Fp8_Fp8Tensor : RankedTensorOf<[F8E4M3FN, F8E5M2]>;
+def Fp8_HighTensor : RankedTensorOf<[F32, BF16, F16]>;
+def Fp8_ScalarF32 : 0DTensorOf<[F32]> {
+  let builderCall = "::mlir::RankedTensorType::get({}, $_builder.getF32Type())";
+}
+
+class Fp8_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Fp8_Dialect, mnemonic, traits> {
+  let hasVerifier = 1;
+}
+
+def Fp8_AmaxOp : Fp8_Op<"amax", [Pure]> {
+  let summary = "largest absolute value of a tensor (NaN if any element is NaN)";
+  let arguments = (ins StrAttr:$layer, Fp8_HighTensor:$input);
+  let results = (outs Fp8_ScalarF32:$result);
+  let assemblyFormat = "$layer $input attr-dict `:` type($input)";
+}
+
+def Fp8_ScaleFromAmaxOp : Fp8_Op<"scale_from_amax", [Pure]> {
+  let summary = "scale = fp8_max / max(amax, eps), per the recipe";
+  let arguments = (ins StrAttr:$layer, Fp8_ScalarF32:$amax,
+                       Fp8_RecipeAttr:$recipe);
+  let results = (outs Fp8_ScalarF32:$result);
+  let assemblyFormat = "$layer $amax `recipe` $recipe attr-dict";
+}
+
+def Fp8_QuantizeOp : Fp8_Op<"quantize", [Pure]> {
+  let summary = "x * scale, rounded to nearest even and saturated to the FP8 range";
+  let arguments = (ins StrAttr:$layer, Fp8_HighTensor:$input,
+                       Fp8_ScalarF32:$scale);
+  let results = (outs RankedTensorOf<[AnyType]>:$result);
+  let assemblyFormat = [{
+    $layer $input `,` $scale attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
+def Fp8_DequantizeOp : Fp8_Op<"dequantize", [Pure]> {
+  let summary = "q / scale, back to a wider float type";
+  let arguments = (ins StrAttr:$layer, RankedTensorOf<[AnyType]>:$input,
+                       Fp8_ScalarF32:$scale);
+  let results = (outs Fp8_HighTensor:$result);
+  let assemblyFormat = [{
+    $layer $input `,` $scale attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
+def Fp8_ScaledMatmulOp : Fp8_Op<"scaled_matmul", [Pure]> {
+  let summary = "op(a) x op(b) / (a_scale * b_scale) on FP8 operands";
+  let description = [{
+    Both operands are FP8 and at most one is E5M2 (Hopper has no E5M2 x E5M2
+    GEMM): E4M3 x E4M3 in the forward pass, E5M2 gradients x E4M3 in the
+    backward ("hybrid"). The product accumulates in f32 and is written as
+    bf16 or f32. With a second result the op also returns the amax of its
+    output (cuBLASLt's AMAX_D epilogue), so the next quantization needs no
+    separate reduction. Shapes follow gpt.matmul.
+  }];
+  let arguments = (ins StrAttr:$layer, Fp8_Fp8Tensor:$a, Fp8_Fp8Tensor:$b,
+                       Fp8_ScalarF32:$a_scale, Fp8_ScalarF32:$b_scale,
+                       UnitAttr:$transpose_a, UnitAttr:$transpose_b);
+  let results = (outs Fp8_HighTensor:$result, Optional<Fp8_ScalarF32>:$amax);
+  let assemblyFormat = [{
+    $layer $a `,` $b `scales` `(` $a_scale `,` $b_scale `)`
+    (`transpose_a` $transpose_a^)? (`transpose_b` $transpose_b^)? attr-dict
+    `:` type($a) `,` type($b) `->` type(results)
+  }];
+}
+
+def Fp8_StateOp : Fp8_Op<"state", [Symbol]> {
+  let summary = "persistent delayed-scaling state: amax history and current scale";
+  let description = [{
+    One per scaled tensor under delayed scaling. The history holds the last
+    `history` amaxes; each step the scale is computed from the history
+    (reduced by `reduction`) with `recipe`. A non-finite amax keeps the
+    previous scale. The state is part of checkpoints.
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, StrAttr:$layer,
+                       I64Attr:$history, Fp8_AmaxReduction:$reduction,
+                       Fp8_RecipeAttr:$recipe);
+  let assemblyFormat = [{
+    $sym_name $layer `history` `=` $history `reduction` `=` $reduction
+    `recipe` `=` $recipe attr-dict
+  }];
+}
+
+def Fp8_StateScaleOp : Fp8_Op<"state_scale", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    MemoryEffects<[MemRead]>]> {
+  let summary = "reads the current scale of an fp8.state";
+  let arguments = (ins FlatSymbolRefAttr:$state);
+  let results = (outs Fp8_ScalarF32:$result);
+  let assemblyFormat = "$state attr-dict";
+}
+
+def Fp8_StateUpdateOp : Fp8_Op<"state_update", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "records this step's amax in an fp8.state's history";
+  let arguments = (ins FlatSymbolRefAttr:$state, Fp8_ScalarF32:$amax);
+  let assemblyFormat = "$state `,` $amax attr-dict";
+}
+
+#endif // GPTC_DIALECTS_FP8_OPS_TD

@@ -1,0 +1,372 @@
+// Verifiers of the gpt dialect's ops. Each error names the value, what was
+// expected and what was found.
+#include "dialects/common/MatmulShape.h"
+#include "dialects/gpt/GptDialect.h"
+
+#include "mlir/IR/TypeUtilities.h"
+#include "llvm/ADT/SmallVector.h"
+
+using namespace mlir;
+using namespace gptc;
+using namespace gptc::gpt;
+
+namespace {
+
+RankedTensorType rankedType(Value v) {
+  return llvm::cast<RankedTensorType>(v.getType());
+}
+
+LogicalResult verifyLayerName(Operation *op, StringRef layer) {
+  if (layer.empty())
+    return op->emitOpError("needs the name of the layer it belongs to (e.g. "
+                           "\"h.3.mlp.fc\"), got an empty string");
+  return success();
+}
+
+LogicalResult verifySameElementType(Operation *op, Type a, Type b,
+                                    StringRef what) {
+  if (getElementTypeOrSelf(a) != getElementTypeOrSelf(b))
+    return op->emitOpError() << what << " element type "
+                             << getElementTypeOrSelf(b) << " differs from "
+                             << getElementTypeOrSelf(a);
+  return success();
+}
+
+} // namespace
+
+#define GET_OP_CLASSES
+#include "dialects/gpt/GptOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// ParamOp / ParamRefOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ParamOp::verify() {
+  RankedTensorType type = getTensorType();
+  if (!type.hasStaticShape())
+    return emitOpError() << "parameter @" << getSymName()
+                         << " needs a static shape, got "
+                         << shapeString(type.getShape());
+  if (!isa<FloatType>(type.getElementType()))
+    return emitOpError() << "parameter @" << getSymName()
+                         << " needs a float element type, got "
+                         << type.getElementType();
+  if (getInit().has_value() == getTiedTo().has_value())
+    return emitOpError() << "parameter @" << getSymName()
+                         << " needs exactly one of an initialiser (init "
+                            "<normal, std = 0.02>, <zeros>, <ones>) or "
+                            "tied_to @other";
+  if (std::optional<int64_t> rows = getRealRows()) {
+    int64_t allRows = type.getRank() ? type.getDimSize(0) : 1;
+    if (*rows <= 0 || *rows > allRows)
+      return emitOpError() << "parameter @" << getSymName() << " has real_rows "
+                           << *rows << ", expected 1.." << allRows
+                           << " (its first dimension)";
+  }
+  return verifyLayerName(*this, getLayer());
+}
+
+LogicalResult ParamOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  std::optional<StringRef> tied = getTiedTo();
+  if (!tied)
+    return success();
+  if (*tied == getSymName())
+    return emitOpError() << "parameter @" << getSymName()
+                         << " is tied to itself";
+  auto target = symbols.lookupNearestSymbolFrom<ParamOp>(
+      *this, StringAttr::get(getContext(), *tied));
+  if (!target)
+    return emitOpError() << "parameter @" << getSymName() << " is tied to @"
+                         << *tied << ", which is not a gpt.param";
+  if (target.getTiedTo())
+    return emitOpError() << "parameter @" << getSymName() << " is tied to @"
+                         << *tied << ", which is itself tied to @"
+                         << *target.getTiedTo() << "; tie to @"
+                         << *target.getTiedTo() << " directly";
+  if (target.getType() != getType())
+    return emitOpError() << "parameter @" << getSymName() << " has type "
+                         << getType() << " but is tied to @" << *tied
+                         << " of type " << target.getType();
+  return success();
+}
+
+int64_t ParamOp::getNumRealElements() {
+  RankedTensorType type = getTensorType();
+  int64_t all = type.getNumElements();
+  std::optional<int64_t> rows = getRealRows();
+  if (!rows || type.getRank() == 0)
+    return all;
+  return all / type.getDimSize(0) * *rows;
+}
+
+LogicalResult ParamRefOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  auto param = symbols.lookupNearestSymbolFrom<ParamOp>(*this, getParamAttr());
+  if (!param)
+    return emitOpError() << "refers to @" << getParam()
+                         << ", which is not a gpt.param in this module";
+  if (param.getType() != getType())
+    return emitOpError() << "reads @" << getParam() << " as " << getType()
+                         << " but the parameter is declared "
+                         << param.getType();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Compute ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult ArangeOp::verify() {
+  RankedTensorType type = getType();
+  if (type.isDynamicDim(0) || type.getDimSize(0) <= 0)
+    return emitOpError() << "needs a static, positive length, got "
+                         << shapeString(type.getShape());
+  return verifyLayerName(*this, getLayer());
+}
+
+LogicalResult EmbeddingOp::verify() {
+  RankedTensorType table = rankedType(getTable());
+  RankedTensorType ids = rankedType(getIds());
+  if (table.getRank() != 2)
+    return emitOpError() << "table must be 2-D [rows, width], got "
+                         << shapeString(table.getShape());
+  SmallVector<int64_t> expected(ids.getShape());
+  expected.push_back(table.getDimSize(1));
+  if (!shapesCompatible(expected, getType().getShape()))
+    return emitOpError() << "result shape " << shapeString(getType().getShape())
+                         << " does not match ids shape + table width "
+                         << shapeString(expected);
+  if (failed(verifySameElementType(*this, table, getType(), "result")))
+    return failure();
+  return verifyLayerName(*this, getLayer());
+}
+
+LogicalResult LayerNormOp::verify() {
+  RankedTensorType input = rankedType(getInput());
+  if (input.getRank() < 1)
+    return emitOpError("input must have at least one dimension");
+  int64_t width = input.getShape().back();
+  for (auto [name, value] : {std::pair<StringRef, Value>{"weight", getWeight()},
+                             {"bias", getBias()}}) {
+    RankedTensorType type = rankedType(value);
+    if (type.getRank() != 1 || !dimsCompatible(type.getDimSize(0), width))
+      return emitOpError() << name << " must be 1-D of the input width ["
+                           << width << "], got " << shapeString(type.getShape());
+  }
+  if (getType() != input)
+    return emitOpError() << "result type " << getType()
+                         << " must equal the input type " << input;
+  if (!(getEps().convertToFloat() > 0.0f))
+    return emitOpError() << "eps must be positive, got "
+                         << getEps().convertToFloat();
+  return verifyLayerName(*this, getLayer());
+}
+
+LogicalResult MatmulOp::verify() {
+  RankedTensorType a = rankedType(getA());
+  RankedTensorType b = rankedType(getB());
+  FailureOr<SmallVector<int64_t>> expected = verifyMatmulShapes(
+      *this, a.getShape(), b.getShape(), getTransposeA(), getTransposeB());
+  if (failed(expected))
+    return failure();
+  if (!shapesCompatible(*expected, getType().getShape()))
+    return emitOpError() << "result shape " << shapeString(getType().getShape())
+                         << " does not match the product's "
+                         << shapeString(*expected);
+  if (Value bias = getBias()) {
+    int64_t n = expected->back();
+    RankedTensorType biasType = rankedType(bias);
+    if (biasType.getRank() != 1 || !dimsCompatible(biasType.getDimSize(0), n))
+      return emitOpError() << "bias must be 1-D of the output width [" << n
+                           << "], got " << shapeString(biasType.getShape());
+  }
+  if (failed(verifySameElementType(*this, a, b, "b")) ||
+      failed(verifySameElementType(*this, a, getType(), "result")))
+    return failure();
+  return verifyLayerName(*this, getLayer());
+}
+
+LogicalResult AddOp::verify() {
+  RankedTensorType lhs = rankedType(getLhs());
+  RankedTensorType rhs = rankedType(getRhs());
+  if (rhs.getRank() > lhs.getRank() ||
+      !shapesCompatible(lhs.getShape().take_back(rhs.getRank()),
+                        rhs.getShape()))
+    return emitOpError() << "rhs shape " << shapeString(rhs.getShape())
+                         << " must equal lhs shape "
+                         << shapeString(lhs.getShape())
+                         << " or a suffix of it (broadcast over leading "
+                            "dimensions)";
+  if (getType() != lhs)
+    return emitOpError() << "result type " << getType()
+                         << " must equal the lhs type " << lhs;
+  if (failed(verifySameElementType(*this, lhs, rhs, "rhs")))
+    return failure();
+  return verifyLayerName(*this, getLayer());
+}
+
+LogicalResult MulOp::verify() {
+  if (!std::isfinite(getScale().convertToDouble()))
+    return emitOpError("scale must be a finite number");
+  return verifyLayerName(*this, getLayer());
+}
+
+LogicalResult GeluOp::verify() { return verifyLayerName(*this, getLayer()); }
+
+LogicalResult SplitOp::verify() {
+  RankedTensorType input = rankedType(getInput());
+  int64_t axis = getAxis(), parts = getResults().size();
+  if (axis < 0 || axis >= input.getRank())
+    return emitOpError() << "axis " << axis << " is out of range for a "
+                         << input.getRank() << "-D input";
+  if (parts < 2)
+    return emitOpError() << "needs at least 2 results, got " << parts;
+  int64_t size = input.getDimSize(axis);
+  if (!ShapedType::isDynamic(size) && size % parts != 0)
+    return emitOpError() << "dimension " << axis << " of size " << size
+                         << " does not split into " << parts << " equal parts";
+  SmallVector<int64_t> expected(input.getShape());
+  expected[axis] = ShapedType::isDynamic(size) ? size : size / parts;
+  for (Value result : getResults()) {
+    RankedTensorType type = rankedType(result);
+    if (!shapesCompatible(expected, type.getShape()))
+      return emitOpError() << "each result must have shape "
+                           << shapeString(expected) << ", got "
+                           << shapeString(type.getShape());
+    if (failed(verifySameElementType(*this, input, type, "result")))
+      return failure();
+    // Parts of a dynamic dimension are still equal: the first static size
+    // fixes the others.
+    if (ShapedType::isDynamic(expected[axis]))
+      expected[axis] = type.getDimSize(axis);
+  }
+  return verifyLayerName(*this, getLayer());
+}
+
+LogicalResult ConcatOp::verify() {
+  RankedTensorType result = getType();
+  int64_t axis = getAxis();
+  if (axis < 0 || axis >= result.getRank())
+    return emitOpError() << "axis " << axis << " is out of range for a "
+                         << result.getRank() << "-D result";
+  if (getInputs().empty())
+    return emitOpError("needs at least one input");
+  int64_t total = 0;
+  for (Value input : getInputs()) {
+    RankedTensorType type = rankedType(input);
+    SmallVector<int64_t> expected(result.getShape());
+    expected[axis] = type.getRank() == result.getRank()
+                         ? type.getDimSize(axis)
+                         : ShapedType::kDynamic;
+    if (!shapesCompatible(expected, type.getShape()))
+      return emitOpError() << "input shape " << shapeString(type.getShape())
+                           << " must match the result "
+                           << shapeString(result.getShape())
+                           << " in every dimension but " << axis;
+    if (failed(verifySameElementType(*this, result, type, "input")))
+      return failure();
+    int64_t size = type.getDimSize(axis);
+    total = (ShapedType::isDynamic(size) || ShapedType::isDynamic(total))
+                ? ShapedType::kDynamic
+                : total + size;
+  }
+  if (!dimsCompatible(total, result.getDimSize(axis)))
+    return emitOpError() << "result dimension " << axis << " is "
+                         << result.getDimSize(axis)
+                         << " but the inputs add up to " << total;
+  return verifyLayerName(*this, getLayer());
+}
+
+int64_t AttentionOp::getHeadDim() {
+  return getType().getShape().back() / static_cast<int64_t>(getHeads());
+}
+
+LogicalResult AttentionOp::verify() {
+  RankedTensorType type = getType();
+  if (type.getRank() != 3)
+    return emitOpError() << "q, k, v must be [batch, seq, width], got "
+                         << shapeString(type.getShape());
+  int64_t width = type.getDimSize(2);
+  if (ShapedType::isDynamic(width) || ShapedType::isDynamic(type.getDimSize(1)))
+    return emitOpError("sequence length and width must be static");
+  // I64Attr getters return uint64_t; compare as signed.
+  int64_t heads = getHeads();
+  if (heads <= 0)
+    return emitOpError() << "heads must be positive, got " << heads;
+  if (width % heads != 0)
+    return emitOpError() << "head count " << heads
+                         << " does not divide the width " << width
+                         << "; pick a head count that divides it";
+  return verifyLayerName(*this, getLayer());
+}
+
+LogicalResult ReshapeOp::verify() {
+  RankedTensorType input = rankedType(getInput());
+  RankedTensorType result = getType();
+  bool inStatic = input.hasStaticShape(), outStatic = result.hasStaticShape();
+  if (inStatic && outStatic &&
+      input.getNumElements() != result.getNumElements())
+    return emitOpError() << "cannot reshape " << shapeString(input.getShape())
+                         << " (" << input.getNumElements() << " elements) to "
+                         << shapeString(result.getShape()) << " ("
+                         << result.getNumElements() << " elements)";
+  if (inStatic != outStatic)
+    return emitOpError() << "a dynamic dimension must stay dynamic: "
+                         << shapeString(input.getShape()) << " -> "
+                         << shapeString(result.getShape());
+  if (failed(verifySameElementType(*this, input, result, "result")))
+    return failure();
+  return verifyLayerName(*this, getLayer());
+}
+
+LogicalResult TransposeOp::verify() {
+  RankedTensorType input = rankedType(getInput());
+  ArrayRef<int64_t> perm = getPerm();
+  int64_t rank = input.getRank();
+  SmallVector<bool> seen(rank, false);
+  if (static_cast<int64_t>(perm.size()) != rank)
+    return emitOpError() << "perm has " << perm.size()
+                         << " entries, expected one per input dimension ("
+                         << rank << ")";
+  SmallVector<int64_t> expected;
+  for (int64_t p : perm) {
+    if (p < 0 || p >= rank || seen[p])
+      return emitOpError() << "perm must be a permutation of 0.." << rank - 1
+                           << ", got " << shapeString(perm);
+    seen[p] = true;
+    expected.push_back(input.getDimSize(p));
+  }
+  if (!shapesCompatible(expected, getType().getShape()))
+    return emitOpError() << "result shape " << shapeString(getType().getShape())
+                         << " does not match the permuted input "
+                         << shapeString(expected);
+  if (failed(verifySameElementType(*this, input, getType(), "result")))
+    return failure();
+  return verifyLayerName(*this, getLayer());
+}
+
+LogicalResult CrossEntropyOp::verify() {
+  RankedTensorType logits = rankedType(getLogits());
+  RankedTensorType targets = rankedType(getTargets());
+  if (logits.getRank() < 2)
+    return emitOpError() << "logits must be [..., vocab], got "
+                         << shapeString(logits.getShape());
+  if (!shapesCompatible(logits.getShape().drop_back(), targets.getShape()))
+    return emitOpError() << "targets shape " << shapeString(targets.getShape())
+                         << " must equal the logits shape without the vocab "
+                            "dimension "
+                         << shapeString(logits.getShape().drop_back());
+  int64_t padded = logits.getShape().back();
+  int64_t vocab = getVocabSize();
+  if (vocab <= 0 || (!ShapedType::isDynamic(padded) && vocab > padded))
+    return emitOpError() << "vocab_size " << vocab << " must be in 1.."
+                         << (ShapedType::isDynamic(padded)
+                                 ? std::string("?")
+                                 : std::to_string(padded))
+                         << " (the logits width)";
+  int64_t ignore = getIgnoreIndex();
+  if (ignore >= 0 && ignore < vocab)
+    return emitOpError() << "ignore_index " << ignore
+                         << " is a real token id (vocab_size " << vocab
+                         << "); use a negative value such as -1";
+  return verifyLayerName(*this, getLayer());
+}

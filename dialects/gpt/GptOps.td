@@ -1,0 +1,228 @@
+// Ops of the gpt dialect. Verifiers live in GptOps.cpp.
+#ifndef GPTC_DIALECTS_GPT_OPS_TD
+#define GPTC_DIALECTS_GPT_OPS_TD
+
+include "dialects/gpt/GptBase.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Gpt_FloatTensor : RankedTensorOf<[AnyFloat]>;
+def Gpt_IdTensor : RankedTensorOf<[I32]>;
+def Gpt_LossTensor : 0DTensorOf<[F32]> {
+  let builderCall = "::mlir::RankedTensorType::get({}, $_builder.getF32Type())";
+}
+
+class Gpt_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Gpt_Dialect, mnemonic, traits>;
+
+// A compute op of the forward graph: pure, and named after its layer.
+class Gpt_LayerOp<string mnemonic, list<Trait> traits = []>
+    : Gpt_Op<mnemonic, !listconcat([Pure], traits)> {
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Parameters
+//===----------------------------------------------------------------------===//
+
+def Gpt_ParamOp : Gpt_Op<"param", [Symbol,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "a trainable parameter of the model";
+  let description = [{
+    Declares a parameter with its shape, dtype and initialiser. A tied
+    parameter (`tied_to @other`) has no storage of its own: it is the same
+    tensor as `@other` and its gradient is summed into `@other`'s. `real_rows`
+    marks rows past it as padding (the vocabulary padded to a multiple of 64):
+    they exist for aligned GEMMs but hold no token.
+
+    ```mlir
+    gpt.param @wte : tensor<50304x768xf32> init <normal, std = 0.02> layer "wte" real_rows = 50257
+    gpt.param @lm_head.weight : tensor<50304x768xf32> tied_to @wte layer "lm_head"
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name,
+                       TypeAttrOf<AnyRankedTensor>:$type,
+                       OptionalAttr<Gpt_InitAttr>:$init,
+                       OptionalAttr<FlatSymbolRefAttr>:$tied_to,
+                       StrAttr:$layer,
+                       OptionalAttr<I64Attr>:$real_rows);
+  let assemblyFormat = [{
+    $sym_name `:` $type (`init` $init^)? (`tied_to` $tied_to^)? `layer` $layer
+    (`real_rows` `=` $real_rows^)? attr-dict
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    ::mlir::RankedTensorType getTensorType() {
+      return ::llvm::cast<::mlir::RankedTensorType>(getType());
+    }
+    /// Elements that hold real values (padding rows excluded).
+    int64_t getNumRealElements();
+  }];
+}
+
+def Gpt_ParamRefOp : Gpt_Op<"param_ref", [Pure,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "reads a parameter declared with gpt.param";
+  let arguments = (ins FlatSymbolRefAttr:$param);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$param attr-dict `:` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Compute ops
+//===----------------------------------------------------------------------===//
+
+def Gpt_ArangeOp : Gpt_LayerOp<"arange"> {
+  let summary = "the positions 0, 1, ..., n-1";
+  let arguments = (ins StrAttr:$layer);
+  let results = (outs 1DTensorOf<[I32]>:$result);
+  let assemblyFormat = "$layer attr-dict `:` type($result)";
+}
+
+def Gpt_EmbeddingOp : Gpt_LayerOp<"embedding"> {
+  let summary = "gathers rows of a table: result[..., :] = table[ids[...], :]";
+  let arguments = (ins StrAttr:$layer, Gpt_FloatTensor:$table,
+                       Gpt_IdTensor:$ids);
+  let results = (outs Gpt_FloatTensor:$result);
+  let assemblyFormat = [{
+    $layer $table `[` $ids `]` attr-dict `:` type($table) `,` type($ids)
+    `->` type($result)
+  }];
+}
+
+def Gpt_LayerNormOp : Gpt_LayerOp<"layernorm"> {
+  let summary = "layer normalisation over the last dimension, with affine weight and bias";
+  let arguments = (ins StrAttr:$layer, Gpt_FloatTensor:$input,
+                       Gpt_FloatTensor:$weight, Gpt_FloatTensor:$bias,
+                       DefaultValuedAttr<F32Attr, "1.0e-5">:$eps);
+  let results = (outs Gpt_FloatTensor:$result);
+  let assemblyFormat = [{
+    $layer $input `,` $weight `,` $bias attr-dict `:` type($input) `,`
+    type($weight) `,` type($bias) `->` type($result)
+  }];
+}
+
+def Gpt_MatmulOp : Gpt_LayerOp<"matmul"> {
+  let summary = "matrix product over the last two dimensions, optional bias";
+  let description = [{
+    `result = op(a) x op(b) + bias`, where `op` swaps the last two dimensions
+    when `transpose_a` / `transpose_b` is set. `b` is either a 2-D weight,
+    broadcast over `a`'s leading (batch) dimensions, or has `a`'s rank and
+    the same batch dimensions. Weights are stored `[out, in]` (as PyTorch's
+    Linear) and used with `transpose_b`.
+  }];
+  let arguments = (ins StrAttr:$layer, Gpt_FloatTensor:$a, Gpt_FloatTensor:$b,
+                       Optional<Gpt_FloatTensor>:$bias,
+                       UnitAttr:$transpose_a, UnitAttr:$transpose_b);
+  let results = (outs Gpt_FloatTensor:$result);
+  let assemblyFormat = [{
+    $layer $a `,` $b (`bias` $bias^)? (`transpose_a` $transpose_a^)?
+    (`transpose_b` $transpose_b^)? attr-dict `:` type($a) `,` type($b)
+    (`,` type($bias)^)? `->` type($result)
+  }];
+}
+
+def Gpt_AddOp : Gpt_LayerOp<"add"> {
+  let summary = "elementwise sum; rhs may broadcast over lhs's leading dimensions";
+  let arguments = (ins StrAttr:$layer, Gpt_FloatTensor:$lhs,
+                       Gpt_FloatTensor:$rhs);
+  let results = (outs Gpt_FloatTensor:$result);
+  let assemblyFormat = [{
+    $layer $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->`
+    type($result)
+  }];
+}
+
+def Gpt_MulOp : Gpt_LayerOp<"mul", [SameOperandsAndResultType]> {
+  let summary = "multiplies every element by a constant";
+  let arguments = (ins StrAttr:$layer, Gpt_FloatTensor:$input, F64Attr:$scale);
+  let results = (outs Gpt_FloatTensor:$result);
+  let assemblyFormat = "$layer $input `by` $scale attr-dict `:` type($input)";
+}
+
+def Gpt_GeluOp : Gpt_LayerOp<"gelu", [SameOperandsAndResultType]> {
+  let summary = "GELU, tanh approximation (as GPT-2)";
+  let description = [{
+    `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`, the approximation of
+    Hendrycks and Gimpel (2016) that GPT-2 trains with.
+  }];
+  let arguments = (ins StrAttr:$layer, Gpt_FloatTensor:$input);
+  let results = (outs Gpt_FloatTensor:$result);
+  let assemblyFormat = "$layer $input attr-dict `:` type($input)";
+}
+
+def Gpt_SplitOp : Gpt_LayerOp<"split"> {
+  let summary = "splits a tensor into equal parts along one axis";
+  let arguments = (ins StrAttr:$layer, Gpt_FloatTensor:$input, I64Attr:$axis);
+  let results = (outs Variadic<Gpt_FloatTensor>:$results);
+  let assemblyFormat = [{
+    $layer $input `along` $axis attr-dict `:` type($input) `->` type($results)
+  }];
+}
+
+def Gpt_ConcatOp : Gpt_LayerOp<"concat"> {
+  let summary = "joins tensors along one axis (the inverse of gpt.split)";
+  let arguments = (ins StrAttr:$layer, Variadic<Gpt_FloatTensor>:$inputs,
+                       I64Attr:$axis);
+  let results = (outs Gpt_FloatTensor:$result);
+  let assemblyFormat = [{
+    $layer $inputs `along` $axis attr-dict `:` type($inputs) `->` type($result)
+  }];
+}
+
+def Gpt_AttentionOp : Gpt_LayerOp<"attention",
+    [AllTypesMatch<["q", "k", "v", "result"]>]> {
+  let summary = "scaled dot-product attention over heads, one op";
+  let description = [{
+    `q`, `k`, `v` are `[batch, seq, width]`; the width is split into `heads`
+    heads of `width / heads` each, scores are scaled by `1/sqrt(head_dim)`,
+    and with `causal` a position attends only to itself and earlier ones.
+  }];
+  let arguments = (ins StrAttr:$layer, Gpt_FloatTensor:$q, Gpt_FloatTensor:$k,
+                       Gpt_FloatTensor:$v, I64Attr:$heads, UnitAttr:$causal);
+  let results = (outs Gpt_FloatTensor:$result);
+  let assemblyFormat = [{
+    $layer $q `,` $k `,` $v `heads` `=` $heads (`causal` $causal^)? attr-dict
+    `:` type($result)
+  }];
+  let extraClassDeclaration = [{
+    int64_t getHeadDim();
+  }];
+}
+
+def Gpt_ReshapeOp : Gpt_LayerOp<"reshape"> {
+  let summary = "same elements, new shape";
+  let arguments = (ins StrAttr:$layer, Gpt_FloatTensor:$input);
+  let results = (outs Gpt_FloatTensor:$result);
+  let assemblyFormat = "$layer $input attr-dict `:` type($input) `->` type($result)";
+}
+
+def Gpt_TransposeOp : Gpt_LayerOp<"transpose"> {
+  let summary = "permutes dimensions: result dim i is input dim perm[i]";
+  let arguments = (ins StrAttr:$layer, Gpt_FloatTensor:$input,
+                       DenseI64ArrayAttr:$perm);
+  let results = (outs Gpt_FloatTensor:$result);
+  let assemblyFormat = [{
+    $layer $input `perm` `=` $perm attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
+def Gpt_CrossEntropyOp : Gpt_LayerOp<"cross_entropy"> {
+  let summary = "mean cross-entropy of logits against target ids";
+  let description = [{
+    Softmax over the first `vocab_size` logits of the last dimension (later
+    ones are vocabulary padding and never receive probability), negative log
+    likelihood of each target, mean over the targets that are not
+    `ignore_index`.
+  }];
+  let arguments = (ins StrAttr:$layer, Gpt_FloatTensor:$logits,
+                       Gpt_IdTensor:$targets, I64Attr:$vocab_size,
+                       DefaultValuedAttr<I64Attr, "-1">:$ignore_index);
+  let results = (outs Gpt_LossTensor:$result);
+  let assemblyFormat = [{
+    $layer $logits `,` $targets attr-dict `:` type($logits) `,` type($targets)
+  }];
+}
+
+#endif // GPTC_DIALECTS_GPT_OPS_TD

@@ -1,0 +1,158 @@
+// Verifiers of the rt dialect's ops.
+#include "dialects/common/ShapeChecks.h"
+#include "dialects/rt/RtDialect.h"
+
+#include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/MathExtras.h"
+
+using namespace mlir;
+using namespace gptc;
+using namespace gptc::rt;
+
+namespace {
+
+int64_t bufferBytes(MemRefType type) {
+  return type.getNumElements() *
+         static_cast<int64_t>(
+             llvm::divideCeil(type.getElementTypeBitWidth(), 8));
+}
+
+LogicalResult verifyStream(Operation *op, int32_t stream) {
+  if (stream < 0)
+    return op->emitOpError() << "stream must be >= 0 (0 is compute), got "
+                             << stream;
+  return success();
+}
+
+/// Collectives move whole buffers of one element type between ranks.
+LogicalResult verifyCollective(Operation *op, MemRefType input,
+                               MemRefType output, int32_t stream) {
+  if (input.getElementType() != output.getElementType())
+    return op->emitOpError() << "input element type " << input.getElementType()
+                             << " differs from output element type "
+                             << output.getElementType();
+  return verifyStream(op, stream);
+}
+
+} // namespace
+
+#define GET_OP_CLASSES
+#include "dialects/rt/RtOps.cpp.inc"
+
+LogicalResult ArenaOp::verify() {
+  // I64Attr getters return uint64_t; compare as signed.
+  int64_t size = getSize(), alignment = getAlignment();
+  if (size < 0)
+    return emitOpError() << "arena @" << getSymName()
+                         << " has a negative size " << size;
+  if (alignment <= 0 || !llvm::isPowerOf2_64(alignment))
+    return emitOpError() << "arena @" << getSymName()
+                         << " alignment must be a power of two, got "
+                         << alignment;
+  return success();
+}
+
+int64_t ViewOp::getSizeInBytes() { return bufferBytes(getType()); }
+
+LogicalResult ViewOp::verify() {
+  Type elementType = getType().getElementType();
+  if (!elementType.isIntOrFloat() || elementType.getIntOrFloatBitWidth() == 0)
+    return emitOpError() << "element type " << elementType
+                         << " has no size in bytes; a view holds integers "
+                            "or floats";
+  int64_t elementBytes =
+      llvm::divideCeil(getType().getElementTypeBitWidth(), 8);
+  int64_t offset = getOffset(); // uint64_t from the I64Attr getter
+  if (offset < 0 || offset % elementBytes != 0)
+    return emitOpError() << "offset " << offset
+                         << " must be a non-negative multiple of the element "
+                            "size ("
+                         << elementBytes << " bytes)";
+  return success();
+}
+
+LogicalResult ViewOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  auto arena = symbols.lookupNearestSymbolFrom<ArenaOp>(*this, getArenaAttr());
+  if (!arena)
+    return emitOpError() << "refers to @" << getArena()
+                         << ", which is not an rt.arena in this module";
+  // Signed (the I64Attr getters return uint64_t), and offset > size - bytes
+  // rather than offset + bytes > size, which could overflow.
+  int64_t offset = getOffset(), bytes = getSizeInBytes();
+  int64_t arenaSize = arena.getSize();
+  if (offset > arenaSize - bytes)
+    return emitOpError() << "view of " << bytes << " bytes at offset "
+                         << offset << " runs past the end of arena @"
+                         << getArena() << " (" << arenaSize << " bytes)";
+  return success();
+}
+
+LogicalResult KernelOp::verify() {
+  StringRef name = getKernel();
+  if (name.empty() || !llvm::all_of(name, [](char c) {
+        return llvm::isLower(c) || llvm::isDigit(c) || c == '_';
+      }))
+    return emitOpError() << "kernel name \"" << name
+                         << "\" must be lower_snake_case (the runtime symbol "
+                            "is gptrt_<name>)";
+  if (getOutputs().empty())
+    return emitOpError() << "kernel \"" << name
+                         << "\" writes nothing; list the buffers it writes "
+                            "under outs(...)";
+  llvm::SmallPtrSet<Value, 8> written(getOutputs().begin(),
+                                      getOutputs().end());
+  for (Value input : getInputs())
+    if (written.contains(input))
+      return emitOpError() << "a buffer of kernel \"" << name
+                           << "\" appears in both ins and outs; a kernel "
+                              "that updates a buffer in place lists it "
+                              "under outs only";
+  for (Value input : getInputs()) {
+    Type type = input.getType();
+    if (!isa<MemRefType, IntegerType, FloatType, IndexType>(type))
+      return emitOpError() << "kernel inputs are buffers or scalars, got "
+                           << type;
+  }
+  return verifyStream(*this, getStream());
+}
+
+LogicalResult AllReduceOp::verify() {
+  if (getInput().getType().getNumElements() !=
+      getOutput().getType().getNumElements())
+    return emitOpError() << "input and output must hold the same number of "
+                            "elements, got "
+                         << getInput().getType().getNumElements() << " and "
+                         << getOutput().getType().getNumElements();
+  return verifyCollective(*this, getInput().getType(), getOutput().getType(),
+                          getStream());
+}
+
+LogicalResult ReduceScatterOp::verify() {
+  int64_t in = getInput().getType().getNumElements();
+  int64_t out = getOutput().getType().getNumElements();
+  if (out == 0 || in % out != 0)
+    return emitOpError() << "input of " << in
+                         << " elements does not split into shards of " << out
+                         << " (input = world size x output)";
+  return verifyCollective(*this, getInput().getType(), getOutput().getType(),
+                          getStream());
+}
+
+LogicalResult AllGatherOp::verify() {
+  int64_t in = getInput().getType().getNumElements();
+  int64_t out = getOutput().getType().getNumElements();
+  if (in == 0 || out % in != 0)
+    return emitOpError() << "output of " << out
+                         << " elements is not a whole number of input shards "
+                            "of "
+                         << in << " (output = world size x input)";
+  return verifyCollective(*this, getInput().getType(), getOutput().getType(),
+                          getStream());
+}
+
+LogicalResult EventRecordOp::verify() {
+  return verifyStream(*this, getStream());
+}
+
+LogicalResult EventWaitOp::verify() { return verifyStream(*this, getStream()); }

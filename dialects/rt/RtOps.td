@@ -1,0 +1,145 @@
+// The rt dialect: the program after bufferization, as the runtime executes
+// it. Buffers are views into a few arenas, work is calls into the runtime's
+// kernels, and communication is explicit. Verifiers live in RtOps.cpp.
+#ifndef GPTC_DIALECTS_RT_OPS_TD
+#define GPTC_DIALECTS_RT_OPS_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Rt_Dialect : Dialect {
+  let name = "rt";
+  let cppNamespace = "::gptc::rt";
+  let summary = "arenas, buffer views, kernel calls, collectives and streams";
+  let description = [{
+    The contract with the runtime: every op here becomes a call through the
+    runtime's C ABI, which dispatches to CPU or CUDA kernels. Arenas are
+    allocated once by the runtime; `rt.view` gives a typed window at a byte
+    offset. Work on stream 0 is compute; other streams (e.g. communication)
+    synchronise through events.
+  }];
+  let useDefaultTypePrinterParser = 1;
+}
+
+def Rt_EventType : TypeDef<Rt_Dialect, "Event"> {
+  let mnemonic = "event";
+  let summary = "a point in one stream that another stream can wait for";
+}
+
+def Rt_ArenaKind : I32EnumAttr<"ArenaKind", "what an arena holds", [
+    I32EnumAttrCase<"Activations", 0, "activations">,
+    I32EnumAttrCase<"Params", 1, "params">,
+    I32EnumAttrCase<"Grads", 2, "grads">,
+    I32EnumAttrCase<"Optimizer", 3, "optimizer">,
+    I32EnumAttrCase<"Fp8State", 4, "fp8_state">]> {
+  let cppNamespace = "::gptc::rt";
+}
+
+def Rt_ReduceKind : I32EnumAttr<"ReduceKind", "how a collective combines", [
+    I32EnumAttrCase<"Sum", 0, "sum">,
+    I32EnumAttrCase<"Avg", 1, "avg">,
+    I32EnumAttrCase<"Max", 2, "max">]> {
+  let cppNamespace = "::gptc::rt";
+}
+
+def Rt_StaticBuffer : Type<And<[AnyMemRef.predicate,
+    CPred<"::llvm::cast<::mlir::MemRefType>($_self).hasStaticShape()">,
+    CPred<"::llvm::cast<::mlir::MemRefType>($_self).getLayout().isIdentity()">]>,
+    "statically shaped memref with identity layout", "::mlir::MemRefType">;
+
+class Rt_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Rt_Dialect, mnemonic, traits> {
+  let hasVerifier = 1;
+}
+
+def Rt_ArenaOp : Rt_Op<"arena", [Symbol]> {
+  let summary = "a block of memory the runtime allocates once";
+  let arguments = (ins SymbolNameAttr:$sym_name, Rt_ArenaKind:$kind,
+                       I64Attr:$size, DefaultValuedAttr<I64Attr, "256">:$alignment);
+  let assemblyFormat = [{
+    $sym_name $kind `size` `=` $size (`alignment` `=` $alignment^)? attr-dict
+  }];
+}
+
+def Rt_ViewOp : Rt_Op<"view", [Pure,
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "a typed buffer at a byte offset inside an arena";
+  let arguments = (ins FlatSymbolRefAttr:$arena, I64Attr:$offset);
+  let results = (outs Rt_StaticBuffer:$result);
+  let assemblyFormat = "$arena `[` $offset `]` attr-dict `:` type($result)";
+  let extraClassDeclaration = [{
+    /// Bytes the view covers.
+    int64_t getSizeInBytes();
+  }];
+}
+
+def Rt_KernelOp : Rt_Op<"kernel", [AttrSizedOperandSegments]> {
+  let summary = "calls a runtime kernel: reads `ins`, writes `outs`";
+  let description = [{
+    `kernel` names an entry of the runtime's kernel table (the C symbol is
+    `gptrt_<kernel>`). Inputs are buffers or scalars; outputs are buffers the
+    kernel writes (in place when it also reads them). Attributes other than
+    the kernel name are passed to it as constants.
+
+    ```mlir
+    rt.kernel "layernorm_fwd" ins(%x, %w, %b : memref<8x768xbf16>, memref<768xf32>, memref<768xf32>) outs(%y : memref<8x768xbf16>) {eps = 1.0e-5 : f32}
+    ```
+  }];
+  let arguments = (ins StrAttr:$kernel, Variadic<AnyType>:$inputs,
+                       Variadic<Rt_StaticBuffer>:$outputs,
+                       DefaultValuedAttr<I32Attr, "0">:$stream);
+  let assemblyFormat = [{
+    $kernel (`ins` `(` $inputs^ `:` type($inputs) `)`)?
+    `outs` `(` $outputs `:` type($outputs) `)` (`stream` `=` $stream^)?
+    attr-dict
+  }];
+}
+
+class Rt_CollectiveOp<string mnemonic> : Rt_Op<mnemonic> {
+  let assemblyFormat = [{
+    $reduce $input `,` $output (`stream` `=` $stream^)? attr-dict `:`
+    type($input) `,` type($output)
+  }];
+}
+
+def Rt_AllReduceOp : Rt_CollectiveOp<"all_reduce"> {
+  let summary = "every rank ends with the reduction of all ranks' inputs";
+  let arguments = (ins Rt_ReduceKind:$reduce, Rt_StaticBuffer:$input,
+                       Rt_StaticBuffer:$output,
+                       DefaultValuedAttr<I32Attr, "0">:$stream);
+}
+
+def Rt_ReduceScatterOp : Rt_CollectiveOp<"reduce_scatter"> {
+  let summary = "each rank gets its shard of the reduction (ZeRO-1 gradients)";
+  let arguments = (ins Rt_ReduceKind:$reduce, Rt_StaticBuffer:$input,
+                       Rt_StaticBuffer:$output,
+                       DefaultValuedAttr<I32Attr, "0">:$stream);
+}
+
+def Rt_AllGatherOp : Rt_Op<"all_gather"> {
+  let summary = "every rank gets all ranks' shards, concatenated in rank order";
+  let arguments = (ins Rt_StaticBuffer:$input, Rt_StaticBuffer:$output,
+                       DefaultValuedAttr<I32Attr, "0">:$stream);
+  let assemblyFormat = [{
+    $input `,` $output (`stream` `=` $stream^)? attr-dict `:` type($input)
+    `,` type($output)
+  }];
+}
+
+def Rt_EventRecordOp : Rt_Op<"event_record"> {
+  let summary = "marks the current point of a stream";
+  let arguments = (ins I32Attr:$stream);
+  let results = (outs Rt_EventType:$event);
+  let assemblyFormat = "`stream` `=` $stream attr-dict";
+}
+
+def Rt_EventWaitOp : Rt_Op<"event_wait"> {
+  let summary = "makes a stream wait until an event has happened";
+  let arguments = (ins Rt_EventType:$event, I32Attr:$stream);
+  let assemblyFormat = "$event `stream` `=` $stream attr-dict";
+}
+
+#endif // GPTC_DIALECTS_RT_OPS_TD

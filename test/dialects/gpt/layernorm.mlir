@@ -1,0 +1,122 @@
+// RUN: gpt-opt %s -split-input-file -verify-diagnostics | FileCheck %s
+// RUN: gpt-opt %s -split-input-file -verify-diagnostics -mlir-print-op-generic | gpt-opt -split-input-file -verify-diagnostics | FileCheck %s
+
+// The default eps (1e-5) is left out when printed, another one is kept.
+// CHECK-LABEL: func.func @layernorm
+// CHECK:         %{{.*}} = gpt.layernorm "h.0.ln_1" %arg0, %arg1, %arg2 : tensor<?x8x16xf32>, tensor<16xf32>, tensor<16xf32> -> tensor<?x8x16xf32>
+// CHECK:         %{{.*}} = gpt.layernorm "h.0.ln_2" %arg0, %arg1, %arg2 : tensor<?x8x16xf32>, tensor<16xf32>, tensor<16xf32> -> tensor<?x8x16xf32>
+// CHECK:         %{{.*}} = gpt.layernorm "ln_f" %arg0, %arg1, %arg2 {eps = 9.99999997E-7 : f32} : tensor<?x8x16xf32>, tensor<16xf32>, tensor<16xf32> -> tensor<?x8x16xf32>
+func.func @layernorm(%x: tensor<?x8x16xf32>, %w: tensor<16xf32>, %b: tensor<16xf32>) -> (tensor<?x8x16xf32>, tensor<?x8x16xf32>, tensor<?x8x16xf32>) {
+  %0 = gpt.layernorm "h.0.ln_1" %x, %w, %b : tensor<?x8x16xf32>, tensor<16xf32>, tensor<16xf32> -> tensor<?x8x16xf32>
+  %1 = gpt.layernorm "h.0.ln_2" %x, %w, %b {eps = 1.0e-5 : f32} : tensor<?x8x16xf32>, tensor<16xf32>, tensor<16xf32> -> tensor<?x8x16xf32>
+  %2 = gpt.layernorm "ln_f" %x, %w, %b {eps = 1.0e-6 : f32} : tensor<?x8x16xf32>, tensor<16xf32>, tensor<16xf32> -> tensor<?x8x16xf32>
+  return %0, %1, %2 : tensor<?x8x16xf32>, tensor<?x8x16xf32>, tensor<?x8x16xf32>
+}
+
+// -----
+
+// 1-D input, bf16 activations with f32 affine parameters, dynamic width.
+// CHECK-LABEL: func.func @layernorm_mixed
+// CHECK:         %{{.*}} = gpt.layernorm "ln" %arg0, %arg1, %arg1 : tensor<16xbf16>, tensor<16xf32>, tensor<16xf32> -> tensor<16xbf16>
+// CHECK:         %{{.*}} = gpt.layernorm "ln" %arg2, %arg1, %arg1 : tensor<4x?xf32>, tensor<16xf32>, tensor<16xf32> -> tensor<4x?xf32>
+func.func @layernorm_mixed(%x: tensor<16xbf16>, %w: tensor<16xf32>, %y: tensor<4x?xf32>) -> (tensor<16xbf16>, tensor<4x?xf32>) {
+  %0 = gpt.layernorm "ln" %x, %w, %w : tensor<16xbf16>, tensor<16xf32>, tensor<16xf32> -> tensor<16xbf16>
+  %1 = gpt.layernorm "ln" %y, %w, %w : tensor<4x?xf32>, tensor<16xf32>, tensor<16xf32> -> tensor<4x?xf32>
+  return %0, %1 : tensor<16xbf16>, tensor<4x?xf32>
+}
+
+// -----
+
+func.func @scalar_input(%x: tensor<f32>, %w: tensor<16xf32>) -> tensor<f32> {
+  // expected-error @+1 {{input must have at least one dimension}}
+  %0 = gpt.layernorm "ln" %x, %w, %w : tensor<f32>, tensor<16xf32>, tensor<16xf32> -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
+func.func @weight_width(%x: tensor<?x8x16xf32>, %w: tensor<32xf32>, %b: tensor<16xf32>) -> tensor<?x8x16xf32> {
+  // expected-error @+1 {{weight must be 1-D of the input width [16], got [32]}}
+  %0 = gpt.layernorm "ln" %x, %w, %b : tensor<?x8x16xf32>, tensor<32xf32>, tensor<16xf32> -> tensor<?x8x16xf32>
+  return %0 : tensor<?x8x16xf32>
+}
+
+// -----
+
+func.func @weight_rank(%x: tensor<?x8x16xf32>, %w: tensor<1x16xf32>, %b: tensor<16xf32>) -> tensor<?x8x16xf32> {
+  // expected-error @+1 {{weight must be 1-D of the input width [16], got [1, 16]}}
+  %0 = gpt.layernorm "ln" %x, %w, %b : tensor<?x8x16xf32>, tensor<1x16xf32>, tensor<16xf32> -> tensor<?x8x16xf32>
+  return %0 : tensor<?x8x16xf32>
+}
+
+// -----
+
+func.func @bias_width(%x: tensor<?x8x16xf32>, %w: tensor<16xf32>, %b: tensor<8xf32>) -> tensor<?x8x16xf32> {
+  // expected-error @+1 {{bias must be 1-D of the input width [16], got [8]}}
+  %0 = gpt.layernorm "ln" %x, %w, %b : tensor<?x8x16xf32>, tensor<16xf32>, tensor<8xf32> -> tensor<?x8x16xf32>
+  return %0 : tensor<?x8x16xf32>
+}
+
+// -----
+
+func.func @result_type(%x: tensor<?x8x16xf32>, %w: tensor<16xf32>) -> tensor<?x8x16xbf16> {
+  // expected-error @+1 {{result type 'tensor<?x8x16xbf16>' must equal the input type 'tensor<?x8x16xf32>'}}
+  %0 = gpt.layernorm "ln" %x, %w, %w : tensor<?x8x16xf32>, tensor<16xf32>, tensor<16xf32> -> tensor<?x8x16xbf16>
+  return %0 : tensor<?x8x16xbf16>
+}
+
+// -----
+
+func.func @result_shape(%x: tensor<?x8x16xf32>, %w: tensor<16xf32>) -> tensor<4x8x16xf32> {
+  // expected-error @+1 {{result type 'tensor<4x8x16xf32>' must equal the input type 'tensor<?x8x16xf32>'}}
+  %0 = gpt.layernorm "ln" %x, %w, %w : tensor<?x8x16xf32>, tensor<16xf32>, tensor<16xf32> -> tensor<4x8x16xf32>
+  return %0 : tensor<4x8x16xf32>
+}
+
+// -----
+
+func.func @zero_eps(%x: tensor<?x8x16xf32>, %w: tensor<16xf32>) -> tensor<?x8x16xf32> {
+  // expected-error @+1 {{eps must be positive, got 0}}
+  %0 = gpt.layernorm "ln" %x, %w, %w {eps = 0.0 : f32} : tensor<?x8x16xf32>, tensor<16xf32>, tensor<16xf32> -> tensor<?x8x16xf32>
+  return %0 : tensor<?x8x16xf32>
+}
+
+// -----
+
+func.func @negative_eps(%x: tensor<?x8x16xf32>, %w: tensor<16xf32>) -> tensor<?x8x16xf32> {
+  // expected-error @+1 {{eps must be positive}}
+  %0 = gpt.layernorm "ln" %x, %w, %w {eps = -1.0e-5 : f32} : tensor<?x8x16xf32>, tensor<16xf32>, tensor<16xf32> -> tensor<?x8x16xf32>
+  return %0 : tensor<?x8x16xf32>
+}
+
+// -----
+
+func.func @nan_eps(%x: tensor<?x8x16xf32>, %w: tensor<16xf32>) -> tensor<?x8x16xf32> {
+  // expected-error @+1 {{eps must be positive}}
+  %0 = gpt.layernorm "ln" %x, %w, %w {eps = 0x7FC00000 : f32} : tensor<?x8x16xf32>, tensor<16xf32>, tensor<16xf32> -> tensor<?x8x16xf32>
+  return %0 : tensor<?x8x16xf32>
+}
+
+// -----
+
+func.func @no_layer(%x: tensor<?x8x16xf32>, %w: tensor<16xf32>) -> tensor<?x8x16xf32> {
+  // expected-error @+1 {{needs the name of the layer it belongs to}}
+  %0 = gpt.layernorm "" %x, %w, %w : tensor<?x8x16xf32>, tensor<16xf32>, tensor<16xf32> -> tensor<?x8x16xf32>
+  return %0 : tensor<?x8x16xf32>
+}
+
+// -----
+
+func.func @integer_input(%x: tensor<?x8x16xi32>, %w: tensor<16xf32>) -> tensor<?x8x16xi32> {
+  // expected-error @+1 {{operand #0 must be ranked tensor of floating-point values, but got 'tensor<?x8x16xi32>'}}
+  %0 = gpt.layernorm "ln" %x, %w, %w : tensor<?x8x16xi32>, tensor<16xf32>, tensor<16xf32> -> tensor<?x8x16xi32>
+  return %0 : tensor<?x8x16xi32>
+}
+
+// -----
+
+func.func @f64_eps(%x: tensor<?x8x16xf32>, %w: tensor<16xf32>) -> tensor<?x8x16xf32> {
+  // expected-error @+1 {{attribute 'eps' failed to satisfy constraint: 32-bit float attribute}}
+  %0 = gpt.layernorm "ln" %x, %w, %w {eps = 1.0e-5 : f64} : tensor<?x8x16xf32>, tensor<16xf32>, tensor<16xf32> -> tensor<?x8x16xf32>
+  return %0 : tensor<?x8x16xf32>
+}

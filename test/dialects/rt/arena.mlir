@@ -1,0 +1,45 @@
+// RUN: gpt-opt %s -split-input-file -verify-diagnostics | FileCheck %s
+// RUN: gpt-opt %s -split-input-file -verify-diagnostics -mlir-print-op-generic | gpt-opt -split-input-file -verify-diagnostics | FileCheck %s
+
+// The default alignment (256) is left out when printed, another is kept.
+// CHECK-LABEL: rt.arena @act activations size = 1024{{$}}
+// CHECK-NEXT:  rt.arena @params params size = 4096 alignment = 64{{$}}
+// CHECK-NEXT:  rt.arena @grads grads size = 4096{{$}}
+// CHECK-NEXT:  rt.arena @adam optimizer size = 8192 alignment = 1{{$}}
+// CHECK-NEXT:  rt.arena @amax fp8_state size = 0 {note = "extra"}{{$}}
+rt.arena @act activations size = 1024
+rt.arena @params params size = 4096 alignment = 64
+rt.arena @grads grads size = 4096 alignment = 256
+rt.arena @adam optimizer size = 8192 alignment = 1
+rt.arena @amax fp8_state size = 0 {note = "extra"}
+
+// -----
+
+// expected-error @+1 {{arena @a has a negative size -1}}
+rt.arena @a activations size = -1
+
+// -----
+
+// expected-error @+1 {{arena @a alignment must be a power of two, got 0}}
+rt.arena @a activations size = 1024 alignment = 0
+
+// -----
+
+// expected-error @+1 {{arena @a alignment must be a power of two, got 48}}
+rt.arena @a activations size = 1024 alignment = 48
+
+// -----
+
+// expected-error @+1 {{arena @a alignment must be a power of two, got -64}}
+rt.arena @a activations size = 1024 alignment = -64
+
+// -----
+
+// -2^63 is 2^63 when read as unsigned: still not a valid alignment.
+// expected-error @+1 {{arena @a alignment must be a power of two, got -9223372036854775808}}
+rt.arena @a activations size = 1024 alignment = -9223372036854775808
+
+// -----
+
+// expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'kind' [activations, params, grads, optimizer, fp8_state]}}
+rt.arena @a scratch size = 1024
