@@ -53,7 +53,7 @@ module attributes {gpt.config = {depth = 4 : i64, heads = 4 : i64, padded_vocab 
   gpt.param @ln_f.weight : tensor<128xf32> init <ones> layer "ln_f"
   gpt.param @ln_f.bias : tensor<128xf32> init <zeros> layer "ln_f"
   gpt.param @lm_head.weight : tensor<50304x128xf32> tied_to @wte layer "lm_head"
-  func.func @forward(%arg0: tensor<?x64xi32> {gpt.input = "tokens"}, %arg1: tensor<?x64xi32> {gpt.input = "targets"}) -> (tensor<f32>, tensor<?x64x50304xf32>) {
+  func.func @forward(%arg0: tensor<?x64xi32> {gpt.input = "tokens"}, %arg1: tensor<?x64xi32> {gpt.input = "targets"}) -> (tensor<f32> {gpt.output = "loss"}, tensor<?x64x50304xf32> {gpt.output = "logits"}) {
     %0 = gpt.param_ref @wte : tensor<50304x128xf32>
     %1 = gpt.param_ref @wpe : tensor<64x128xf32>
     %2 = gpt.embedding "wte" %0[%arg0] : tensor<50304x128xf32>, tensor<?x64xi32> -> tensor<?x64x128xf32>
@@ -62,103 +62,103 @@ module attributes {gpt.config = {depth = 4 : i64, heads = 4 : i64, padded_vocab 
     %5 = gpt.add "embed" %2, %4 : tensor<?x64x128xf32>, tensor<64x128xf32> -> tensor<?x64x128xf32>
     %6 = gpt.param_ref @h.0.ln_1.weight : tensor<128xf32>
     %7 = gpt.param_ref @h.0.ln_1.bias : tensor<128xf32>
-    %8 = gpt.layernorm "h.0.ln_1" %5, %6, %7 : tensor<?x64x128xf32>, tensor<128xf32>, tensor<128xf32> -> tensor<?x64x128xf32>
-    %9 = gpt.param_ref @h.0.attn.qkv.weight : tensor<384x128xf32>
-    %10 = gpt.param_ref @h.0.attn.qkv.bias : tensor<384xf32>
-    %11 = gpt.matmul "h.0.attn.qkv" %8, %9 bias %10 transpose_b : tensor<?x64x128xf32>, tensor<384x128xf32>, tensor<384xf32> -> tensor<?x64x384xf32>
-    %12:3 = gpt.split "h.0.attn" %11 along 2 : tensor<?x64x384xf32> -> tensor<?x64x128xf32>, tensor<?x64x128xf32>, tensor<?x64x128xf32>
-    %13 = gpt.attention "h.0.attn" %12#0, %12#1, %12#2 heads = 4 causal : tensor<?x64x128xf32>
-    %14 = gpt.param_ref @h.0.attn.proj.weight : tensor<128x128xf32>
-    %15 = gpt.param_ref @h.0.attn.proj.bias : tensor<128xf32>
-    %16 = gpt.matmul "h.0.attn.proj" %13, %14 bias %15 transpose_b : tensor<?x64x128xf32>, tensor<128x128xf32>, tensor<128xf32> -> tensor<?x64x128xf32>
-    %17 = gpt.add "h.0.attn.residual" %5, %16 : tensor<?x64x128xf32>, tensor<?x64x128xf32> -> tensor<?x64x128xf32>
-    %18 = gpt.param_ref @h.0.ln_2.weight : tensor<128xf32>
-    %19 = gpt.param_ref @h.0.ln_2.bias : tensor<128xf32>
-    %20 = gpt.layernorm "h.0.ln_2" %17, %18, %19 : tensor<?x64x128xf32>, tensor<128xf32>, tensor<128xf32> -> tensor<?x64x128xf32>
-    %21 = gpt.param_ref @h.0.mlp.fc.weight : tensor<512x128xf32>
-    %22 = gpt.param_ref @h.0.mlp.fc.bias : tensor<512xf32>
-    %23 = gpt.matmul "h.0.mlp.fc" %20, %21 bias %22 transpose_b : tensor<?x64x128xf32>, tensor<512x128xf32>, tensor<512xf32> -> tensor<?x64x512xf32>
-    %24 = gpt.gelu "h.0.mlp" %23 : tensor<?x64x512xf32>
-    %25 = gpt.param_ref @h.0.mlp.proj.weight : tensor<128x512xf32>
-    %26 = gpt.param_ref @h.0.mlp.proj.bias : tensor<128xf32>
-    %27 = gpt.matmul "h.0.mlp.proj" %24, %25 bias %26 transpose_b : tensor<?x64x512xf32>, tensor<128x512xf32>, tensor<128xf32> -> tensor<?x64x128xf32>
-    %28 = gpt.add "h.0.mlp.residual" %17, %27 : tensor<?x64x128xf32>, tensor<?x64x128xf32> -> tensor<?x64x128xf32>
-    %29 = gpt.param_ref @h.1.ln_1.weight : tensor<128xf32>
-    %30 = gpt.param_ref @h.1.ln_1.bias : tensor<128xf32>
-    %31 = gpt.layernorm "h.1.ln_1" %28, %29, %30 : tensor<?x64x128xf32>, tensor<128xf32>, tensor<128xf32> -> tensor<?x64x128xf32>
-    %32 = gpt.param_ref @h.1.attn.qkv.weight : tensor<384x128xf32>
-    %33 = gpt.param_ref @h.1.attn.qkv.bias : tensor<384xf32>
-    %34 = gpt.matmul "h.1.attn.qkv" %31, %32 bias %33 transpose_b : tensor<?x64x128xf32>, tensor<384x128xf32>, tensor<384xf32> -> tensor<?x64x384xf32>
-    %35:3 = gpt.split "h.1.attn" %34 along 2 : tensor<?x64x384xf32> -> tensor<?x64x128xf32>, tensor<?x64x128xf32>, tensor<?x64x128xf32>
-    %36 = gpt.attention "h.1.attn" %35#0, %35#1, %35#2 heads = 4 causal : tensor<?x64x128xf32>
-    %37 = gpt.param_ref @h.1.attn.proj.weight : tensor<128x128xf32>
-    %38 = gpt.param_ref @h.1.attn.proj.bias : tensor<128xf32>
-    %39 = gpt.matmul "h.1.attn.proj" %36, %37 bias %38 transpose_b : tensor<?x64x128xf32>, tensor<128x128xf32>, tensor<128xf32> -> tensor<?x64x128xf32>
-    %40 = gpt.add "h.1.attn.residual" %28, %39 : tensor<?x64x128xf32>, tensor<?x64x128xf32> -> tensor<?x64x128xf32>
-    %41 = gpt.param_ref @h.1.ln_2.weight : tensor<128xf32>
-    %42 = gpt.param_ref @h.1.ln_2.bias : tensor<128xf32>
-    %43 = gpt.layernorm "h.1.ln_2" %40, %41, %42 : tensor<?x64x128xf32>, tensor<128xf32>, tensor<128xf32> -> tensor<?x64x128xf32>
-    %44 = gpt.param_ref @h.1.mlp.fc.weight : tensor<512x128xf32>
-    %45 = gpt.param_ref @h.1.mlp.fc.bias : tensor<512xf32>
-    %46 = gpt.matmul "h.1.mlp.fc" %43, %44 bias %45 transpose_b : tensor<?x64x128xf32>, tensor<512x128xf32>, tensor<512xf32> -> tensor<?x64x512xf32>
-    %47 = gpt.gelu "h.1.mlp" %46 : tensor<?x64x512xf32>
-    %48 = gpt.param_ref @h.1.mlp.proj.weight : tensor<128x512xf32>
-    %49 = gpt.param_ref @h.1.mlp.proj.bias : tensor<128xf32>
-    %50 = gpt.matmul "h.1.mlp.proj" %47, %48 bias %49 transpose_b : tensor<?x64x512xf32>, tensor<128x512xf32>, tensor<128xf32> -> tensor<?x64x128xf32>
-    %51 = gpt.add "h.1.mlp.residual" %40, %50 : tensor<?x64x128xf32>, tensor<?x64x128xf32> -> tensor<?x64x128xf32>
-    %52 = gpt.param_ref @h.2.ln_1.weight : tensor<128xf32>
-    %53 = gpt.param_ref @h.2.ln_1.bias : tensor<128xf32>
-    %54 = gpt.layernorm "h.2.ln_1" %51, %52, %53 : tensor<?x64x128xf32>, tensor<128xf32>, tensor<128xf32> -> tensor<?x64x128xf32>
-    %55 = gpt.param_ref @h.2.attn.qkv.weight : tensor<384x128xf32>
-    %56 = gpt.param_ref @h.2.attn.qkv.bias : tensor<384xf32>
-    %57 = gpt.matmul "h.2.attn.qkv" %54, %55 bias %56 transpose_b : tensor<?x64x128xf32>, tensor<384x128xf32>, tensor<384xf32> -> tensor<?x64x384xf32>
-    %58:3 = gpt.split "h.2.attn" %57 along 2 : tensor<?x64x384xf32> -> tensor<?x64x128xf32>, tensor<?x64x128xf32>, tensor<?x64x128xf32>
-    %59 = gpt.attention "h.2.attn" %58#0, %58#1, %58#2 heads = 4 causal : tensor<?x64x128xf32>
-    %60 = gpt.param_ref @h.2.attn.proj.weight : tensor<128x128xf32>
-    %61 = gpt.param_ref @h.2.attn.proj.bias : tensor<128xf32>
-    %62 = gpt.matmul "h.2.attn.proj" %59, %60 bias %61 transpose_b : tensor<?x64x128xf32>, tensor<128x128xf32>, tensor<128xf32> -> tensor<?x64x128xf32>
-    %63 = gpt.add "h.2.attn.residual" %51, %62 : tensor<?x64x128xf32>, tensor<?x64x128xf32> -> tensor<?x64x128xf32>
-    %64 = gpt.param_ref @h.2.ln_2.weight : tensor<128xf32>
-    %65 = gpt.param_ref @h.2.ln_2.bias : tensor<128xf32>
-    %66 = gpt.layernorm "h.2.ln_2" %63, %64, %65 : tensor<?x64x128xf32>, tensor<128xf32>, tensor<128xf32> -> tensor<?x64x128xf32>
-    %67 = gpt.param_ref @h.2.mlp.fc.weight : tensor<512x128xf32>
-    %68 = gpt.param_ref @h.2.mlp.fc.bias : tensor<512xf32>
-    %69 = gpt.matmul "h.2.mlp.fc" %66, %67 bias %68 transpose_b : tensor<?x64x128xf32>, tensor<512x128xf32>, tensor<512xf32> -> tensor<?x64x512xf32>
-    %70 = gpt.gelu "h.2.mlp" %69 : tensor<?x64x512xf32>
-    %71 = gpt.param_ref @h.2.mlp.proj.weight : tensor<128x512xf32>
-    %72 = gpt.param_ref @h.2.mlp.proj.bias : tensor<128xf32>
-    %73 = gpt.matmul "h.2.mlp.proj" %70, %71 bias %72 transpose_b : tensor<?x64x512xf32>, tensor<128x512xf32>, tensor<128xf32> -> tensor<?x64x128xf32>
-    %74 = gpt.add "h.2.mlp.residual" %63, %73 : tensor<?x64x128xf32>, tensor<?x64x128xf32> -> tensor<?x64x128xf32>
-    %75 = gpt.param_ref @h.3.ln_1.weight : tensor<128xf32>
-    %76 = gpt.param_ref @h.3.ln_1.bias : tensor<128xf32>
-    %77 = gpt.layernorm "h.3.ln_1" %74, %75, %76 : tensor<?x64x128xf32>, tensor<128xf32>, tensor<128xf32> -> tensor<?x64x128xf32>
-    %78 = gpt.param_ref @h.3.attn.qkv.weight : tensor<384x128xf32>
-    %79 = gpt.param_ref @h.3.attn.qkv.bias : tensor<384xf32>
-    %80 = gpt.matmul "h.3.attn.qkv" %77, %78 bias %79 transpose_b : tensor<?x64x128xf32>, tensor<384x128xf32>, tensor<384xf32> -> tensor<?x64x384xf32>
-    %81:3 = gpt.split "h.3.attn" %80 along 2 : tensor<?x64x384xf32> -> tensor<?x64x128xf32>, tensor<?x64x128xf32>, tensor<?x64x128xf32>
-    %82 = gpt.attention "h.3.attn" %81#0, %81#1, %81#2 heads = 4 causal : tensor<?x64x128xf32>
-    %83 = gpt.param_ref @h.3.attn.proj.weight : tensor<128x128xf32>
-    %84 = gpt.param_ref @h.3.attn.proj.bias : tensor<128xf32>
-    %85 = gpt.matmul "h.3.attn.proj" %82, %83 bias %84 transpose_b : tensor<?x64x128xf32>, tensor<128x128xf32>, tensor<128xf32> -> tensor<?x64x128xf32>
-    %86 = gpt.add "h.3.attn.residual" %74, %85 : tensor<?x64x128xf32>, tensor<?x64x128xf32> -> tensor<?x64x128xf32>
-    %87 = gpt.param_ref @h.3.ln_2.weight : tensor<128xf32>
-    %88 = gpt.param_ref @h.3.ln_2.bias : tensor<128xf32>
-    %89 = gpt.layernorm "h.3.ln_2" %86, %87, %88 : tensor<?x64x128xf32>, tensor<128xf32>, tensor<128xf32> -> tensor<?x64x128xf32>
-    %90 = gpt.param_ref @h.3.mlp.fc.weight : tensor<512x128xf32>
-    %91 = gpt.param_ref @h.3.mlp.fc.bias : tensor<512xf32>
-    %92 = gpt.matmul "h.3.mlp.fc" %89, %90 bias %91 transpose_b : tensor<?x64x128xf32>, tensor<512x128xf32>, tensor<512xf32> -> tensor<?x64x512xf32>
-    %93 = gpt.gelu "h.3.mlp" %92 : tensor<?x64x512xf32>
-    %94 = gpt.param_ref @h.3.mlp.proj.weight : tensor<128x512xf32>
-    %95 = gpt.param_ref @h.3.mlp.proj.bias : tensor<128xf32>
-    %96 = gpt.matmul "h.3.mlp.proj" %93, %94 bias %95 transpose_b : tensor<?x64x512xf32>, tensor<128x512xf32>, tensor<128xf32> -> tensor<?x64x128xf32>
-    %97 = gpt.add "h.3.mlp.residual" %86, %96 : tensor<?x64x128xf32>, tensor<?x64x128xf32> -> tensor<?x64x128xf32>
-    %98 = gpt.param_ref @ln_f.weight : tensor<128xf32>
-    %99 = gpt.param_ref @ln_f.bias : tensor<128xf32>
-    %100 = gpt.layernorm "ln_f" %97, %98, %99 : tensor<?x64x128xf32>, tensor<128xf32>, tensor<128xf32> -> tensor<?x64x128xf32>
-    %101 = gpt.param_ref @lm_head.weight : tensor<50304x128xf32>
-    %102 = gpt.matmul "lm_head" %100, %101 transpose_b : tensor<?x64x128xf32>, tensor<50304x128xf32> -> tensor<?x64x50304xf32>
-    %103 = gpt.cross_entropy "loss" %102, %arg1 {vocab_size = 50257 : i64} : tensor<?x64x50304xf32>, tensor<?x64xi32>
-    return %103, %102 : tensor<f32>, tensor<?x64x50304xf32>
+    %normalized = gpt.layernorm "h.0.ln_1" %5, %6, %7 : tensor<?x64x128xf32>, tensor<128xf32>, tensor<128xf32> -> tensor<?x64x128xf32>
+    %8 = gpt.param_ref @h.0.attn.qkv.weight : tensor<384x128xf32>
+    %9 = gpt.param_ref @h.0.attn.qkv.bias : tensor<384xf32>
+    %10 = gpt.matmul "h.0.attn.qkv" %normalized, %8 bias %9 transpose_b : tensor<?x64x128xf32>, tensor<384x128xf32>, tensor<384xf32> -> tensor<?x64x384xf32>
+    %11:3 = gpt.split "h.0.attn" %10 along 2 : tensor<?x64x384xf32> -> tensor<?x64x128xf32>, tensor<?x64x128xf32>, tensor<?x64x128xf32>
+    %attended = gpt.attention "h.0.attn" %11#0, %11#1, %11#2 heads = 4 causal : tensor<?x64x128xf32>
+    %12 = gpt.param_ref @h.0.attn.proj.weight : tensor<128x128xf32>
+    %13 = gpt.param_ref @h.0.attn.proj.bias : tensor<128xf32>
+    %14 = gpt.matmul "h.0.attn.proj" %attended, %12 bias %13 transpose_b : tensor<?x64x128xf32>, tensor<128x128xf32>, tensor<128xf32> -> tensor<?x64x128xf32>
+    %15 = gpt.add "h.0.attn.residual" %5, %14 : tensor<?x64x128xf32>, tensor<?x64x128xf32> -> tensor<?x64x128xf32>
+    %16 = gpt.param_ref @h.0.ln_2.weight : tensor<128xf32>
+    %17 = gpt.param_ref @h.0.ln_2.bias : tensor<128xf32>
+    %normalized_0 = gpt.layernorm "h.0.ln_2" %15, %16, %17 : tensor<?x64x128xf32>, tensor<128xf32>, tensor<128xf32> -> tensor<?x64x128xf32>
+    %18 = gpt.param_ref @h.0.mlp.fc.weight : tensor<512x128xf32>
+    %19 = gpt.param_ref @h.0.mlp.fc.bias : tensor<512xf32>
+    %20 = gpt.matmul "h.0.mlp.fc" %normalized_0, %18 bias %19 transpose_b : tensor<?x64x128xf32>, tensor<512x128xf32>, tensor<512xf32> -> tensor<?x64x512xf32>
+    %21 = gpt.gelu "h.0.mlp" %20 : tensor<?x64x512xf32>
+    %22 = gpt.param_ref @h.0.mlp.proj.weight : tensor<128x512xf32>
+    %23 = gpt.param_ref @h.0.mlp.proj.bias : tensor<128xf32>
+    %24 = gpt.matmul "h.0.mlp.proj" %21, %22 bias %23 transpose_b : tensor<?x64x512xf32>, tensor<128x512xf32>, tensor<128xf32> -> tensor<?x64x128xf32>
+    %25 = gpt.add "h.0.mlp.residual" %15, %24 : tensor<?x64x128xf32>, tensor<?x64x128xf32> -> tensor<?x64x128xf32>
+    %26 = gpt.param_ref @h.1.ln_1.weight : tensor<128xf32>
+    %27 = gpt.param_ref @h.1.ln_1.bias : tensor<128xf32>
+    %normalized_1 = gpt.layernorm "h.1.ln_1" %25, %26, %27 : tensor<?x64x128xf32>, tensor<128xf32>, tensor<128xf32> -> tensor<?x64x128xf32>
+    %28 = gpt.param_ref @h.1.attn.qkv.weight : tensor<384x128xf32>
+    %29 = gpt.param_ref @h.1.attn.qkv.bias : tensor<384xf32>
+    %30 = gpt.matmul "h.1.attn.qkv" %normalized_1, %28 bias %29 transpose_b : tensor<?x64x128xf32>, tensor<384x128xf32>, tensor<384xf32> -> tensor<?x64x384xf32>
+    %31:3 = gpt.split "h.1.attn" %30 along 2 : tensor<?x64x384xf32> -> tensor<?x64x128xf32>, tensor<?x64x128xf32>, tensor<?x64x128xf32>
+    %attended_2 = gpt.attention "h.1.attn" %31#0, %31#1, %31#2 heads = 4 causal : tensor<?x64x128xf32>
+    %32 = gpt.param_ref @h.1.attn.proj.weight : tensor<128x128xf32>
+    %33 = gpt.param_ref @h.1.attn.proj.bias : tensor<128xf32>
+    %34 = gpt.matmul "h.1.attn.proj" %attended_2, %32 bias %33 transpose_b : tensor<?x64x128xf32>, tensor<128x128xf32>, tensor<128xf32> -> tensor<?x64x128xf32>
+    %35 = gpt.add "h.1.attn.residual" %25, %34 : tensor<?x64x128xf32>, tensor<?x64x128xf32> -> tensor<?x64x128xf32>
+    %36 = gpt.param_ref @h.1.ln_2.weight : tensor<128xf32>
+    %37 = gpt.param_ref @h.1.ln_2.bias : tensor<128xf32>
+    %normalized_3 = gpt.layernorm "h.1.ln_2" %35, %36, %37 : tensor<?x64x128xf32>, tensor<128xf32>, tensor<128xf32> -> tensor<?x64x128xf32>
+    %38 = gpt.param_ref @h.1.mlp.fc.weight : tensor<512x128xf32>
+    %39 = gpt.param_ref @h.1.mlp.fc.bias : tensor<512xf32>
+    %40 = gpt.matmul "h.1.mlp.fc" %normalized_3, %38 bias %39 transpose_b : tensor<?x64x128xf32>, tensor<512x128xf32>, tensor<512xf32> -> tensor<?x64x512xf32>
+    %41 = gpt.gelu "h.1.mlp" %40 : tensor<?x64x512xf32>
+    %42 = gpt.param_ref @h.1.mlp.proj.weight : tensor<128x512xf32>
+    %43 = gpt.param_ref @h.1.mlp.proj.bias : tensor<128xf32>
+    %44 = gpt.matmul "h.1.mlp.proj" %41, %42 bias %43 transpose_b : tensor<?x64x512xf32>, tensor<128x512xf32>, tensor<128xf32> -> tensor<?x64x128xf32>
+    %45 = gpt.add "h.1.mlp.residual" %35, %44 : tensor<?x64x128xf32>, tensor<?x64x128xf32> -> tensor<?x64x128xf32>
+    %46 = gpt.param_ref @h.2.ln_1.weight : tensor<128xf32>
+    %47 = gpt.param_ref @h.2.ln_1.bias : tensor<128xf32>
+    %normalized_4 = gpt.layernorm "h.2.ln_1" %45, %46, %47 : tensor<?x64x128xf32>, tensor<128xf32>, tensor<128xf32> -> tensor<?x64x128xf32>
+    %48 = gpt.param_ref @h.2.attn.qkv.weight : tensor<384x128xf32>
+    %49 = gpt.param_ref @h.2.attn.qkv.bias : tensor<384xf32>
+    %50 = gpt.matmul "h.2.attn.qkv" %normalized_4, %48 bias %49 transpose_b : tensor<?x64x128xf32>, tensor<384x128xf32>, tensor<384xf32> -> tensor<?x64x384xf32>
+    %51:3 = gpt.split "h.2.attn" %50 along 2 : tensor<?x64x384xf32> -> tensor<?x64x128xf32>, tensor<?x64x128xf32>, tensor<?x64x128xf32>
+    %attended_5 = gpt.attention "h.2.attn" %51#0, %51#1, %51#2 heads = 4 causal : tensor<?x64x128xf32>
+    %52 = gpt.param_ref @h.2.attn.proj.weight : tensor<128x128xf32>
+    %53 = gpt.param_ref @h.2.attn.proj.bias : tensor<128xf32>
+    %54 = gpt.matmul "h.2.attn.proj" %attended_5, %52 bias %53 transpose_b : tensor<?x64x128xf32>, tensor<128x128xf32>, tensor<128xf32> -> tensor<?x64x128xf32>
+    %55 = gpt.add "h.2.attn.residual" %45, %54 : tensor<?x64x128xf32>, tensor<?x64x128xf32> -> tensor<?x64x128xf32>
+    %56 = gpt.param_ref @h.2.ln_2.weight : tensor<128xf32>
+    %57 = gpt.param_ref @h.2.ln_2.bias : tensor<128xf32>
+    %normalized_6 = gpt.layernorm "h.2.ln_2" %55, %56, %57 : tensor<?x64x128xf32>, tensor<128xf32>, tensor<128xf32> -> tensor<?x64x128xf32>
+    %58 = gpt.param_ref @h.2.mlp.fc.weight : tensor<512x128xf32>
+    %59 = gpt.param_ref @h.2.mlp.fc.bias : tensor<512xf32>
+    %60 = gpt.matmul "h.2.mlp.fc" %normalized_6, %58 bias %59 transpose_b : tensor<?x64x128xf32>, tensor<512x128xf32>, tensor<512xf32> -> tensor<?x64x512xf32>
+    %61 = gpt.gelu "h.2.mlp" %60 : tensor<?x64x512xf32>
+    %62 = gpt.param_ref @h.2.mlp.proj.weight : tensor<128x512xf32>
+    %63 = gpt.param_ref @h.2.mlp.proj.bias : tensor<128xf32>
+    %64 = gpt.matmul "h.2.mlp.proj" %61, %62 bias %63 transpose_b : tensor<?x64x512xf32>, tensor<128x512xf32>, tensor<128xf32> -> tensor<?x64x128xf32>
+    %65 = gpt.add "h.2.mlp.residual" %55, %64 : tensor<?x64x128xf32>, tensor<?x64x128xf32> -> tensor<?x64x128xf32>
+    %66 = gpt.param_ref @h.3.ln_1.weight : tensor<128xf32>
+    %67 = gpt.param_ref @h.3.ln_1.bias : tensor<128xf32>
+    %normalized_7 = gpt.layernorm "h.3.ln_1" %65, %66, %67 : tensor<?x64x128xf32>, tensor<128xf32>, tensor<128xf32> -> tensor<?x64x128xf32>
+    %68 = gpt.param_ref @h.3.attn.qkv.weight : tensor<384x128xf32>
+    %69 = gpt.param_ref @h.3.attn.qkv.bias : tensor<384xf32>
+    %70 = gpt.matmul "h.3.attn.qkv" %normalized_7, %68 bias %69 transpose_b : tensor<?x64x128xf32>, tensor<384x128xf32>, tensor<384xf32> -> tensor<?x64x384xf32>
+    %71:3 = gpt.split "h.3.attn" %70 along 2 : tensor<?x64x384xf32> -> tensor<?x64x128xf32>, tensor<?x64x128xf32>, tensor<?x64x128xf32>
+    %attended_8 = gpt.attention "h.3.attn" %71#0, %71#1, %71#2 heads = 4 causal : tensor<?x64x128xf32>
+    %72 = gpt.param_ref @h.3.attn.proj.weight : tensor<128x128xf32>
+    %73 = gpt.param_ref @h.3.attn.proj.bias : tensor<128xf32>
+    %74 = gpt.matmul "h.3.attn.proj" %attended_8, %72 bias %73 transpose_b : tensor<?x64x128xf32>, tensor<128x128xf32>, tensor<128xf32> -> tensor<?x64x128xf32>
+    %75 = gpt.add "h.3.attn.residual" %65, %74 : tensor<?x64x128xf32>, tensor<?x64x128xf32> -> tensor<?x64x128xf32>
+    %76 = gpt.param_ref @h.3.ln_2.weight : tensor<128xf32>
+    %77 = gpt.param_ref @h.3.ln_2.bias : tensor<128xf32>
+    %normalized_9 = gpt.layernorm "h.3.ln_2" %75, %76, %77 : tensor<?x64x128xf32>, tensor<128xf32>, tensor<128xf32> -> tensor<?x64x128xf32>
+    %78 = gpt.param_ref @h.3.mlp.fc.weight : tensor<512x128xf32>
+    %79 = gpt.param_ref @h.3.mlp.fc.bias : tensor<512xf32>
+    %80 = gpt.matmul "h.3.mlp.fc" %normalized_9, %78 bias %79 transpose_b : tensor<?x64x128xf32>, tensor<512x128xf32>, tensor<512xf32> -> tensor<?x64x512xf32>
+    %81 = gpt.gelu "h.3.mlp" %80 : tensor<?x64x512xf32>
+    %82 = gpt.param_ref @h.3.mlp.proj.weight : tensor<128x512xf32>
+    %83 = gpt.param_ref @h.3.mlp.proj.bias : tensor<128xf32>
+    %84 = gpt.matmul "h.3.mlp.proj" %81, %82 bias %83 transpose_b : tensor<?x64x512xf32>, tensor<128x512xf32>, tensor<128xf32> -> tensor<?x64x128xf32>
+    %85 = gpt.add "h.3.mlp.residual" %75, %84 : tensor<?x64x128xf32>, tensor<?x64x128xf32> -> tensor<?x64x128xf32>
+    %86 = gpt.param_ref @ln_f.weight : tensor<128xf32>
+    %87 = gpt.param_ref @ln_f.bias : tensor<128xf32>
+    %normalized_10 = gpt.layernorm "ln_f" %85, %86, %87 : tensor<?x64x128xf32>, tensor<128xf32>, tensor<128xf32> -> tensor<?x64x128xf32>
+    %88 = gpt.param_ref @lm_head.weight : tensor<50304x128xf32>
+    %89 = gpt.matmul "lm_head" %normalized_10, %88 transpose_b : tensor<?x64x128xf32>, tensor<50304x128xf32> -> tensor<?x64x50304xf32>
+    %loss = gpt.cross_entropy "loss" %89, %arg1 {vocab_size = 50257 : i64} : tensor<?x64x50304xf32>, tensor<?x64xi32>
+    return %loss, %89 : tensor<f32>, tensor<?x64x50304xf32>
   }
 }
 

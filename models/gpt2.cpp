@@ -115,7 +115,7 @@ buildGpt2(mlir::MLIRContext &context, const Gpt2Config &c) {
   Tensor lmHead = m.tiedParam("lm_head.weight", "wte");
   Tensor logits = m.matmul("lm_head", x, lmHead, /*transposeB=*/true);
   Tensor loss = m.crossEntropy("loss", logits, targets, c.vocab);
-  return m.finish({loss, logits});
+  return m.finish({{"loss", loss}, {"logits", logits}});
 }
 
 } // namespace gptc::models

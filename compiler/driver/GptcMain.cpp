@@ -1,13 +1,16 @@
 // gptc's command line and phases (see GptcMain.h). Phases so far: parse and
-// verify (gpt). Each later phase of DESIGN.md section 4 adds an --emit value.
+// verify (gpt), gpt-autodiff (autodiff). Each later phase of DESIGN.md
+// section 4 adds an --emit value.
 #include "compiler/driver/GptcMain.h"
 
 #include "compiler/driver/ModelSummary.h"
 #include "compiler/driver/OutputFile.h"
+#include "compiler/transforms/Passes.h"
 #include "dialects/InitDialects.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
@@ -20,7 +23,8 @@ namespace gptc {
 
 namespace {
 
-enum class EmitPhase { None, Gpt };
+/// Phases in pipeline order: emitting one runs every phase before it.
+enum class EmitPhase { None, Gpt, Autodiff };
 
 int fail(const llvm::Twine &message) {
   llvm::WithColor::error(llvm::errs(), "gptc") << message << "\n";
@@ -43,9 +47,17 @@ int gptcMain(int argc, char **argv) {
   llvm::cl::opt<EmitPhase> emit(
       "emit", llvm::cl::desc("Stop after a phase and write its IR to -o"),
       llvm::cl::init(EmitPhase::None),
-      llvm::cl::values(clEnumValN(EmitPhase::Gpt, "gpt",
-                                  "the parsed and verified gpt dialect")),
+      llvm::cl::values(
+          clEnumValN(EmitPhase::Gpt, "gpt",
+                     "the parsed and verified gpt dialect"),
+          clEnumValN(EmitPhase::Autodiff, "autodiff",
+                     "train_step, eval_step and logits (gpt-autodiff)")),
       llvm::cl::cat(category));
+  llvm::cl::list<std::string> recompute(
+      "recompute",
+      llvm::cl::desc("Forward ops the backward computes again instead of "
+                     "keeping their results (e.g. gelu,layernorm)"),
+      llvm::cl::CommaSeparated, llvm::cl::cat(category));
   llvm::cl::opt<std::string> outputFile(
       "o", llvm::cl::desc("Output file ('-' for stdout)"),
       llvm::cl::value_desc("file"), llvm::cl::init("-"),
@@ -60,8 +72,8 @@ int gptcMain(int argc, char **argv) {
     return 1;
 
   if (!report && emit == EmitPhase::None)
-    return fail("nothing to do: pass --report and/or --emit=gpt (code "
-                "generation to a .so is not part of gptc yet)");
+    return fail("nothing to do: pass --report and/or --emit=gpt|autodiff "
+                "(code generation to a .so is not part of gptc yet)");
 
   DialectRegistry registry;
   registerGptcDialects(registry);
@@ -88,7 +100,15 @@ int gptcMain(int argc, char **argv) {
       return 1;
     printReport(*summary, llvm::outs());
   }
-  if (emit == EmitPhase::Gpt) {
+  if (emit >= EmitPhase::Autodiff) {
+    PassManager pm(&context);
+    GptAutodiffOptions autodiff;
+    autodiff.recompute.assign(recompute.begin(), recompute.end());
+    pm.addPass(createGptAutodiff(autodiff));
+    if (failed(pm.run(*module)))
+      return 1;
+  }
+  if (emit != EmitPhase::None) {
     if (llvm::Error err = writeFileAtomically(
             outputFile, [&](llvm::raw_ostream &os) { module->print(os); os << "\n"; }))
       return fail(llvm::toString(std::move(err)));

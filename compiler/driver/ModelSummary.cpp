@@ -79,7 +79,7 @@ FailureOr<ModelSummary> summarizeModel(ModuleOp module) {
         layer.flopsPerToken += 6 * weights;
       }
     } else if (auto attention = dyn_cast<gpt::AttentionOp>(op)) {
-      ArrayRef<int64_t> shape = attention.getType().getShape();
+      ArrayRef<int64_t> shape = attention.getAttended().getType().getShape();
       int64_t flops = 12 * shape[2] * shape[1];
       s.attentionFlopsPerToken += flops;
       layer.flopsPerToken += flops;

@@ -124,8 +124,10 @@ Tensor ModelBuilder::layerNorm(StringRef leaf, Tensor x, double eps) {
   Tensor bias = param("bias", {width}, Init::zeros());
   std::string layer = layerName();
   return Tensor(gpt::LayerNormOp::create(
-      builder, loc(layer), x.getType(), layer, x.getValue(), weight.getValue(),
-      bias.getValue(), llvm::APFloat(static_cast<float>(eps))));
+                    builder, loc(layer), x.getType(), /*stats=*/TypeRange(),
+                    layer, x.getValue(), weight.getValue(), bias.getValue(),
+                    llvm::APFloat(static_cast<float>(eps)))
+                    .getNormalized());
 }
 
 Tensor ModelBuilder::linear(StringRef leaf, Tensor x, int64_t outFeatures,
@@ -180,29 +182,35 @@ Tensor ModelBuilder::causalSelfAttention(Tensor q, Tensor k, Tensor v,
                                          int64_t heads) {
   std::string layer = layerName();
   return Tensor(gpt::AttentionOp::create(builder, loc(layer), q.getType(),
-                                         layer, q.getValue(), k.getValue(),
-                                         v.getValue(), heads, /*causal=*/true));
+                                         /*lse=*/TypeRange(), layer,
+                                         q.getValue(), k.getValue(),
+                                         v.getValue(), heads, /*causal=*/true)
+                    .getAttended());
 }
 
 Tensor ModelBuilder::crossEntropy(StringRef leaf, Tensor logits, Tensor targets,
                                   int64_t vocabSize) {
   std::string layer = layerName(leaf);
   return Tensor(gpt::CrossEntropyOp::create(
-      builder, loc(layer), RankedTensorType::get({}, builder.getF32Type()),
-      layer, logits.getValue(), targets.getValue(), vocabSize,
-      /*ignore_index=*/-1));
+                    builder, loc(layer),
+                    RankedTensorType::get({}, builder.getF32Type()),
+                    /*lse=*/TypeRange(), layer, logits.getValue(),
+                    targets.getValue(), vocabSize, /*ignore_index=*/-1)
+                    .getLoss());
 }
 
 llvm::Expected<OwningOpRef<ModuleOp>>
-ModelBuilder::finish(ArrayRef<Tensor> outputs) {
+ModelBuilder::finish(ArrayRef<NamedOutput> outputs) {
   SmallVector<Value> values;
-  for (const Tensor &t : outputs)
-    values.push_back(t.getValue());
+  for (const NamedOutput &output : outputs)
+    values.push_back(output.value.getValue());
   func::ReturnOp::create(builder, loc("forward"), values);
   forward.setFunctionType(builder.getFunctionType(
       forward.getBody().front().getArgumentTypes(), ValueRange(values).getTypes()));
   for (auto [i, name] : llvm::enumerate(inputNames))
     forward.setArgAttr(i, "gpt.input", name);
+  for (auto [i, output] : llvm::enumerate(outputs))
+    forward.setResultAttr(i, "gpt.output", builder.getStringAttr(output.name));
   (*module)->setAttr("gpt.config", builder.getDictionaryAttr(config));
   if (failed(verify(*module)))
     return llvm::createStringError(

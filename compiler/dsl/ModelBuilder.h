@@ -34,6 +34,13 @@ private:
   mlir::Value value;
 };
 
+/// A result of @forward and its role ("loss", "logits"), which later phases
+/// find through the gpt.output result attribute.
+struct NamedOutput {
+  llvm::StringRef name;
+  Tensor value;
+};
+
 /// How a parameter starts: normal(std), zeros or ones.
 struct Init {
   static Init normal(double std) { return {Kind::Normal, std}; }
@@ -98,7 +105,7 @@ public:
 
   /// Ends @forward returning `outputs` and verifies the module.
   llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
-  finish(llvm::ArrayRef<Tensor> outputs);
+  finish(llvm::ArrayRef<NamedOutput> outputs);
 
 private:
   mlir::Location loc(llvm::StringRef layer);

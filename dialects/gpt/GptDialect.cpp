@@ -12,6 +12,7 @@ using namespace gptc::gpt;
 
 #include "dialects/gpt/GptDialect.cpp.inc"
 #include "dialects/gpt/GptEnums.cpp.inc"
+#include "dialects/gpt/GptInterfaces.cpp.inc"
 
 #define GET_ATTRDEF_CLASSES
 #include "dialects/gpt/GptAttrs.cpp.inc"

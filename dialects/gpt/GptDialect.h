@@ -18,6 +18,8 @@
 #define GET_ATTRDEF_CLASSES
 #include "dialects/gpt/GptAttrs.h.inc"
 
+#include "dialects/gpt/GptInterfaces.h.inc"
+
 #define GET_OP_CLASSES
 #include "dialects/gpt/GptOps.h.inc"
 

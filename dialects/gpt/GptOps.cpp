@@ -32,6 +32,23 @@ LogicalResult verifySameElementType(Operation *op, Type a, Type b,
   return success();
 }
 
+/// The values a training-form op saves for its backward: none, or `count`
+/// f32 tensors of `shape`.
+LogicalResult verifyRowStats(Operation *op, ValueRange stats, size_t count,
+                             ArrayRef<int64_t> shape, StringRef what) {
+  if (stats.empty())
+    return success();
+  if (stats.size() != count)
+    return op->emitOpError() << "saves " << what << ": expected " << count
+                             << " extra result(s), got " << stats.size();
+  for (Value stat : stats)
+    if (!shapesCompatible(rankedType(stat).getShape(), shape))
+      return op->emitOpError() << "saves " << what << " of shape "
+                               << shapeString(shape) << ", got "
+                               << shapeString(rankedType(stat).getShape());
+  return success();
+}
+
 } // namespace
 
 #define GET_OP_CLASSES
@@ -152,9 +169,12 @@ LogicalResult LayerNormOp::verify() {
       return emitOpError() << name << " must be 1-D of the input width ["
                            << width << "], got " << shapeString(type.getShape());
   }
-  if (getType() != input)
-    return emitOpError() << "result type " << getType()
+  if (getNormalized().getType() != input)
+    return emitOpError() << "result type " << getNormalized().getType()
                          << " must equal the input type " << input;
+  if (failed(verifyRowStats(*this, getStats(), 2, input.getShape().drop_back(),
+                            "the mean and rstd of each row")))
+    return failure();
   if (!(getEps().convertToFloat() > 0.0f))
     return emitOpError() << "eps must be positive, got "
                          << getEps().convertToFloat();
@@ -277,11 +297,12 @@ LogicalResult ConcatOp::verify() {
 }
 
 int64_t AttentionOp::getHeadDim() {
-  return getType().getShape().back() / static_cast<int64_t>(getHeads());
+  return getAttended().getType().getShape().back() /
+         static_cast<int64_t>(getHeads());
 }
 
 LogicalResult AttentionOp::verify() {
-  RankedTensorType type = getType();
+  RankedTensorType type = getAttended().getType();
   if (type.getRank() != 3)
     return emitOpError() << "q, k, v must be [batch, seq, width], got "
                          << shapeString(type.getShape());
@@ -296,6 +317,10 @@ LogicalResult AttentionOp::verify() {
     return emitOpError() << "head count " << heads
                          << " does not divide the width " << width
                          << "; pick a head count that divides it";
+  int64_t lseShape[] = {type.getDimSize(0), heads, type.getDimSize(1)};
+  if (failed(verifyRowStats(*this, getLse(), 1, lseShape,
+                            "the log-sum-exp of each query")))
+    return failure();
   return verifyLayerName(*this, getLayer());
 }
 
@@ -368,5 +393,142 @@ LogicalResult CrossEntropyOp::verify() {
     return emitOpError() << "ignore_index " << ignore
                          << " is a real token id (vocab_size " << vocab
                          << "); use a negative value such as -1";
+  if (failed(verifyRowStats(*this, getLse(), 1, logits.getShape().drop_back(),
+                            "the log-sum-exp of each row")))
+    return failure();
   return verifyLayerName(*this, getLayer());
+}
+
+//===----------------------------------------------------------------------===//
+// Ops of the backward graph
+//===----------------------------------------------------------------------===//
+
+LogicalResult FillOp::verify() {
+  if (!std::isfinite(getValue().convertToDouble()))
+    return emitOpError("value must be a finite number");
+  if (!getType().hasStaticShape())
+    return emitOpError() << "needs a static shape, got "
+                         << shapeString(getType().getShape());
+  return verifyLayerName(*this, getLayer());
+}
+
+LogicalResult ReduceLeadingOp::verify() {
+  RankedTensorType input = rankedType(getInput());
+  RankedTensorType result = getType();
+  if (result.getRank() > input.getRank() ||
+      !shapesCompatible(input.getShape().take_back(result.getRank()),
+                        result.getShape()))
+    return emitOpError() << "result shape " << shapeString(result.getShape())
+                         << " must be a suffix of the input shape "
+                         << shapeString(input.getShape());
+  if (failed(verifySameElementType(*this, input, result, "result")))
+    return failure();
+  return verifyLayerName(*this, getLayer());
+}
+
+LogicalResult LayerNormGradOp::verify() {
+  RankedTensorType input = rankedType(getInput());
+  // As gpt.layernorm; the row shape below drops the last dimension.
+  if (input.getRank() < 1)
+    return emitOpError("input must have at least one dimension");
+  if (rankedType(getResultGrad()) != input || getInputGrad().getType() != input)
+    return emitOpError() << "result_grad and input_grad must have the input "
+                            "type "
+                         << input;
+  for (Value v : {getWeight(), getWeightGrad(), getBiasGrad()})
+    if (!shapesCompatible(rankedType(v).getShape(),
+                          input.getShape().take_back()))
+      return emitOpError() << "weight and its gradients must be 1-D of the "
+                              "input width, got "
+                           << shapeString(rankedType(v).getShape());
+  for (Value v : {getMean(), getRstd()})
+    if (!shapesCompatible(rankedType(v).getShape(),
+                          input.getShape().drop_back()))
+      return emitOpError() << "mean and rstd must have one entry per row "
+                           << shapeString(input.getShape().drop_back())
+                           << ", got "
+                           << shapeString(rankedType(v).getShape());
+  return verifyLayerName(*this, getLayer());
+}
+
+LogicalResult GeluGradOp::verify() { return verifyLayerName(*this, getLayer()); }
+
+LogicalResult AttentionGradOp::verify() {
+  RankedTensorType type = rankedType(getQ());
+  if (type.getRank() != 3)
+    return emitOpError() << "q, k, v must be [batch, seq, width], got "
+                         << shapeString(type.getShape());
+  // As gpt.attention (a dynamic width would print as a huge negative size).
+  if (type.isDynamicDim(1) || type.isDynamicDim(2))
+    return emitOpError("sequence length and width must be static");
+  int64_t heads = getHeads();
+  if (heads <= 0 || type.getDimSize(2) % heads != 0)
+    return emitOpError() << "head count " << heads
+                         << " must be positive and divide the width "
+                         << type.getDimSize(2);
+  int64_t lseShape[] = {type.getDimSize(0), heads, type.getDimSize(1)};
+  if (!shapesCompatible(rankedType(getLse()).getShape(), lseShape))
+    return emitOpError() << "lse must be [batch, heads, seq] "
+                         << shapeString(lseShape) << ", got "
+                         << shapeString(rankedType(getLse()).getShape());
+  return verifyLayerName(*this, getLayer());
+}
+
+LogicalResult CrossEntropyGradOp::verify() {
+  RankedTensorType logits = rankedType(getLogits());
+  // As gpt.cross_entropy; the row shape below drops the last dimension.
+  if (logits.getRank() < 2)
+    return emitOpError() << "logits must be [..., vocab], got "
+                         << shapeString(logits.getShape());
+  ArrayRef<int64_t> rows = logits.getShape().drop_back();
+  if (!shapesCompatible(rankedType(getTargets()).getShape(), rows) ||
+      !shapesCompatible(rankedType(getLse()).getShape(), rows))
+    return emitOpError() << "targets and lse must have one entry per row "
+                         << shapeString(rows);
+  if (getLogitsGrad().getType() != logits)
+    return emitOpError() << "logits_grad must have the logits type " << logits;
+  int64_t vocab = getVocabSize();
+  if (vocab <= 0 || (!ShapedType::isDynamic(logits.getShape().back()) &&
+                     vocab > logits.getShape().back()))
+    return emitOpError() << "vocab_size " << vocab
+                         << " must be in 1..(the logits width)";
+  // As gpt.cross_entropy: an ignore_index that is a real token would zero the
+  // gradient of every row that predicts it.
+  int64_t ignore = getIgnoreIndex();
+  if (ignore >= 0 && ignore < vocab)
+    return emitOpError() << "ignore_index " << ignore
+                         << " is a real token id (vocab_size " << vocab
+                         << "); use a negative value such as -1";
+  return verifyLayerName(*this, getLayer());
+}
+
+LogicalResult EmbeddingGradOp::verify() {
+  RankedTensorType table = getType();
+  RankedTensorType grad = rankedType(getResultGrad());
+  if (table.getRank() != 2 || !table.hasStaticShape())
+    return emitOpError() << "table_grad must be a static [rows, width], got "
+                         << shapeString(table.getShape());
+  SmallVector<int64_t> expected(rankedType(getIds()).getShape());
+  expected.push_back(table.getDimSize(1));
+  if (!shapesCompatible(expected, grad.getShape()))
+    return emitOpError() << "result_grad shape " << shapeString(grad.getShape())
+                         << " must be the ids shape + table width "
+                         << shapeString(expected);
+  return verifyLayerName(*this, getLayer());
+}
+
+LogicalResult AccumulateGradOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  auto param = symbols.lookupNearestSymbolFrom<ParamOp>(*this, getParamAttr());
+  if (!param)
+    return emitOpError() << "accumulates into @" << getParam()
+                         << ", which is not a gpt.param";
+  if (std::optional<StringRef> target = param.getTiedTo())
+    return emitOpError() << "accumulates into @" << getParam()
+                         << ", which is tied to @" << *target
+                         << "; accumulate into @" << *target << " instead";
+  if (param.getType() != getGrad().getType())
+    return emitOpError() << "gradient type " << getGrad().getType()
+                         << " differs from the type of @" << getParam() << " "
+                         << param.getType();
+  return success();
 }

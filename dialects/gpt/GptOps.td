@@ -3,6 +3,7 @@
 #define GPTC_DIALECTS_GPT_OPS_TD
 
 include "dialects/gpt/GptBase.td"
+include "dialects/gpt/GptInterfaces.td"
 include "mlir/IR/SymbolInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
@@ -12,15 +13,35 @@ def Gpt_IdTensor : RankedTensorOf<[I32]>;
 def Gpt_LossTensor : 0DTensorOf<[F32]> {
   let builderCall = "::mlir::RankedTensorType::get({}, $_builder.getF32Type())";
 }
+// Per-row statistics a forward op saves for its backward (f32 always).
+def Gpt_StatTensor : RankedTensorOf<[F32]>;
+
+def Gpt_GemmRole : I32EnumAttr<"GemmRole", "which GEMM of a layer a matmul is", [
+    I32EnumAttrCase<"Forward", 0, "forward">,
+    I32EnumAttrCase<"GradInput", 1, "grad_input">,
+    I32EnumAttrCase<"GradWeight", 2, "grad_weight">]> {
+  let cppNamespace = "::gptc::gpt";
+}
 
 class Gpt_Op<string mnemonic, list<Trait> traits = []>
     : Op<Gpt_Dialect, mnemonic, traits>;
 
-// A compute op of the forward graph: pure, and named after its layer.
+// A compute op: pure, and named after its layer.
 class Gpt_LayerOp<string mnemonic, list<Trait> traits = []>
     : Gpt_Op<mnemonic, !listconcat([Pure], traits)> {
   let hasVerifier = 1;
 }
+
+// A differentiable op of the forward graph.
+class Gpt_ForwardOp<string mnemonic, list<Trait> traits = []>
+    : Gpt_LayerOp<mnemonic, !listconcat(
+        [DeclareOpInterfaceMethods<Gpt_GradientOpInterface>], traits)>;
+
+// Same, for ops whose training form saves values for the backward.
+class Gpt_ForwardOpWithSaved<string mnemonic, list<Trait> traits = []>
+    : Gpt_LayerOp<mnemonic, !listconcat(
+        [DeclareOpInterfaceMethods<Gpt_GradientOpInterface,
+                                   ["materializeSavedValues"]>], traits)>;
 
 //===----------------------------------------------------------------------===//
 // Parameters
@@ -73,14 +94,14 @@ def Gpt_ParamRefOp : Gpt_Op<"param_ref", [Pure,
 // Compute ops
 //===----------------------------------------------------------------------===//
 
-def Gpt_ArangeOp : Gpt_LayerOp<"arange"> {
+def Gpt_ArangeOp : Gpt_ForwardOp<"arange"> {
   let summary = "the positions 0, 1, ..., n-1";
   let arguments = (ins StrAttr:$layer);
   let results = (outs 1DTensorOf<[I32]>:$result);
   let assemblyFormat = "$layer attr-dict `:` type($result)";
 }
 
-def Gpt_EmbeddingOp : Gpt_LayerOp<"embedding"> {
+def Gpt_EmbeddingOp : Gpt_ForwardOp<"embedding"> {
   let summary = "gathers rows of a table: result[..., :] = table[ids[...], :]";
   let arguments = (ins StrAttr:$layer, Gpt_FloatTensor:$table,
                        Gpt_IdTensor:$ids);
@@ -91,39 +112,46 @@ def Gpt_EmbeddingOp : Gpt_LayerOp<"embedding"> {
   }];
 }
 
-def Gpt_LayerNormOp : Gpt_LayerOp<"layernorm"> {
+def Gpt_LayerNormOp : Gpt_ForwardOpWithSaved<"layernorm"> {
   let summary = "layer normalisation over the last dimension, with affine weight and bias";
+  let description = [{
+    In its training form (made by gpt-autodiff) the op also returns the mean
+    and 1/sqrt(variance + eps) of each row, which the backward reuses.
+  }];
   let arguments = (ins StrAttr:$layer, Gpt_FloatTensor:$input,
                        Gpt_FloatTensor:$weight, Gpt_FloatTensor:$bias,
                        DefaultValuedAttr<F32Attr, "1.0e-5">:$eps);
-  let results = (outs Gpt_FloatTensor:$result);
+  let results = (outs Gpt_FloatTensor:$normalized, Variadic<Gpt_StatTensor>:$stats);
   let assemblyFormat = [{
     $layer $input `,` $weight `,` $bias attr-dict `:` type($input) `,`
-    type($weight) `,` type($bias) `->` type($result)
+    type($weight) `,` type($bias) `->` type(results)
   }];
 }
 
-def Gpt_MatmulOp : Gpt_LayerOp<"matmul"> {
+def Gpt_MatmulOp : Gpt_ForwardOp<"matmul"> {
   let summary = "matrix product over the last two dimensions, optional bias";
   let description = [{
     `result = op(a) x op(b) + bias`, where `op` swaps the last two dimensions
     when `transpose_a` / `transpose_b` is set. `b` is either a 2-D weight,
     broadcast over `a`'s leading (batch) dimensions, or has `a`'s rank and
     the same batch dimensions. Weights are stored `[out, in]` (as PyTorch's
-    Linear) and used with `transpose_b`.
+    Linear) and used with `transpose_b`. `role` tells the layer's forward
+    GEMM from the two of its backward (gradient of the input, of the weight),
+    which precision policies may treat differently.
   }];
   let arguments = (ins StrAttr:$layer, Gpt_FloatTensor:$a, Gpt_FloatTensor:$b,
                        Optional<Gpt_FloatTensor>:$bias,
-                       UnitAttr:$transpose_a, UnitAttr:$transpose_b);
+                       UnitAttr:$transpose_a, UnitAttr:$transpose_b,
+                       DefaultValuedAttr<Gpt_GemmRole, "GemmRole::Forward">:$role);
   let results = (outs Gpt_FloatTensor:$result);
   let assemblyFormat = [{
     $layer $a `,` $b (`bias` $bias^)? (`transpose_a` $transpose_a^)?
-    (`transpose_b` $transpose_b^)? attr-dict `:` type($a) `,` type($b)
-    (`,` type($bias)^)? `->` type($result)
+    (`transpose_b` $transpose_b^)? (`role` `=` $role^)? attr-dict `:` type($a)
+    `,` type($b) (`,` type($bias)^)? `->` type($result)
   }];
 }
 
-def Gpt_AddOp : Gpt_LayerOp<"add"> {
+def Gpt_AddOp : Gpt_ForwardOp<"add"> {
   let summary = "elementwise sum; rhs may broadcast over lhs's leading dimensions";
   let arguments = (ins StrAttr:$layer, Gpt_FloatTensor:$lhs,
                        Gpt_FloatTensor:$rhs);
@@ -134,14 +162,14 @@ def Gpt_AddOp : Gpt_LayerOp<"add"> {
   }];
 }
 
-def Gpt_MulOp : Gpt_LayerOp<"mul", [SameOperandsAndResultType]> {
+def Gpt_MulOp : Gpt_ForwardOp<"mul", [SameOperandsAndResultType]> {
   let summary = "multiplies every element by a constant";
   let arguments = (ins StrAttr:$layer, Gpt_FloatTensor:$input, F64Attr:$scale);
   let results = (outs Gpt_FloatTensor:$result);
   let assemblyFormat = "$layer $input `by` $scale attr-dict `:` type($input)";
 }
 
-def Gpt_GeluOp : Gpt_LayerOp<"gelu", [SameOperandsAndResultType]> {
+def Gpt_GeluOp : Gpt_ForwardOp<"gelu", [SameOperandsAndResultType]> {
   let summary = "GELU, tanh approximation (as GPT-2)";
   let description = [{
     `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`, the approximation of
@@ -152,7 +180,7 @@ def Gpt_GeluOp : Gpt_LayerOp<"gelu", [SameOperandsAndResultType]> {
   let assemblyFormat = "$layer $input attr-dict `:` type($input)";
 }
 
-def Gpt_SplitOp : Gpt_LayerOp<"split"> {
+def Gpt_SplitOp : Gpt_ForwardOp<"split"> {
   let summary = "splits a tensor into equal parts along one axis";
   let arguments = (ins StrAttr:$layer, Gpt_FloatTensor:$input, I64Attr:$axis);
   let results = (outs Variadic<Gpt_FloatTensor>:$results);
@@ -161,7 +189,7 @@ def Gpt_SplitOp : Gpt_LayerOp<"split"> {
   }];
 }
 
-def Gpt_ConcatOp : Gpt_LayerOp<"concat"> {
+def Gpt_ConcatOp : Gpt_ForwardOp<"concat"> {
   let summary = "joins tensors along one axis (the inverse of gpt.split)";
   let arguments = (ins StrAttr:$layer, Variadic<Gpt_FloatTensor>:$inputs,
                        I64Attr:$axis);
@@ -171,34 +199,36 @@ def Gpt_ConcatOp : Gpt_LayerOp<"concat"> {
   }];
 }
 
-def Gpt_AttentionOp : Gpt_LayerOp<"attention",
-    [AllTypesMatch<["q", "k", "v", "result"]>]> {
+def Gpt_AttentionOp : Gpt_ForwardOpWithSaved<"attention",
+    [AllTypesMatch<["q", "k", "v", "attended"]>]> {
   let summary = "scaled dot-product attention over heads, one op";
   let description = [{
     `q`, `k`, `v` are `[batch, seq, width]`; the width is split into `heads`
     heads of `width / heads` each, scores are scaled by `1/sqrt(head_dim)`,
     and with `causal` a position attends only to itself and earlier ones.
+    The training form also returns the log-sum-exp of each query's scores,
+    `[batch, heads, seq]`, from which the backward recomputes probabilities.
   }];
   let arguments = (ins StrAttr:$layer, Gpt_FloatTensor:$q, Gpt_FloatTensor:$k,
                        Gpt_FloatTensor:$v, I64Attr:$heads, UnitAttr:$causal);
-  let results = (outs Gpt_FloatTensor:$result);
+  let results = (outs Gpt_FloatTensor:$attended, Variadic<Gpt_StatTensor>:$lse);
   let assemblyFormat = [{
     $layer $q `,` $k `,` $v `heads` `=` $heads (`causal` $causal^)? attr-dict
-    `:` type($result)
+    `:` type($attended) (`,` type($lse)^)?
   }];
   let extraClassDeclaration = [{
     int64_t getHeadDim();
   }];
 }
 
-def Gpt_ReshapeOp : Gpt_LayerOp<"reshape"> {
+def Gpt_ReshapeOp : Gpt_ForwardOp<"reshape"> {
   let summary = "same elements, new shape";
   let arguments = (ins StrAttr:$layer, Gpt_FloatTensor:$input);
   let results = (outs Gpt_FloatTensor:$result);
   let assemblyFormat = "$layer $input attr-dict `:` type($input) `->` type($result)";
 }
 
-def Gpt_TransposeOp : Gpt_LayerOp<"transpose"> {
+def Gpt_TransposeOp : Gpt_ForwardOp<"transpose"> {
   let summary = "permutes dimensions: result dim i is input dim perm[i]";
   let arguments = (ins StrAttr:$layer, Gpt_FloatTensor:$input,
                        DenseI64ArrayAttr:$perm);
@@ -208,21 +238,130 @@ def Gpt_TransposeOp : Gpt_LayerOp<"transpose"> {
   }];
 }
 
-def Gpt_CrossEntropyOp : Gpt_LayerOp<"cross_entropy"> {
+def Gpt_CrossEntropyOp : Gpt_ForwardOpWithSaved<"cross_entropy"> {
   let summary = "mean cross-entropy of logits against target ids";
   let description = [{
     Softmax over the first `vocab_size` logits of the last dimension (later
     ones are vocabulary padding and never receive probability), negative log
     likelihood of each target, mean over the targets that are not
-    `ignore_index`.
+    `ignore_index`. The training form also returns each row's log-sum-exp.
   }];
   let arguments = (ins StrAttr:$layer, Gpt_FloatTensor:$logits,
                        Gpt_IdTensor:$targets, I64Attr:$vocab_size,
                        DefaultValuedAttr<I64Attr, "-1">:$ignore_index);
-  let results = (outs Gpt_LossTensor:$result);
+  let results = (outs Gpt_LossTensor:$loss, Variadic<Gpt_StatTensor>:$lse);
   let assemblyFormat = [{
     $layer $logits `,` $targets attr-dict `:` type($logits) `,` type($targets)
+    (`->` type($lse)^)?
   }];
+}
+
+//===----------------------------------------------------------------------===//
+// Ops of the backward graph (made by gpt-autodiff)
+//===----------------------------------------------------------------------===//
+
+def Gpt_FillOp : Gpt_LayerOp<"fill"> {
+  let summary = "a tensor with every element equal to a constant";
+  let arguments = (ins StrAttr:$layer, F64Attr:$value);
+  let results = (outs Gpt_FloatTensor:$result);
+  let assemblyFormat = "$layer $value attr-dict `:` type($result)";
+}
+
+def Gpt_ReduceLeadingOp : Gpt_LayerOp<"reduce_leading"> {
+  let summary = "sums over leading dimensions down to the result's shape";
+  let description = [{
+    The result's shape is a suffix of the input's; the leading dimensions are
+    summed away. The gradient of a broadcast (bias add, position embedding).
+  }];
+  let arguments = (ins StrAttr:$layer, Gpt_FloatTensor:$input);
+  let results = (outs Gpt_FloatTensor:$result);
+  let assemblyFormat = "$layer $input attr-dict `:` type($input) `->` type($result)";
+}
+
+def Gpt_LayerNormGradOp : Gpt_LayerOp<"layernorm_grad"> {
+  let summary = "gradients of gpt.layernorm: input, weight, bias";
+  let arguments = (ins StrAttr:$layer, Gpt_FloatTensor:$result_grad,
+                       Gpt_FloatTensor:$input, Gpt_FloatTensor:$weight,
+                       Gpt_StatTensor:$mean, Gpt_StatTensor:$rstd);
+  let results = (outs Gpt_FloatTensor:$input_grad, Gpt_FloatTensor:$weight_grad,
+                      Gpt_FloatTensor:$bias_grad);
+  let assemblyFormat = [{
+    $layer $result_grad `,` $input `,` $weight `,` $mean `,` $rstd attr-dict
+    `:` type(operands) `->` type(results)
+  }];
+}
+
+def Gpt_GeluGradOp : Gpt_LayerOp<"gelu_grad",
+    [AllTypesMatch<["result_grad", "input", "input_grad"]>]> {
+  let summary = "gradient of gpt.gelu with respect to its input";
+  let arguments = (ins StrAttr:$layer, Gpt_FloatTensor:$result_grad,
+                       Gpt_FloatTensor:$input);
+  let results = (outs Gpt_FloatTensor:$input_grad);
+  let assemblyFormat = "$layer $result_grad `,` $input attr-dict `:` type($input)";
+}
+
+def Gpt_AttentionGradOp : Gpt_LayerOp<"attention_grad",
+    [AllTypesMatch<["result_grad", "q", "k", "v", "result", "q_grad", "k_grad",
+                    "v_grad"]>]> {
+  let summary = "gradients of gpt.attention: q, k, v";
+  let arguments = (ins StrAttr:$layer, Gpt_FloatTensor:$result_grad,
+                       Gpt_FloatTensor:$q, Gpt_FloatTensor:$k,
+                       Gpt_FloatTensor:$v, Gpt_FloatTensor:$result,
+                       Gpt_StatTensor:$lse, I64Attr:$heads, UnitAttr:$causal);
+  let results = (outs Gpt_FloatTensor:$q_grad, Gpt_FloatTensor:$k_grad,
+                      Gpt_FloatTensor:$v_grad);
+  let assemblyFormat = [{
+    $layer $result_grad `,` $q `,` $k `,` $v `,` $result `,` $lse `heads` `=`
+    $heads (`causal` $causal^)? attr-dict `:` type($q) `,` type($lse)
+  }];
+}
+
+def Gpt_CrossEntropyGradOp : Gpt_LayerOp<"cross_entropy_grad",
+    [AllTypesMatch<["logits", "logits_grad"]>]> {
+  let summary = "gradient of gpt.cross_entropy with respect to the logits";
+  let description = [{
+    `(softmax - onehot(target)) * loss_grad / count` over the first
+    `vocab_size` columns of counted rows; exactly zero on padding columns and
+    on rows whose target is `ignore_index`.
+  }];
+  let arguments = (ins StrAttr:$layer, Gpt_LossTensor:$loss_grad,
+                       Gpt_FloatTensor:$logits, Gpt_IdTensor:$targets,
+                       Gpt_StatTensor:$lse, I64Attr:$vocab_size,
+                       DefaultValuedAttr<I64Attr, "-1">:$ignore_index);
+  let results = (outs Gpt_FloatTensor:$logits_grad);
+  let assemblyFormat = [{
+    $layer $loss_grad `,` $logits `,` $targets `,` $lse attr-dict `:`
+    type($logits) `,` type($targets) `,` type($lse)
+  }];
+}
+
+def Gpt_EmbeddingGradOp : Gpt_LayerOp<"embedding_grad"> {
+  let summary = "gradient of gpt.embedding with respect to its table";
+  let description = [{
+    A zero table of the result's shape into which each row of `result_grad`
+    is added at the row its id selects (repeated ids add up).
+  }];
+  let arguments = (ins StrAttr:$layer, Gpt_FloatTensor:$result_grad,
+                       Gpt_IdTensor:$ids);
+  let results = (outs Gpt_FloatTensor:$table_grad);
+  let assemblyFormat = [{
+    $layer $result_grad `,` $ids attr-dict `:` type($result_grad) `,`
+    type($ids) `->` type($table_grad)
+  }];
+}
+
+def Gpt_AccumulateGradOp : Gpt_Op<"accumulate_grad", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "adds a gradient into a parameter's gradient buffer";
+  let description = [{
+    Every parameter has a persistent gradient buffer; a training step adds
+    its gradients into it, so several micro-steps accumulate before the
+    optimizer consumes and clears it. A tied parameter accumulates into the
+    buffer of the parameter it is tied to.
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$param, Gpt_FloatTensor:$grad);
+  let assemblyFormat = "$param `,` $grad attr-dict `:` type($grad)";
 }
 
 #endif // GPTC_DIALECTS_GPT_OPS_TD

@@ -24,7 +24,7 @@ TEST(ModelBuilder, ScopesNameLayersAndParameters) {
     EXPECT_EQ(m.layerName(), "h.0.mlp");
   }
   EXPECT_EQ(m.layerName(), "");
-  auto module = m.finish({y});
+  auto module = m.finish({{"y", y}});
   ASSERT_TRUE(static_cast<bool>(module)) << llvm::toString(module.takeError());
 
   auto weight = (*module)->lookupSymbol<gptc::gpt::ParamOp>("h.0.mlp.fc.weight");
@@ -55,7 +55,7 @@ TEST(ModelBuilder, InvalidModelIsAnErrorNotACrash) {
   Tensor x = m.input("x", {2, 8, 12}, mlir::Float32Type::get(&context));
   // 12 is not divisible by 5 heads.
   Tensor y = m.causalSelfAttention(x, x, x, /*heads=*/5);
-  auto module = m.finish({y});
+  auto module = m.finish({{"y", y}});
   ASSERT_FALSE(static_cast<bool>(module));
   EXPECT_NE(llvm::toString(module.takeError()).find("does not verify"),
             std::string::npos);

@@ -1,5 +1,6 @@
 // gpt-opt: mlir-opt over the gptc dialects and passes, for lit tests and for
 // running any single pass by hand.
+#include "compiler/transforms/Passes.h"
 #include "dialects/InitDialects.h"
 
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
@@ -10,6 +11,7 @@ int main(int argc, char **argv) {
   gptc::registerGptcDialects(registry);
   // Upstream canonicalize, cse, symbol-dce, ... next to gptc's own passes.
   mlir::registerTransformsPasses();
+  gptc::registerGptcPasses();
   return mlir::asMainReturnCode(mlir::MlirOptMain(
       argc, argv, "gpt-opt: gptc's dialects and passes\n", registry));
 }

@@ -98,7 +98,7 @@ func.func @no_layer(%x: tensor<?x8x16xf32>) -> tensor<?x8x16xf32> {
 // The custom form has one type for all four values; the generic form can
 // give different ones.
 func.func @types_differ(%q: tensor<?x8x16xf32>, %k: tensor<?x4x16xf32>) -> tensor<?x8x16xf32> {
-  // expected-error @+1 {{failed to verify that all of {q, k, v, result} have same type}}
+  // expected-error @+1 {{failed to verify that all of {q, k, v, attended} have same type}}
   %0 = "gpt.attention"(%q, %k, %k) <{heads = 4 : i64, layer = "attn"}> : (tensor<?x8x16xf32>, tensor<?x4x16xf32>, tensor<?x4x16xf32>) -> tensor<?x8x16xf32>
   return %0 : tensor<?x8x16xf32>
 }
