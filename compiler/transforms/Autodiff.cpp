@@ -131,8 +131,10 @@ private:
     Value loss = ret.getOperand(0);
     builder.setInsertionPoint(ret);
     DenseMap<Value, Value> grads;
-    grads[loss] = FillOp::create(builder, loss.getLoc(), loss.getType(),
-                                 layerOf(loss), llvm::APFloat(1.0));
+    // The seed is the runtime's loss scale, 1 / accumulation steps: the
+    // gradient summed over micro-steps is then the mean, as one big batch.
+    grads[loss] =
+        StepScalarOp::create(builder, loss.getLoc(), StepScalarKind::LossScale);
 
     for (Operation *op : llvm::reverse(forwardOps)) {
       if (auto ref = dyn_cast<ParamRefOp>(op)) {

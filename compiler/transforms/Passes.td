@@ -4,6 +4,22 @@
 
 include "mlir/Pass/PassBase.td"
 
+def GptSpecialize : Pass<"gpt-specialize", "::mlir::ModuleOp"> {
+  let summary = "Fixes the micro-batch size: every dynamic batch dimension becomes static";
+  let description = [{
+    Models are written with a dynamic leading (batch) dimension; memory
+    planning and code generation need static shapes. This pass gives every
+    function argument's dynamic dimensions the size `micro-batch` and
+    recomputes the result shape of each op from its operands. Run it before
+    gpt-autodiff: it knows the forward ops' shape rules only.
+  }];
+  let dependentDialects = ["::gptc::gpt::GptDialect"];
+  let options = [
+    Option<"microBatch", "micro-batch", "int64_t", "0",
+           "Sequences per micro-step (B in B x T tokens); required, > 0">,
+  ];
+}
+
 def GptAutodiff : Pass<"gpt-autodiff", "::mlir::ModuleOp"> {
   let summary = "Builds the train_step, eval_step and logits entry points from @forward";
   let description = [{
@@ -13,7 +29,9 @@ def GptAutodiff : Pass<"gpt-autodiff", "::mlir::ModuleOp"> {
     - `@train_step(tokens, targets) -> loss`: the forward pass in its
       training form (ops that save statistics for their backward return
       them), then the backward pass built from each op's gradient rule in
-      reverse order, ending in `gpt.accumulate_grad` into each parameter's
+      reverse order, seeded with the runtime's loss scale
+      (`gpt.step_scalar loss_scale`, 1 / accumulation steps), ending in
+      `gpt.accumulate_grad` into each parameter's
       persistent gradient buffer. Accumulation is explicit so that several
       micro-steps add up before the optimizer runs; a tied parameter
       accumulates into the parameter it is tied to, so both uses are summed.
@@ -28,6 +46,34 @@ def GptAutodiff : Pass<"gpt-autodiff", "::mlir::ModuleOp"> {
       "Forward ops to compute again in the backward instead of keeping their "
       "results alive between the two passes, by op name without the dialect "
       "(e.g. recompute=gelu,layernorm). Trades compute for activation memory.">,
+  ];
+}
+
+def GptOptimizer : Pass<"gpt-optimizer", "::mlir::ModuleOp"> {
+  let summary = "Adds @optimizer_step: gradient clipping and AdamW on every parameter";
+  let description = [{
+    Appends `@optimizer_step() -> grad_norm`, which the runtime calls after
+    the micro-steps of one batch: the global L2 norm of the accumulated
+    gradients, the clipping factor min(1, max-grad-norm / (norm + 1e-6)),
+    one `gpt.adamw` per parameter that has its own storage (tied parameters
+    are updated through their target) with the learning rate and step number
+    read from the runtime, and `gpt.zero_grads` for the next batch. Weight
+    decay applies to parameters of rank 2 or more only (matrices and
+    embeddings, not biases and norms), as in GPT-2 / nanoGPT.
+  }];
+  let dependentDialects = ["::gptc::gpt::GptDialect",
+                           "::mlir::func::FuncDialect"];
+  let options = [
+    Option<"beta1", "beta1", "double", "0.9",
+           "AdamW's first-moment decay">,
+    Option<"beta2", "beta2", "double", "0.95",
+           "AdamW's second-moment decay (0.95 as GPT-3 / nanoGPT; PyTorch's "
+           "default is 0.999)">,
+    Option<"eps", "eps", "double", "1e-8", "AdamW's epsilon">,
+    Option<"weightDecay", "weight-decay", "double", "0.1",
+           "Decoupled weight decay of 2-D parameters">,
+    Option<"maxGradNorm", "max-grad-norm", "double", "1.0",
+           "Clip the global gradient norm to this; 0 disables clipping">,
   ];
 }
 

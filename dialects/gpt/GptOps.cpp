@@ -532,3 +532,42 @@ LogicalResult AccumulateGradOp::verifySymbolUses(SymbolTableCollection &symbols)
                          << param.getType();
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Optimizer
+//===----------------------------------------------------------------------===//
+
+LogicalResult ClipScaleOp::verify() {
+  if (!std::isfinite(getMaxNorm().convertToDouble()))
+    return emitOpError("max_norm must be finite (0 or less disables clipping)");
+  return success();
+}
+
+LogicalResult AdamWOp::verify() {
+  auto inUnitInterval = [](llvm::APFloat v) {
+    double d = v.convertToDouble();
+    return d >= 0.0 && d < 1.0;
+  };
+  if (!inUnitInterval(getBeta1()) || !inUnitInterval(getBeta2()))
+    return emitOpError() << "beta1 and beta2 must be in [0, 1), got "
+                         << getBeta1().convertToDouble() << " and "
+                         << getBeta2().convertToDouble();
+  if (!(getEps().convertToDouble() > 0.0))
+    return emitOpError() << "eps must be positive, got "
+                         << getEps().convertToDouble();
+  if (getWeightDecay().convertToDouble() < 0.0)
+    return emitOpError() << "weight_decay must be >= 0, got "
+                         << getWeightDecay().convertToDouble();
+  return success();
+}
+
+LogicalResult AdamWOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  auto param = symbols.lookupNearestSymbolFrom<ParamOp>(*this, getParamAttr());
+  if (!param)
+    return emitOpError() << "updates @" << getParam()
+                         << ", which is not a gpt.param";
+  if (std::optional<StringRef> target = param.getTiedTo())
+    return emitOpError() << "updates @" << getParam() << ", which is tied to @"
+                         << *target << "; update @" << *target << " instead";
+  return success();
+}

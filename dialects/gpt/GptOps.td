@@ -364,4 +364,67 @@ def Gpt_AccumulateGradOp : Gpt_Op<"accumulate_grad", [
   let assemblyFormat = "$param `,` $grad attr-dict `:` type($grad)";
 }
 
+//===----------------------------------------------------------------------===//
+// Step inputs and the optimizer (made by gpt-autodiff and gpt-optimizer)
+//===----------------------------------------------------------------------===//
+
+def Gpt_StepScalarKind : I32EnumAttr<"StepScalarKind",
+    "a scalar the runtime sets before each call of an entry point", [
+    I32EnumAttrCase<"LossScale", 0, "loss_scale">,
+    I32EnumAttrCase<"LearningRate", 1, "learning_rate">,
+    I32EnumAttrCase<"Step", 2, "step">]> {
+  let cppNamespace = "::gptc::gpt";
+}
+
+def Gpt_StepScalarOp : Gpt_Op<"step_scalar", [MemoryEffects<[MemRead]>]> {
+  let summary = "reads a per-step scalar set by the runtime";
+  let description = [{
+    `loss_scale` seeds the backward (1 / gradient-accumulation steps, so the
+    accumulated gradient is the mean over micro-steps); `learning_rate` comes
+    from gptrun's schedule; `step` counts optimizer steps from 1.
+  }];
+  let arguments = (ins Gpt_StepScalarKind:$kind);
+  let results = (outs Gpt_LossTensor:$result);
+  let assemblyFormat = "$kind attr-dict";
+}
+
+def Gpt_GradNormOp : Gpt_Op<"grad_norm", [MemoryEffects<[MemRead]>]> {
+  let summary = "global L2 norm of every parameter's accumulated gradient";
+  let results = (outs Gpt_LossTensor:$result);
+  let assemblyFormat = "attr-dict";
+}
+
+def Gpt_ClipScaleOp : Gpt_Op<"clip_scale", [Pure]> {
+  let summary = "min(1, max_norm / (norm + 1e-6)): the factor that clips gradients";
+  let arguments = (ins Gpt_LossTensor:$norm, F64Attr:$max_norm);
+  let results = (outs Gpt_LossTensor:$result);
+  let assemblyFormat = "$norm `max_norm` `=` $max_norm attr-dict";
+  let hasVerifier = 1;
+}
+
+def Gpt_AdamWOp : Gpt_Op<"adamw", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "one AdamW update of a parameter from its accumulated gradient";
+  let description = [{
+    PyTorch's AdamW (bias-corrected moments, decoupled weight decay) on the
+    fp32 master copy of `param`, with the gradient multiplied by
+    `grad_scale` (gradient clipping). The moments are persistent fp32 state
+    of the parameter.
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$param, Gpt_LossTensor:$lr,
+                       Gpt_LossTensor:$step, Gpt_LossTensor:$grad_scale,
+                       F64Attr:$beta1, F64Attr:$beta2, F64Attr:$eps,
+                       F64Attr:$weight_decay);
+  let assemblyFormat = [{
+    $param `lr` `=` $lr `step` `=` $step `grad_scale` `=` $grad_scale attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+def Gpt_ZeroGradsOp : Gpt_Op<"zero_grads", [MemoryEffects<[MemWrite]>]> {
+  let summary = "clears every gradient buffer for the next accumulation";
+  let assemblyFormat = "attr-dict";
+}
+
 #endif // GPTC_DIALECTS_GPT_OPS_TD

@@ -14,8 +14,9 @@
 // CHECK: %[[LMW:[0-9]+]] = gpt.param_ref @lm_head.weight
 // CHECK: %[[LOGITS:[0-9]+]] = gpt.matmul "lm_head"
 // CHECK: %[[LOSS:.*]], %[[CELSE:.*]] = gpt.cross_entropy "loss" %[[LOGITS]], %[[TGT]] {vocab_size = 60 : i64} : tensor<?x4x64xf32>, tensor<?x4xi32> -> tensor<?x4xf32>
-// The backward starts from d(loss)/d(loss) = 1 and runs in reverse.
-// CHECK: %[[SEED:[0-9]+]] = gpt.fill "loss" 1.000000e+00 : tensor<f32>
+// The backward starts from the runtime's loss scale (1 / accumulation steps)
+// and runs in reverse.
+// CHECK: %[[SEED:[0-9]+]] = gpt.step_scalar loss_scale
 // CHECK: %[[DLOGITS:[0-9]+]] = gpt.cross_entropy_grad "loss" %[[SEED]], %[[LOGITS]], %[[TGT]], %[[CELSE]] {vocab_size = 60 : i64}
 // The two backward GEMMs of a layer carry their role.
 // CHECK: %[[DY:[0-9]+]] = gpt.matmul "lm_head" %[[DLOGITS]], %[[LMW]] role = grad_input : tensor<?x4x64xf32>, tensor<64x8xf32> -> tensor<?x4x8xf32>
@@ -61,7 +62,7 @@
 // the forward's output and statistics alive.
 // RECOMPUTE-LABEL: func.func @train_step
 // RECOMPUTE: %[[Y0:.*]], %{{.*}}:2 = gpt.layernorm "ln"
-// RECOMPUTE: gpt.fill "loss"
+// RECOMPUTE: gpt.step_scalar loss_scale
 // RECOMPUTE: %[[Y1:.*]], %[[S1:.*]]:2 = gpt.layernorm "ln"
 // RECOMPUTE-NEXT: gpt.reshape "fc" %[[Y1]]
 // RECOMPUTE: gpt.layernorm_grad "ln" {{.*}}, %[[S1]]#0, %[[S1]]#1

@@ -23,6 +23,22 @@ func.func @attention_bf16(%x: tensor<2x4x8xbf16>) -> tensor<2x4x8xbf16> {
 
 // -----
 
+// The training form (made by gpt-autodiff) also returns the log-sum-exp of
+// each query, [batch, heads, seq], f32 even for bf16 activations. Results
+// print with their names.
+// CHECK-LABEL: func.func @attention_training
+// CHECK:         %attended, %lse = gpt.attention "h.0.attn" %arg0, %arg1, %arg2 heads = 4 causal : tensor<?x8x16xf32>, tensor<?x4x8xf32>
+// CHECK:         %{{.*}}, %{{.*}} = gpt.attention "enc.attn" %arg0, %arg1, %arg2 heads = 1 : tensor<?x8x16xf32>, tensor<?x1x8xf32>
+// CHECK:         %{{.*}}, %{{.*}} = gpt.attention "attn" %arg3, %arg3, %arg3 heads = 2 causal : tensor<2x4x8xbf16>, tensor<?x2x4xf32>
+func.func @attention_training(%q: tensor<?x8x16xf32>, %k: tensor<?x8x16xf32>, %v: tensor<?x8x16xf32>, %x: tensor<2x4x8xbf16>) -> (tensor<?x8x16xf32>, tensor<?x4x8xf32>, tensor<?x1x8xf32>, tensor<?x2x4xf32>) {
+  %0, %lse0 = gpt.attention "h.0.attn" %q, %k, %v heads = 4 causal : tensor<?x8x16xf32>, tensor<?x4x8xf32>
+  %1, %lse1 = gpt.attention "enc.attn" %q, %k, %v heads = 1 : tensor<?x8x16xf32>, tensor<?x1x8xf32>
+  %2, %lse2 = gpt.attention "attn" %x, %x, %x heads = 2 causal : tensor<2x4x8xbf16>, tensor<?x2x4xf32>
+  return %0, %lse0, %lse1, %lse2 : tensor<?x8x16xf32>, tensor<?x4x8xf32>, tensor<?x1x8xf32>, tensor<?x2x4xf32>
+}
+
+// -----
+
 func.func @rank_2(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
   // expected-error @+1 {{q, k, v must be [batch, seq, width], got [8, 16]}}
   %0 = gpt.attention "attn" %x, %x, %x heads = 4 : tensor<8x16xf32>
@@ -109,4 +125,55 @@ func.func @integer(%x: tensor<?x8x16xi32>) -> tensor<?x8x16xi32> {
   // expected-error @+1 {{operand #0 must be ranked tensor of floating-point values, but got 'tensor<?x8x16xi32>'}}
   %0 = gpt.attention "attn" %x, %x, %x heads = 4 : tensor<?x8x16xi32>
   return %0 : tensor<?x8x16xi32>
+}
+
+// -----
+
+func.func @two_lse(%x: tensor<?x8x16xf32>) -> tensor<?x4x8xf32> {
+  // expected-error @+1 {{saves the log-sum-exp of each query: expected 1 extra result(s), got 2}}
+  %0, %lse:2 = gpt.attention "attn" %x, %x, %x heads = 4 causal : tensor<?x8x16xf32>, tensor<?x4x8xf32>, tensor<?x4x8xf32>
+  return %lse#0 : tensor<?x4x8xf32>
+}
+
+// -----
+
+// [batch, seq, heads] instead of [batch, heads, seq].
+func.func @lse_order(%x: tensor<?x8x16xf32>) -> tensor<?x8x4xf32> {
+  // expected-error @+1 {{saves the log-sum-exp of each query of shape [?, 4, 8], got [?, 8, 4]}}
+  %0, %lse = gpt.attention "attn" %x, %x, %x heads = 4 causal : tensor<?x8x16xf32>, tensor<?x8x4xf32>
+  return %lse : tensor<?x8x4xf32>
+}
+
+// -----
+
+// The lse of another head count.
+func.func @lse_heads(%x: tensor<2x8x16xf32>) -> tensor<2x2x8xf32> {
+  // expected-error @+1 {{saves the log-sum-exp of each query of shape [2, 4, 8], got [2, 2, 8]}}
+  %0, %lse = gpt.attention "attn" %x, %x, %x heads = 4 causal : tensor<2x8x16xf32>, tensor<2x2x8xf32>
+  return %lse : tensor<2x2x8xf32>
+}
+
+// -----
+
+func.func @lse_batch(%x: tensor<2x8x16xf32>) -> tensor<3x4x8xf32> {
+  // expected-error @+1 {{saves the log-sum-exp of each query of shape [2, 4, 8], got [3, 4, 8]}}
+  %0, %lse = gpt.attention "attn" %x, %x, %x heads = 4 causal : tensor<2x8x16xf32>, tensor<3x4x8xf32>
+  return %lse : tensor<3x4x8xf32>
+}
+
+// -----
+
+// One entry per (batch, seq) row, not per head.
+func.func @lse_rank(%x: tensor<?x8x16xf32>) -> tensor<?x8xf32> {
+  // expected-error @+1 {{saves the log-sum-exp of each query of shape [?, 4, 8], got [?, 8]}}
+  %0, %lse = gpt.attention "attn" %x, %x, %x heads = 4 causal : tensor<?x8x16xf32>, tensor<?x8xf32>
+  return %lse : tensor<?x8xf32>
+}
+
+// -----
+
+func.func @bf16_lse(%x: tensor<?x8x16xbf16>) -> tensor<?x4x8xbf16> {
+  // expected-error @+1 {{result #1 must be variadic of ranked tensor of 32-bit float values, but got 'tensor<?x4x8xbf16>'}}
+  %0, %lse = gpt.attention "attn" %x, %x, %x heads = 4 causal : tensor<?x8x16xbf16>, tensor<?x4x8xbf16>
+  return %lse : tensor<?x4x8xbf16>
 }

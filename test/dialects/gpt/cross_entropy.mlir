@@ -28,6 +28,19 @@ func.func @cross_entropy_padding(%logits: tensor<8x64xbf16>, %targets: tensor<8x
 
 // -----
 
+// The training form (made by gpt-autodiff) also returns each row's
+// log-sum-exp, f32 even for bf16 logits. Results print with their names.
+// CHECK-LABEL: func.func @cross_entropy_training
+// CHECK:         %loss, %lse = gpt.cross_entropy "loss" %arg0, %arg1 {vocab_size = 50 : i64} : tensor<?x8x64xf32>, tensor<?x8xi32> -> tensor<?x8xf32>
+// CHECK:         %{{.*}}, %{{.*}} = gpt.cross_entropy "loss" %arg2, %arg3 {ignore_index = -100 : i64, vocab_size = 50 : i64} : tensor<8x64xbf16>, tensor<8xi32> -> tensor<?xf32>
+func.func @cross_entropy_training(%logits: tensor<?x8x64xf32>, %targets: tensor<?x8xi32>, %flat: tensor<8x64xbf16>, %t: tensor<8xi32>) -> (tensor<f32>, tensor<?x8xf32>, tensor<?xf32>) {
+  %0, %lse0 = gpt.cross_entropy "loss" %logits, %targets {vocab_size = 50 : i64} : tensor<?x8x64xf32>, tensor<?x8xi32> -> tensor<?x8xf32>
+  %1, %lse1 = gpt.cross_entropy "loss" %flat, %t {vocab_size = 50 : i64, ignore_index = -100 : i64} : tensor<8x64xbf16>, tensor<8xi32> -> tensor<?xf32>
+  return %0, %lse0, %lse1 : tensor<f32>, tensor<?x8xf32>, tensor<?xf32>
+}
+
+// -----
+
 func.func @logits_1d(%logits: tensor<64xf32>, %targets: tensor<i32>) -> tensor<f32> {
   // expected-error @+1 {{logits must be [..., vocab], got [64]}}
   %0 = gpt.cross_entropy "loss" %logits, %targets {vocab_size = 50 : i64} : tensor<64xf32>, tensor<i32>
@@ -121,4 +134,45 @@ func.func @loss_type(%logits: tensor<?x8x64xf32>, %targets: tensor<?x8xi32>) -> 
   // expected-error @+1 {{result #0 must be 0D tensor of 32-bit float values, but got 'tensor<1xf32>'}}
   %0 = "gpt.cross_entropy"(%logits, %targets) <{layer = "loss", vocab_size = 50 : i64}> : (tensor<?x8x64xf32>, tensor<?x8xi32>) -> tensor<1xf32>
   return %0 : tensor<1xf32>
+}
+
+// -----
+
+func.func @two_lse(%logits: tensor<?x8x64xf32>, %targets: tensor<?x8xi32>) -> tensor<?x8xf32> {
+  // expected-error @+1 {{saves the log-sum-exp of each row: expected 1 extra result(s), got 2}}
+  %0, %lse:2 = gpt.cross_entropy "loss" %logits, %targets {vocab_size = 50 : i64} : tensor<?x8x64xf32>, tensor<?x8xi32> -> tensor<?x8xf32>, tensor<?x8xf32>
+  return %lse#0 : tensor<?x8xf32>
+}
+
+// -----
+
+func.func @lse_shape(%logits: tensor<?x8x64xf32>, %targets: tensor<?x8xi32>) -> tensor<?x4xf32> {
+  // expected-error @+1 {{saves the log-sum-exp of each row of shape [?, 8], got [?, 4]}}
+  %0, %lse = gpt.cross_entropy "loss" %logits, %targets {vocab_size = 50 : i64} : tensor<?x8x64xf32>, tensor<?x8xi32> -> tensor<?x4xf32>
+  return %lse : tensor<?x4xf32>
+}
+
+// -----
+
+// The logits' shape rather than one entry per row.
+func.func @lse_rank(%logits: tensor<?x8x64xf32>, %targets: tensor<?x8xi32>) -> tensor<?x8x64xf32> {
+  // expected-error @+1 {{saves the log-sum-exp of each row of shape [?, 8], got [?, 8, 64]}}
+  %0, %lse = gpt.cross_entropy "loss" %logits, %targets {vocab_size = 50 : i64} : tensor<?x8x64xf32>, tensor<?x8xi32> -> tensor<?x8x64xf32>
+  return %lse : tensor<?x8x64xf32>
+}
+
+// -----
+
+func.func @lse_scalar(%logits: tensor<8x64xf32>, %targets: tensor<8xi32>) -> tensor<f32> {
+  // expected-error @+1 {{saves the log-sum-exp of each row of shape [8], got []}}
+  %0, %lse = gpt.cross_entropy "loss" %logits, %targets {vocab_size = 50 : i64} : tensor<8x64xf32>, tensor<8xi32> -> tensor<f32>
+  return %lse : tensor<f32>
+}
+
+// -----
+
+func.func @bf16_lse(%logits: tensor<?x8x64xbf16>, %targets: tensor<?x8xi32>) -> tensor<?x8xbf16> {
+  // expected-error @+1 {{result #1 must be variadic of ranked tensor of 32-bit float values, but got 'tensor<?x8xbf16>'}}
+  %0, %lse = gpt.cross_entropy "loss" %logits, %targets {vocab_size = 50 : i64} : tensor<?x8x64xbf16>, tensor<?x8xi32> -> tensor<?x8xbf16>
+  return %lse : tensor<?x8xbf16>
 }

@@ -27,6 +27,22 @@ func.func @layernorm_mixed(%x: tensor<16xbf16>, %w: tensor<16xf32>, %y: tensor<4
 
 // -----
 
+// The training form (made by gpt-autodiff) also returns the mean and rstd of
+// each row: f32 even for bf16 activations, one entry per row, 0-D for a 1-D
+// input. Results print with their names.
+// CHECK-LABEL: func.func @layernorm_training
+// CHECK:         %normalized, %stats:2 = gpt.layernorm "ln" %arg0, %arg1, %arg2 : tensor<?x8x16xf32>, tensor<16xf32>, tensor<16xf32> -> tensor<?x8x16xf32>, tensor<?x8xf32>, tensor<?x8xf32>
+// CHECK:         %{{.*}}, %{{.*}}:2 = gpt.layernorm "ln_f" %arg0, %arg1, %arg2 {eps = 9.99999997E-7 : f32} : tensor<?x8x16xf32>, tensor<16xf32>, tensor<16xf32> -> tensor<?x8x16xf32>, tensor<?x?xf32>, tensor<4x8xf32>
+// CHECK:         %{{.*}}, %{{.*}}:2 = gpt.layernorm "ln" %arg3, %arg1, %arg1 : tensor<16xbf16>, tensor<16xf32>, tensor<16xf32> -> tensor<16xbf16>, tensor<f32>, tensor<f32>
+func.func @layernorm_training(%x: tensor<?x8x16xf32>, %w: tensor<16xf32>, %b: tensor<16xf32>, %v: tensor<16xbf16>) -> (tensor<?x8x16xf32>, tensor<?x8xf32>, tensor<4x8xf32>, tensor<f32>) {
+  %y, %s:2 = gpt.layernorm "ln" %x, %w, %b : tensor<?x8x16xf32>, tensor<16xf32>, tensor<16xf32> -> tensor<?x8x16xf32>, tensor<?x8xf32>, tensor<?x8xf32>
+  %y2, %mean, %rstd = gpt.layernorm "ln_f" %x, %w, %b {eps = 1.0e-6 : f32} : tensor<?x8x16xf32>, tensor<16xf32>, tensor<16xf32> -> tensor<?x8x16xf32>, tensor<?x?xf32>, tensor<4x8xf32>
+  %y3, %t:2 = gpt.layernorm "ln" %v, %w, %w : tensor<16xbf16>, tensor<16xf32>, tensor<16xf32> -> tensor<16xbf16>, tensor<f32>, tensor<f32>
+  return %y, %s#1, %rstd, %t#0 : tensor<?x8x16xf32>, tensor<?x8xf32>, tensor<4x8xf32>, tensor<f32>
+}
+
+// -----
+
 func.func @scalar_input(%x: tensor<f32>, %w: tensor<16xf32>) -> tensor<f32> {
   // expected-error @+1 {{input must have at least one dimension}}
   %0 = gpt.layernorm "ln" %x, %w, %w : tensor<f32>, tensor<16xf32>, tensor<16xf32> -> tensor<f32>
@@ -119,4 +135,62 @@ func.func @f64_eps(%x: tensor<?x8x16xf32>, %w: tensor<16xf32>) -> tensor<?x8x16x
   // expected-error @+1 {{attribute 'eps' failed to satisfy constraint: 32-bit float attribute}}
   %0 = gpt.layernorm "ln" %x, %w, %w {eps = 1.0e-5 : f64} : tensor<?x8x16xf32>, tensor<16xf32>, tensor<16xf32> -> tensor<?x8x16xf32>
   return %0 : tensor<?x8x16xf32>
+}
+
+// -----
+
+// The training form saves both statistics or none.
+func.func @one_stat(%x: tensor<?x8x16xf32>, %w: tensor<16xf32>) -> tensor<?x8xf32> {
+  // expected-error @+1 {{saves the mean and rstd of each row: expected 2 extra result(s), got 1}}
+  %y, %s = gpt.layernorm "ln" %x, %w, %w : tensor<?x8x16xf32>, tensor<16xf32>, tensor<16xf32> -> tensor<?x8x16xf32>, tensor<?x8xf32>
+  return %s : tensor<?x8xf32>
+}
+
+// -----
+
+func.func @three_stats(%x: tensor<?x8x16xf32>, %w: tensor<16xf32>) -> tensor<?x8xf32> {
+  // expected-error @+1 {{saves the mean and rstd of each row: expected 2 extra result(s), got 3}}
+  %y, %s:3 = gpt.layernorm "ln" %x, %w, %w : tensor<?x8x16xf32>, tensor<16xf32>, tensor<16xf32> -> tensor<?x8x16xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32>
+  return %s#0 : tensor<?x8xf32>
+}
+
+// -----
+
+func.func @mean_shape(%x: tensor<?x8x16xf32>, %w: tensor<16xf32>) -> tensor<?x16xf32> {
+  // expected-error @+1 {{saves the mean and rstd of each row of shape [?, 8], got [?, 16]}}
+  %y, %s:2 = gpt.layernorm "ln" %x, %w, %w : tensor<?x8x16xf32>, tensor<16xf32>, tensor<16xf32> -> tensor<?x8x16xf32>, tensor<?x16xf32>, tensor<?x8xf32>
+  return %s#0 : tensor<?x16xf32>
+}
+
+// -----
+
+func.func @rstd_shape(%x: tensor<4x8x16xf32>, %w: tensor<16xf32>) -> tensor<2x8xf32> {
+  // expected-error @+1 {{saves the mean and rstd of each row of shape [4, 8], got [2, 8]}}
+  %y, %s:2 = gpt.layernorm "ln" %x, %w, %w : tensor<4x8x16xf32>, tensor<16xf32>, tensor<16xf32> -> tensor<4x8x16xf32>, tensor<4x8xf32>, tensor<2x8xf32>
+  return %s#1 : tensor<2x8xf32>
+}
+
+// -----
+
+// Statistics of the input's shape rather than one per row.
+func.func @stats_rank(%x: tensor<?x8x16xf32>, %w: tensor<16xf32>) -> tensor<?x8x16xf32> {
+  // expected-error @+1 {{saves the mean and rstd of each row of shape [?, 8], got [?, 8, 16]}}
+  %y, %s:2 = gpt.layernorm "ln" %x, %w, %w : tensor<?x8x16xf32>, tensor<16xf32>, tensor<16xf32> -> tensor<?x8x16xf32>, tensor<?x8x16xf32>, tensor<?x8x16xf32>
+  return %s#0 : tensor<?x8x16xf32>
+}
+
+// -----
+
+func.func @stats_1d_input(%x: tensor<16xf32>, %w: tensor<16xf32>) -> tensor<1xf32> {
+  // expected-error @+1 {{saves the mean and rstd of each row of shape [], got [1]}}
+  %y, %s:2 = gpt.layernorm "ln" %x, %w, %w : tensor<16xf32>, tensor<16xf32>, tensor<16xf32> -> tensor<16xf32>, tensor<1xf32>, tensor<1xf32>
+  return %s#0 : tensor<1xf32>
+}
+
+// -----
+
+func.func @bf16_stats(%x: tensor<?x8x16xbf16>, %w: tensor<16xf32>) -> tensor<?x8xbf16> {
+  // expected-error @+1 {{result #1 must be variadic of ranked tensor of 32-bit float values, but got 'tensor<?x8xbf16>'}}
+  %y, %s:2 = gpt.layernorm "ln" %x, %w, %w : tensor<?x8x16xbf16>, tensor<16xf32>, tensor<16xf32> -> tensor<?x8x16xbf16>, tensor<?x8xbf16>, tensor<?x8xbf16>
+  return %s#0 : tensor<?x8xbf16>
 }

@@ -52,6 +52,36 @@ func.func @dynamic(%a: tensor<?x?xbf16>, %b: tensor<16x?xbf16>, %bias: tensor<?x
 
 // -----
 
+// The two GEMMs of a Linear layer's backward, as gpt-autodiff makes them:
+// role is printed only when it is not forward (the default), after
+// everything else optional.
+// CHECK-LABEL: func.func @roles
+// CHECK:         %{{.*}} = gpt.matmul "fc" %arg0, %arg1 transpose_b : tensor<?x4x8xf32>, tensor<24x8xf32> -> tensor<?x4x24xf32>
+// CHECK:         %{{.*}} = gpt.matmul "fc" %arg2, %arg1 role = grad_input : tensor<?x4x24xf32>, tensor<24x8xf32> -> tensor<?x4x8xf32>
+// CHECK:         %{{.*}} = gpt.matmul "fc" %arg3, %arg4 transpose_a role = grad_weight : tensor<?x24xf32>, tensor<?x8xf32> -> tensor<24x8xf32>
+// CHECK:         %{{.*}} = gpt.matmul "mm" %arg2, %arg5 bias %arg6 transpose_a transpose_b role = grad_input : tensor<?x4x24xf32>, tensor<24x4xf32>, tensor<24xf32> -> tensor<?x24x24xf32>
+func.func @roles(%x: tensor<?x4x8xf32>, %w: tensor<24x8xf32>, %dy: tensor<?x4x24xf32>, %dy2: tensor<?x24xf32>, %x2: tensor<?x8xf32>, %w4: tensor<24x4xf32>, %b: tensor<24xf32>) -> (tensor<?x4x24xf32>, tensor<?x4x8xf32>, tensor<24x8xf32>, tensor<?x24x24xf32>) {
+  %0 = gpt.matmul "fc" %x, %w transpose_b role = forward : tensor<?x4x8xf32>, tensor<24x8xf32> -> tensor<?x4x24xf32>
+  %1 = gpt.matmul "fc" %dy, %w role = grad_input : tensor<?x4x24xf32>, tensor<24x8xf32> -> tensor<?x4x8xf32>
+  %2 = gpt.matmul "fc" %dy2, %x2 transpose_a role = grad_weight : tensor<?x24xf32>, tensor<?x8xf32> -> tensor<24x8xf32>
+  %3 = gpt.matmul "mm" %dy, %w4 bias %b transpose_a transpose_b role = grad_input : tensor<?x4x24xf32>, tensor<24x4xf32>, tensor<24xf32> -> tensor<?x24x24xf32>
+  return %0, %1, %2, %3 : tensor<?x4x24xf32>, tensor<?x4x8xf32>, tensor<24x8xf32>, tensor<?x24x24xf32>
+}
+
+// -----
+
+// In the attribute dictionary, too; forward is still left out.
+// CHECK-LABEL: func.func @role_in_dict
+// CHECK:         %{{.*}} = gpt.matmul "mm" %arg0, %arg1 role = grad_weight : tensor<4x16xf32>, tensor<16x32xf32> -> tensor<4x32xf32>
+// CHECK:         %{{.*}} = gpt.matmul "mm" %arg0, %arg1 : tensor<4x16xf32>, tensor<16x32xf32> -> tensor<4x32xf32>
+func.func @role_in_dict(%a: tensor<4x16xf32>, %b: tensor<16x32xf32>) -> (tensor<4x32xf32>, tensor<4x32xf32>) {
+  %0 = "gpt.matmul"(%a, %b) <{layer = "mm", role = 2 : i32}> : (tensor<4x16xf32>, tensor<16x32xf32>) -> tensor<4x32xf32>
+  %1 = "gpt.matmul"(%a, %b) <{layer = "mm", role = 0 : i32}> : (tensor<4x16xf32>, tensor<16x32xf32>) -> tensor<4x32xf32>
+  return %0, %1 : tensor<4x32xf32>, tensor<4x32xf32>
+}
+
+// -----
+
 func.func @a_1d(%a: tensor<16xf32>, %b: tensor<16x32xf32>) -> tensor<32xf32> {
   // expected-error @+1 {{a must have at least 2 dimensions, got [16]}}
   %0 = gpt.matmul "mm" %a, %b : tensor<16xf32>, tensor<16x32xf32> -> tensor<32xf32>
@@ -169,4 +199,30 @@ func.func @integer_operands(%a: tensor<4x16xi8>, %b: tensor<16x32xi8>) -> tensor
   // expected-error @+1 {{operand #0 must be ranked tensor of floating-point values, but got 'tensor<4x16xi8>'}}
   %0 = gpt.matmul "mm" %a, %b : tensor<4x16xi8>, tensor<16x32xi8> -> tensor<4x32xi8>
   return %0 : tensor<4x32xi8>
+}
+
+// -----
+
+// The shape checks hold for the backward GEMMs as well.
+func.func @grad_weight_contraction(%dy: tensor<?x24xf32>, %x: tensor<?x16xf32>) -> tensor<24x8xf32> {
+  // expected-error @+1 {{result shape [24, 8] does not match the product's [24, 16]}}
+  %0 = gpt.matmul "fc" %dy, %x transpose_a role = grad_weight : tensor<?x24xf32>, tensor<?x16xf32> -> tensor<24x8xf32>
+  return %0 : tensor<24x8xf32>
+}
+
+// -----
+
+func.func @unknown_role(%a: tensor<4x16xf32>, %b: tensor<16x32xf32>) -> tensor<4x32xf32> {
+  // expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'role' [forward, grad_input, grad_weight]}}
+  %0 = gpt.matmul "mm" %a, %b role = backward : tensor<4x16xf32>, tensor<16x32xf32> -> tensor<4x32xf32>
+  return %0 : tensor<4x32xf32>
+}
+
+// -----
+
+// Only the generic form can spell a role by number.
+func.func @role_out_of_range(%a: tensor<4x16xf32>, %b: tensor<16x32xf32>) -> tensor<4x32xf32> {
+  // expected-error @+1 {{Invalid attribute `role` in property conversion: 3 : i32}}
+  %0 = "gpt.matmul"(%a, %b) <{layer = "mm", role = 3 : i32}> : (tensor<4x16xf32>, tensor<16x32xf32>) -> tensor<4x32xf32>
+  return %0 : tensor<4x32xf32>
 }
