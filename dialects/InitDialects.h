@@ -8,13 +8,15 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/DialectRegistry.h"
 
 namespace gptc {
 
 inline void registerGptcDialects(mlir::DialectRegistry &registry) {
   registry.insert<gpt::GptDialect, fp8::Fp8Dialect, rt::RtDialect,
-                  mlir::arith::ArithDialect, mlir::func::FuncDialect>();
+                  mlir::arith::ArithDialect, mlir::func::FuncDialect,
+                  mlir::LLVM::LLVMDialect>();
 }
 
 } // namespace gptc

@@ -1,10 +1,13 @@
-// gptc's command line and phases (see GptcMain.h). Phases so far: parse and
-// verify (gpt), gpt-autodiff (autodiff). Each later phase of DESIGN.md
-// section 4 adds an --emit value.
+// gptc's command line and phases (see GptcMain.h): parse and verify (gpt),
+// gpt-specialize + gpt-autodiff + gpt-optimizer (autodiff), rt-bufferize +
+// rt-plan-memory (rt), rt-to-llvm and translation (llvm), object code (obj)
+// and the shared object with its manifest (so).
 #include "compiler/driver/GptcMain.h"
 
 #include "compiler/driver/ModelSummary.h"
 #include "compiler/driver/OutputFile.h"
+#include "compiler/target/Manifest.h"
+#include "compiler/target/ObjectFile.h"
 #include "compiler/transforms/Passes.h"
 #include "dialects/InitDialects.h"
 
@@ -12,7 +15,10 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/WithColor.h"
@@ -24,11 +30,36 @@ namespace gptc {
 namespace {
 
 /// Phases in pipeline order: emitting one runs every phase before it.
-enum class EmitPhase { None, Gpt, Autodiff };
+enum class Phase { None, Gpt, Autodiff, Rt, Llvm, Obj, So };
 
 int fail(const llvm::Twine &message) {
   llvm::WithColor::error(llvm::errs(), "gptc") << message << "\n";
   return 1;
+}
+
+std::string mebibytes(int64_t bytes) {
+  std::string text;
+  llvm::raw_string_ostream(text)
+      << llvm::format("%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  return text;
+}
+
+/// Peak activation memory and total arena memory after rt-plan-memory.
+void printMemory(ModuleOp module, int64_t microBatch, int64_t seq,
+                 llvm::raw_ostream &os) {
+  int64_t total = 0, activations = 0;
+  for (auto arena : module.getOps<rt::ArenaOp>()) {
+    total += arena.getSize();
+    if (arena.getKind() == rt::ArenaKind::Activations)
+      activations = arena.getSize();
+  }
+  os << "memory (fp32, micro-batch " << microBatch << " x " << seq
+     << "): peak activations " << mebibytes(activations) << ", total "
+     << mebibytes(total) << " (params, grads, AdamW moments, inputs, "
+     << "activations)\n";
+  for (auto arena : module.getOps<rt::ArenaOp>())
+    os << "  " << llvm::left_justify(arena.getSymName(), 12)
+       << llvm::right_justify(mebibytes(arena.getSize()), 14) << "\n";
 }
 
 } // namespace
@@ -41,39 +72,64 @@ int gptcMain(int argc, char **argv) {
       llvm::cl::cat(category));
   llvm::cl::opt<bool> report(
       "report",
-      llvm::cl::desc("Print parameters per layer, the total and FLOPs per "
-                     "token to stdout"),
+      llvm::cl::desc("Print parameters per layer, the total, FLOPs per token "
+                     "and memory for the micro-batch to stdout"),
       llvm::cl::cat(category));
-  llvm::cl::opt<EmitPhase> emit(
-      "emit", llvm::cl::desc("Stop after a phase and write its IR to -o"),
-      llvm::cl::init(EmitPhase::None),
+  llvm::cl::opt<Phase> emit(
+      "emit", llvm::cl::desc("Stop after a phase and write its output to -o"),
+      llvm::cl::init(Phase::None),
       llvm::cl::values(
-          clEnumValN(EmitPhase::Gpt, "gpt",
-                     "the parsed and verified gpt dialect"),
-          clEnumValN(EmitPhase::Autodiff, "autodiff",
-                     "train_step, eval_step and logits (gpt-autodiff)")),
+          clEnumValN(Phase::Gpt, "gpt", "the parsed and verified gpt dialect"),
+          clEnumValN(Phase::Autodiff, "autodiff",
+                     "train_step, eval_step, logits and optimizer_step"),
+          clEnumValN(Phase::Rt, "rt", "buffers, kernel calls, memory plan"),
+          clEnumValN(Phase::Llvm, "llvm", "LLVM IR of the entry points"),
+          clEnumValN(Phase::Obj, "obj", "an object file"),
+          clEnumValN(Phase::So, "so", "the shared object (the default)")),
       llvm::cl::cat(category));
+  llvm::cl::opt<int64_t> microBatch(
+      "micro-batch",
+      llvm::cl::desc("Sequences per micro-step (default: the model's "
+                     "gpt.config micro_batch, else 4)"),
+      llvm::cl::init(0), llvm::cl::cat(category));
+  llvm::cl::opt<std::string> precision(
+      "precision",
+      llvm::cl::desc("Numeric precision of the compiled step: fp32 (bf16 and "
+                     "the FP8 policies come with the precision passes)"),
+      llvm::cl::init("fp32"), llvm::cl::cat(category));
   llvm::cl::list<std::string> recompute(
       "recompute",
       llvm::cl::desc("Forward ops the backward computes again instead of "
                      "keeping their results (e.g. gelu,layernorm)"),
       llvm::cl::CommaSeparated, llvm::cl::cat(category));
   llvm::cl::opt<std::string> outputFile(
-      "o", llvm::cl::desc("Output file ('-' for stdout)"),
-      llvm::cl::value_desc("file"), llvm::cl::init("-"),
+      "o", llvm::cl::desc("Output file ('-' for stdout; .so for the artifact)"),
+      llvm::cl::value_desc("file"), llvm::cl::init(""),
       llvm::cl::cat(category));
   llvm::cl::HideUnrelatedOptions(category);
   if (!llvm::cl::ParseCommandLineOptions(
           argc, argv,
           "gptc: compiles a GPT model written in the gpt dialect\n\n"
-          "  gptc models/gpt2.mlir --report\n"
-          "  gptc models/gpt2.mlir --emit=gpt -o checked.mlir\n",
+          "  gptc models/gpt2-tiny.mlir -o tiny.so\n"
+          "  gptc models/gpt2.mlir --report --micro-batch 64\n"
+          "  gptc models/gpt2.mlir --emit=autodiff -o step.mlir\n",
           &llvm::errs()))
     return 1;
 
-  if (!report && emit == EmitPhase::None)
-    return fail("nothing to do: pass --report and/or --emit=gpt|autodiff "
-                "(code generation to a .so is not part of gptc yet)");
+  Phase phase = emit;
+  if (phase == Phase::None && !outputFile.empty())
+    phase = Phase::So;
+  if (!report && phase == Phase::None)
+    return fail("nothing to do: pass -o FILE.so to compile, --report, or "
+                "--emit=gpt|autodiff|rt|llvm|obj|so with -o");
+  if (phase >= Phase::Obj && (outputFile.empty() || outputFile == "-"))
+    return fail("--emit=obj and --emit=so write a file: pass -o FILE");
+  if (phase != Phase::None && outputFile.empty())
+    outputFile = "-";
+  if (precision != "fp32")
+    return fail("--precision=" + precision +
+                " is not available in this gptc: it compiles fp32 steps only "
+                "so far; use --precision=fp32");
 
   DialectRegistry registry;
   registerGptcDialects(registry);
@@ -84,7 +140,6 @@ int gptcMain(int argc, char **argv) {
       openInputFile(inputFile, &errorMessage);
   if (!input)
     return fail("cannot read the model '" + inputFile + "': " + errorMessage);
-
   llvm::SourceMgr sourceMgr;
   sourceMgr.AddNewSourceBuffer(std::move(input), llvm::SMLoc());
   SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
@@ -94,25 +149,108 @@ int gptcMain(int argc, char **argv) {
   if (!module)
     return 1;
 
-  if (report) {
-    FailureOr<ModelSummary> summary = summarizeModel(*module);
+  FailureOr<ModelSummary> summary = failure();
+  if (report || phase >= Phase::So) {
+    summary = summarizeModel(*module);
     if (failed(summary))
       return 1;
-    printReport(*summary, llvm::outs());
   }
-  if (emit >= EmitPhase::Autodiff) {
+  std::string reportText;
+  llvm::raw_string_ostream reportStream(reportText);
+  if (succeeded(summary))
+    printReport(*summary, reportStream);
+
+  int64_t batch = microBatch;
+  if (batch <= 0) {
+    batch = 4;
+    if (auto config = (*module)->getAttrOfType<DictionaryAttr>("gpt.config"))
+      if (auto b = config.getAs<IntegerAttr>("micro_batch"))
+        batch = b.getInt();
+  }
+
+  // A report without --emit still plans memory, on the side.
+  Phase runTo = std::max(phase, report ? Phase::Rt : Phase::None);
+  OwningOpRef<ModuleOp> planned;
+  ModuleOp work = *module;
+  if (phase == Phase::None) {
+    planned = module->clone();
+    work = *planned;
+  }
+  if (runTo >= Phase::Autodiff) {
     PassManager pm(&context);
+    GptSpecializeOptions specialize;
+    specialize.microBatch = batch;
+    pm.addPass(createGptSpecialize(specialize));
     GptAutodiffOptions autodiff;
     autodiff.recompute.assign(recompute.begin(), recompute.end());
     pm.addPass(createGptAutodiff(autodiff));
-    if (failed(pm.run(*module)))
+    pm.addPass(createGptOptimizer());
+    if (runTo >= Phase::Rt) {
+      pm.addPass(createRtBufferize());
+      pm.addPass(createRtPlanMemory());
+    }
+    if (failed(pm.run(work)))
       return 1;
   }
-  if (emit != EmitPhase::None) {
-    if (llvm::Error err = writeFileAtomically(
-            outputFile, [&](llvm::raw_ostream &os) { module->print(os); os << "\n"; }))
-      return fail(llvm::toString(std::move(err)));
+  if (report && runTo >= Phase::Rt) {
+    int64_t seq = 0;
+    if (auto config = (*module)->getAttrOfType<DictionaryAttr>("gpt.config"))
+      if (auto t = config.getAs<IntegerAttr>("seq"))
+        seq = t.getInt();
+    printMemory(work, batch, seq, reportStream);
   }
+  if (report)
+    llvm::outs() << reportText;
+
+  if (phase >= Phase::Llvm) {
+    ManifestInputs inputs{succeeded(summary) ? &*summary : nullptr, batch,
+                          precision, reportText};
+    FailureOr<std::string> manifest = buildManifest(work, inputs);
+    if (failed(manifest))
+      return 1;
+    work->setAttr("rt.manifest", StringAttr::get(&context, *manifest));
+    PassManager pm(&context);
+    pm.addPass(createRtToLLVM());
+    if (failed(pm.run(work)))
+      return 1;
+  }
+
+  if (phase >= Phase::Gpt && phase <= Phase::Rt) {
+    if (llvm::Error err = writeFileAtomically(
+            outputFile, [&](llvm::raw_ostream &os) { work->print(os); os << "\n"; }))
+      return fail(llvm::toString(std::move(err)));
+    return 0;
+  }
+  if (phase < Phase::Llvm)
+    return 0;
+
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule = translateToLLVMIR(work, llvmContext);
+  if (!llvmModule)
+    return fail("translation of the lowered module to LLVM IR failed");
+  if (phase == Phase::Llvm) {
+    if (llvm::Error err = writeFileAtomically(
+            outputFile, [&](llvm::raw_ostream &os) { llvmModule->print(os, nullptr); }))
+      return fail(llvm::toString(std::move(err)));
+    return 0;
+  }
+  std::string objectPath =
+      phase == Phase::Obj ? outputFile.getValue() : outputFile + ".o";
+  llvm::SmallString<256> tmpObject;
+  if (std::error_code ec = llvm::sys::fs::createUniqueFile(
+          objectPath + ".tmp-%%%%%%", tmpObject))
+    return fail("cannot create a file next to '" + objectPath + "': " +
+                ec.message());
+  auto cleanup = llvm::make_scope_exit([&] { llvm::sys::fs::remove(tmpObject); });
+  if (llvm::Error err = writeObjectFile(*llvmModule, tmpObject))
+    return fail(llvm::toString(std::move(err)));
+  if (phase == Phase::Obj) {
+    if (std::error_code ec = llvm::sys::fs::rename(tmpObject, objectPath))
+      return fail("cannot write '" + objectPath + "': " + ec.message());
+    return 0;
+  }
+  if (llvm::Error err = linkSharedObject(tmpObject, outputFile))
+    return fail(llvm::toString(std::move(err)));
   return 0;
 }
 

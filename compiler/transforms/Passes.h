@@ -3,6 +3,9 @@
 #define GPTC_COMPILER_TRANSFORMS_PASSES_H
 
 #include "dialects/gpt/GptDialect.h"
+#include "dialects/rt/RtDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"

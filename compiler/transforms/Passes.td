@@ -77,4 +77,59 @@ def GptOptimizer : Pass<"gpt-optimizer", "::mlir::ModuleOp"> {
   ];
 }
 
+def RtBufferize : Pass<"rt-bufferize", "::mlir::ModuleOp"> {
+  let summary = "Lowers the gpt entry points to rt: buffers, kernel calls, bindings";
+  let description = [{
+    Lays out the persistent state (each parameter's fp32 value, gradient and
+    AdamW moments, in parameter order, so that all gradients form one
+    contiguous block the optimizer can norm and clear in one call), replaces
+    gpt.param by rt.param, and rewrites every entry point into a function
+    without arguments: token ids and targets become views of the inputs
+    arena bound with `rt.bind input`, each tensor an `rt.alloc` (placed later
+    by rt-plan-memory), each gpt op one or more `rt.kernel` calls with the
+    constants of the runtime's C ABI (runtime/abi/gptrt.h), and each result
+    an `rt.bind output` named after its gpt.output tag. Needs static shapes
+    (run gpt-specialize first).
+  }];
+  let dependentDialects = ["::gptc::rt::RtDialect",
+                           "::mlir::func::FuncDialect"];
+  let options = [
+    Option<"alignment", "alignment", "int64_t", "256",
+           "Byte alignment of every buffer in the persistent arenas">,
+  ];
+}
+
+def RtPlanMemory : Pass<"rt-plan-memory", "::mlir::ModuleOp"> {
+  let summary = "Places every rt.alloc in one activation arena by liveness";
+  let description = [{
+    Each rt.alloc lives from its definition to its last use in program order
+    (a use through rt.reshape counts; a buffer bound as an output lives to
+    the end). Buffers are placed largest first at the lowest offset that
+    overlaps no placed buffer whose lifetime overlaps its own (greedy by
+    size). All entry points share one arena sized for the largest of them;
+    the pass records each entry's peak as `rt.peak_bytes` on it.
+  }];
+  let dependentDialects = ["::gptc::rt::RtDialect"];
+  let options = [
+    Option<"alignment", "alignment", "int64_t", "256",
+           "Byte alignment of every activation buffer">,
+  ];
+}
+
+def RtToLLVM : Pass<"rt-to-llvm", "::mlir::ModuleOp"> {
+  let summary = "Lowers rt entry points to LLVM functions that call the runtime's C ABI";
+  let description = [{
+    Each entry point `@name` becomes `void gpt_name(gptrt_context *ctx)`: it
+    asks the runtime for the base address of each arena it uses
+    (`gptrt_arena_base`), turns every `rt.view` into an address inside it,
+    and every `rt.kernel "k"` into a call of `gptrt_k(ctx, buffers...,
+    constants...)`. The module also exports `gpt_abi_version()` and, when
+    the module carries an `rt.manifest` string attribute (the serialized
+    manifest), `gpt_manifest(uint64_t *size)`. Arena and parameter
+    declarations are dropped: the manifest holds them. The pass fails if any
+    op other than LLVM's is left.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 #endif // GPTC_COMPILER_TRANSFORMS_PASSES_TD

@@ -114,6 +114,15 @@ LogicalResult KernelOp::verify() {
       return emitOpError() << "kernel inputs are buffers or scalars, got "
                            << type;
   }
+  for (Attribute c : getConsts()) {
+    auto integer = dyn_cast<IntegerAttr>(c);
+    auto real = dyn_cast<FloatAttr>(c);
+    if (!(integer && integer.getType().isInteger(64)) &&
+        !(real && real.getType().isF64()))
+      return emitOpError() << "kernel constants are i64 or f64 (the C ABI's "
+                              "int64_t and double), got "
+                           << c;
+  }
   return verifyStream(*this, getStream());
 }
 
@@ -156,3 +165,40 @@ LogicalResult EventRecordOp::verify() {
 }
 
 LogicalResult EventWaitOp::verify() { return verifyStream(*this, getStream()); }
+
+LogicalResult ReshapeOp::verify() {
+  if (getSource().getType().getNumElements() !=
+          getResult().getType().getNumElements() ||
+      getSource().getType().getElementType() !=
+          getResult().getType().getElementType())
+    return emitOpError() << "reinterprets " << getSource().getType() << " as "
+                         << getResult().getType()
+                         << "; both must hold the same elements";
+  return success();
+}
+
+LogicalResult BindOp::verify() {
+  if (getName().empty())
+    return emitOpError("needs a name (\"tokens\", \"loss\", ...)");
+  return success();
+}
+
+LogicalResult ParamOp::verify() {
+  bool tied = getTiedTo().has_value();
+  bool placed = getValueOffset() && getGradOffset() && getAdamMOffset() &&
+                getAdamVOffset();
+  bool anyPlaced = getValueOffset() || getGradOffset() || getAdamMOffset() ||
+                   getAdamVOffset();
+  if (tied && anyPlaced)
+    return emitOpError() << "parameter @" << getSymName()
+                         << " is tied, so it has no buffers of its own; drop "
+                            "its offsets";
+  if (!tied && !placed)
+    return emitOpError() << "parameter @" << getSymName()
+                         << " needs value_offset, grad_offset, adam_m_offset "
+                            "and adam_v_offset (or tied_to)";
+  if (!tied && !getInit())
+    return emitOpError() << "parameter @" << getSymName()
+                         << " needs an init (normal, zeros or ones)";
+  return success();
+}

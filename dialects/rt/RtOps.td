@@ -34,7 +34,8 @@ def Rt_ArenaKind : I32EnumAttr<"ArenaKind", "what an arena holds", [
     I32EnumAttrCase<"Params", 1, "params">,
     I32EnumAttrCase<"Grads", 2, "grads">,
     I32EnumAttrCase<"Optimizer", 3, "optimizer">,
-    I32EnumAttrCase<"Fp8State", 4, "fp8_state">]> {
+    I32EnumAttrCase<"Fp8State", 4, "fp8_state">,
+    I32EnumAttrCase<"Inputs", 5, "inputs">]> {
   let cppNamespace = "::gptc::rt";
 }
 
@@ -53,6 +54,62 @@ def Rt_StaticBuffer : Type<And<[AnyMemRef.predicate,
 class Rt_Op<string mnemonic, list<Trait> traits = []>
     : Op<Rt_Dialect, mnemonic, traits> {
   let hasVerifier = 1;
+}
+
+def Rt_BindDirection : I32EnumAttr<"BindDirection", "who writes a bound buffer", [
+    I32EnumAttrCase<"Input", 0, "input">,
+    I32EnumAttrCase<"Output", 1, "output">]> {
+  let cppNamespace = "::gptc::rt";
+}
+
+def Rt_AllocOp : Rt_Op<"alloc", [MemoryEffects<[MemAlloc]>]> {
+  let summary = "an activation buffer whose place rt-plan-memory decides";
+  let description = [{
+    Lives from this op to its last use (uses through rt.reshape count);
+    rt-plan-memory turns it into an rt.view of the activation arena.
+  }];
+  let results = (outs Rt_StaticBuffer:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+  let hasVerifier = 0;
+}
+
+def Rt_ReshapeOp : Rt_Op<"reshape", [Pure]> {
+  let summary = "the same bytes seen with another shape (an alias, no copy)";
+  let arguments = (ins Rt_StaticBuffer:$source);
+  let results = (outs Rt_StaticBuffer:$result);
+  let assemblyFormat = "$source attr-dict `:` type($source) `->` type($result)";
+}
+
+def Rt_BindOp : Rt_Op<"bind"> {
+  let summary = "names a buffer the runtime fills (input) or reads (output)";
+  let description = [{
+    The runtime writes an entry point's inputs (token ids, targets) before
+    calling it and reads its outputs (loss, logits, gradient norm) after it
+    returns; the manifest records where each one lives.
+  }];
+  let arguments = (ins Rt_BindDirection:$direction, StrAttr:$name,
+                       Rt_StaticBuffer:$buffer);
+  let assemblyFormat = "$direction $name `,` $buffer attr-dict `:` type($buffer)";
+}
+
+def Rt_ParamOp : Rt_Op<"param", [Symbol]> {
+  let summary = "a parameter's metadata and where its persistent buffers live";
+  let description = [{
+    Byte offsets of the fp32 value (params arena), gradient (grads arena)
+    and AdamW moments (optimizer arena). A tied parameter has no buffers:
+    it is `tied_to` another. `init` is normal, zeros or ones.
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, TypeAttrOf<Rt_StaticBuffer>:$type,
+                       StrAttr:$layer, OptionalAttr<StrAttr>:$init,
+                       OptionalAttr<F64Attr>:$std,
+                       OptionalAttr<I64Attr>:$real_rows,
+                       UnitAttr:$weight_decay,
+                       OptionalAttr<FlatSymbolRefAttr>:$tied_to,
+                       OptionalAttr<I64Attr>:$value_offset,
+                       OptionalAttr<I64Attr>:$grad_offset,
+                       OptionalAttr<I64Attr>:$adam_m_offset,
+                       OptionalAttr<I64Attr>:$adam_v_offset);
+  let assemblyFormat = "$sym_name `:` $type attr-dict";
 }
 
 def Rt_ArenaOp : Rt_Op<"arena", [Symbol]> {
@@ -80,21 +137,23 @@ def Rt_KernelOp : Rt_Op<"kernel", [AttrSizedOperandSegments]> {
   let summary = "calls a runtime kernel: reads `ins`, writes `outs`";
   let description = [{
     `kernel` names an entry of the runtime's kernel table (the C symbol is
-    `gptrt_<kernel>`). Inputs are buffers or scalars; outputs are buffers the
-    kernel writes (in place when it also reads them). Attributes other than
-    the kernel name are passed to it as constants.
+    `gptrt_<kernel>`, declared in runtime/abi/gptrt.h). Inputs are buffers
+    or scalars; outputs are buffers the kernel writes (in place when it also
+    reads them). `consts` (i64 or f64) are passed after the buffers, in
+    order: the call is `gptrt_<kernel>(ctx, ins..., outs..., consts...)`.
 
     ```mlir
-    rt.kernel "layernorm_fwd" ins(%x, %w, %b : memref<8x768xbf16>, memref<768xf32>, memref<768xf32>) outs(%y : memref<8x768xbf16>) {eps = 1.0e-5 : f32}
+    rt.kernel "layernorm_fwd" ins(%x, %w, %b : memref<8x768xf32>, memref<768xf32>, memref<768xf32>) outs(%y, %mean, %rstd : memref<8x768xf32>, memref<8xf32>, memref<8xf32>) consts [8, 768, 1.0e-5 : f64]
     ```
   }];
   let arguments = (ins StrAttr:$kernel, Variadic<AnyType>:$inputs,
                        Variadic<Rt_StaticBuffer>:$outputs,
-                       DefaultValuedAttr<I32Attr, "0">:$stream);
+                       DefaultValuedAttr<I32Attr, "0">:$stream,
+                       DefaultValuedAttr<ArrayAttr, "{}">:$consts);
   let assemblyFormat = [{
     $kernel (`ins` `(` $inputs^ `:` type($inputs) `)`)?
     `outs` `(` $outputs `:` type($outputs) `)` (`stream` `=` $stream^)?
-    attr-dict
+    (`consts` $consts^)? attr-dict
   }];
 }
 

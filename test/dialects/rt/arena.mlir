@@ -41,5 +41,5 @@ rt.arena @a activations size = 1024 alignment = -9223372036854775808
 
 // -----
 
-// expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'kind' [activations, params, grads, optimizer, fp8_state]}}
+// expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'kind' [activations, params, grads, optimizer, fp8_state, inputs]}}
 rt.arena @a scratch size = 1024

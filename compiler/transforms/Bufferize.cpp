@@ -1,0 +1,539 @@
+// rt-bufferize: from gpt entry points on tensors to rt functions on buffers
+// that call the runtime's kernels (see Passes.td). The kernel names and the
+// order of their constants follow runtime/abi/gptrt.h exactly; a change
+// there is a change here.
+#include "compiler/transforms/Passes.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/MathExtras.h"
+
+namespace gptc {
+#define GEN_PASS_DEF_RTBUFFERIZE
+#include "compiler/transforms/Passes.h.inc"
+} // namespace gptc
+
+using namespace mlir;
+namespace gpt = gptc::gpt;
+namespace rt = gptc::rt;
+
+namespace {
+
+int64_t numElements(Type type) {
+  return cast<ShapedType>(type).getNumElements();
+}
+
+int64_t byteSize(Type type) {
+  auto shaped = cast<ShapedType>(type);
+  return shaped.getNumElements() *
+         static_cast<int64_t>(
+             llvm::divideCeil(shaped.getElementTypeBitWidth(), 8));
+}
+
+MemRefType bufferType(Type tensor) {
+  auto type = cast<RankedTensorType>(tensor);
+  return MemRefType::get(type.getShape(), type.getElementType());
+}
+
+/// Where the persistent state of each parameter lives (byte offsets).
+struct ParamPlacement {
+  int64_t value = 0, grad = 0, adamM = 0, adamV = 0;
+};
+
+/// Emits rt ops for one entry point.
+class EntryLowering {
+public:
+  EntryLowering(OpBuilder &builder, ModuleOp module,
+                const llvm::StringMap<ParamPlacement> &placements,
+                const llvm::StringMap<int64_t> &inputOffsets,
+                int64_t gradsBytes)
+      : b(builder), module(module), placements(placements),
+        inputOffsets(inputOffsets), gradsBytes(gradsBytes) {}
+
+  LogicalResult lower(func::FuncOp old);
+
+private:
+  // -- helpers ------------------------------------------------------------
+  Value alloc(Type tensorType) {
+    return rt::AllocOp::create(b, loc, bufferType(tensorType));
+  }
+  Value view(StringRef arena, int64_t offset, MemRefType type) {
+    return rt::ViewOp::create(b, loc, type, arena, offset);
+  }
+  Attribute i64(int64_t v) { return b.getI64IntegerAttr(v); }
+  Attribute f64(double v) { return b.getF64FloatAttr(v); }
+  void kernel(StringRef name, ValueRange ins, ValueRange outs,
+              ArrayRef<Attribute> consts = {}) {
+    rt::KernelOp::create(b, loc, name, ins, outs, /*stream=*/0,
+                         b.getArrayAttr(consts));
+  }
+  Value lookup(Value tensor) { return buffers.lookup(tensor); }
+  /// The result buffer of a tensor value, allocated on first use.
+  Value define(Value tensor) {
+    Value buffer = alloc(tensor.getType());
+    buffers[tensor] = buffer;
+    return buffer;
+  }
+  const ParamPlacement &placement(StringRef param) {
+    auto op = module.lookupSymbol<gpt::ParamOp>(param);
+    if (std::optional<StringRef> tied = op.getTiedTo())
+      return placements.find(*tied)->second;
+    return placements.find(param)->second;
+  }
+  Value gradsBlock() {
+    return view("grads", 0,
+                MemRefType::get({gradsBytes / 4}, b.getF32Type()));
+  }
+
+  // -- op by op -------------------------------------------------------------
+  LogicalResult lowerOp(Operation *op);
+  void lowerMatmul(gpt::MatmulOp op);
+  void lowerCopies(Value src, ArrayRef<Value> parts, int64_t axis, bool split);
+
+  OpBuilder &b;
+  ModuleOp module;
+  const llvm::StringMap<ParamPlacement> &placements;
+  const llvm::StringMap<int64_t> &inputOffsets;
+  int64_t gradsBytes;
+  DenseMap<Value, Value> buffers;
+  Location loc = UnknownLoc::get(module.getContext());
+};
+
+LogicalResult EntryLowering::lower(func::FuncOp old) {
+  auto entry = func::FuncOp::create(b, old.getLoc(), old.getName(),
+                                    b.getFunctionType({}, {}));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToEnd(entry.addEntryBlock());
+  for (BlockArgument arg : old.getArguments()) {
+    loc = arg.getLoc();
+    auto name = old.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "gpt.input");
+    if (!name)
+      return old.emitOpError() << "argument #" << arg.getArgNumber()
+                               << " has no gpt.input name; the runtime fills "
+                                  "inputs by name (tokens, targets)";
+    auto offset = inputOffsets.find(name.getValue());
+    Value buffer = view("inputs", offset->second, bufferType(arg.getType()));
+    rt::BindOp::create(b, loc, rt::BindDirection::Input, name, buffer);
+    buffers[arg] = buffer;
+  }
+  for (Operation &op : old.front()) {
+    loc = op.getLoc();
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
+        auto name = old.getResultAttrOfType<StringAttr>(i, "gpt.output");
+        if (!name)
+          return old.emitOpError() << "result #" << i
+                                   << " has no gpt.output name; the runtime "
+                                      "reads outputs by name (loss, logits)";
+        rt::BindOp::create(b, loc, rt::BindDirection::Output, name,
+                           lookup(value));
+      }
+      func::ReturnOp::create(b, loc);
+      continue;
+    }
+    if (failed(lowerOp(&op)))
+      return failure();
+  }
+  old.erase();
+  return success();
+}
+
+void EntryLowering::lowerMatmul(gpt::MatmulOp op) {
+  auto a = cast<ShapedType>(op.getA().getType());
+  auto w = cast<ShapedType>(op.getB().getType());
+  auto c = cast<ShapedType>(op.getType());
+  Value out = define(op.getResult());
+  int64_t m = c.getShape()[c.getRank() - 2], n = c.getShape().back();
+  int64_t k = op.getTransposeA() ? a.getShape()[a.getRank() - 2]
+                                 : a.getShape().back();
+  int64_t batch = numElements(c) / (m * n);
+  bool ta = op.getTransposeA(), tb = op.getTransposeB();
+  if (w.getRank() == 2 && !ta) {
+    // A weight shared by every batch: one GEMM over all rows.
+    m *= batch;
+    batch = 1;
+  }
+  int64_t strideA = a.getShape()[a.getRank() - 2] * a.getShape().back();
+  int64_t strideB = w.getRank() == 2 ? 0 : w.getShape()[0 + w.getRank() - 2] *
+                                               w.getShape().back();
+  kernel("matmul", {lookup(op.getA()), lookup(op.getB())}, {out},
+         {i64(batch), i64(m), i64(n), i64(k), i64(ta), i64(tb),
+          i64(batch == 1 ? 0 : strideA), i64(batch == 1 ? 0 : strideB),
+          i64(batch == 1 ? 0 : m * n)});
+  if (Value bias = op.getBias())
+    kernel("bias_add", {lookup(bias)}, {out},
+           {i64(numElements(c) / n), i64(n)});
+}
+
+/// One copy_blocks call per part: a split reads parts out of `src`, a
+/// concat writes them into it.
+void EntryLowering::lowerCopies(Value whole, ArrayRef<Value> parts,
+                                int64_t axis, bool split) {
+  auto shape = cast<ShapedType>(whole.getType()).getShape();
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < axis; ++i)
+    outer *= shape[i];
+  for (int64_t i = axis + 1; i < static_cast<int64_t>(shape.size()); ++i)
+    inner *= shape[i];
+  int64_t wholeRow = shape[axis] * inner, offset = 0;
+  for (Value part : parts) {
+    int64_t partRow = cast<ShapedType>(part.getType()).getShape()[axis] * inner;
+    if (split)
+      kernel("copy_blocks", {lookup(whole)}, {lookup(part)},
+             {i64(outer), i64(partRow), i64(partRow), i64(wholeRow), i64(0),
+              i64(offset)});
+    else
+      kernel("copy_blocks", {lookup(part)}, {lookup(whole)},
+             {i64(outer), i64(partRow), i64(wholeRow), i64(partRow),
+              i64(offset), i64(0)});
+    offset += partRow;
+  }
+}
+
+LogicalResult EntryLowering::lowerOp(Operation *op) {
+  auto rowsOf = [](Type t) {
+    auto s = cast<ShapedType>(t);
+    return s.getNumElements() / s.getShape().back();
+  };
+  auto widthOf = [](Type t) { return cast<ShapedType>(t).getShape().back(); };
+  auto scratch = [&](ArrayRef<int64_t> shape) {
+    return rt::AllocOp::create(b, loc, MemRefType::get(shape, b.getF32Type()));
+  };
+  return TypeSwitch<Operation *, LogicalResult>(op)
+      .Case([&](gpt::ParamRefOp ref) {
+        buffers[ref.getResult()] =
+            view("params", placement(ref.getParam()).value,
+                 bufferType(ref.getType()));
+        return success();
+      })
+      .Case([&](gpt::ArangeOp o) {
+        kernel("arange", {}, {define(o.getResult())},
+               {i64(numElements(o.getType()))});
+        return success();
+      })
+      .Case([&](gpt::FillOp o) {
+        kernel("fill", {}, {define(o.getResult())},
+               {i64(numElements(o.getType())),
+                f64(o.getValue().convertToDouble())});
+        return success();
+      })
+      .Case([&](gpt::EmbeddingOp o) {
+        kernel("embedding_fwd", {lookup(o.getTable()), lookup(o.getIds())},
+               {define(o.getResult())},
+               {i64(numElements(o.getIds().getType())),
+                i64(widthOf(o.getTable().getType()))});
+        return success();
+      })
+      .Case([&](gpt::EmbeddingGradOp o) {
+        auto table = cast<ShapedType>(o.getType());
+        kernel("embedding_bwd", {lookup(o.getResultGrad()), lookup(o.getIds())},
+               {define(o.getResult())},
+               {i64(numElements(o.getIds().getType())),
+                i64(table.getShape()[0]), i64(table.getShape()[1])});
+        return success();
+      })
+      .Case([&](gpt::LayerNormOp o) {
+        Type x = o.getInput().getType();
+        Value y = define(o.getNormalized());
+        SmallVector<int64_t> rows(cast<ShapedType>(x).getShape().drop_back());
+        Value mean = o.getStats().empty() ? scratch(rows) : define(o.getStats()[0]);
+        Value rstd = o.getStats().empty() ? scratch(rows) : define(o.getStats()[1]);
+        kernel("layernorm_fwd",
+               {lookup(o.getInput()), lookup(o.getWeight()), lookup(o.getBias())},
+               {y, mean, rstd},
+               {i64(rowsOf(x)), i64(widthOf(x)),
+                f64(o.getEps().convertToDouble())});
+        return success();
+      })
+      .Case([&](gpt::LayerNormGradOp o) {
+        Type x = o.getInput().getType();
+        kernel("layernorm_bwd",
+               {lookup(o.getResultGrad()), lookup(o.getInput()),
+                lookup(o.getWeight()), lookup(o.getMean()), lookup(o.getRstd())},
+               {define(o.getInputGrad()), define(o.getWeightGrad()),
+                define(o.getBiasGrad())},
+               {i64(rowsOf(x)), i64(widthOf(x))});
+        return success();
+      })
+      .Case([&](gpt::MatmulOp o) {
+        lowerMatmul(o);
+        return success();
+      })
+      .Case([&](gpt::ReduceLeadingOp o) {
+        int64_t cols = numElements(o.getType());
+        kernel("reduce_rows", {lookup(o.getInput())}, {define(o.getResult())},
+               {i64(numElements(o.getInput().getType()) / cols), i64(cols)});
+        return success();
+      })
+      .Case([&](gpt::AddOp o) {
+        int64_t total = numElements(o.getType());
+        int64_t inner = numElements(o.getRhs().getType());
+        bool broadcast = inner != total;
+        kernel("add", {lookup(o.getLhs()), lookup(o.getRhs())},
+               {define(o.getResult())},
+               {i64(broadcast ? total / inner : 1), i64(broadcast ? inner : total),
+                i64(broadcast)});
+        return success();
+      })
+      .Case([&](gpt::MulOp o) {
+        kernel("scale", {lookup(o.getInput())}, {define(o.getResult())},
+               {i64(numElements(o.getType())),
+                f64(o.getScale().convertToDouble())});
+        return success();
+      })
+      .Case([&](gpt::GeluOp o) {
+        kernel("gelu_fwd", {lookup(o.getInput())}, {define(o.getResult())},
+               {i64(numElements(o.getType()))});
+        return success();
+      })
+      .Case([&](gpt::GeluGradOp o) {
+        kernel("gelu_bwd", {lookup(o.getResultGrad()), lookup(o.getInput())},
+               {define(o.getInputGrad())}, {i64(numElements(o.getType()))});
+        return success();
+      })
+      .Case([&](gpt::SplitOp o) {
+        SmallVector<Value> parts;
+        for (Value result : o.getResults()) {
+          define(result);
+          parts.push_back(result);
+        }
+        // lowerCopies looks buffers up by tensor value.
+        lowerCopies(o.getInput(), parts, o.getAxis(), /*split=*/true);
+        return success();
+      })
+      .Case([&](gpt::ConcatOp o) {
+        define(o.getResult());
+        SmallVector<Value> parts(o.getInputs().begin(), o.getInputs().end());
+        lowerCopies(o.getResult(), parts, o.getAxis(), /*split=*/false);
+        return success();
+      })
+      .Case([&](gpt::ReshapeOp o) {
+        buffers[o.getResult()] = rt::ReshapeOp::create(
+            b, loc, bufferType(o.getType()), lookup(o.getInput()));
+        return success();
+      })
+      .Case([&](gpt::TransposeOp o) -> LogicalResult {
+        auto shape = cast<ShapedType>(o.getInput().getType()).getShape();
+        int64_t rank = shape.size();
+        if (rank > 6)
+          return o.emitOpError("permutes at most 6 dimensions in the runtime");
+        SmallVector<Attribute> consts{i64(rank)};
+        for (int64_t i = 0; i < 6; ++i)
+          consts.push_back(i64(i < rank ? shape[i] : 1));
+        for (int64_t i = 0; i < 6; ++i)
+          consts.push_back(i64(i < rank ? o.getPerm()[i] : i));
+        kernel("permute", {lookup(o.getInput())}, {define(o.getResult())},
+               consts);
+        return success();
+      })
+      .Case([&](gpt::AttentionOp o) {
+        auto shape = cast<ShapedType>(o.getQ().getType()).getShape();
+        int64_t heads = o.getHeads();
+        Value out = define(o.getAttended());
+        Value lse = o.getLse().empty() ? scratch({shape[0], heads, shape[1]})
+                                       : define(o.getLse()[0]);
+        kernel("attention_fwd",
+               {lookup(o.getQ()), lookup(o.getK()), lookup(o.getV())},
+               {out, lse},
+               {i64(shape[0]), i64(shape[1]), i64(shape[2]), i64(heads),
+                i64(o.getCausal())});
+        return success();
+      })
+      .Case([&](gpt::AttentionGradOp o) {
+        auto shape = cast<ShapedType>(o.getQ().getType()).getShape();
+        kernel("attention_bwd",
+               {lookup(o.getResultGrad()), lookup(o.getQ()), lookup(o.getK()),
+                lookup(o.getV()), lookup(o.getResult()), lookup(o.getLse())},
+               {define(o.getQGrad()), define(o.getKGrad()),
+                define(o.getVGrad())},
+               {i64(shape[0]), i64(shape[1]), i64(shape[2]),
+                i64(o.getHeads()), i64(o.getCausal())});
+        return success();
+      })
+      .Case([&](gpt::CrossEntropyOp o) {
+        Type logits = o.getLogits().getType();
+        SmallVector<int64_t> rows(cast<ShapedType>(logits).getShape().drop_back());
+        Value loss = define(o.getLoss());
+        Value lse = o.getLse().empty() ? scratch(rows) : define(o.getLse()[0]);
+        kernel("cross_entropy_fwd",
+               {lookup(o.getLogits()), lookup(o.getTargets())}, {loss, lse},
+               {i64(rowsOf(logits)), i64(o.getVocabSize()),
+                i64(widthOf(logits)), i64(o.getIgnoreIndex())});
+        return success();
+      })
+      .Case([&](gpt::CrossEntropyGradOp o) {
+        Type logits = o.getLogits().getType();
+        kernel("cross_entropy_bwd",
+               {lookup(o.getLossGrad()), lookup(o.getLogits()),
+                lookup(o.getTargets()), lookup(o.getLse())},
+               {define(o.getLogitsGrad())},
+               {i64(rowsOf(logits)), i64(o.getVocabSize()),
+                i64(widthOf(logits)), i64(o.getIgnoreIndex())});
+        return success();
+      })
+      .Case([&](gpt::AccumulateGradOp o) {
+        Value grad = view("grads", placement(o.getParam()).grad,
+                          bufferType(o.getGrad().getType()));
+        kernel("accumulate", {lookup(o.getGrad())}, {grad},
+               {i64(numElements(o.getGrad().getType()))});
+        return success();
+      })
+      .Case([&](gpt::StepScalarOp o) {
+        kernel("step_scalar", {}, {define(o.getResult())},
+               {i64(static_cast<int64_t>(o.getKind()))});
+        return success();
+      })
+      .Case([&](gpt::GradNormOp o) {
+        kernel("global_norm", {gradsBlock()}, {define(o.getResult())},
+               {i64(gradsBytes / 4)});
+        return success();
+      })
+      .Case([&](gpt::ClipScaleOp o) {
+        kernel("clip_scale", {lookup(o.getNorm())}, {define(o.getResult())},
+               {f64(o.getMaxNorm().convertToDouble())});
+        return success();
+      })
+      .Case([&](gpt::AdamWOp o) {
+        auto param = module.lookupSymbol<gpt::ParamOp>(o.getParam());
+        MemRefType type = bufferType(param.getType());
+        const ParamPlacement &at = placement(o.getParam());
+        kernel("adamw",
+               {view("grads", at.grad, type), lookup(o.getGradScale()),
+                lookup(o.getLr()), lookup(o.getStep())},
+               {view("params", at.value, type),
+                view("optimizer", at.adamM, type),
+                view("optimizer", at.adamV, type)},
+               {i64(numElements(type)), f64(o.getBeta1().convertToDouble()),
+                f64(o.getBeta2().convertToDouble()),
+                f64(o.getEps().convertToDouble()),
+                f64(o.getWeightDecay().convertToDouble())});
+        return success();
+      })
+      .Case([&](gpt::ZeroGradsOp) {
+        kernel("fill", {}, {gradsBlock()}, {i64(gradsBytes / 4), f64(0.0)});
+        return success();
+      })
+      .Default([&](Operation *other) {
+        return other->emitOpError(
+            "has no lowering to runtime kernels in rt-bufferize");
+      });
+}
+
+class RtBufferizePass : public gptc::impl::RtBufferizeBase<RtBufferizePass> {
+public:
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    if (failed(checkShapes(module)))
+      return signalPassFailure();
+
+    // Persistent state, in parameter order.
+    llvm::StringMap<ParamPlacement> placements;
+    int64_t paramBytes = 0;
+    for (auto param : module.getOps<gpt::ParamOp>()) {
+      if (param.getTiedTo())
+        continue;
+      ParamPlacement &at = placements[param.getSymName()];
+      at.value = at.grad = at.adamM = paramBytes;
+      paramBytes = llvm::alignTo(paramBytes + byteSize(param.getType()),
+                                 static_cast<uint64_t>(alignment));
+    }
+    for (auto &entry : placements)
+      entry.second.adamV = entry.second.adamM + paramBytes;
+
+    // Inputs by name: the same place in every entry point.
+    llvm::StringMap<int64_t> inputOffsets;
+    int64_t inputBytes = 0;
+    for (auto func : module.getOps<func::FuncOp>())
+      for (BlockArgument arg : func.getArguments())
+        if (auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                          "gpt.input"))
+          if (!inputOffsets.count(name.getValue())) {
+            inputOffsets[name.getValue()] = inputBytes;
+            inputBytes = llvm::alignTo(inputBytes + byteSize(arg.getType()),
+                                       static_cast<uint64_t>(alignment));
+          }
+
+    OpBuilder builder(&getContext());
+    builder.setInsertionPointToStart(module.getBody());
+    Location loc = module.getLoc();
+    auto arena = [&](StringRef name, rt::ArenaKind kind, int64_t size) {
+      rt::ArenaOp::create(builder, loc, name, kind, size, alignment);
+    };
+    arena("params", rt::ArenaKind::Params, paramBytes);
+    arena("grads", rt::ArenaKind::Grads, paramBytes);
+    arena("optimizer", rt::ArenaKind::Optimizer, 2 * paramBytes);
+    arena("inputs", rt::ArenaKind::Inputs, inputBytes);
+    arena("activations", rt::ArenaKind::Activations, 0);
+
+    EntryLowering lowering(builder, module, placements, inputOffsets,
+                           paramBytes);
+    for (auto func : llvm::make_early_inc_range(module.getOps<func::FuncOp>())) {
+      builder.setInsertionPoint(func);
+      if (failed(lowering.lower(func)))
+        return signalPassFailure();
+    }
+    // Last, so that gpt.param and rt.param never share a symbol name.
+    for (auto param :
+         llvm::make_early_inc_range(module.getOps<gpt::ParamOp>())) {
+      builder.setInsertionPoint(param);
+      lowerParam(builder, param, placements);
+      param.erase();
+    }
+  }
+
+private:
+  static LogicalResult checkShapes(ModuleOp module) {
+    WalkResult result = module.walk([&](Operation *op) {
+      for (Type type : llvm::concat<Type>(op->getOperandTypes(),
+                                          op->getResultTypes())) {
+        auto tensor = dyn_cast<RankedTensorType>(type);
+        if (!tensor)
+          continue;
+        if (!tensor.hasStaticShape()) {
+          op->emitOpError() << "has a dynamic shape " << tensor
+                            << "; run gpt-specialize{micro-batch=B} before "
+                               "rt-bufferize";
+          return WalkResult::interrupt();
+        }
+        Type element = tensor.getElementType();
+        if (!element.isF32() && !element.isInteger(32)) {
+          op->emitOpError() << "has element type " << element
+                            << "; the runtime kernels take f32 tensors and "
+                               "i32 ids";
+          return WalkResult::interrupt();
+        }
+      }
+      return WalkResult::advance();
+    });
+    return failure(result.wasInterrupted());
+  }
+
+  void lowerParam(OpBuilder &builder, gpt::ParamOp param,
+                  const llvm::StringMap<ParamPlacement> &placements) {
+    auto op = rt::ParamOp::create(
+        builder, param.getLoc(), param.getSymNameAttr(),
+        TypeAttr::get(bufferType(param.getType())), param.getLayerAttr(),
+        StringAttr(), FloatAttr(), IntegerAttr(), UnitAttr(),
+        FlatSymbolRefAttr(), IntegerAttr(), IntegerAttr(), IntegerAttr(),
+        IntegerAttr());
+    if (std::optional<StringRef> tied = param.getTiedTo()) {
+      op.setTiedToAttr(FlatSymbolRefAttr::get(&getContext(), *tied));
+      return;
+    }
+    gpt::InitAttr init = *param.getInit();
+    op.setInit(gpt::stringifyInitKind(init.getKind()));
+    if (init.getKind() == gpt::InitKind::Normal)
+      op.setStdAttr(builder.getF64FloatAttr(init.getStd().convertToDouble()));
+    if (std::optional<uint64_t> rows = param.getRealRows())
+      op.setRealRowsAttr(builder.getI64IntegerAttr(*rows));
+    op.setWeightDecay(param.getTensorType().getRank() >= 2);
+    const ParamPlacement &at = placements.find(param.getSymName())->second;
+    op.setValueOffsetAttr(builder.getI64IntegerAttr(at.value));
+    op.setGradOffsetAttr(builder.getI64IntegerAttr(at.grad));
+    op.setAdamMOffsetAttr(builder.getI64IntegerAttr(at.adamM));
+    op.setAdamVOffsetAttr(builder.getI64IntegerAttr(at.adamV));
+  }
+};
+
+} // namespace

@@ -1,0 +1,140 @@
+/* The runtime's C ABI: everything a gptc artifact (.so) calls, and the
+ * symbols it exports. Generated code never branches on the device; it calls
+ * these functions, and the runtime dispatches to CPU or CUDA kernels.
+ *
+ * Calling convention of a kernel (what rt.kernel lowers to):
+ *   void gptrt_<kernel>(gptrt_context *ctx,
+ *                       <one pointer per buffer operand, ins then outs>,
+ *                       <its constants, int64_t or double, in order>);
+ * Buffers are dense row-major. Every kernel WRITES its outputs (it never
+ * reads what was in them) unless its comment says it accumulates or works
+ * in place. Element type: f32 unless stated (ids and targets are int32).
+ */
+#ifndef GPTRT_ABI_GPTRT_H
+#define GPTRT_ABI_GPTRT_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bumped whenever a signature below or the manifest's meaning changes. */
+#define GPTRT_ABI_VERSION 1
+
+typedef struct gptrt_context gptrt_context;
+
+/* --- Exported by the artifact -------------------------------------------*/
+/* const uint8_t *gpt_manifest(uint64_t *size);   serialized Manifest proto
+ * uint32_t gpt_abi_version(void);
+ * void gpt_train_step(gptrt_context *);  void gpt_eval_step(gptrt_context *);
+ * void gpt_logits(gptrt_context *);      void gpt_optimizer_step(gptrt_context *); */
+
+/* --- Context ------------------------------------------------------------*/
+/* Base address of arena `index` (Manifest.arenas order). */
+void *gptrt_arena_base(gptrt_context *ctx, int64_t index);
+
+/* Writes one f32 the runtime sets before each call:
+ * which = 0: loss scale (1 / gradient-accumulation steps),
+ *         1: learning rate, 2: optimizer step (1-based). */
+void gptrt_step_scalar(gptrt_context *ctx, float *out, int64_t which);
+
+/* --- Kernels ------------------------------------------------------------*/
+void gptrt_fill(gptrt_context *ctx, float *out, int64_t n, double value);
+/* dst += src */
+void gptrt_accumulate(gptrt_context *ctx, const float *src, float *dst,
+                      int64_t n);
+void gptrt_arange(gptrt_context *ctx, int32_t *out, int64_t n);
+
+void gptrt_embedding_fwd(gptrt_context *ctx, const float *table,
+                         const int32_t *ids, float *out, int64_t rows,
+                         int64_t width);
+/* dtable = 0, then dtable[ids[i]] += dout[i] (repeated ids add up). */
+void gptrt_embedding_bwd(gptrt_context *ctx, const float *dout,
+                         const int32_t *ids, float *dtable, int64_t rows,
+                         int64_t table_rows, int64_t width);
+
+void gptrt_layernorm_fwd(gptrt_context *ctx, const float *x, const float *w,
+                         const float *b, float *out, float *mean, float *rstd,
+                         int64_t rows, int64_t width, double eps);
+void gptrt_layernorm_bwd(gptrt_context *ctx, const float *dout,
+                         const float *x, const float *w, const float *mean,
+                         const float *rstd, float *dx, float *dw, float *db,
+                         int64_t rows, int64_t width);
+
+/* c[b] = op(a[b]) op(b[b]) for b < batch; op transposes when the flag is 1.
+ * Strides in elements; stride_b = 0 broadcasts one b over the batch. */
+void gptrt_matmul(gptrt_context *ctx, const float *a, const float *b,
+                  float *c, int64_t batch, int64_t m, int64_t n, int64_t k,
+                  int64_t trans_a, int64_t trans_b, int64_t stride_a,
+                  int64_t stride_b, int64_t stride_c);
+/* In place: c[i, j] += bias[j]. */
+void gptrt_bias_add(gptrt_context *ctx, const float *bias, float *c,
+                    int64_t rows, int64_t cols);
+/* out[j] = sum_i x[i, j] */
+void gptrt_reduce_rows(gptrt_context *ctx, const float *x, float *out,
+                       int64_t rows, int64_t cols);
+
+/* out[o, i] = a[o, i] + (broadcast_b ? b[i] : b[o, i]) */
+void gptrt_add(gptrt_context *ctx, const float *a, const float *b, float *out,
+               int64_t outer, int64_t inner, int64_t broadcast_b);
+void gptrt_scale(gptrt_context *ctx, const float *x, float *out, int64_t n,
+                 double s);
+void gptrt_gelu_fwd(gptrt_context *ctx, const float *x, float *out, int64_t n);
+void gptrt_gelu_bwd(gptrt_context *ctx, const float *dout, const float *x,
+                    float *dx, int64_t n);
+
+/* dst[o * dst_stride + dst_offset + j] = src[o * src_stride + src_offset + j]
+ * for o < outer, j < len (one part of a split or concat). */
+void gptrt_copy_blocks(gptrt_context *ctx, const float *src, float *dst,
+                       int64_t outer, int64_t len, int64_t dst_stride,
+                       int64_t src_stride, int64_t dst_offset,
+                       int64_t src_offset);
+/* dst dimension i is src dimension p_i; rank <= 6, unused trailing shape
+ * entries are 1 and perm entries their own index. */
+void gptrt_permute(gptrt_context *ctx, const float *src, float *dst,
+                   int64_t rank, int64_t s0, int64_t s1, int64_t s2,
+                   int64_t s3, int64_t s4, int64_t s5, int64_t p0, int64_t p1,
+                   int64_t p2, int64_t p3, int64_t p4, int64_t p5);
+
+/* q, k, v, out: [batch, seq, width]; lse: [batch, heads, seq]. */
+void gptrt_attention_fwd(gptrt_context *ctx, const float *q, const float *k,
+                         const float *v, float *out, float *lse,
+                         int64_t batch, int64_t seq, int64_t width,
+                         int64_t heads, int64_t causal);
+void gptrt_attention_bwd(gptrt_context *ctx, const float *dout,
+                         const float *q, const float *k, const float *v,
+                         const float *out, const float *lse, float *dq,
+                         float *dk, float *dv, int64_t batch, int64_t seq,
+                         int64_t width, int64_t heads, int64_t causal);
+
+/* loss: one f32, the mean over rows whose target != ignore_index. */
+void gptrt_cross_entropy_fwd(gptrt_context *ctx, const float *logits,
+                             const int32_t *targets, float *loss, float *lse,
+                             int64_t rows, int64_t vocab, int64_t padded_vocab,
+                             int64_t ignore_index);
+/* dloss: one f32. */
+void gptrt_cross_entropy_bwd(gptrt_context *ctx, const float *dloss,
+                             const float *logits, const int32_t *targets,
+                             const float *lse, float *dlogits, int64_t rows,
+                             int64_t vocab, int64_t padded_vocab,
+                             int64_t ignore_index);
+
+/* out: one f32, sqrt(sum of squares of x). */
+void gptrt_global_norm(gptrt_context *ctx, const float *x, float *out,
+                       int64_t n);
+/* out: one f32, min(1, max_norm / (norm + 1e-6)); 1 when max_norm <= 0. */
+void gptrt_clip_scale(gptrt_context *ctx, const float *norm, float *out,
+                      double max_norm);
+/* PyTorch's AdamW on one parameter, with g = grad * grad_scale[0]; lr and
+ * step are one f32 each (from gptrt_step_scalar). Updates param, m, v. */
+void gptrt_adamw(gptrt_context *ctx, const float *grad,
+                 const float *grad_scale, const float *lr, const float *step,
+                 float *param, float *m, float *v, int64_t n, double beta1,
+                 double beta2, double eps, double weight_decay);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GPTRT_ABI_GPTRT_H */

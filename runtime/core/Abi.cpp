@@ -1,0 +1,394 @@
+// The extern "C" gptrt_* functions that gptc artifacts call: thin wrappers
+// that reach the Context, dispatch to the device's kernels (f32 CPU kernels
+// of runtime/cpu today) and turn the kernels' "accumulates" conventions into
+// the ABI's "writes" where the two differ.
+//
+// Nothing may throw out of these functions: their callers are frames of
+// compiler-generated code. Every wrapper runs its body under `guarded`, which
+// catches, records the first error in the Context and makes later kernel
+// calls no-ops; Artifact::run rethrows it once the entry point returns.
+#include "runtime/abi/gptrt.h"
+
+#include "runtime/core/Abi.h"
+#include "runtime/core/Context.h"
+#include "runtime/cpu/Kernels.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+
+// Exported even if the build ever switches to -fvisibility=hidden.
+#define GPTRT_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+using gptrt::Context;
+using gptrt::Device;
+namespace cpu = gptrt::cpu;
+
+// Contract violations with no way to continue (no context to record into,
+// or a pointer generated code would dereference): one line, then abort.
+[[noreturn]] void fatal(const std::string &message) {
+  std::fprintf(stderr, "gptrt: fatal: %s\n", message.c_str());
+  std::fflush(stderr);
+  std::abort();
+}
+
+Context &contextOf(gptrt_context *ctx, const char *fn) {
+  if (ctx == nullptr || ctx->owner == nullptr)
+    fatal(std::string(fn) +
+          " called with a null context, expected the gptrt_context* the "
+          "runtime passed to the entry point: this is a gptc bug");
+  return Context::fromHandle(ctx);
+}
+
+template <typename Body>
+void guarded(gptrt_context *ctx, const char *fn, Body &&body) {
+  Context &c = contextOf(ctx, fn);
+  if (c.failed())
+    return;
+  try {
+    // Only the CPU backend exists; a CUDA Context cannot be constructed yet.
+    // When runtime/cuda lands, dispatch on c.device() here.
+    if (c.device() != Device::Cpu)
+      throw std::logic_error(std::string("device ") +
+                             gptrt::deviceName(c.device()) +
+                             " has no kernels in this runtime");
+    body(c);
+  } catch (const std::exception &e) {
+    c.recordError(std::string(fn) + ": " + e.what());
+  } catch (...) {
+    c.recordError(std::string(fn) + ": unknown exception");
+  }
+}
+
+void requireNonNegative(int64_t v, const char *name) {
+  if (v < 0)
+    throw std::invalid_argument(std::string(name) + " = " + std::to_string(v) +
+                                ", expected >= 0");
+}
+
+} // namespace
+
+// ------------------------------------------------------------------ context
+
+GPTRT_EXPORT void *gptrt_arena_base(gptrt_context *ctx, int64_t index) {
+  Context &c = contextOf(ctx, "gptrt_arena_base");
+  if (index < 0 || static_cast<uint64_t>(index) >= c.numArenas())
+    fatal("gptrt_arena_base: arena index " + std::to_string(index) +
+          " is out of range, expected 0.." +
+          std::to_string(static_cast<int64_t>(c.numArenas()) - 1) +
+          " (the manifest's arenas): the artifact disagrees with its own "
+          "manifest; rebuild it with a fixed gptc");
+  return c.arenaBase(static_cast<size_t>(index));
+}
+
+GPTRT_EXPORT void gptrt_step_scalar(gptrt_context *ctx, float *out,
+                                    int64_t which) {
+  // NaN first, so a failed lookup never leaves an old value looking valid.
+  if (out != nullptr)
+    *out = std::nanf("");
+  guarded(ctx, "gptrt_step_scalar", [&](Context &c) { *out = c.stepScalar(which); });
+}
+
+// ------------------------------------------------------------------ kernels
+
+GPTRT_EXPORT void gptrt_fill(gptrt_context *ctx, float *out, int64_t n,
+                             double value) {
+  guarded(ctx, "gptrt_fill", [&](Context &) {
+    requireNonNegative(n, "n");
+    cpu::fill(out, static_cast<float>(value), n);
+  });
+}
+
+GPTRT_EXPORT void gptrt_accumulate(gptrt_context *ctx, const float *src,
+                                   float *dst, int64_t n) {
+  guarded(ctx, "gptrt_accumulate", [&](Context &) {
+    requireNonNegative(n, "n");
+    // add's output may alias its first operand.
+    cpu::add(dst, dst, src, 1, n, false);
+  });
+}
+
+GPTRT_EXPORT void gptrt_arange(gptrt_context *ctx, int32_t *out, int64_t n) {
+  guarded(ctx, "gptrt_arange", [&](Context &) { cpu::arange(out, n); });
+}
+
+GPTRT_EXPORT void gptrt_embedding_fwd(gptrt_context *ctx, const float *table,
+                                      const int32_t *ids, float *out,
+                                      int64_t rows, int64_t width) {
+  // The table's row count is not passed, so ids cannot be range-checked
+  // here; the runtime checks token ids against the vocabulary when it
+  // writes the inputs (writeBatch).
+  guarded(ctx, "gptrt_embedding_fwd", [&](Context &) {
+    cpu::embeddingForward(out, table, ids, rows, width);
+  });
+}
+
+GPTRT_EXPORT void gptrt_embedding_bwd(gptrt_context *ctx, const float *dout,
+                                      const int32_t *ids, float *dtable,
+                                      int64_t rows, int64_t table_rows,
+                                      int64_t width) {
+  guarded(ctx, "gptrt_embedding_bwd", [&](Context &) {
+    requireNonNegative(table_rows, "table_rows");
+    for (int64_t i = 0; i < rows; ++i)
+      if (ids[i] < 0 || ids[i] >= table_rows)
+        throw std::out_of_range("id " + std::to_string(ids[i]) + " of row " +
+                                std::to_string(i) + " is outside [0, " +
+                                std::to_string(table_rows) +
+                                "), the embedding table's rows");
+    // The ABI writes dtable; the kernel accumulates.
+    cpu::fill(dtable, 0.0f, table_rows * width);
+    cpu::embeddingBackward(dtable, dout, ids, rows, width);
+  });
+}
+
+GPTRT_EXPORT void gptrt_layernorm_fwd(gptrt_context *ctx, const float *x,
+                                      const float *w, const float *b,
+                                      float *out, float *mean, float *rstd,
+                                      int64_t rows, int64_t width,
+                                      double eps) {
+  guarded(ctx, "gptrt_layernorm_fwd", [&](Context &) {
+    cpu::layerNormForward(out, mean, rstd, x, w, b, rows, width,
+                          static_cast<float>(eps));
+  });
+}
+
+GPTRT_EXPORT void gptrt_layernorm_bwd(gptrt_context *ctx, const float *dout,
+                                      const float *x, const float *w,
+                                      const float *mean, const float *rstd,
+                                      float *dx, float *dw, float *db,
+                                      int64_t rows, int64_t width) {
+  guarded(ctx, "gptrt_layernorm_bwd", [&](Context &) {
+    requireNonNegative(width, "width");
+    // The ABI writes dw and db; the kernel accumulates into them.
+    cpu::fill(dw, 0.0f, width);
+    cpu::fill(db, 0.0f, width);
+    cpu::layerNormBackward(dx, dw, db, dout, x, mean, rstd, w, rows, width);
+  });
+}
+
+GPTRT_EXPORT void gptrt_matmul(gptrt_context *ctx, const float *a,
+                               const float *b, float *c, int64_t batch,
+                               int64_t m, int64_t n, int64_t k,
+                               int64_t trans_a, int64_t trans_b,
+                               int64_t stride_a, int64_t stride_b,
+                               int64_t stride_c) {
+  guarded(ctx, "gptrt_matmul", [&](Context &) {
+    requireNonNegative(batch, "batch");
+    cpu::gemmBatched(c, a, b, batch, m, n, k, trans_a != 0, trans_b != 0,
+                     0.0f, stride_a, stride_b, stride_c);
+  });
+}
+
+GPTRT_EXPORT void gptrt_bias_add(gptrt_context *ctx, const float *bias,
+                                 float *c, int64_t rows, int64_t cols) {
+  guarded(ctx, "gptrt_bias_add",
+          [&](Context &) { cpu::addBias(c, bias, rows, cols); });
+}
+
+GPTRT_EXPORT void gptrt_reduce_rows(gptrt_context *ctx, const float *x,
+                                    float *out, int64_t rows, int64_t cols) {
+  guarded(ctx, "gptrt_reduce_rows", [&](Context &) {
+    requireNonNegative(cols, "cols");
+    cpu::sumRows(out, x, rows, cols, false);
+  });
+}
+
+GPTRT_EXPORT void gptrt_add(gptrt_context *ctx, const float *a,
+                            const float *b, float *out, int64_t outer,
+                            int64_t inner, int64_t broadcast_b) {
+  guarded(ctx, "gptrt_add", [&](Context &) {
+    cpu::add(out, a, b, outer, inner, broadcast_b != 0);
+  });
+}
+
+GPTRT_EXPORT void gptrt_scale(gptrt_context *ctx, const float *x, float *out,
+                              int64_t n, double s) {
+  guarded(ctx, "gptrt_scale",
+          [&](Context &) { cpu::scale(out, x, static_cast<float>(s), n); });
+}
+
+GPTRT_EXPORT void gptrt_gelu_fwd(gptrt_context *ctx, const float *x,
+                                 float *out, int64_t n) {
+  guarded(ctx, "gptrt_gelu_fwd",
+          [&](Context &) { cpu::geluForward(out, x, n); });
+}
+
+GPTRT_EXPORT void gptrt_gelu_bwd(gptrt_context *ctx, const float *dout,
+                                 const float *x, float *dx, int64_t n) {
+  guarded(ctx, "gptrt_gelu_bwd",
+          [&](Context &) { cpu::geluBackward(dx, x, dout, n); });
+}
+
+GPTRT_EXPORT void gptrt_copy_blocks(gptrt_context *ctx, const float *src,
+                                    float *dst, int64_t outer, int64_t len,
+                                    int64_t dst_stride, int64_t src_stride,
+                                    int64_t dst_offset, int64_t src_offset) {
+  guarded(ctx, "gptrt_copy_blocks", [&](Context &) {
+    cpu::copyBlocks(dst, src, outer, len, dst_stride, src_stride, dst_offset,
+                    src_offset);
+  });
+}
+
+GPTRT_EXPORT void gptrt_permute(gptrt_context *ctx, const float *src,
+                                float *dst, int64_t rank, int64_t s0,
+                                int64_t s1, int64_t s2, int64_t s3,
+                                int64_t s4, int64_t s5, int64_t p0,
+                                int64_t p1, int64_t p2, int64_t p3,
+                                int64_t p4, int64_t p5) {
+  guarded(ctx, "gptrt_permute", [&](Context &) {
+    if (rank < 0 || rank > 6)
+      throw std::invalid_argument("rank " + std::to_string(rank) +
+                                  " is out of range, expected 0..6");
+    const int64_t shape[6] = {s0, s1, s2, s3, s4, s5};
+    const int64_t perm[6] = {p0, p1, p2, p3, p4, p5};
+    cpu::permute(dst, src, shape, perm, static_cast<int>(rank));
+  });
+}
+
+GPTRT_EXPORT void gptrt_attention_fwd(gptrt_context *ctx, const float *q,
+                                      const float *k, const float *v,
+                                      float *out, float *lse, int64_t batch,
+                                      int64_t seq, int64_t width,
+                                      int64_t heads, int64_t causal) {
+  guarded(ctx, "gptrt_attention_fwd", [&](Context &) {
+    cpu::attentionForward(out, lse, q, k, v, batch, seq, width, heads,
+                          causal != 0);
+  });
+}
+
+GPTRT_EXPORT void gptrt_attention_bwd(gptrt_context *ctx, const float *dout,
+                                      const float *q, const float *k,
+                                      const float *v, const float *out,
+                                      const float *lse, float *dq, float *dk,
+                                      float *dv, int64_t batch, int64_t seq,
+                                      int64_t width, int64_t heads,
+                                      int64_t causal) {
+  guarded(ctx, "gptrt_attention_bwd", [&](Context &) {
+    cpu::attentionBackward(dq, dk, dv, dout, q, k, v, out, lse, batch, seq,
+                           width, heads, causal != 0);
+  });
+}
+
+GPTRT_EXPORT void gptrt_cross_entropy_fwd(gptrt_context *ctx,
+                                          const float *logits,
+                                          const int32_t *targets, float *loss,
+                                          float *lse, int64_t rows,
+                                          int64_t vocab, int64_t padded_vocab,
+                                          int64_t ignore_index) {
+  guarded(ctx, "gptrt_cross_entropy_fwd", [&](Context &) {
+    *loss = cpu::crossEntropyForward(lse, logits, targets, rows, vocab,
+                                     padded_vocab, ignore_index);
+  });
+}
+
+GPTRT_EXPORT void gptrt_cross_entropy_bwd(gptrt_context *ctx,
+                                          const float *dloss,
+                                          const float *logits,
+                                          const int32_t *targets,
+                                          const float *lse, float *dlogits,
+                                          int64_t rows, int64_t vocab,
+                                          int64_t padded_vocab,
+                                          int64_t ignore_index) {
+  guarded(ctx, "gptrt_cross_entropy_bwd", [&](Context &) {
+    cpu::crossEntropyBackward(dlogits, logits, lse, targets, dloss[0], rows,
+                              vocab, padded_vocab, ignore_index);
+  });
+}
+
+GPTRT_EXPORT void gptrt_global_norm(gptrt_context *ctx, const float *x,
+                                    float *out, int64_t n) {
+  guarded(ctx, "gptrt_global_norm", [&](Context &) {
+    *out = static_cast<float>(std::sqrt(cpu::sumSquares(x, n)));
+  });
+}
+
+GPTRT_EXPORT void gptrt_clip_scale(gptrt_context *ctx, const float *norm,
+                                   float *out, double max_norm) {
+  guarded(ctx, "gptrt_clip_scale", [&](Context &) {
+    if (max_norm <= 0) {
+      *out = 1.0f;
+      return;
+    }
+    // As torch.nn.utils.clip_grad_norm_ computes it on an f32 norm tensor:
+    // max_norm / (norm + 1e-6) is Tensor.__rtruediv__, i.e.
+    // reciprocal(norm + 1e-6) * max_norm, each op rounded to f32, then
+    // clamp(max=1) (which keeps a NaN, so a NaN norm stays visible).
+    const float denom = norm[0] + 1e-6f;
+    const float coef = (1.0f / denom) * static_cast<float>(max_norm);
+    *out = std::isnan(coef) ? coef : std::min(coef, 1.0f);
+  });
+}
+
+GPTRT_EXPORT void gptrt_adamw(gptrt_context *ctx, const float *grad,
+                              const float *grad_scale, const float *lr,
+                              const float *step, float *param, float *m,
+                              float *v, int64_t n, double beta1, double beta2,
+                              double eps, double weight_decay) {
+  guarded(ctx, "gptrt_adamw", [&](Context &c) {
+    requireNonNegative(n, "n");
+    const float s = step[0];
+    if (!(s >= 1.0f) || s != std::floor(s))
+      throw std::invalid_argument(
+          "step scalar is " + std::to_string(s) +
+          ", expected an integer >= 1: set it with Context::setStep before "
+          "optimizer_step");
+    const float scale = grad_scale[0];
+    const float *g = grad;
+    if (scale != 1.0f) {
+      float *scaled = c.scratch(static_cast<size_t>(n));
+      cpu::scale(scaled, grad, scale, n);
+      g = scaled;
+    }
+    cpu::adamw(param, g, m, v, n, static_cast<double>(lr[0]), beta1, beta2,
+               eps, weight_decay, static_cast<int64_t>(s));
+  });
+}
+
+// ------------------------------------------------------- export check
+
+namespace gptrt {
+
+const std::vector<AbiSymbol> &abiSymbols() {
+#define GPTRT_SYM(f) AbiSymbol{#f, reinterpret_cast<void *>(&f)}
+  static const std::vector<AbiSymbol> symbols = {
+      GPTRT_SYM(gptrt_arena_base),       GPTRT_SYM(gptrt_step_scalar),
+      GPTRT_SYM(gptrt_fill),             GPTRT_SYM(gptrt_accumulate),
+      GPTRT_SYM(gptrt_arange),           GPTRT_SYM(gptrt_embedding_fwd),
+      GPTRT_SYM(gptrt_embedding_bwd),    GPTRT_SYM(gptrt_layernorm_fwd),
+      GPTRT_SYM(gptrt_layernorm_bwd),    GPTRT_SYM(gptrt_matmul),
+      GPTRT_SYM(gptrt_bias_add),         GPTRT_SYM(gptrt_reduce_rows),
+      GPTRT_SYM(gptrt_add),              GPTRT_SYM(gptrt_scale),
+      GPTRT_SYM(gptrt_gelu_fwd),         GPTRT_SYM(gptrt_gelu_bwd),
+      GPTRT_SYM(gptrt_copy_blocks),      GPTRT_SYM(gptrt_permute),
+      GPTRT_SYM(gptrt_attention_fwd),    GPTRT_SYM(gptrt_attention_bwd),
+      GPTRT_SYM(gptrt_cross_entropy_fwd), GPTRT_SYM(gptrt_cross_entropy_bwd),
+      GPTRT_SYM(gptrt_global_norm),      GPTRT_SYM(gptrt_clip_scale),
+      GPTRT_SYM(gptrt_adamw),
+  };
+#undef GPTRT_SYM
+  return symbols;
+}
+
+void checkAbiExported() {
+  for (const AbiSymbol &s : abiSymbols()) {
+    void *found = dlsym(RTLD_DEFAULT, s.name);
+    if (found == s.address)
+      continue;
+    throw std::runtime_error(
+        std::string("runtime symbol ") + s.name +
+        (found == nullptr ? " is not in the executable's dynamic symbol table"
+                          : " resolves to another library's definition") +
+        ", expected this runtime's: link the executable with the gptrt CMake "
+        "target (it adds -Wl,--dynamic-list=gptrt.dynlist) or with "
+        "ENABLE_EXPORTS (-rdynamic), and load no other gptrt");
+  }
+}
+
+} // namespace gptrt

@@ -1,0 +1,184 @@
+// Context: arena allocation, step scalars and the sticky kernel error.
+#include "runtime/core/Context.h"
+
+#include "runtime/abi/manifest.pb.h"
+#include "runtime/core/ManifestCheck.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <utility>
+
+namespace gptrt {
+
+const char *deviceName(Device device) {
+  switch (device) {
+  case Device::Cpu:
+    return "cpu";
+  case Device::Cuda:
+    return "cuda";
+  }
+  return "?";
+}
+
+Device parseDevice(std::string_view name) {
+  if (name == "cpu")
+    return Device::Cpu;
+  if (name == "cuda")
+    return Device::Cuda;
+  throw std::runtime_error("device '" + std::string(name) +
+                           "' is unknown, expected 'cpu' or 'cuda': pass "
+                           "--device cpu or --device cuda");
+}
+
+namespace {
+
+std::vector<ArenaSpec> arenaSpecs(const gptc::manifest::Manifest &manifest) {
+  std::vector<ArenaSpec> specs;
+  for (const auto &a : manifest.arenas())
+    specs.push_back({a.name(), a.size(), a.alignment()});
+  return specs;
+}
+
+} // namespace
+
+Context::Context(Device device, const std::vector<ArenaSpec> &arenas)
+    : device_(device), handle_{this} {
+  if (device != Device::Cpu)
+    throw std::runtime_error(
+        std::string("device '") + deviceName(device) +
+        "' is not built into this runtime yet, expected 'cpu': run with "
+        "--device cpu");
+  for (const ArenaSpec &spec : arenas) {
+    uint64_t align = spec.alignment == 0 ? kDefaultArenaAlignment
+                                         : spec.alignment;
+    if ((align & (align - 1)) != 0)
+      throw std::runtime_error("arena '" + spec.name + "' has alignment " +
+                               std::to_string(align) +
+                               ", expected a power of two: rebuild the "
+                               "artifact with a fixed gptc");
+    if (align < kDefaultArenaAlignment)
+      align = kDefaultArenaAlignment;
+    // aligned_alloc wants a multiple of the alignment, and a zero-size arena
+    // still gets a distinct, valid base address.
+    uint64_t bytes = (spec.size + align - 1) / align * align;
+    if (bytes == 0)
+      bytes = align;
+    void *p = std::aligned_alloc(align, bytes);
+    if (p == nullptr)
+      throw std::runtime_error("cannot allocate arena '" + spec.name +
+                               "' of " + std::to_string(spec.size) +
+                               " bytes: free memory or use a smaller batch");
+    std::memset(p, 0, bytes);
+    Arena arena;
+    arena.name = spec.name;
+    arena.size = spec.size;
+    arena.base = std::unique_ptr<void, void (*)(void *)>(p, std::free);
+    arenas_.push_back(std::move(arena));
+  }
+}
+
+Context::Context(const gptc::manifest::Manifest &manifest, Device device)
+    : Context(device, arenaSpecs(manifest)) {}
+
+Context::~Context() = default;
+
+void *Context::arenaBase(size_t index) {
+  return const_cast<void *>(std::as_const(*this).arenaBase(index));
+}
+
+const void *Context::arenaBase(size_t index) const {
+  if (index >= arenas_.size())
+    throw std::out_of_range("arena index " + std::to_string(index) +
+                            " is out of range, expected < " +
+                            std::to_string(arenas_.size()) +
+                            " (the manifest's arena count)");
+  return arenas_[index].base.get();
+}
+
+uint64_t Context::arenaSize(size_t index) const {
+  arenaBase(index);
+  return arenas_[index].size;
+}
+
+const std::string &Context::arenaName(size_t index) const {
+  arenaBase(index);
+  return arenas_[index].name;
+}
+
+void Context::zeroArena(size_t index) {
+  std::memset(arenaBase(index), 0, arenas_[index].size);
+}
+
+bool Context::matches(const gptc::manifest::Manifest &manifest) const {
+  if (static_cast<size_t>(manifest.arenas_size()) != arenas_.size())
+    return false;
+  for (size_t i = 0; i < arenas_.size(); ++i)
+    if (manifest.arenas(static_cast<int>(i)).size() != arenas_[i].size)
+      return false;
+  return true;
+}
+
+const void *Context::data(const gptc::manifest::Buffer &buffer) const {
+  const size_t index = buffer.arena();
+  const char *base = static_cast<const char *>(arenaBase(index));
+  const uint64_t end = buffer.offset() + bufferBytes(buffer);
+  if (end < buffer.offset() || end > arenas_[index].size)
+    throw std::out_of_range(
+        "buffer at offset " + std::to_string(buffer.offset()) + " ends at " +
+        std::to_string(end) + ", past arena '" + arenas_[index].name +
+        "' of " + std::to_string(arenas_[index].size) +
+        " bytes: the context was made for another manifest");
+  return base + buffer.offset();
+}
+
+void *Context::data(const gptc::manifest::Buffer &buffer) {
+  return const_cast<void *>(std::as_const(*this).data(buffer));
+}
+
+void Context::setStep(int64_t step) {
+  // Above 2^24 consecutive integers are no longer all representable in f32.
+  constexpr int64_t kMaxExact = int64_t(1) << 24;
+  if (step < 1 || step > kMaxExact)
+    throw std::out_of_range("optimizer step " + std::to_string(step) +
+                            " is out of range, expected 1.." +
+                            std::to_string(kMaxExact) +
+                            " (steps are 1-based and passed as exact f32)");
+  step_ = step;
+}
+
+float Context::stepScalar(int64_t which) const {
+  switch (static_cast<StepScalar>(which)) {
+  case StepScalar::LossScale:
+    return lossScale_;
+  case StepScalar::LearningRate:
+    return learningRate_;
+  case StepScalar::Step:
+    return static_cast<float>(step_);
+  }
+  throw std::out_of_range("step scalar " + std::to_string(which) +
+                          " is unknown, expected 0 (loss scale), 1 (learning "
+                          "rate) or 2 (step): rebuild the artifact with a "
+                          "gptc of this ABI");
+}
+
+void Context::recordError(std::string message) {
+  if (error_.empty())
+    error_ = message.empty() ? std::string("unknown error") : std::move(message);
+}
+
+void Context::throwIfFailed(const std::string &during) {
+  if (error_.empty())
+    return;
+  std::string message = during + ": " + error_;
+  error_.clear();
+  throw std::runtime_error(message);
+}
+
+float *Context::scratch(size_t count) {
+  if (scratch_.size() < count)
+    scratch_.resize(count);
+  return scratch_.data();
+}
+
+} // namespace gptrt

@@ -1,0 +1,137 @@
+// The execution context behind the C ABI's opaque `gptrt_context`: the
+// device, one allocation per manifest arena, the per-step scalars the
+// generated code asks for, and the first error raised inside a gptrt_* call
+// (those must never throw through the compiler-generated frames).
+#ifndef GPTRT_CORE_CONTEXT_H
+#define GPTRT_CORE_CONTEXT_H
+
+#include "runtime/abi/gptrt.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gptc::manifest {
+class Buffer;
+class Manifest;
+} // namespace gptc::manifest
+
+namespace gptrt {
+
+class Context;
+
+} // namespace gptrt
+
+// The C ABI's handle. Its only member points back at the owning Context, so
+// the C++ class can keep ordinary members and still be reached from C.
+struct gptrt_context {
+  gptrt::Context *owner;
+};
+
+namespace gptrt {
+
+// Where kernels run. Only Cpu exists today; Cuda is reserved for runtime/cuda
+// and a Context refuses it until that backend is built.
+enum class Device { Cpu, Cuda };
+
+const char *deviceName(Device device);
+// "cpu" or "cuda"; anything else throws std::runtime_error.
+Device parseDevice(std::string_view name);
+
+// Values of `which` in gptrt_step_scalar.
+enum class StepScalar : int64_t { LossScale = 0, LearningRate = 1, Step = 2 };
+
+// One arena to allocate. alignment 0 means the default (64 bytes).
+struct ArenaSpec {
+  std::string name;
+  uint64_t size = 0;
+  uint64_t alignment = 0;
+};
+
+constexpr uint64_t kDefaultArenaAlignment = 64;
+
+class Context {
+public:
+  // Allocates every arena zero-filled, aligned to max(64, its alignment).
+  // Throws std::runtime_error for Device::Cuda (not built yet), a bad
+  // alignment or a failed allocation.
+  Context(Device device, const std::vector<ArenaSpec> &arenas);
+  // The arenas of a manifest, in its order.
+  explicit Context(const gptc::manifest::Manifest &manifest,
+                   Device device = Device::Cpu);
+  ~Context();
+  Context(const Context &) = delete;
+  Context &operator=(const Context &) = delete;
+
+  Device device() const { return device_; }
+
+  // The pointer handed to generated code, and the way back from it.
+  gptrt_context *handle() { return &handle_; }
+  static Context &fromHandle(gptrt_context *handle) { return *handle->owner; }
+
+  size_t numArenas() const { return arenas_.size(); }
+  // Throw std::out_of_range naming the index and the arena count.
+  void *arenaBase(size_t index);
+  const void *arenaBase(size_t index) const;
+  uint64_t arenaSize(size_t index) const;
+  const std::string &arenaName(size_t index) const;
+  void zeroArena(size_t index);
+  // True when the arenas have the manifest's count and sizes (a context made
+  // for another artifact would let generated code write out of bounds).
+  bool matches(const gptc::manifest::Manifest &manifest) const;
+
+  // Start of a manifest buffer: arena base + offset. Throws std::out_of_range
+  // when the arena index or the buffer's extent is out of range.
+  void *data(const gptc::manifest::Buffer &buffer);
+  const void *data(const gptc::manifest::Buffer &buffer) const;
+
+  // The scalars gptrt_step_scalar hands out, set by the runner before each
+  // entry call. Defaults: loss scale 1, learning rate 0, step 0 (AdamW then
+  // reports that no step was set).
+  void setLossScale(float scale) { lossScale_ = scale; }
+  void setLearningRate(float lr) { learningRate_ = lr; }
+  // step >= 1 and at most 2^24 (it travels as an exact f32); else throws.
+  void setStep(int64_t step);
+  float lossScale() const { return lossScale_; }
+  float learningRate() const { return learningRate_; }
+  int64_t step() const { return step_; }
+  // gptrt_step_scalar's value for `which`; throws std::out_of_range.
+  float stepScalar(int64_t which) const;
+
+  // Errors raised inside gptrt_* calls. The first one is kept and every later
+  // kernel call becomes a no-op until it is cleared, so one bad value does
+  // not cascade into garbage; the runner turns it into an exception after the
+  // entry point returns (Artifact::run).
+  void recordError(std::string message);
+  bool failed() const { return !error_.empty(); }
+  const std::string &error() const { return error_; }
+  void clearError() { error_.clear(); }
+  // Throws std::runtime_error("<during>: <error>") and clears the error.
+  void throwIfFailed(const std::string &during);
+
+  // Per-context scratch for kernels that need a temporary (grown, never
+  // shrunk; contents unspecified).
+  float *scratch(size_t count);
+
+private:
+  struct Arena {
+    std::string name;
+    uint64_t size = 0;
+    std::unique_ptr<void, void (*)(void *)> base{nullptr, nullptr};
+  };
+
+  Device device_;
+  gptrt_context handle_;
+  std::vector<Arena> arenas_;
+  float lossScale_ = 1.0f;
+  float learningRate_ = 0.0f;
+  int64_t step_ = 0;
+  std::string error_;
+  std::vector<float> scratch_;
+};
+
+} // namespace gptrt
+
+#endif // GPTRT_CORE_CONTEXT_H

@@ -1,0 +1,197 @@
+// The training loop behind gptrun (see Trainer.h).
+#include "runtime/train/Trainer.h"
+
+#include "runtime/core/Artifact.h"
+#include "runtime/core/Context.h"
+#include "runtime/core/Io.h"
+#include "runtime/core/Params.h"
+#include "runtime/data/Shards.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <stdexcept>
+#include <unistd.h>
+
+namespace gptrt::train {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::string duration(double seconds) {
+  char text[32];
+  long s = std::lround(seconds);
+  if (s >= 3600)
+    std::snprintf(text, sizeof(text), "%ldh%02ldm", s / 3600, s / 60 % 60);
+  else
+    std::snprintf(text, sizeof(text), "%ldm%02lds", s / 60, s % 60);
+  return text;
+}
+
+/// Mean eval_step loss over the first `batches` batches of the loader.
+float evaluate(const Artifact &artifact, Context &ctx,
+               data::DataLoader &loader, int64_t batches) {
+  const auto &manifest = artifact.manifest();
+  loader.reset();
+  double sum = 0;
+  for (int64_t i = 0; i < batches; ++i) {
+    data::Batch batch = loader.next();
+    writeBatch(ctx, manifest, EntryKind::EvalStep, batch.tokens.data(),
+               batch.targets.data(), batch.batch, batch.seq);
+    artifact.run(EntryKind::EvalStep, ctx);
+    sum += readScalarOutput(ctx, manifest, EntryKind::EvalStep, "loss");
+  }
+  return static_cast<float>(sum / batches);
+}
+
+} // namespace
+
+float train(const TrainOptions &o) {
+  Artifact artifact(o.artifact);
+  const auto &manifest = artifact.manifest();
+  Context ctx(manifest, parseDevice(o.device));
+  const int64_t B = manifest.micro_batch(), T = manifest.seq();
+  const int64_t microTokens = B * T;
+  const int64_t batchTokens = o.totalBatchTokens ? o.totalBatchTokens : microTokens;
+  if (batchTokens % microTokens != 0)
+    throw std::runtime_error(
+        "--total-batch-tokens " + std::to_string(batchTokens) +
+        " is not a multiple of one micro-batch, " + std::to_string(B) + " x " +
+        std::to_string(T) + " = " + std::to_string(microTokens) +
+        " tokens (compiled into " + o.artifact + "): use a multiple such as " +
+        std::to_string((batchTokens / microTokens + 1) * microTokens));
+  if (o.steps <= 0)
+    throw std::runtime_error("--steps " + std::to_string(o.steps) +
+                             " must be positive");
+  const int64_t accumulation = batchTokens / microTokens;
+
+  data::DataLoader loader(o.data, B, T);
+  std::unique_ptr<data::DataLoader> valLoader;
+  if (!o.valData.empty()) {
+    valLoader = std::make_unique<data::DataLoader>(o.valData, B, T);
+    if (valLoader->windowsPerEpoch() < o.evalBatches)
+      throw std::runtime_error(
+          "--val-data " + o.valData + " holds " +
+          std::to_string(valLoader->windowsPerEpoch()) + " batches of " +
+          std::to_string(microTokens) + " tokens, --eval-batches asks for " +
+          std::to_string(o.evalBatches) + ": lower --eval-batches");
+  }
+
+  initParams(manifest, ctx, o.seed);
+  namespace fs = std::filesystem;
+  if (!o.dump.empty())
+    exportParams(manifest, ctx, (fs::path(o.dump) / "init").string());
+
+  std::ofstream log;
+  if (!o.log.empty()) {
+    log.open(o.log, std::ios::trunc);
+    if (!log)
+      throw std::runtime_error("cannot write --log " + o.log +
+                               ": choose a writable path");
+  }
+  const bool live = !o.quiet && isatty(STDOUT_FILENO);
+  const int64_t printEvery = std::max<int64_t>(1, o.steps / 20);
+  std::printf("gptrun: %s on %s, micro-batch %lld x %lld, %lld micro-step(s) "
+              "per step, %lld steps, %lld parameters\n",
+              manifest.model().name().c_str(), o.device.c_str(),
+              static_cast<long long>(B), static_cast<long long>(T),
+              static_cast<long long>(accumulation),
+              static_cast<long long>(o.steps),
+              static_cast<long long>(manifest.num_params()));
+  std::fflush(stdout);
+
+  Clock::time_point start = Clock::now();
+  float loss = NAN;
+  for (int64_t step = 0; step < o.steps; ++step) {
+    Clock::time_point stepStart = Clock::now();
+    ctx.setLossScale(1.0f / static_cast<float>(accumulation));
+    double lossSum = 0;
+    for (int64_t micro = 0; micro < accumulation; ++micro) {
+      data::Batch batch = loader.next();
+      writeBatch(ctx, manifest, EntryKind::TrainStep, batch.tokens.data(),
+                 batch.targets.data(), B, T);
+      artifact.run(EntryKind::TrainStep, ctx);
+      lossSum += readScalarOutput(ctx, manifest, EntryKind::TrainStep, "loss");
+    }
+    loss = static_cast<float>(lossSum / accumulation);
+    if (step == 0 && !o.dump.empty()) {
+      exportParams(manifest, ctx, (fs::path(o.dump) / "grads0").string(),
+                   ParamBuffer::Grad);
+      std::ofstream(fs::path(o.dump) / "loss0.txt") << std::hexfloat << loss
+                                                     << "\n";
+    }
+    double lr = o.schedule.at(step);
+    ctx.setLearningRate(static_cast<float>(lr));
+    ctx.setStep(step + 1);
+    artifact.run(EntryKind::OptimizerStep, ctx);
+    float norm = readScalarOutput(ctx, manifest, EntryKind::OptimizerStep,
+                                  "grad_norm");
+    double stepSeconds = secondsSince(stepStart);
+    double tokensPerSecond = batchTokens / stepSeconds;
+    if (!std::isfinite(loss))
+      throw std::runtime_error("loss is " + std::to_string(loss) +
+                               " at step " + std::to_string(step) +
+                               ": lower --lr or check the data");
+
+    bool last = step + 1 == o.steps;
+    float valLoss = NAN;
+    if (valLoader && ((o.evalEvery > 0 && (step + 1) % o.evalEvery == 0) || last))
+      valLoss = evaluate(artifact, ctx, *valLoader, o.evalBatches);
+
+    double elapsed = secondsSince(start);
+    double eta = elapsed / (step + 1) * (o.steps - step - 1);
+    char line[256];
+    std::snprintf(line, sizeof(line),
+                  "step %lld/%lld | loss %.4f | lr %.2e | norm %.3f | "
+                  "%.0f tok/s | %.1f GFLOP/s | ETA %s",
+                  static_cast<long long>(step + 1),
+                  static_cast<long long>(o.steps), loss, lr, norm,
+                  tokensPerSecond,
+                  tokensPerSecond * manifest.flops_per_token() / 1e9,
+                  duration(eta).c_str());
+    if (live) {
+      std::printf("\r%s\033[K", line);
+      if (!std::isnan(valLoss))
+        std::printf("\n  val loss %.4f\n", valLoss);
+    } else if (!o.quiet && (step % printEvery == 0 || last || !std::isnan(valLoss))) {
+      std::printf("%s", line);
+      if (!std::isnan(valLoss))
+        std::printf(" | val loss %.4f", valLoss);
+      std::printf("\n");
+    }
+    std::fflush(stdout);
+    if (log) {
+      log << "{\"step\": " << step << ", \"loss\": " << loss
+          << ", \"lr\": " << lr << ", \"grad_norm\": " << norm
+          << ", \"tokens_per_s\": " << tokensPerSecond
+          << ", \"step_ms\": " << stepSeconds * 1e3;
+      if (!std::isnan(valLoss))
+        log << ", \"val_loss\": " << valLoss;
+      log << "}\n";
+      log.flush();
+    }
+  }
+  if (live)
+    std::printf("\n");
+  if (!o.dump.empty())
+    exportParams(manifest, ctx, (fs::path(o.dump) / "final").string());
+  return loss;
+}
+
+void exportInitialParams(const std::string &path, uint64_t seed,
+                         const std::string &dir) {
+  Artifact artifact(path);
+  Context ctx(artifact.manifest());
+  initParams(artifact.manifest(), ctx, seed);
+  exportParams(artifact.manifest(), ctx, dir);
+}
+
+} // namespace gptrt::train

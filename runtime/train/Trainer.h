@@ -1,0 +1,41 @@
+// gptrun's single-process training loop: micro-steps with gradient
+// accumulation, the optimizer step, evaluation, a live progress line and a
+// JSONL metrics file. Data parallelism joins later (issue: data parallel).
+#ifndef GPTRT_TRAIN_TRAINER_H
+#define GPTRT_TRAIN_TRAINER_H
+
+#include "runtime/train/Schedule.h"
+
+#include <cstdint>
+#include <string>
+
+namespace gptrt::train {
+
+struct TrainOptions {
+  std::string artifact;
+  std::string device = "cpu";
+  std::string data;          ///< glob or directory of llm.c shards
+  std::string valData;       ///< empty: no evaluation
+  int64_t steps = 100;
+  int64_t totalBatchTokens = 0;  ///< 0: one micro-batch per step
+  Schedule schedule;
+  uint64_t seed = 1337;
+  std::string log;           ///< JSONL file; empty: none
+  int64_t evalEvery = 0;     ///< 0: evaluate at the end only (if valData)
+  int64_t evalBatches = 8;
+  std::string dump;          ///< directory for parameter/gradient dumps
+  bool quiet = false;        ///< no live progress line
+};
+
+/// Runs the whole training; throws std::runtime_error with one clear line
+/// on bad input. Returns the last training loss.
+float train(const TrainOptions &options);
+
+/// Writes the initial parameters of `artifact` (initialised with `seed`) to
+/// `dir` in the export format of runtime/core/Params.h.
+void exportInitialParams(const std::string &artifact, uint64_t seed,
+                         const std::string &dir);
+
+} // namespace gptrt::train
+
+#endif // GPTRT_TRAIN_TRAINER_H

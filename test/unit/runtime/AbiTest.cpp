@@ -1,0 +1,471 @@
+// The extern "C" gptrt_* functions: each against the gptrt::cpu kernel it
+// wraps on random inputs (bit for bit, since the wrappers must add no
+// arithmetic of their own), with NaN-poisoned outputs to show that "writes"
+// overwrite; the step scalars; the sticky error; and that every function of
+// gptrt.h is defined and exported for dlopen'ed artifacts.
+#include "runtime/abi/gptrt.h"
+#include "runtime/core/Abi.h"
+#include "runtime/core/Context.h"
+#include "runtime/cpu/Kernels.h"
+#include "test/unit/runtime/TempDir.h"
+#include "test/unit/runtime/TestUtil.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <dlfcn.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+namespace gptrt::test {
+namespace {
+
+namespace cpu = gptrt::cpu;
+
+using F = std::vector<float>;
+
+F randomF(size_t n, uint64_t seed, double lo = -1.0, double hi = 1.0) {
+  return convert<float>(randomVec(n, seed, lo, hi));
+}
+
+F nanF(size_t n) { return poisoned<float>(n); }
+
+// Bitwise equality, NaN payloads included.
+void expectSameBits(const F &got, const F &want, const char *what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
+      << what << " differs from the kernel's result";
+}
+
+class AbiTest : public ::testing::Test {
+protected:
+  Context ctx{Device::Cpu, {}};
+  gptrt_context *h = ctx.handle();
+
+  void TearDown() override {
+    EXPECT_FALSE(ctx.failed()) << "unexpected kernel error: " << ctx.error();
+  }
+};
+
+TEST_F(AbiTest, FillWrites) {
+  F out = nanF(37);
+  gptrt_fill(h, out.data(), 37, 0.3);
+  for (float x : out)
+    EXPECT_EQ(x, 0.3f);
+}
+
+TEST_F(AbiTest, AccumulateAdds) {
+  F src = randomF(50, 1), dst = randomF(50, 2), want = dst;
+  for (size_t i = 0; i < want.size(); ++i)
+    want[i] = dst[i] + src[i];
+  gptrt_accumulate(h, src.data(), dst.data(), 50);
+  expectSameBits(dst, want, "dst");
+}
+
+TEST_F(AbiTest, ArangeWrites) {
+  std::vector<int32_t> out(9, -7);
+  gptrt_arange(h, out.data(), 9);
+  for (int32_t i = 0; i < 9; ++i)
+    EXPECT_EQ(out[i], i);
+}
+
+TEST_F(AbiTest, EmbeddingForwardMatchesKernel) {
+  const int64_t rows = 7, width = 5, tableRows = 10;
+  F table = randomF(tableRows * width, 3);
+  auto ids = randomIds(rows, tableRows, 4);
+  F got = nanF(rows * width), want(rows * width);
+  gptrt_embedding_fwd(h, table.data(), ids.data(), got.data(), rows, width);
+  cpu::embeddingForward(want.data(), table.data(), ids.data(), rows, width);
+  expectSameBits(got, want, "out");
+}
+
+TEST_F(AbiTest, EmbeddingBackwardWritesAndAddsRepeatedIds) {
+  const int64_t rows = 9, width = 4, tableRows = 6;
+  F dout = randomF(rows * width, 5);
+  std::vector<int32_t> ids = {1, 3, 1, 5, 0, 1, 3, 2, 5};
+  F got = nanF(tableRows * width), want(tableRows * width, 0.0f);
+  gptrt_embedding_bwd(h, dout.data(), ids.data(), got.data(), rows, tableRows,
+                      width);
+  cpu::embeddingBackward(want.data(), dout.data(), ids.data(), rows, width);
+  expectSameBits(got, want, "dtable");
+  // Row 4 is never looked up: written as zero, not left poisoned.
+  for (int64_t j = 0; j < width; ++j)
+    EXPECT_EQ(got[4 * width + j], 0.0f);
+}
+
+TEST_F(AbiTest, EmbeddingBackwardRejectsIdOutsideTable) {
+  std::vector<int32_t> ids = {0, 6};
+  F dout(2 * 3, 1.0f), dtable(6 * 3);
+  gptrt_embedding_bwd(h, dout.data(), ids.data(), dtable.data(), 2, 6, 3);
+  EXPECT_THAT(ctx.error(),
+              ::testing::HasSubstr("gptrt_embedding_bwd: id 6 of row 1 is "
+                                   "outside [0, 6)"));
+  ctx.clearError();
+}
+
+TEST_F(AbiTest, LayerNormForwardMatchesKernel) {
+  const int64_t rows = 5, width = 16;
+  F x = randomF(rows * width, 6, -3, 3), w = randomF(width, 7),
+    b = randomF(width, 8);
+  F out = nanF(rows * width), mean = nanF(rows), rstd = nanF(rows);
+  F wOut(rows * width), wMean(rows), wRstd(rows);
+  gptrt_layernorm_fwd(h, x.data(), w.data(), b.data(), out.data(), mean.data(),
+                      rstd.data(), rows, width, 1e-5);
+  cpu::layerNormForward(wOut.data(), wMean.data(), wRstd.data(), x.data(),
+                        w.data(), b.data(), rows, width, 1e-5f);
+  expectSameBits(out, wOut, "out");
+  expectSameBits(mean, wMean, "mean");
+  expectSameBits(rstd, wRstd, "rstd");
+}
+
+TEST_F(AbiTest, LayerNormBackwardWritesWeightAndBiasGrads) {
+  const int64_t rows = 6, width = 8;
+  F x = randomF(rows * width, 9, -2, 2), w = randomF(width, 10),
+    b = randomF(width, 11), dout = randomF(rows * width, 12);
+  F out(rows * width), mean(rows), rstd(rows);
+  cpu::layerNormForward(out.data(), mean.data(), rstd.data(), x.data(),
+                        w.data(), b.data(), rows, width, 1e-5f);
+  F dx = nanF(rows * width), dw = nanF(width), db = nanF(width);
+  F wDx(rows * width), wDw(width, 0.0f), wDb(width, 0.0f);
+  gptrt_layernorm_bwd(h, dout.data(), x.data(), w.data(), mean.data(),
+                      rstd.data(), dx.data(), dw.data(), db.data(), rows,
+                      width);
+  cpu::layerNormBackward(wDx.data(), wDw.data(), wDb.data(), dout.data(),
+                         x.data(), mean.data(), rstd.data(), w.data(), rows,
+                         width);
+  expectSameBits(dx, wDx, "dx");
+  expectSameBits(dw, wDw, "dw");
+  expectSameBits(db, wDb, "db");
+}
+
+TEST_F(AbiTest, MatmulMatchesKernelForEveryTransposeAndBroadcast) {
+  const int64_t batch = 3, m = 4, n = 5, k = 6;
+  for (int ta = 0; ta < 2; ++ta)
+    for (int tb = 0; tb < 2; ++tb)
+      for (int64_t strideB : {int64_t(0), k * n}) {
+        SCOPED_TRACE("trans_a " + std::to_string(ta) + " trans_b " +
+                     std::to_string(tb) + " stride_b " +
+                     std::to_string(strideB));
+        F a = randomF(batch * m * k, 13 + ta), b = randomF(batch * k * n, 15 + tb);
+        F got = nanF(batch * m * n), want(batch * m * n, 0.0f);
+        gptrt_matmul(h, a.data(), b.data(), got.data(), batch, m, n, k, ta, tb,
+                     m * k, strideB, m * n);
+        cpu::gemmBatched(want.data(), a.data(), b.data(), batch, m, n, k,
+                         ta != 0, tb != 0, 0.0f, m * k, strideB, m * n);
+        expectSameBits(got, want, "c");
+      }
+}
+
+TEST_F(AbiTest, BiasAddIsInPlace) {
+  F c = randomF(4 * 7, 17), bias = randomF(7, 18), want = c;
+  cpu::addBias(want.data(), bias.data(), 4, 7);
+  gptrt_bias_add(h, bias.data(), c.data(), 4, 7);
+  expectSameBits(c, want, "c");
+}
+
+TEST_F(AbiTest, ReduceRowsWrites) {
+  F x = randomF(5 * 3, 19), got = nanF(3), want(3);
+  gptrt_reduce_rows(h, x.data(), got.data(), 5, 3);
+  cpu::sumRows(want.data(), x.data(), 5, 3, false);
+  expectSameBits(got, want, "out");
+}
+
+TEST_F(AbiTest, AddWithAndWithoutBroadcast) {
+  const int64_t outer = 4, inner = 6;
+  F a = randomF(outer * inner, 20), b = randomF(outer * inner, 21),
+    bRow = randomF(inner, 22);
+  F got = nanF(outer * inner), want(outer * inner);
+  gptrt_add(h, a.data(), b.data(), got.data(), outer, inner, 0);
+  cpu::add(want.data(), a.data(), b.data(), outer, inner, false);
+  expectSameBits(got, want, "full");
+  got = nanF(outer * inner);
+  gptrt_add(h, a.data(), bRow.data(), got.data(), outer, inner, 1);
+  cpu::add(want.data(), a.data(), bRow.data(), outer, inner, true);
+  expectSameBits(got, want, "broadcast");
+}
+
+TEST_F(AbiTest, ScaleWrites) {
+  F x = randomF(11, 23), got = nanF(11), want(11);
+  gptrt_scale(h, x.data(), got.data(), 11, 0.37);
+  cpu::scale(want.data(), x.data(), 0.37f, 11);
+  expectSameBits(got, want, "out");
+}
+
+TEST_F(AbiTest, GeluForwardAndBackward) {
+  F x = randomF(33, 24, -4, 4), dout = randomF(33, 25);
+  F y = nanF(33), wantY(33), dx = nanF(33), wantDx(33);
+  gptrt_gelu_fwd(h, x.data(), y.data(), 33);
+  cpu::geluForward(wantY.data(), x.data(), 33);
+  expectSameBits(y, wantY, "gelu");
+  gptrt_gelu_bwd(h, dout.data(), x.data(), dx.data(), 33);
+  cpu::geluBackward(wantDx.data(), x.data(), dout.data(), 33);
+  expectSameBits(dx, wantDx, "dx");
+}
+
+TEST_F(AbiTest, CopyBlocksTouchesOnlyItsColumns) {
+  // Concat-style: copy a [3, 2] block into columns 4..5 of a [3, 7] tensor.
+  F src = randomF(3 * 5, 26), got = randomF(3 * 7, 27), want = got;
+  gptrt_copy_blocks(h, src.data(), got.data(), 3, 2, 7, 5, 4, 1);
+  cpu::copyBlocks(want.data(), src.data(), 3, 2, 7, 5, 4, 1);
+  expectSameBits(got, want, "dst");
+}
+
+TEST_F(AbiTest, PermuteMatchesKernel) {
+  // [2, 3, 4, 5] -> perm (0, 2, 1, 3): the attention head split.
+  const int64_t shape[4] = {2, 3, 4, 5};
+  const int64_t perm[4] = {0, 2, 1, 3};
+  F src = randomF(120, 28), got = nanF(120), want(120);
+  gptrt_permute(h, src.data(), got.data(), 4, 2, 3, 4, 5, 1, 1, 0, 2, 1, 3, 4,
+                5);
+  cpu::permute(want.data(), src.data(), shape, perm, 4);
+  expectSameBits(got, want, "dst");
+}
+
+TEST_F(AbiTest, AttentionForwardAndBackward) {
+  const int64_t B = 2, T = 5, C = 8, H = 2, n = B * T * C;
+  F q = randomF(n, 29), k = randomF(n, 30), v = randomF(n, 31),
+    dout = randomF(n, 32);
+  for (int causal = 0; causal < 2; ++causal) {
+    SCOPED_TRACE(causal ? "causal" : "full");
+    F out = nanF(n), lse = nanF(B * H * T), wOut(n), wLse(B * H * T);
+    gptrt_attention_fwd(h, q.data(), k.data(), v.data(), out.data(),
+                        lse.data(), B, T, C, H, causal);
+    cpu::attentionForward(wOut.data(), wLse.data(), q.data(), k.data(),
+                          v.data(), B, T, C, H, causal != 0);
+    expectSameBits(out, wOut, "out");
+    expectSameBits(lse, wLse, "lse");
+    F dq = nanF(n), dk = nanF(n), dv = nanF(n), wDq(n), wDk(n), wDv(n);
+    gptrt_attention_bwd(h, dout.data(), q.data(), k.data(), v.data(),
+                        out.data(), lse.data(), dq.data(), dk.data(),
+                        dv.data(), B, T, C, H, causal);
+    cpu::attentionBackward(wDq.data(), wDk.data(), wDv.data(), dout.data(),
+                           q.data(), k.data(), v.data(), out.data(),
+                           lse.data(), B, T, C, H, causal != 0);
+    expectSameBits(dq, wDq, "dq");
+    expectSameBits(dk, wDk, "dk");
+    expectSameBits(dv, wDv, "dv");
+  }
+}
+
+TEST_F(AbiTest, CrossEntropyForwardAndBackward) {
+  const int64_t rows = 5, vocab = 7, padded = 8;
+  F logits = randomF(rows * padded, 33, -3, 3);
+  std::vector<int32_t> targets = {3, -1, 0, 6, 2}; // row 1 ignored
+  F loss = nanF(1), lse = nanF(rows), wLse(rows);
+  gptrt_cross_entropy_fwd(h, logits.data(), targets.data(), loss.data(),
+                          lse.data(), rows, vocab, padded, -1);
+  const float wLoss = cpu::crossEntropyForward(
+      wLse.data(), logits.data(), targets.data(), rows, vocab, padded, -1);
+  expectSameBits(loss, F{wLoss}, "loss");
+  expectSameBits(lse, wLse, "lse");
+  F dloss = {0.25f}, dlogits = nanF(rows * padded), want(rows * padded);
+  gptrt_cross_entropy_bwd(h, dloss.data(), logits.data(), targets.data(),
+                          lse.data(), dlogits.data(), rows, vocab, padded, -1);
+  cpu::crossEntropyBackward(want.data(), logits.data(), lse.data(),
+                            targets.data(), 0.25f, rows, vocab, padded, -1);
+  expectSameBits(dlogits, want, "dlogits");
+}
+
+TEST_F(AbiTest, GlobalNormIsSqrtOfSumOfSquares) {
+  F x = randomF(1001, 34), out = nanF(1);
+  gptrt_global_norm(h, x.data(), out.data(), 1001);
+  EXPECT_EQ(out[0],
+            static_cast<float>(std::sqrt(cpu::sumSquares(x.data(), 1001))));
+}
+
+TEST_F(AbiTest, ClipScaleFollowsPyTorch) {
+  F out = nanF(1);
+  F norm = {10.0f};
+  gptrt_clip_scale(h, norm.data(), out.data(), 0.0);
+  EXPECT_EQ(out[0], 1.0f) << "max_norm <= 0 disables clipping";
+  gptrt_clip_scale(h, norm.data(), out.data(), 20.0);
+  EXPECT_EQ(out[0], 1.0f) << "never scales up";
+  gptrt_clip_scale(h, norm.data(), out.data(), 1.0);
+  EXPECT_EQ(out[0], (1.0f / (10.0f + 1e-6f)) * 1.0f);
+  EXPECT_NEAR(out[0], 0.1f, 1e-7);
+  norm = {std::nanf("")};
+  gptrt_clip_scale(h, norm.data(), out.data(), 1.0);
+  EXPECT_TRUE(std::isnan(out[0])) << "a NaN norm must stay visible";
+}
+
+TEST_F(AbiTest, AdamWScalesTheGradientAndMatchesKernel) {
+  const int64_t n = 257;
+  F param = randomF(n, 35), m(n, 0.0f), v(n, 0.0f);
+  F wParam = param, wM = m, wV = v;
+  for (int step = 1; step <= 3; ++step) {
+    F grad = randomF(n, 36 + step);
+    const float scale = 0.5f, lr = 1e-2f, stepF = static_cast<float>(step);
+    gptrt_adamw(h, grad.data(), &scale, &lr, &stepF, param.data(), m.data(),
+                v.data(), n, 0.9, 0.95, 1e-8, 0.1);
+    F scaled(n);
+    cpu::scale(scaled.data(), grad.data(), scale, n);
+    cpu::adamw(wParam.data(), scaled.data(), wM.data(), wV.data(), n,
+               static_cast<double>(lr), 0.9, 0.95, 1e-8, 0.1, step);
+  }
+  expectSameBits(param, wParam, "param");
+  expectSameBits(m, wM, "m");
+  expectSameBits(v, wV, "v");
+  // Scale 1 takes the copy-free path; same numbers.
+  F grad = randomF(n, 40);
+  const float one = 1.0f, lr = 1e-3f, step = 4.0f;
+  gptrt_adamw(h, grad.data(), &one, &lr, &step, param.data(), m.data(),
+              v.data(), n, 0.9, 0.95, 1e-8, 0.0);
+  cpu::adamw(wParam.data(), grad.data(), wM.data(), wV.data(), n,
+             static_cast<double>(lr), 0.9, 0.95, 1e-8, 0.0, 4);
+  expectSameBits(param, wParam, "param after an unscaled step");
+}
+
+TEST_F(AbiTest, AdamWReportsAStepThatWasNeverSet) {
+  F p(4), g(4), m(4), v(4);
+  float scale = 1.0f, lr = 0.1f, step = 0.0f;
+  gptrt_step_scalar(h, &step, 2);
+  EXPECT_EQ(step, 0.0f);
+  gptrt_adamw(h, g.data(), &scale, &lr, &step, p.data(), m.data(), v.data(), 4,
+              0.9, 0.95, 1e-8, 0.0);
+  EXPECT_THAT(ctx.error(), ::testing::HasSubstr(
+                               "gptrt_adamw: step scalar is 0.000000, expected "
+                               "an integer >= 1: set it with Context::setStep"));
+  ctx.clearError();
+}
+
+TEST_F(AbiTest, StepScalars) {
+  float out = -1;
+  gptrt_step_scalar(h, &out, 0);
+  EXPECT_EQ(out, 1.0f) << "default loss scale";
+  gptrt_step_scalar(h, &out, 1);
+  EXPECT_EQ(out, 0.0f) << "default learning rate";
+  ctx.setLossScale(0.25f);
+  ctx.setLearningRate(6e-4f);
+  ctx.setStep(12345);
+  gptrt_step_scalar(h, &out, 0);
+  EXPECT_EQ(out, 0.25f);
+  gptrt_step_scalar(h, &out, 1);
+  EXPECT_EQ(out, 6e-4f);
+  gptrt_step_scalar(h, &out, 2);
+  EXPECT_EQ(out, 12345.0f);
+  ctx.setStep(1 << 24);
+  gptrt_step_scalar(h, &out, 2);
+  EXPECT_EQ(out, 16777216.0f);
+
+  gptrt_step_scalar(h, &out, 3);
+  EXPECT_TRUE(std::isnan(out));
+  EXPECT_THAT(ctx.error(), ::testing::HasSubstr(
+                               "gptrt_step_scalar: step scalar 3 is unknown, "
+                               "expected 0 (loss scale), 1 (learning rate) or "
+                               "2 (step)"));
+  ctx.clearError();
+}
+
+TEST_F(AbiTest, SetStepRejectsValuesF32CannotCarry) {
+  EXPECT_ERROR(ctx.setStep(0), "optimizer step 0 is out of range, expected "
+                               "1..16777216");
+  EXPECT_ERROR(ctx.setStep((1 << 24) + 1), "optimizer step 16777217");
+}
+
+TEST_F(AbiTest, FirstErrorIsKeptAndLaterCallsAreSkipped) {
+  F src(6, 1.0f), dst(6, 0.0f);
+  // (0, 0, ...) is not a permutation.
+  gptrt_permute(h, src.data(), dst.data(), 2, 2, 3, 1, 1, 1, 1, 0, 0, 2, 3, 4,
+                5);
+  ASSERT_TRUE(ctx.failed());
+  const std::string first = ctx.error();
+  EXPECT_THAT(first, ::testing::HasSubstr("gptrt_permute: permute: perm"));
+  F out(3, 5.0f);
+  gptrt_fill(h, out.data(), 3, 1.0);
+  EXPECT_EQ(out[0], 5.0f) << "kernels after an error must not run";
+  gptrt_permute(h, src.data(), dst.data(), 9, 1, 1, 1, 1, 1, 1, 0, 1, 2, 3, 4,
+                5);
+  EXPECT_EQ(ctx.error(), first) << "the first error wins";
+  EXPECT_ERROR(ctx.throwIfFailed("train_step of tiny.so"),
+               "train_step of tiny.so: gptrt_permute: permute: perm");
+  EXPECT_FALSE(ctx.failed()) << "throwIfFailed clears the error";
+  gptrt_fill(h, out.data(), 3, 1.0);
+  EXPECT_EQ(out[0], 1.0f);
+}
+
+TEST_F(AbiTest, PermuteRejectsRankAboveSix) {
+  F x(1);
+  gptrt_permute(h, x.data(), x.data(), 7, 1, 1, 1, 1, 1, 1, 0, 1, 2, 3, 4, 5);
+  EXPECT_THAT(ctx.error(), ::testing::HasSubstr(
+                               "gptrt_permute: rank 7 is out of range, "
+                               "expected 0..6"));
+  ctx.clearError();
+}
+
+TEST(AbiContextTest, ArenaBaseGivesAlignedZeroedArenas) {
+  Context ctx(Device::Cpu, {{"a", 100, 0}, {"b", 0, 0}, {"c", 4096, 256}});
+  ASSERT_EQ(ctx.numArenas(), 3u);
+  for (int64_t i = 0; i < 3; ++i) {
+    void *base = gptrt_arena_base(ctx.handle(), i);
+    EXPECT_EQ(base, ctx.arenaBase(static_cast<size_t>(i)));
+    EXPECT_NE(base, nullptr);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(base) % 64, 0u);
+  }
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(ctx.arenaBase(2)) % 256, 0u);
+  const auto *c = static_cast<const unsigned char *>(ctx.arenaBase(2));
+  for (int i = 0; i < 4096; ++i)
+    ASSERT_EQ(c[i], 0) << "arenas start zero-filled";
+  EXPECT_NE(ctx.arenaBase(0), ctx.arenaBase(1));
+}
+
+TEST(AbiContextTest, ContextRejectsBadArenasAndCuda) {
+  EXPECT_ERROR(Context(Device::Cpu, {{"params", 64, 48}}),
+               "arena 'params' has alignment 48, expected a power of two");
+  EXPECT_ERROR(Context(Device::Cuda, {}),
+               "device 'cuda' is not built into this runtime yet, expected "
+               "'cpu': run with --device cpu");
+  EXPECT_ERROR(parseDevice("tpu"),
+               "device 'tpu' is unknown, expected 'cpu' or 'cuda'");
+  EXPECT_EQ(parseDevice("cpu"), Device::Cpu);
+  EXPECT_EQ(parseDevice("cuda"), Device::Cuda);
+  Context ctx(Device::Cpu, {{"a", 8, 0}});
+  EXPECT_ERROR(ctx.arenaBase(1),
+               "arena index 1 is out of range, expected < 1");
+}
+
+TEST(AbiDeathTest, ArenaIndexOutOfRangeAborts) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  Context ctx(Device::Cpu, {{"a", 8, 0}, {"b", 8, 0}});
+  EXPECT_DEATH(gptrt_arena_base(ctx.handle(), 2),
+               "gptrt_arena_base: arena index 2 is out of range, expected "
+               "0..1");
+}
+
+TEST(AbiDeathTest, NullContextAborts) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  float x = 0;
+  EXPECT_DEATH(gptrt_fill(nullptr, &x, 1, 0.0),
+               "gptrt_fill called with a null context");
+}
+
+// Every function gptrt.h declares is in abiSymbols() (so the loader checks
+// it is exported) and resolves through the dynamic linker to this binary.
+TEST(AbiExportTest, EveryDeclaredFunctionIsDefinedAndExported) {
+  std::ifstream header(GPTRT_SOURCE_DIR "/runtime/abi/gptrt.h");
+  ASSERT_TRUE(header.good());
+  std::stringstream text;
+  text << header.rdbuf();
+  const std::string s = text.str();
+  std::set<std::string> declared;
+  const std::regex decl(R"((?:^|\n)(?:const )?\w+ \**(gptrt_\w+)\()");
+  for (auto it = std::sregex_iterator(s.begin(), s.end(), decl);
+       it != std::sregex_iterator(); ++it)
+    declared.insert((*it)[1]);
+  std::set<std::string> listed;
+  for (const AbiSymbol &sym : abiSymbols()) {
+    listed.insert(sym.name);
+    void *found = dlsym(RTLD_DEFAULT, sym.name);
+    EXPECT_EQ(found, sym.address) << sym.name << " is not exported";
+  }
+  EXPECT_GE(declared.size(), 25u);
+  EXPECT_EQ(declared, listed);
+  EXPECT_NO_THROW(checkAbiExported());
+}
+
+} // namespace
+} // namespace gptrt::test

@@ -1,0 +1,149 @@
+// gptrun: trains a gptc artifact (.so) on llm.c token shards.
+//
+//   gptrun tiny.so --device cpu --data 'data/tiny/train_*.bin' --steps 300
+//   gptrun export tiny.so --seed 1337 -o init/
+//
+// Plain C++ over the runtime libraries: no MLIR or LLVM where training runs.
+#include "runtime/train/Trainer.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <functional>
+#include <map>
+#include <stdexcept>
+#include <string>
+
+namespace {
+
+const char *kUsage =
+    "usage: gptrun ARTIFACT.so --data GLOB [options]\n"
+    "       gptrun export ARTIFACT.so [--seed S] -o DIR\n"
+    "\n"
+    "training options:\n"
+    "  --device cpu               where to run (cpu; cuda comes later)\n"
+    "  --data GLOB                training shards (llm.c format) or a directory\n"
+    "  --val-data GLOB            validation shards; evaluated with eval_step\n"
+    "  --steps N                  optimizer steps (default 100)\n"
+    "  --total-batch-tokens K     tokens per step; a multiple of micro-batch x seq\n"
+    "                             (gradient accumulation makes up the rest)\n"
+    "  --lr X                     peak learning rate (default 6e-4)\n"
+    "  --min-lr-frac F            floor of the decay, fraction of --lr (default 0.1)\n"
+    "  --warmup N                 linear warmup steps (default 0)\n"
+    "  --decay cosine|linear|constant   (default cosine)\n"
+    "  --seed S                   parameter initialisation seed (default 1337)\n"
+    "  --log FILE.jsonl           one JSON object per step\n"
+    "  --eval-every N             evaluate every N steps (and at the end)\n"
+    "  --eval-batches N           validation batches per evaluation (default 8)\n"
+    "  --dump DIR                 write DIR/init, DIR/grads0 (first step's\n"
+    "                             gradients), DIR/loss0.txt and DIR/final\n"
+    "  --quiet                    no progress lines\n";
+
+[[noreturn]] void usageError(const std::string &message) {
+  std::fprintf(stderr, "gptrun: error: %s\n%s", message.c_str(), kUsage);
+  std::exit(2);
+}
+
+int64_t toInt(const std::string &flag, const std::string &value) {
+  try {
+    size_t used = 0;
+    long long v = std::stoll(value, &used);
+    if (used == value.size())
+      return v;
+  } catch (const std::exception &) {
+  }
+  usageError(flag + " expects an integer, got '" + value + "'");
+}
+
+double toReal(const std::string &flag, const std::string &value) {
+  try {
+    size_t used = 0;
+    double v = std::stod(value, &used);
+    if (used == value.size())
+      return v;
+  } catch (const std::exception &) {
+  }
+  usageError(flag + " expects a number, got '" + value + "'");
+}
+
+/// Parses `--flag value` pairs (and `--quiet`) from argv[first...].
+void parseFlags(int argc, char **argv, int first,
+                const std::map<std::string, std::function<void(const std::string &)>> &flags,
+                bool *quiet, std::string *positional) {
+  for (int i = first; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--quiet" && quiet) {
+      *quiet = true;
+      continue;
+    }
+    if (arg == "-h" || arg == "--help") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    }
+    auto it = flags.find(arg);
+    if (it == flags.end()) {
+      if (arg.rfind("-", 0) != 0 && positional && positional->empty()) {
+        *positional = arg;
+        continue;
+      }
+      usageError("unknown argument '" + arg + "'");
+    }
+    if (i + 1 >= argc)
+      usageError(arg + " needs a value");
+    it->second(argv[++i]);
+  }
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc < 2)
+    usageError("no artifact given");
+  try {
+    if (std::string(argv[1]) == "export") {
+      std::string artifact, out;
+      uint64_t seed = 1337;
+      parseFlags(argc, argv, 2,
+                 {{"--seed", [&](const std::string &v) { seed = toInt("--seed", v); }},
+                  {"-o", [&](const std::string &v) { out = v; }}},
+                 nullptr, &artifact);
+      if (artifact.empty() || out.empty())
+        usageError("export needs an artifact and -o DIR");
+      gptrt::train::exportInitialParams(artifact, seed, out);
+      return 0;
+    }
+
+    gptrt::train::TrainOptions o;
+    auto &s = o.schedule;
+    parseFlags(
+        argc, argv, 1,
+        {{"--device", [&](const std::string &v) { o.device = v; }},
+         {"--data", [&](const std::string &v) { o.data = v; }},
+         {"--val-data", [&](const std::string &v) { o.valData = v; }},
+         {"--steps", [&](const std::string &v) { o.steps = toInt("--steps", v); }},
+         {"--total-batch-tokens",
+          [&](const std::string &v) { o.totalBatchTokens = toInt("--total-batch-tokens", v); }},
+         {"--lr", [&](const std::string &v) { s.maxLr = toReal("--lr", v); }},
+         {"--min-lr-frac",
+          [&](const std::string &v) { s.minLrFraction = toReal("--min-lr-frac", v); }},
+         {"--warmup", [&](const std::string &v) { s.warmupSteps = toInt("--warmup", v); }},
+         {"--decay", [&](const std::string &v) { s.decay = gptrt::train::parseDecay(v); }},
+         {"--seed", [&](const std::string &v) { o.seed = toInt("--seed", v); }},
+         {"--log", [&](const std::string &v) { o.log = v; }},
+         {"--eval-every", [&](const std::string &v) { o.evalEvery = toInt("--eval-every", v); }},
+         {"--eval-batches",
+          [&](const std::string &v) { o.evalBatches = toInt("--eval-batches", v); }},
+         {"--dump", [&](const std::string &v) { o.dump = v; }}},
+        &o.quiet, &o.artifact);
+    if (o.artifact.empty())
+      usageError("no artifact given");
+    if (o.data.empty())
+      usageError("--data is required (llm.c token shards)");
+    s.totalSteps = o.steps;
+    gptrt::train::train(o);
+    return 0;
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "gptrun: error: %s\n", e.what());
+    return 1;
+  }
+}
