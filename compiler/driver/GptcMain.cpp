@@ -160,6 +160,9 @@ int gptcMain(int argc, char **argv) {
   if (succeeded(summary))
     printReport(*summary, reportStream);
 
+  if (microBatch.getNumOccurrences() && microBatch <= 0)
+    return fail("--micro-batch " + std::to_string(microBatch) +
+                " must be positive (sequences per micro-step)");
   int64_t batch = microBatch;
   if (batch <= 0) {
     batch = 4;

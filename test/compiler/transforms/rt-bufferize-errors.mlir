@@ -1,0 +1,37 @@
+// RUN: gpt-opt %s -split-input-file -rt-bufferize -verify-diagnostics
+
+// Without gpt-specialize there is nothing to size buffers with.
+gpt.param @w : tensor<4xf32> init <zeros> layer "w"
+func.func @train_step(%x: tensor<?x4xf32> {gpt.input = "tokens"}) -> tensor<?x4xf32> {
+  // expected-error @+1 {{has a dynamic shape 'tensor<?x4xf32>'; run gpt-specialize{micro-batch=B} before rt-bufferize}}
+  %0 = gpt.gelu "act" %x : tensor<?x4xf32>
+  return %0 : tensor<?x4xf32>
+}
+
+// -----
+
+// The runtime kernels take f32 (bf16 arrives with the precision passes).
+gpt.param @w : tensor<4xf32> init <zeros> layer "w"
+func.func @train_step(%x: tensor<2x4xbf16> {gpt.input = "tokens"}) -> tensor<2x4xbf16> {
+  // expected-error @+1 {{has element type 'bf16'; the runtime kernels take f32 tensors and i32 ids}}
+  %0 = gpt.gelu "act" %x : tensor<2x4xbf16>
+  return %0 : tensor<2x4xbf16>
+}
+
+// -----
+
+gpt.param @w : tensor<4xf32> init <zeros> layer "w"
+// expected-error @+1 {{'func.func' op result #0 has no gpt.output name; the runtime reads outputs by name (loss, logits)}}
+func.func @train_step(%x: tensor<2x4xf32> {gpt.input = "tokens"}) -> tensor<2x4xf32> {
+  %0 = gpt.gelu "act" %x : tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}
+
+// -----
+
+gpt.param @w : tensor<4xf32> init <zeros> layer "w"
+// expected-error @+1 {{'func.func' op argument #0 has no gpt.input name; the runtime fills inputs by name (tokens, targets)}}
+func.func @train_step(%x: tensor<2x4xf32>) -> (tensor<2x4xf32> {gpt.output = "y"}) {
+  %0 = gpt.gelu "act" %x : tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}
