@@ -117,7 +117,9 @@ LogicalResult KernelOp::verify() {
   for (Attribute c : getConsts()) {
     auto integer = dyn_cast<IntegerAttr>(c);
     auto real = dyn_cast<FloatAttr>(c);
-    if (!(integer && integer.getType().isInteger(64)) &&
+    // Signless only: rt-to-llvm passes the attribute's type straight to
+    // llvm.mlir.constant, which rejects si64/ui64.
+    if (!(integer && integer.getType().isSignlessInteger(64)) &&
         !(real && real.getType().isF64()))
       return emitOpError() << "kernel constants are i64 or f64 (the C ABI's "
                               "int64_t and double), got "
@@ -200,5 +202,11 @@ LogicalResult ParamOp::verify() {
   if (!tied && !getInit())
     return emitOpError() << "parameter @" << getSymName()
                          << " needs an init (normal, zeros or ones)";
+  // The manifest maps any other string to zeros without a word.
+  if (std::optional<StringRef> init = getInit();
+      init && *init != "normal" && *init != "zeros" && *init != "ones")
+    return emitOpError() << "parameter @" << getSymName()
+                         << " has init \"" << *init
+                         << "\"; expected normal, zeros or ones";
   return success();
 }

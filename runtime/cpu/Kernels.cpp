@@ -445,9 +445,11 @@ T crossEntropyForward(T *lse, const T *logits, const int32_t *targets,
   int64_t count = 0;
   for (int64_t i = 0; i < n; ++i) {
     const T *row = logits + i * paddedVocab;
-    Acc maxLogit = row[0];
+    T maxLogit = row[0];
     for (int64_t j = 1; j < vocab; ++j)
-      maxLogit = std::max(maxLogit, static_cast<Acc>(row[j]));
+      maxLogit = std::max(maxLogit, row[j]);
+    // exp in T (expf for float: the double exp was a third of a tiny-GPT
+    // step), the sum of the terms in Acc.
     Acc sum = 0;
     for (int64_t j = 0; j < vocab; ++j)
       sum += std::exp(row[j] - maxLogit);
