@@ -8,6 +8,11 @@ a header of 256 little-endian int32 (magic 20240520, version 1, token
 count), then the tokens as little-endian uint16.
 
 usage: make-text-shards.py OUT_DIR --train FILE... --val FILE...
+       make-text-shards.py OUT_DIR --licenses
+
+--licenses uses the English license texts every Debian machine ships
+(/usr/share/common-licenses, from base-files): GPL-3 is held out for
+validation, the others are the training text.
 """
 import argparse
 import os
@@ -15,6 +20,7 @@ import struct
 import sys
 
 MAGIC, VERSION, END_OF_TEXT = 20240520, 1, 50256
+LICENSES = "/usr/share/common-licenses"
 
 
 def tokens_of(paths):
@@ -41,9 +47,18 @@ def write_shard(path, tokens):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out_dir")
-    parser.add_argument("--train", nargs="+", required=True)
-    parser.add_argument("--val", nargs="+", required=True)
+    parser.add_argument("--train", nargs="+")
+    parser.add_argument("--val", nargs="+")
+    parser.add_argument("--licenses", action="store_true",
+                        help="train on %s, validate on its GPL-3" % LICENSES)
     args = parser.parse_args()
+    if args.licenses:
+        names = sorted(os.listdir(LICENSES))
+        args.train = [os.path.join(LICENSES, n) for n in names
+                      if n != "GPL-3" and not os.path.islink(os.path.join(LICENSES, n))]
+        args.val = [os.path.join(LICENSES, "GPL-3")]
+    if not args.train or not args.val:
+        parser.error("give --train and --val files, or --licenses")
     os.makedirs(args.out_dir, exist_ok=True)
     for name, paths in (("train", args.train), ("val", args.val)):
         tokens = tokens_of(paths)

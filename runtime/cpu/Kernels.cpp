@@ -430,6 +430,16 @@ void checkVocab(int64_t vocab, int64_t paddedVocab) {
         std::to_string(paddedVocab));
 }
 
+/// targets[row], which must be a real token id (a counted row's target).
+int32_t checkedTarget(const int32_t *targets, int64_t row, int64_t vocab) {
+  const int32_t t = targets[row];
+  if (t < 0 || t >= vocab)
+    throw std::out_of_range("cross-entropy: target " + std::to_string(t) +
+                            " of row " + std::to_string(row) + " outside [0, " +
+                            std::to_string(vocab) + ")");
+  return t;
+}
+
 bool counted(int32_t target, int64_t ignoreIndex) {
   return static_cast<int64_t>(target) != ignoreIndex;
 }
@@ -457,11 +467,7 @@ T crossEntropyForward(T *lse, const T *logits, const int32_t *targets,
     lse[i] = static_cast<T>(l);
     if (!counted(targets[i], ignoreIndex))
       continue;
-    const int32_t t = targets[i];
-    if (t < 0 || t >= vocab)
-      throw std::out_of_range("cross-entropy: target " + std::to_string(t) +
-                              " of row " + std::to_string(i) +
-                              " outside [0, " + std::to_string(vocab) + ")");
+    const int32_t t = checkedTarget(targets, i, vocab);
     total += l - row[t];
     ++count;
   }
@@ -484,11 +490,7 @@ void crossEntropyBackward(T *dlogits, const T *logits, const T *lse,
   for (int64_t i = 0; i < n; ++i) {
     if (!counted(targets[i], ignoreIndex))
       continue;
-    const int32_t t = targets[i];
-    if (t < 0 || t >= vocab)
-      throw std::out_of_range("cross-entropy: target " + std::to_string(t) +
-                              " of row " + std::to_string(i) +
-                              " outside [0, " + std::to_string(vocab) + ")");
+    const int32_t t = checkedTarget(targets, i, vocab);
     const T *row = logits + i * paddedVocab;
     T *drow = dlogits + i * paddedVocab;
     const T l = lse[i];

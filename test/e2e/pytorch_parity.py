@@ -10,7 +10,6 @@ that has torch). The GPT2 module here is also the model of
 tools/bench_torch_step.py, so there is only one PyTorch definition.
 """
 import argparse
-import glob
 import math
 import os
 import shutil
@@ -163,16 +162,6 @@ def run(cmd):
     return proc.stdout
 
 
-def license_texts():
-    # The same corpus and split as tools/run-tiny.sh: real English, GPL-3 held out.
-    root = "/usr/share/common-licenses"
-    train = [p for p in sorted(glob.glob(root + "/*"))
-             if not os.path.islink(p) and os.path.basename(p) != "GPL-3"]
-    if not train:
-        raise Failure("no training texts under %s" % root)
-    return train, os.path.join(root, "GPL-3")
-
-
 def read_params(directory):
     """Loads a gptrun dump directory into {name: float32 tensor} (padding rows kept)."""
     index = os.path.join(directory, "params.index")
@@ -303,10 +292,10 @@ def main():
     dump = os.path.join(work, "dump")
 
     run([args.gptc, args.model, "-o", art])
-    train, val = license_texts()
+    # The same corpus and split as tools/run-tiny.sh: real English, GPL-3 held out.
     run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                       "..", "..", "tools", "make-text-shards.py"),
-         data, "--train", *train, "--val", val])
+         data, "--licenses"])
     run([args.gptrun, art, "--data", os.path.join(data, "train_*.bin"),
          "--steps", str(STEPS), "--lr", repr(LR), "--warmup", "0", "--decay", "constant",
          "--seed", str(SEED), "--dump", dump, "--quiet"])
