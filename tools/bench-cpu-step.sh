@@ -30,7 +30,8 @@ trap 'rm -rf "$work"' EXIT
 # cost, but the shards must hold steps x 257 tokens.
 "$py" "$root/tools/make-text-shards.py" "$work/data" --licenses >/dev/null
 
-"$build/bin/gptc" "$root/models/gpt2-tiny.mlir" -o "$work/gpt2-tiny.so"
+# fp32 on both sides: the same arithmetic as the PyTorch step.
+"$build/bin/gptc" "$root/models/gpt2-tiny.mlir" --precision=fp32 -o "$work/gpt2-tiny.so"
 # gptrun's GEMMs are OpenBLAS's (pthread build); give it the threads torch gets.
 OPENBLAS_NUM_THREADS="$threads" "$build/bin/gptrun" "$work/gpt2-tiny.so" --device cpu \
   --data "$work/data/train_*.bin" --steps "$steps" --lr 1e-3 --warmup 0 \

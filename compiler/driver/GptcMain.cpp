@@ -1,5 +1,6 @@
 // gptc's command line and phases (see GptcMain.h): parse and verify (gpt),
-// gpt-specialize + gpt-autodiff + gpt-optimizer (autodiff), rt-bufferize +
+// gpt-specialize + gpt-autodiff + gpt-optimizer + gpt-precision
+// (autodiff), rt-bufferize +
 // rt-plan-memory (rt), rt-to-llvm and translation (llvm), object code (obj)
 // and the shared object with its manifest (so).
 #include "compiler/driver/GptcMain.h"
@@ -45,15 +46,16 @@ std::string mebibytes(int64_t bytes) {
 }
 
 /// Peak activation memory and total arena memory after rt-plan-memory.
-void printMemory(ModuleOp module, int64_t microBatch, int64_t seq,
-                 llvm::raw_ostream &os) {
+void printMemory(ModuleOp module, StringRef precision, int64_t microBatch,
+                 int64_t seq, llvm::raw_ostream &os) {
   int64_t total = 0, activations = 0;
   for (auto arena : module.getOps<rt::ArenaOp>()) {
     total += arena.getSize();
     if (arena.getKind() == rt::ArenaKind::Activations)
       activations = arena.getSize();
   }
-  os << "memory (fp32, micro-batch " << microBatch << " x " << seq
+  os << "memory (" << precision << ", micro-batch " << microBatch << " x "
+     << seq
      << "): peak activations " << mebibytes(activations) << ", total "
      << mebibytes(total) << " (params, grads, AdamW moments, inputs, "
      << "activations)\n";
@@ -94,9 +96,10 @@ int gptcMain(int argc, char **argv) {
       llvm::cl::init(0), llvm::cl::cat(category));
   llvm::cl::opt<std::string> precision(
       "precision",
-      llvm::cl::desc("Numeric precision of the compiled step: fp32 (bf16 and "
-                     "the FP8 policies come with the precision passes)"),
-      llvm::cl::init("fp32"), llvm::cl::cat(category));
+      llvm::cl::desc("Storage precision of activations and GEMM inputs: bf16 "
+                     "(default; f32 compute, f32 master weights) or fp32 "
+                     "(parity tests)"),
+      llvm::cl::init("bf16"), llvm::cl::cat(category));
   llvm::cl::list<std::string> recompute(
       "recompute",
       llvm::cl::desc("Forward ops the backward computes again instead of "
@@ -126,10 +129,10 @@ int gptcMain(int argc, char **argv) {
     return fail("--emit=obj and --emit=so write a file: pass -o FILE");
   if (phase != Phase::None && outputFile.empty())
     outputFile = "-";
-  if (precision != "fp32")
+  if (precision != "fp32" && precision != "bf16")
     return fail("--precision=" + precision +
-                " is not available in this gptc: it compiles fp32 steps only "
-                "so far; use --precision=fp32");
+                " is not available in this gptc: use bf16 or fp32 (the FP8 "
+                "policies come with fp8-precision)");
 
   DialectRegistry registry;
   registerGptcDialects(registry);
@@ -188,6 +191,9 @@ int gptcMain(int argc, char **argv) {
     autodiff.recompute.assign(recompute.begin(), recompute.end());
     pm.addPass(createGptAutodiff(autodiff));
     pm.addPass(createGptOptimizer());
+    GptPrecisionOptions storage;
+    storage.precision = precision;
+    pm.addPass(createGptPrecision(storage));
     if (runTo >= Phase::Rt) {
       pm.addPass(createRtBufferize());
       pm.addPass(createRtPlanMemory());
@@ -200,7 +206,7 @@ int gptcMain(int argc, char **argv) {
     if (auto config = (*module)->getAttrOfType<DictionaryAttr>("gpt.config"))
       if (auto t = config.getAs<IntegerAttr>("seq"))
         seq = t.getInt();
-    printMemory(work, batch, seq, reportStream);
+    printMemory(work, precision, batch, seq, reportStream);
   }
   if (report)
     llvm::outs() << reportText;

@@ -4,6 +4,10 @@
 // there is a change here.
 #include "compiler/transforms/Passes.h"
 
+#include "runtime/abi/gptrt.h"
+
+#include "mlir/IR/TypeUtilities.h"
+
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -208,6 +212,16 @@ LogicalResult EntryLowering::lowerOp(Operation *op) {
       .Case([&](gpt::ArangeOp o) {
         kernel("arange", {}, {define(o.getResult())},
                {i64(numElements(o.getType()))});
+        return success();
+      })
+      .Case([&](gpt::CastOp o) {
+        auto dtype = [](Type tensor) -> int64_t {
+          return getElementTypeOrSelf(tensor).isBF16() ? GPTRT_DTYPE_BF16
+                                                       : GPTRT_DTYPE_F32;
+        };
+        kernel("convert", {lookup(o.getInput())}, {define(o.getResult())},
+               {i64(numElements(o.getType())), i64(dtype(o.getInput().getType())),
+                i64(dtype(o.getType()))});
         return success();
       })
       .Case([&](gpt::FillOp o) {
@@ -497,10 +511,12 @@ private:
           return WalkResult::interrupt();
         }
         Type element = tensor.getElementType();
-        if (!element.isF32() && !element.isInteger(32)) {
+        // bf16 is storage only: gpt.cast moves values in and out of it.
+        bool storage = element.isBF16() && isa<gpt::CastOp>(op);
+        if (!element.isF32() && !element.isInteger(32) && !storage) {
           op->emitOpError() << "has element type " << element
                             << "; the runtime kernels take f32 tensors and "
-                               "i32 ids";
+                               "i32 ids (bf16 only through gpt.cast)";
           return WalkResult::interrupt();
         }
       }

@@ -77,6 +77,28 @@ def GptOptimizer : Pass<"gpt-optimizer", "::mlir::ModuleOp"> {
   ];
 }
 
+def GptPrecision : Pass<"gpt-precision", "::mlir::ModuleOp"> {
+  let summary = "Chooses the storage precision of activations and GEMM inputs";
+  let description = [{
+    With `precision=bf16` (gptc's default) every activation and activation
+    gradient of train_step, eval_step and logits is stored in bf16 and every
+    parameter a matmul or an embedding reads is rounded to bf16 first (its
+    "compute copy"), while kernels compute and accumulate in f32, parameters
+    and their gradient buffers and AdamW moments stay f32 (master weights),
+    and per-row statistics and the loss stay f32. The pass inserts
+    `gpt.cast` to bf16 after each producer and back to f32 in front of each
+    consumer, so the f32 copies live only around one op and the memory plan
+    sees bf16 buffers: on the CPU this is a bit-exact emulation of bf16
+    storage. `precision=fp32` leaves the module as it is (parity tests).
+    Runs after gpt-autodiff and gpt-optimizer, before rt-bufferize.
+  }];
+  let dependentDialects = ["::gptc::gpt::GptDialect"];
+  let options = [
+    Option<"precision", "precision", "std::string", "\"bf16\"",
+           "fp32 or bf16 (activation and GEMM-input storage)">,
+  ];
+}
+
 def RtBufferize : Pass<"rt-bufferize", "::mlir::ModuleOp"> {
   let summary = "Lowers the gpt entry points to rt: buffers, kernel calls, bindings";
   let description = [{

@@ -403,6 +403,18 @@ LogicalResult CrossEntropyOp::verify() {
 // Ops of the backward graph
 //===----------------------------------------------------------------------===//
 
+LogicalResult CastOp::verify() {
+  RankedTensorType input = rankedType(getInput());
+  if (!shapesCompatible(input.getShape(), getType().getShape()))
+    return emitOpError() << "result shape " << shapeString(getType().getShape())
+                         << " must equal the input shape "
+                         << shapeString(input.getShape());
+  if (input.getElementType() == getType().getElementType())
+    return emitOpError() << "casts " << input.getElementType()
+                         << " to itself; drop the cast";
+  return verifyLayerName(*this, getLayer());
+}
+
 LogicalResult FillOp::verify() {
   if (!std::isfinite(getValue().convertToDouble()))
     return emitOpError("value must be a finite number");

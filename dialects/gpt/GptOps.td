@@ -260,6 +260,18 @@ def Gpt_CrossEntropyOp : Gpt_ForwardOpWithSaved<"cross_entropy"> {
 // Ops of the backward graph (made by gpt-autodiff)
 //===----------------------------------------------------------------------===//
 
+def Gpt_CastOp : Gpt_LayerOp<"cast"> {
+  let summary = "converts a tensor's element type (f32 <-> bf16)";
+  let description = [{
+    Narrowing rounds to nearest even (as CUDA's __float2bfloat16); widening
+    is exact. gpt-precision uses it to store activations in bf16 while every
+    kernel computes in f32.
+  }];
+  let arguments = (ins StrAttr:$layer, Gpt_FloatTensor:$input);
+  let results = (outs Gpt_FloatTensor:$result);
+  let assemblyFormat = "$layer $input attr-dict `:` type($input) `->` type($result)";
+}
+
 def Gpt_FillOp : Gpt_LayerOp<"fill"> {
   let summary = "a tensor with every element equal to a constant";
   let arguments = (ins StrAttr:$layer, F64Attr:$value);

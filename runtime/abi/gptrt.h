@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below or the manifest's meaning changes. */
-#define GPTRT_ABI_VERSION 1
+#define GPTRT_ABI_VERSION 2
 
 typedef struct gptrt_context gptrt_context;
 
@@ -40,6 +40,14 @@ void *gptrt_arena_base(gptrt_context *ctx, int64_t index);
 void gptrt_step_scalar(gptrt_context *ctx, float *out, int64_t which);
 
 /* --- Kernels ------------------------------------------------------------*/
+/* Element types in constants, numbered as the manifest's DType. */
+#define GPTRT_DTYPE_F32 1
+#define GPTRT_DTYPE_BF16 2
+
+/* dst = src in another element type: f32 -> bf16 rounds to nearest even
+ * (as cuda_bf16.h's __float2bfloat16), bf16 -> f32 is exact. */
+void gptrt_convert(gptrt_context *ctx, const void *src, void *dst, int64_t n,
+                   int64_t from, int64_t to);
 void gptrt_fill(gptrt_context *ctx, float *out, int64_t n, double value);
 /* dst += src */
 void gptrt_accumulate(gptrt_context *ctx, const float *src, float *dst,

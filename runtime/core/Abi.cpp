@@ -11,6 +11,7 @@
 
 #include "runtime/core/Abi.h"
 #include "runtime/core/Context.h"
+#include "runtime/cpu/Bf16.h"
 #include "runtime/cpu/Kernels.h"
 
 #include <dlfcn.h>
@@ -97,6 +98,29 @@ GPTRT_EXPORT void gptrt_step_scalar(gptrt_context *ctx, float *out,
 }
 
 // ------------------------------------------------------------------ kernels
+
+GPTRT_EXPORT void gptrt_convert(gptrt_context *ctx, const void *src,
+                                void *dst, int64_t n, int64_t from,
+                                int64_t to) {
+  guarded(ctx, "gptrt_convert", [&](Context &) {
+    requireNonNegative(n, "n");
+    if (from == GPTRT_DTYPE_F32 && to == GPTRT_DTYPE_BF16) {
+      const float *in = static_cast<const float *>(src);
+      uint16_t *out = static_cast<uint16_t *>(dst);
+      for (int64_t i = 0; i < n; ++i)
+        out[i] = cpu::floatToBf16(in[i]);
+    } else if (from == GPTRT_DTYPE_BF16 && to == GPTRT_DTYPE_F32) {
+      const uint16_t *in = static_cast<const uint16_t *>(src);
+      float *out = static_cast<float *>(dst);
+      for (int64_t i = 0; i < n; ++i)
+        out[i] = cpu::bf16ToFloat(in[i]);
+    } else {
+      throw std::invalid_argument(
+          "converts dtype " + std::to_string(from) + " to " +
+          std::to_string(to) + ", expected f32 (1) <-> bf16 (2)");
+    }
+  });
+}
 
 GPTRT_EXPORT void gptrt_fill(gptrt_context *ctx, float *out, int64_t n,
                              double value) {
@@ -359,6 +383,7 @@ const std::vector<AbiSymbol> &abiSymbols() {
 #define GPTRT_SYM(f) AbiSymbol{#f, reinterpret_cast<void *>(&f)}
   static const std::vector<AbiSymbol> symbols = {
       GPTRT_SYM(gptrt_arena_base),       GPTRT_SYM(gptrt_step_scalar),
+      GPTRT_SYM(gptrt_convert),
       GPTRT_SYM(gptrt_fill),             GPTRT_SYM(gptrt_accumulate),
       GPTRT_SYM(gptrt_arange),           GPTRT_SYM(gptrt_embedding_fwd),
       GPTRT_SYM(gptrt_embedding_bwd),    GPTRT_SYM(gptrt_layernorm_fwd),

@@ -291,7 +291,8 @@ def main():
     data = os.path.join(work, "data")
     dump = os.path.join(work, "dump")
 
-    run([args.gptc, args.model, "-o", art])
+    # fp32 storage: PyTorch runs in float32 (gptc defaults to bf16 storage).
+    run([args.gptc, args.model, "--precision=fp32", "-o", art])
     # The same corpus and split as tools/run-tiny.sh: real English, GPL-3 held out.
     run([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                       "..", "..", "tools", "make-text-shards.py"),

@@ -208,16 +208,18 @@ TEST(ArtifactLoadTest, NotASharedObject) {
 }
 
 TEST(ArtifactLoadTest, AbiVersionMismatch) {
-  EXPECT_ERROR(Artifact(fixture("fixture-abi2")),
-               "artifact " + fixture("fixture-abi2") +
-                   " was built for runtime ABI 2, this runtime speaks 1: "
-                   "rebuild it with the gptc that matches this runtime");
+  EXPECT_ERROR(Artifact(fixture("fixture-abi99")),
+               "artifact " + fixture("fixture-abi99") +
+                   " was built for runtime ABI 99, this runtime speaks " +
+                   std::to_string(GPTRT_ABI_VERSION) +
+                   ": rebuild it with the gptc that matches this runtime");
 }
 
 TEST(ArtifactLoadTest, ManifestAbiVersionMismatch) {
   EXPECT_ERROR(Artifact(fixture("fixture-manifest-abi")),
-               "its manifest says runtime ABI 7 while gpt_abi_version() says "
-               "1, expected both 1");
+               "its manifest says runtime ABI 7 while gpt_abi_version() says " +
+                   std::to_string(GPTRT_ABI_VERSION) + ", expected both " +
+                   std::to_string(GPTRT_ABI_VERSION));
 }
 
 TEST(ArtifactLoadTest, ManifestDoesNotParse) {

@@ -56,9 +56,10 @@ TEST(ManifestTest, MessageHasSourceValueExpectedAndFix) {
 
 TEST(ManifestTest, TopLevelErrors) {
   EXPECT_INVALID(m.set_abi_version(7),
-                 "manifest abi_version is 7, expected 1 (this runtime's ABI): "
-                 "rebuild the artifact with the gptc that matches this "
-                 "runtime");
+                 "manifest abi_version is 7, expected " +
+                     std::to_string(GPTRT_ABI_VERSION) +
+                     " (this runtime's ABI): rebuild the artifact with the "
+                     "gptc that matches this runtime");
   EXPECT_INVALID(m.set_seq(0), "seq is 0, expected >= 1");
   EXPECT_INVALID(m.set_seq(FX_T + 1),
                  "seq is 4, expected <= model.seq = 3 (the model's context "
