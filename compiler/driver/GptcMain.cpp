@@ -94,6 +94,11 @@ int gptcMain(int argc, char **argv) {
       llvm::cl::desc("Sequences per micro-step (default: the model's "
                      "gpt.config micro_batch, else 4)"),
       llvm::cl::init(0), llvm::cl::cat(category));
+  llvm::cl::opt<int64_t> seqLength(
+      "seq",
+      llvm::cl::desc("Tokens per sequence, at most the model's context length "
+                     "(default: the model's)"),
+      llvm::cl::init(0), llvm::cl::cat(category));
   llvm::cl::opt<std::string> precision(
       "precision",
       llvm::cl::desc("Storage precision of activations and GEMM inputs: bf16 "
@@ -137,6 +142,9 @@ int gptcMain(int argc, char **argv) {
   DialectRegistry registry;
   registerGptcDialects(registry);
   MLIRContext context(registry);
+  // One located line per problem; the op dump MLIR appends is for compiler
+  // developers (gpt-opt shows it).
+  context.printOpOnDiagnostic(false);
 
   std::string errorMessage;
   std::unique_ptr<llvm::MemoryBuffer> input =
@@ -163,6 +171,9 @@ int gptcMain(int argc, char **argv) {
   if (succeeded(summary))
     printReport(*summary, reportStream);
 
+  if (seqLength.getNumOccurrences() && seqLength <= 0)
+    return fail("--seq " + std::to_string(seqLength) +
+                " must be positive (tokens per sequence)");
   if (microBatch.getNumOccurrences() && microBatch <= 0)
     return fail("--micro-batch " + std::to_string(microBatch) +
                 " must be positive (sequences per micro-step)");
@@ -186,6 +197,7 @@ int gptcMain(int argc, char **argv) {
     PassManager pm(&context);
     GptSpecializeOptions specialize;
     specialize.microBatch = batch;
+    specialize.seq = seqLength;
     pm.addPass(createGptSpecialize(specialize));
     GptAutodiffOptions autodiff;
     autodiff.recompute.assign(recompute.begin(), recompute.end());
@@ -202,9 +214,9 @@ int gptcMain(int argc, char **argv) {
       return 1;
   }
   if (report && runTo >= Phase::Rt) {
-    int64_t seq = 0;
+    int64_t seq = seqLength;
     if (auto config = (*module)->getAttrOfType<DictionaryAttr>("gpt.config"))
-      if (auto t = config.getAs<IntegerAttr>("seq"))
+      if (auto t = config.getAs<IntegerAttr>("seq"); t && !seq)
         seq = t.getInt();
     printMemory(work, precision, batch, seq, reportStream);
   }

@@ -5,18 +5,24 @@
 include "mlir/Pass/PassBase.td"
 
 def GptSpecialize : Pass<"gpt-specialize", "::mlir::ModuleOp"> {
-  let summary = "Fixes the micro-batch size: every dynamic batch dimension becomes static";
+  let summary = "Fixes the micro-batch size (and optionally a shorter sequence length)";
   let description = [{
     Models are written with a dynamic leading (batch) dimension; memory
     planning and code generation need static shapes. This pass gives every
-    function argument's dynamic dimensions the size `micro-batch` and
-    recomputes the result shape of each op from its operands. Run it before
-    gpt-autodiff: it knows the forward ops' shape rules only.
+    function argument's dynamic dimensions the size `micro-batch`, with
+    `seq` sets the sequence length of the [batch, seq] token arguments and
+    of the position ids (`gpt.arange` of the model's length) to a value no
+    larger than the model's context length, and recomputes the result shape
+    of each op from its operands. Run it before gpt-autodiff: it knows the
+    forward ops' shape rules only.
   }];
   let dependentDialects = ["::gptc::gpt::GptDialect"];
   let options = [
     Option<"microBatch", "micro-batch", "int64_t", "0",
            "Sequences per micro-step (B in B x T tokens); required, > 0">,
+    Option<"seq", "seq", "int64_t", "0",
+           "Tokens per sequence (T), at most the model's context length; 0 "
+           "keeps the model's">,
   ];
 }
 

@@ -147,6 +147,7 @@ private:
     if (func.isExternal())
       return success();
     Block &body = func.front();
+    int64_t modelSeq = 0;
     for (BlockArgument arg : body.getArguments()) {
       auto type = dyn_cast<RankedTensorType>(arg.getType());
       if (!type || type.hasStaticShape())
@@ -155,14 +156,36 @@ private:
       for (int64_t &d : shape)
         if (ShapedType::isDynamic(d))
           d = microBatch;
+      if (seq > 0 && shape.size() == 2) {
+        modelSeq = shape[1];
+        if (seq > modelSeq)
+          return func.emitOpError()
+                 << "argument #" << arg.getArgNumber() << " has sequence length "
+                 << modelSeq << "; seq " << static_cast<int64_t>(seq)
+                 << " would read position embeddings past the model's "
+                    "context length: use at most "
+                 << modelSeq;
+        shape[1] = seq;
+      }
       arg.setType(withShape(type, shape));
     }
     for (Operation &op : body.without_terminator()) {
+      if (auto arange = dyn_cast<ArangeOp>(op)) {
+        // Position ids cover one sequence.
+        if (modelSeq && arange.getType().getDimSize(0) == modelSeq)
+          arange.getResult().setType(withShape(arange.getType(), {seq}));
+        continue;
+      }
       bool dynamic = llvm::any_of(op.getResultTypes(), [](Type t) {
         auto ranked = dyn_cast<RankedTensorType>(t);
         return ranked && !ranked.hasStaticShape();
       });
-      if (!dynamic)
+      // A shorter sequence changes static shapes too: recompute every op
+      // the rules know, and insist only where a shape is still open.
+      bool known = isa<EmbeddingOp, LayerNormOp, MatmulOp, AddOp, MulOp, GeluOp,
+                       SplitOp, ConcatOp, AttentionOp, ReshapeOp, TransposeOp,
+                       CrossEntropyOp>(op);
+      if (!dynamic && !(known && modelSeq))
         continue;
       FailureOr<SmallVector<Type>> types = inferResultTypes(&op);
       if (failed(types))
