@@ -101,10 +101,16 @@ int gptcMain(int argc, char **argv) {
       llvm::cl::init(0), llvm::cl::cat(category));
   llvm::cl::opt<std::string> precision(
       "precision",
-      llvm::cl::desc("Storage precision of activations and GEMM inputs: bf16 "
-                     "(default; f32 compute, f32 master weights) or fp32 "
-                     "(parity tests)"),
+      llvm::cl::desc("bf16 (default: bf16 storage of activations and GEMM "
+                     "inputs, f32 compute and master weights), fp8-tensorwise "
+                     "(GEMMs in FP8 with per-tensor current scaling, the rest "
+                     "as bf16) or fp32 (parity tests)"),
       llvm::cl::init("bf16"), llvm::cl::cat(category));
+  llvm::cl::list<std::string> fp8Exclude(
+      "fp8-exclude",
+      llvm::cl::desc("Layers kept out of FP8: names or prefixes ending in '*' "
+                     "(e.g. lm_head,h.0.*)"),
+      llvm::cl::CommaSeparated, llvm::cl::cat(category));
   llvm::cl::list<std::string> recompute(
       "recompute",
       llvm::cl::desc("Forward ops the backward computes again instead of "
@@ -134,10 +140,11 @@ int gptcMain(int argc, char **argv) {
     return fail("--emit=obj and --emit=so write a file: pass -o FILE");
   if (phase != Phase::None && outputFile.empty())
     outputFile = "-";
-  if (precision != "fp32" && precision != "bf16")
+  if (precision != "fp32" && precision != "bf16" &&
+      precision != "fp8-tensorwise")
     return fail("--precision=" + precision +
-                " is not available in this gptc: use bf16 or fp32 (the FP8 "
-                "policies come with fp8-precision)");
+                " is not available in this gptc: use bf16, fp8-tensorwise or "
+                "fp32");
 
   DialectRegistry registry;
   registerGptcDialects(registry);
@@ -203,8 +210,14 @@ int gptcMain(int argc, char **argv) {
     autodiff.recompute.assign(recompute.begin(), recompute.end());
     pm.addPass(createGptAutodiff(autodiff));
     pm.addPass(createGptOptimizer());
+    if (precision == "fp8-tensorwise") {
+      Fp8PrecisionOptions fp8;
+      fp8.policy = precision;
+      fp8.exclude.assign(fp8Exclude.begin(), fp8Exclude.end());
+      pm.addPass(createFp8Precision(fp8));
+    }
     GptPrecisionOptions storage;
-    storage.precision = precision;
+    storage.precision = precision == "fp32" ? "fp32" : "bf16";
     pm.addPass(createGptPrecision(storage));
     if (runTo >= Phase::Rt) {
       pm.addPass(createRtBufferize());

@@ -17,6 +17,7 @@ namespace gptc {
 } // namespace gptc
 
 using namespace mlir;
+namespace fp8 = gptc::fp8;
 namespace gpt = gptc::gpt;
 namespace rt = gptc::rt;
 
@@ -36,6 +37,18 @@ int64_t byteSize(Type type) {
 MemRefType bufferType(Type tensor) {
   auto type = cast<RankedTensorType>(tensor);
   return MemRefType::get(type.getShape(), type.getElementType());
+}
+
+/// One (batched) GEMM in the runtime's terms: see gptrt_matmul.
+struct GemmShape {
+  int64_t batch = 1, m = 0, n = 0, k = 0;
+  bool ta = false, tb = false;
+  int64_t strideA = 0, strideB = 0, strideC = 0;
+};
+
+int64_t fp8Format(Type tensor) {
+  return isa<Float8E5M2Type>(getElementTypeOrSelf(tensor)) ? GPTRT_FP8_E5M2
+                                                           : GPTRT_FP8_E4M3;
 }
 
 /// Where the persistent state of each parameter lives (byte offsets).
@@ -91,6 +104,7 @@ private:
   // -- op by op -------------------------------------------------------------
   LogicalResult lowerOp(Operation *op);
   void lowerMatmul(gpt::MatmulOp op);
+  void lowerScaledMatmul(fp8::ScaledMatmulOp op);
   void lowerCopies(Value src, ArrayRef<Value> parts, int64_t axis, bool split);
 
   OpBuilder &b;
@@ -141,31 +155,58 @@ LogicalResult EntryLowering::lower(func::FuncOp old) {
   return success();
 }
 
+GemmShape gemmShape(ShapedType a, ShapedType w, ShapedType c, bool ta,
+                    bool tb) {
+  GemmShape g;
+  g.ta = ta;
+  g.tb = tb;
+  g.m = c.getShape()[c.getRank() - 2];
+  g.n = c.getShape().back();
+  g.k = ta ? a.getShape()[a.getRank() - 2] : a.getShape().back();
+  g.batch = c.getNumElements() / (g.m * g.n);
+  if (w.getRank() == 2 && !ta) {
+    // A weight shared by every batch: one GEMM over all rows.
+    g.m *= g.batch;
+    g.batch = 1;
+  }
+  if (g.batch > 1) {
+    g.strideA = a.getShape()[a.getRank() - 2] * a.getShape().back();
+    g.strideB = w.getRank() == 2
+                    ? 0
+                    : w.getShape()[w.getRank() - 2] * w.getShape().back();
+    g.strideC = g.m * g.n;
+  }
+  return g;
+}
+
 void EntryLowering::lowerMatmul(gpt::MatmulOp op) {
   auto a = cast<ShapedType>(op.getA().getType());
   auto w = cast<ShapedType>(op.getB().getType());
   auto c = cast<ShapedType>(op.getType());
   Value out = define(op.getResult());
-  int64_t m = c.getShape()[c.getRank() - 2], n = c.getShape().back();
-  int64_t k = op.getTransposeA() ? a.getShape()[a.getRank() - 2]
-                                 : a.getShape().back();
-  int64_t batch = numElements(c) / (m * n);
-  bool ta = op.getTransposeA(), tb = op.getTransposeB();
-  if (w.getRank() == 2 && !ta) {
-    // A weight shared by every batch: one GEMM over all rows.
-    m *= batch;
-    batch = 1;
-  }
-  int64_t strideA = a.getShape()[a.getRank() - 2] * a.getShape().back();
-  int64_t strideB = w.getRank() == 2 ? 0 : w.getShape()[0 + w.getRank() - 2] *
-                                               w.getShape().back();
+  GemmShape g = gemmShape(a, w, c, op.getTransposeA(), op.getTransposeB());
   kernel("matmul", {lookup(op.getA()), lookup(op.getB())}, {out},
-         {i64(batch), i64(m), i64(n), i64(k), i64(ta), i64(tb),
-          i64(batch == 1 ? 0 : strideA), i64(batch == 1 ? 0 : strideB),
-          i64(batch == 1 ? 0 : m * n)});
+         {i64(g.batch), i64(g.m), i64(g.n), i64(g.k), i64(g.ta), i64(g.tb),
+          i64(g.strideA), i64(g.strideB), i64(g.strideC)});
   if (Value bias = op.getBias())
     kernel("bias_add", {lookup(bias)}, {out},
-           {i64(numElements(c) / n), i64(n)});
+           {i64(numElements(c) / g.n), i64(g.n)});
+}
+
+void EntryLowering::lowerScaledMatmul(fp8::ScaledMatmulOp op) {
+  auto a = cast<ShapedType>(op.getA().getType());
+  auto w = cast<ShapedType>(op.getB().getType());
+  auto c = cast<ShapedType>(op.getResult().getType());
+  Value out = define(op.getResult());
+  GemmShape g = gemmShape(a, w, c, op.getTransposeA(), op.getTransposeB());
+  kernel("scaled_matmul",
+         {lookup(op.getA()), lookup(op.getB()), lookup(op.getAScale()),
+          lookup(op.getBScale())},
+         {out},
+         {i64(g.batch), i64(g.m), i64(g.n), i64(g.k), i64(g.ta), i64(g.tb),
+          i64(g.strideA), i64(g.strideB), i64(g.strideC),
+          i64(fp8Format(op.getA().getType())),
+          i64(fp8Format(op.getB().getType()))});
 }
 
 /// One copy_blocks call per part: a split reads parts out of `src`, a
@@ -222,6 +263,29 @@ LogicalResult EntryLowering::lowerOp(Operation *op) {
         kernel("convert", {lookup(o.getInput())}, {define(o.getResult())},
                {i64(numElements(o.getType())), i64(dtype(o.getInput().getType())),
                 i64(dtype(o.getType()))});
+        return success();
+      })
+      .Case([&](fp8::AmaxOp o) {
+        kernel("amax", {lookup(o.getInput())}, {define(o.getResult())},
+               {i64(numElements(o.getInput().getType()))});
+        return success();
+      })
+      .Case([&](fp8::ScaleFromAmaxOp o) {
+        fp8::RecipeAttr recipe = o.getRecipe();
+        kernel("scale_from_amax", {lookup(o.getAmax())}, {define(o.getResult())},
+               {f64(recipe.getFormatMax()), i64(recipe.getMargin()),
+                i64(recipe.isPowerOfTwo()),
+                f64(recipe.getEps().convertToDouble())});
+        return success();
+      })
+      .Case([&](fp8::QuantizeOp o) {
+        kernel("quantize_fp8", {lookup(o.getInput()), lookup(o.getScale())},
+               {define(o.getResult())},
+               {i64(numElements(o.getType())), i64(fp8Format(o.getType()))});
+        return success();
+      })
+      .Case([&](fp8::ScaledMatmulOp o) {
+        lowerScaledMatmul(o);
         return success();
       })
       .Case([&](gpt::FillOp o) {
@@ -511,8 +575,11 @@ private:
           return WalkResult::interrupt();
         }
         Type element = tensor.getElementType();
-        // bf16 is storage only: gpt.cast moves values in and out of it.
-        bool storage = element.isBF16() && isa<gpt::CastOp>(op);
+        // bf16 is storage only (gpt.cast moves values in and out of it);
+        // FP8 lives between fp8.quantize and fp8.scaled_matmul.
+        bool storage = (element.isBF16() && isa<gpt::CastOp>(op)) ||
+                       (isa<Float8E4M3FNType, Float8E5M2Type>(element) &&
+                        isa<fp8::QuantizeOp, fp8::ScaledMatmulOp>(op));
         if (!element.isF32() && !element.isInteger(32) && !storage) {
           op->emitOpError() << "has element type " << element
                             << "; the runtime kernels take f32 tensors and "

@@ -2,6 +2,7 @@
 #ifndef GPTC_COMPILER_TRANSFORMS_PASSES_H
 #define GPTC_COMPILER_TRANSFORMS_PASSES_H
 
+#include "dialects/fp8/Fp8Dialect.h"
 #include "dialects/gpt/GptDialect.h"
 #include "dialects/rt/RtDialect.h"
 

@@ -105,6 +105,31 @@ def GptPrecision : Pass<"gpt-precision", "::mlir::ModuleOp"> {
   ];
 }
 
+def Fp8Precision : Pass<"fp8-precision", "::mlir::ModuleOp"> {
+  let summary = "Rewrites eligible GEMMs into FP8 with their scale computation";
+  let description = [{
+    `policy=fp8-tensorwise`: every gpt.matmul of train_step, eval_step and
+    logits (forward and both backward GEMMs) whose M, N and K are multiples
+    of 16 becomes, per operand, `fp8.amax` -> `fp8.scale_from_amax`
+    (scale = fp8_max / max(amax, eps), current "just-in-time" scaling) ->
+    `fp8.quantize`, then one `fp8.scaled_matmul` (f32 accumulation) and, if
+    the matmul had one, the bias added after it. Formats are "hybrid": E4M3
+    for activations and weights, E5M2 for the incoming gradient of a
+    backward GEMM (marked `gpt.grad_operand` by gpt-autodiff). GEMMs left
+    out stay as they are, with the reason in a `fp8.skipped` attribute.
+    `policy=bf16` changes nothing. Run it after gpt-optimizer and before
+    gpt-precision.
+  }];
+  let dependentDialects = ["::gptc::gpt::GptDialect", "::gptc::fp8::Fp8Dialect"];
+  let options = [
+    Option<"policy", "policy", "std::string", "\"fp8-tensorwise\"",
+           "bf16 (no FP8) or fp8-tensorwise">,
+    ListOption<"exclude", "exclude", "std::string",
+               "Layers (exact names, or a prefix ending in '*') that stay in "
+               "bf16, e.g. exclude=lm_head,h.0.*">,
+  ];
+}
+
 def RtBufferize : Pass<"rt-bufferize", "::mlir::ModuleOp"> {
   let summary = "Lowers the gpt entry points to rt: buffers, kernel calls, bindings";
   let description = [{

@@ -52,17 +52,21 @@ Value flatten(OpBuilder &b, Location loc, StringRef layer, Value v) {
   return ReshapeOp::create(b, loc, flattenLeading(type), layer, v);
 }
 
-/// op(x) op(y) with the result shape derived from the operands.
+/// op(x) op(y) with the result shape derived from the operands. Backward
+/// GEMMs record which operand is the incoming gradient (`gpt.grad_operand`),
+/// so precision policies can give it the gradient format (E5M2).
 Value buildMatmul(OpBuilder &b, Location loc, StringRef layer, Value x, Value y,
-                  bool tx, bool ty, GemmRole role) {
+                  bool tx, bool ty, GemmRole role, Value grad) {
   RankedTensorType xt = rankedType(x), yt = rankedType(y);
   SmallVector<int64_t> shape(xt.getShape().drop_back(2));
   int64_t m = xt.getShape()[xt.getRank() - (tx ? 1 : 2)];
   int64_t n = yt.getShape()[yt.getRank() - (ty ? 2 : 1)];
   shape.append({m, n});
-  return MatmulOp::create(b, loc,
-                          RankedTensorType::get(shape, xt.getElementType()),
-                          layer, x, y, /*bias=*/Value(), tx, ty, role);
+  auto op = MatmulOp::create(b, loc,
+                             RankedTensorType::get(shape, xt.getElementType()),
+                             layer, x, y, /*bias=*/Value(), tx, ty, role);
+  op->setAttr("gpt.grad_operand", b.getI64IntegerAttr(grad == x ? 0 : 1));
+  return op;
 }
 
 } // namespace
@@ -182,18 +186,21 @@ LogicalResult MatmulOp::buildGradient(OpBuilder &b, ArrayRef<Value> grads,
     if (ta)
       return emitOpError("has no gradient rule for transpose_a with a "
                          "broadcast 2-D b; flatten a first");
-    da = buildMatmul(b, loc, layer, dc, w, false, !tb, GemmRole::GradInput);
+    da = buildMatmul(b, loc, layer, dc, w, false, !tb, GemmRole::GradInput, dc);
     Value a2 = flatten(b, loc, layer, a), dc2 = flatten(b, loc, layer, dc);
     db = tb ? buildMatmul(b, loc, layer, dc2, a2, true, false,
-                          GemmRole::GradWeight)
+                          GemmRole::GradWeight, dc2)
             : buildMatmul(b, loc, layer, a2, dc2, true, false,
-                          GemmRole::GradWeight);
+                          GemmRole::GradWeight, dc2);
   } else {
-    da = ta ? buildMatmul(b, loc, layer, w, dc, tb, true, GemmRole::GradInput)
-            : buildMatmul(b, loc, layer, dc, w, false, !tb, GemmRole::GradInput);
-    db = tb ? buildMatmul(b, loc, layer, dc, a, true, ta, GemmRole::GradWeight)
+    da = ta ? buildMatmul(b, loc, layer, w, dc, tb, true, GemmRole::GradInput,
+                          dc)
+            : buildMatmul(b, loc, layer, dc, w, false, !tb, GemmRole::GradInput,
+                          dc);
+    db = tb ? buildMatmul(b, loc, layer, dc, a, true, ta, GemmRole::GradWeight,
+                          dc)
             : buildMatmul(b, loc, layer, a, dc, !ta, false,
-                          GemmRole::GradWeight);
+                          GemmRole::GradWeight, dc);
   }
   operandGrads.append({da, db});
   if (Value bias = getBias())

@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below or the manifest's meaning changes. */
-#define GPTRT_ABI_VERSION 2
+#define GPTRT_ABI_VERSION 3
 
 typedef struct gptrt_context gptrt_context;
 
@@ -140,6 +140,32 @@ void gptrt_adamw(gptrt_context *ctx, const float *grad,
                  const float *grad_scale, const float *lr, const float *step,
                  float *param, float *m, float *v, int64_t n, double beta1,
                  double beta2, double eps, double weight_decay);
+
+/* --- FP8 (tensorwise scaling) -------------------------------------------*/
+/* FP8 formats in constants. */
+#define GPTRT_FP8_E4M3 0
+#define GPTRT_FP8_E5M2 1
+
+/* out: one f32, max |x[i]| (NaN if any element is NaN). */
+void gptrt_amax(gptrt_context *ctx, const float *x, float *out, int64_t n);
+/* out: one f32, fp8_max / max(amax, eps) / 2^margin, rounded down to a
+ * power of two when power_of_two is 1 (computed in f32). */
+void gptrt_scale_from_amax(gptrt_context *ctx, const float *amax, float *out,
+                           double fp8_max, int64_t margin,
+                           int64_t power_of_two, double eps);
+/* q[i] = fp8(x[i] * scale[0]): round to nearest even, saturate to the
+ * format's largest finite value (CUDA's __NV_SATFINITE). */
+void gptrt_quantize_fp8(gptrt_context *ctx, const float *x, const float *scale,
+                        uint8_t *q, int64_t n, int64_t format);
+/* c = op(a) op(b) / (scale_a[0] * scale_b[0]) on FP8 codes (decoded
+ * exactly, accumulated in f32); layouts and strides as gptrt_matmul. */
+void gptrt_scaled_matmul(gptrt_context *ctx, const uint8_t *a,
+                         const uint8_t *b, const float *scale_a,
+                         const float *scale_b, float *c, int64_t batch,
+                         int64_t m, int64_t n, int64_t k, int64_t trans_a,
+                         int64_t trans_b, int64_t stride_a, int64_t stride_b,
+                         int64_t stride_c, int64_t format_a,
+                         int64_t format_b);
 
 #ifdef __cplusplus
 }

@@ -12,6 +12,7 @@
 #include "runtime/core/Abi.h"
 #include "runtime/core/Context.h"
 #include "runtime/cpu/Bf16.h"
+#include "runtime/cpu/Fp8.h"
 #include "runtime/cpu/Kernels.h"
 
 #include <dlfcn.h>
@@ -22,6 +23,7 @@
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 // Exported even if the build ever switches to -fvisibility=hidden.
 #define GPTRT_EXPORT extern "C" __attribute__((visibility("default")))
@@ -119,6 +121,95 @@ GPTRT_EXPORT void gptrt_convert(gptrt_context *ctx, const void *src,
           "converts dtype " + std::to_string(from) + " to " +
           std::to_string(to) + ", expected f32 (1) <-> bf16 (2)");
     }
+  });
+}
+
+namespace {
+
+float fp8Decode(uint8_t code, int64_t format) {
+  return format == GPTRT_FP8_E4M3 ? cpu::e4m3ToFloat(code)
+                                  : cpu::e5m2ToFloat(code);
+}
+
+void requireFormat(int64_t format) {
+  if (format != GPTRT_FP8_E4M3 && format != GPTRT_FP8_E5M2)
+    throw std::invalid_argument("fp8 format " + std::to_string(format) +
+                                ", expected 0 (E4M3) or 1 (E5M2)");
+}
+
+} // namespace
+
+GPTRT_EXPORT void gptrt_amax(gptrt_context *ctx, const float *x, float *out,
+                             int64_t n) {
+  guarded(ctx, "gptrt_amax", [&](Context &) {
+    requireNonNegative(n, "n");
+    float amax = 0.0f;
+    for (int64_t i = 0; i < n; ++i) {
+      float a = std::fabs(x[i]);
+      if (std::isnan(a)) {
+        amax = a;
+        break;
+      }
+      amax = std::max(amax, a);
+    }
+    out[0] = amax;
+  });
+}
+
+GPTRT_EXPORT void gptrt_scale_from_amax(gptrt_context *ctx, const float *amax,
+                                        float *out, double fp8Max,
+                                        int64_t margin, int64_t powerOfTwo,
+                                        double eps) {
+  guarded(ctx, "gptrt_scale_from_amax", [&](Context &) {
+    float scale = static_cast<float>(fp8Max) /
+                  std::max(amax[0], static_cast<float>(eps));
+    scale = std::ldexp(scale, -static_cast<int>(margin));
+    if (powerOfTwo && std::isfinite(scale) && scale > 0.0f) {
+      int exponent;
+      std::frexp(scale, &exponent);  // scale = f * 2^exponent, f in [0.5, 1)
+      scale = std::ldexp(1.0f, exponent - 1);
+    }
+    out[0] = scale;
+  });
+}
+
+GPTRT_EXPORT void gptrt_quantize_fp8(gptrt_context *ctx, const float *x,
+                                     const float *scale, uint8_t *q, int64_t n,
+                                     int64_t format) {
+  guarded(ctx, "gptrt_quantize_fp8", [&](Context &) {
+    requireNonNegative(n, "n");
+    requireFormat(format);
+    if (format == GPTRT_FP8_E4M3)
+      cpu::quantizeE4M3(x, n, scale[0], q);
+    else
+      cpu::quantizeE5M2(x, n, scale[0], q);
+  });
+}
+
+GPTRT_EXPORT void gptrt_scaled_matmul(
+    gptrt_context *ctx, const uint8_t *a, const uint8_t *b,
+    const float *scaleA, const float *scaleB, float *c, int64_t batch,
+    int64_t m, int64_t n, int64_t k, int64_t transA, int64_t transB,
+    int64_t strideA, int64_t strideB, int64_t strideC, int64_t formatA,
+    int64_t formatB) {
+  guarded(ctx, "gptrt_scaled_matmul", [&](Context &) {
+    requireFormat(formatA);
+    requireFormat(formatB);
+    // The CPU emulation: FP8 codes decode exactly to f32, so an f32 GEMM of
+    // the decoded values is the FP8 product up to accumulation order.
+    int64_t aElems = batch == 1 ? m * k : (batch - 1) * strideA + m * k;
+    int64_t bElems = strideB == 0 ? n * k : (batch - 1) * strideB + n * k;
+    std::vector<float> fa(aElems), fb(bElems);
+    for (int64_t i = 0; i < aElems; ++i)
+      fa[i] = fp8Decode(a[i], formatA);
+    for (int64_t i = 0; i < bElems; ++i)
+      fb[i] = fp8Decode(b[i], formatB);
+    cpu::gemmBatched(c, fa.data(), fb.data(), batch, m, n, k, transA != 0,
+                     transB != 0, 0.0f, strideA, strideB, strideC);
+    const float dequant = scaleA[0] * scaleB[0];
+    int64_t cElems = batch == 1 ? m * n : (batch - 1) * strideC + m * n;
+    for (int64_t i = 0; i < cElems; ++i)
+      c[i] /= dequant;
   });
 }
 
@@ -396,6 +487,8 @@ const std::vector<AbiSymbol> &abiSymbols() {
       GPTRT_SYM(gptrt_cross_entropy_fwd), GPTRT_SYM(gptrt_cross_entropy_bwd),
       GPTRT_SYM(gptrt_global_norm),      GPTRT_SYM(gptrt_clip_scale),
       GPTRT_SYM(gptrt_adamw),
+      GPTRT_SYM(gptrt_amax),             GPTRT_SYM(gptrt_scale_from_amax),
+      GPTRT_SYM(gptrt_quantize_fp8),     GPTRT_SYM(gptrt_scaled_matmul),
   };
 #undef GPTRT_SYM
   return symbols;

@@ -1,14 +1,66 @@
 #!/usr/bin/env python3
 """End to end on CPU: gptc compiles the tiny GPT, gptrun trains it on real
-English text (the license texts Debian ships, one token per byte), and the
-training loss falls from about ln(vocab) to well below it while the loss on
-held-out text (GPL-3, evaluated with eval_step) falls too."""
+English text (the license texts Debian ships, one token per byte).
+
+Default check: the training loss falls from about ln(vocab) to well below it
+while the loss on held-out text (GPL-3, evaluated with eval_step) falls too.
+With --compare A,B the same training runs in two precisions (same seed, same
+data) and the final losses must agree within --tolerance (relative): this is
+how an FP8 policy shows it trains as well as bf16."""
 import argparse
 import json
 import math
 import os
 import subprocess
 import sys
+
+
+def train(args, precision, steps):
+    """Compiles and trains in `precision`; returns the JSONL records."""
+    work = os.path.join(args.work, precision)
+    os.makedirs(work, exist_ok=True)
+    artifact = os.path.join(work, "tiny.so")
+    subprocess.run([args.gptc, args.model, "--precision=" + precision, "-o",
+                    artifact], check=True)
+    log = os.path.join(work, "run.jsonl")
+    subprocess.run([args.gptrun, artifact, "--device", "cpu",
+                    "--data", args.work + "/data/train_*.bin",
+                    "--val-data", args.work + "/data/val_*.bin",
+                    "--steps", str(steps), "--lr", "1e-3", "--warmup", "10",
+                    "--eval-every", "50", "--seed", "7", "--log", log], check=True)
+    with open(log) as f:
+        records = [json.loads(line) for line in f]
+    assert len(records) == steps, "expected %d JSONL records, got %d" % (
+        steps, len(records))
+    for key in ("step", "loss", "lr", "grad_norm", "tokens_per_s", "step_ms"):
+        assert all(key in r for r in records), "a record lacks %r" % key
+    return records
+
+
+def final_loss(records):
+    return sum(r["loss"] for r in records[-10:]) / 10
+
+
+def check_falls(records, steps):
+    failures = []
+    first, last = records[0]["loss"], final_loss(records)
+    val = [r["val_loss"] for r in records if "val_loss" in r]
+    ln_vocab = math.log(50257)
+    print("first loss %.3f (ln vocab %.3f), mean of last 10 %.3f, val %s"
+          % (first, ln_vocab, last, " ".join("%.3f" % v for v in val)))
+    if abs(first - ln_vocab) > 1.0:
+        failures.append("first loss %.3f is not near ln(vocab) = %.3f"
+                        % (first, ln_vocab))
+    if last > 3.5:
+        failures.append("training loss only fell to %.3f, expected < 3.5" % last)
+    if len(val) != steps // 50:
+        failures.append("expected %d evaluations, got %d" % (steps // 50, len(val)))
+    elif not (val[-1] < val[0] - 0.2 and val[-1] < 3.5):
+        # The first evaluation comes after 50 steps, when most of the drop
+        # from ln(vocab) has happened; the held-out loss must keep falling.
+        failures.append("validation loss did not fall below 3.5 and by 0.2 "
+                        "from its first evaluation: %s" % val)
+    return failures
 
 
 def main():
@@ -19,45 +71,24 @@ def main():
     parser.add_argument("--shards-script", required=True)
     parser.add_argument("--work", required=True)
     parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--compare", help="two precisions, e.g. bf16,fp8-tensorwise")
+    parser.add_argument("--tolerance", type=float, default=0.03)
     args = parser.parse_args()
     os.makedirs(args.work, exist_ok=True)
-
     subprocess.run([sys.executable, args.shards_script, args.work + "/data",
                     "--licenses"], check=True)
-    artifact = args.work + "/tiny.so"
-    subprocess.run([args.gptc, args.model, "-o", artifact], check=True)
-    log = args.work + "/run.jsonl"
-    subprocess.run([args.gptrun, artifact, "--device", "cpu",
-                    "--data", args.work + "/data/train_*.bin",
-                    "--val-data", args.work + "/data/val_*.bin",
-                    "--steps", str(args.steps), "--lr", "1e-3", "--warmup", "10",
-                    "--eval-every", "50", "--seed", "7", "--log", log], check=True)
 
-    with open(log) as f:
-        records = [json.loads(line) for line in f]
-    assert len(records) == args.steps, "expected %d JSONL records, got %d" % (
-        args.steps, len(records))
-    for key in ("step", "loss", "lr", "grad_norm", "tokens_per_s", "step_ms"):
-        assert all(key in r for r in records), "a record lacks %r" % key
-    first = records[0]["loss"]
-    last = sum(r["loss"] for r in records[-10:]) / 10
-    val = [r["val_loss"] for r in records if "val_loss" in r]
-    ln_vocab = math.log(50257)
-    print("first loss %.3f (ln vocab %.3f), mean of last 10 %.3f, val %s"
-          % (first, ln_vocab, last, " ".join("%.3f" % v for v in val)))
-    failures = []
-    if abs(first - ln_vocab) > 1.0:
-        failures.append("first loss %.3f is not near ln(vocab) = %.3f"
-                        % (first, ln_vocab))
-    if last > 3.5:
-        failures.append("training loss only fell to %.3f, expected < 3.5" % last)
-    if len(val) != args.steps // 50:
-        failures.append("expected %d evaluations, got %d" % (args.steps // 50, len(val)))
-    elif not (val[-1] < val[0] - 0.2 and val[-1] < 3.5):
-        # The first evaluation comes after 50 steps, when most of the drop
-        # from ln(vocab) has happened; the held-out loss must keep falling.
-        failures.append("validation loss did not fall below 3.5 and by 0.2 "
-                        "from its first evaluation: %s" % val)
+    if args.compare:
+        a, b = args.compare.split(",")
+        la, lb = (final_loss(train(args, p, args.steps)) for p in (a, b))
+        gap = abs(lb - la) / la
+        print("final loss (mean of last 10 steps): %s %.4f, %s %.4f, "
+              "relative gap %.4f (tolerance %.4f)" % (a, la, b, lb, gap,
+                                                      args.tolerance))
+        failures = [] if gap <= args.tolerance else [
+            "%s ends %.1f%% away from %s" % (b, 100 * gap, a)]
+    else:
+        failures = check_falls(train(args, "bf16", args.steps), args.steps)
     if failures:
         print("FAILED: " + "; ".join(failures))
         return 1

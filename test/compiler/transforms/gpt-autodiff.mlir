@@ -19,8 +19,8 @@
 // CHECK: %[[SEED:[0-9]+]] = gpt.step_scalar loss_scale
 // CHECK: %[[DLOGITS:[0-9]+]] = gpt.cross_entropy_grad "loss" %[[SEED]], %[[LOGITS]], %[[TGT]], %[[CELSE]] {vocab_size = 60 : i64}
 // The two backward GEMMs of a layer carry their role.
-// CHECK: %[[DY:[0-9]+]] = gpt.matmul "lm_head" %[[DLOGITS]], %[[LMW]] role = grad_input : tensor<?x4x64xf32>, tensor<64x8xf32> -> tensor<?x4x8xf32>
-// CHECK: %[[DW_LM:[0-9]+]] = gpt.matmul "lm_head" {{.*}} transpose_a role = grad_weight : tensor<?x64xf32>, tensor<?x8xf32> -> tensor<64x8xf32>
+// CHECK: %[[DY:[0-9]+]] = gpt.matmul "lm_head" %[[DLOGITS]], %[[LMW]] role = grad_input {gpt.grad_operand = 0 : i64} : tensor<?x4x64xf32>, tensor<64x8xf32> -> tensor<?x4x8xf32>
+// CHECK: %[[DW_LM:[0-9]+]] = gpt.matmul "lm_head" {{.*}} transpose_a role = grad_weight {gpt.grad_operand = 0 : i64} : tensor<?x64xf32>, tensor<?x8xf32> -> tensor<64x8xf32>
 // The tied lm_head accumulates into the embedding's gradient, never its own.
 // CHECK-NOT: gpt.accumulate_grad @lm_head.weight
 // CHECK: gpt.accumulate_grad @wte, %[[DW_LM]] : tensor<64x8xf32>

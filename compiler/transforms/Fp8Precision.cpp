@@ -1,0 +1,121 @@
+// fp8-precision: GEMMs in FP8 with explicit per-tensor scale computation
+// (see Passes.td). Numerics: DESIGN.md section 4.
+#include "compiler/transforms/Passes.h"
+
+#include "mlir/IR/Builders.h"
+
+namespace gptc {
+#define GEN_PASS_DEF_FP8PRECISION
+#include "compiler/transforms/Passes.h.inc"
+} // namespace gptc
+
+using namespace mlir;
+namespace gpt = gptc::gpt;
+namespace fp8 = gptc::fp8;
+
+namespace {
+
+/// The GEMM's (M, N, K), or nullopt for a shape the check cannot read.
+std::optional<std::array<int64_t, 3>> gemmSizes(gpt::MatmulOp op) {
+  auto a = cast<RankedTensorType>(op.getA().getType());
+  auto c = cast<RankedTensorType>(op.getType());
+  if (!a.hasStaticShape() || !c.hasStaticShape())
+    return std::nullopt;
+  int64_t n = c.getShape().back();
+  int64_t m = c.getNumElements() / n;
+  int64_t k = op.getTransposeA() ? a.getShape()[a.getRank() - 2]
+                                 : a.getShape().back();
+  return std::array<int64_t, 3>{m, n, k};
+}
+
+class Fp8PrecisionPass
+    : public gptc::impl::Fp8PrecisionBase<Fp8PrecisionPass> {
+public:
+  using Base::Base;
+
+  void runOnOperation() override {
+    if (policy == "bf16")
+      return;
+    if (policy != "fp8-tensorwise") {
+      getOperation().emitError()
+          << "fp8-precision has no policy '" << policy
+          << "'; use bf16 or fp8-tensorwise";
+      return signalPassFailure();
+    }
+    for (auto func : getOperation().getOps<func::FuncOp>()) {
+      if (func.getName() == "optimizer_step" || func.isExternal())
+        continue;
+      SmallVector<gpt::MatmulOp> matmuls(func.getOps<gpt::MatmulOp>());
+      for (gpt::MatmulOp op : matmuls)
+        rewrite(op);
+    }
+  }
+
+private:
+  bool excluded(StringRef layer) {
+    for (const std::string &pattern : exclude) {
+      StringRef p(pattern);
+      if (p.consume_back("*") ? layer.starts_with(p) : layer == p)
+        return true;
+    }
+    return false;
+  }
+
+  /// amax -> scale -> quantize: `value` as FP8 of `format`, and its scale.
+  std::pair<Value, Value> quantize(OpBuilder &b, Location loc, StringRef layer,
+                                   Value value, fp8::Format format) {
+    MLIRContext *context = &getContext();
+    auto type = cast<RankedTensorType>(value.getType());
+    Type element = format == fp8::Format::E4M3
+                       ? Type(Float8E4M3FNType::get(context))
+                       : Type(Float8E5M2Type::get(context));
+    Type scalar = RankedTensorType::get({}, Float32Type::get(context));
+    Value amax = fp8::AmaxOp::create(b, loc, scalar, layer, value);
+    auto recipe = fp8::RecipeAttr::get(context, format, /*margin=*/0,
+                                       /*power_of_two=*/BoolAttr(),
+                                       llvm::APFloat(1e-12));
+    Value scale =
+        fp8::ScaleFromAmaxOp::create(b, loc, scalar, layer, amax, recipe);
+    Value q = fp8::QuantizeOp::create(
+        b, loc, RankedTensorType::get(type.getShape(), element), layer, value,
+        scale);
+    return {q, scale};
+  }
+
+  void rewrite(gpt::MatmulOp op) {
+    StringRef layer = op.getLayer();
+    if (excluded(layer)) {
+      op->setAttr("fp8.skipped", StringAttr::get(&getContext(), "excluded"));
+      return;
+    }
+    std::optional<std::array<int64_t, 3>> sizes = gemmSizes(op);
+    if (!sizes || llvm::any_of(*sizes, [](int64_t d) { return d % 16 != 0; })) {
+      // FP8 tensor cores need every GEMM dimension to be a multiple of 16.
+      op->setAttr("fp8.skipped",
+                  StringAttr::get(&getContext(),
+                                  "a dimension is not a multiple of 16"));
+      return;
+    }
+    int64_t gradOperand = -1;
+    if (auto attr = op->getAttrOfType<IntegerAttr>("gpt.grad_operand"))
+      gradOperand = attr.getInt();
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    auto [qa, sa] = quantize(b, loc, layer, op.getA(),
+                             gradOperand == 0 ? fp8::Format::E5M2
+                                              : fp8::Format::E4M3);
+    auto [qb, sb] = quantize(b, loc, layer, op.getB(),
+                             gradOperand == 1 ? fp8::Format::E5M2
+                                              : fp8::Format::E4M3);
+    Value product = fp8::ScaledMatmulOp::create(
+        b, loc, op.getType(), /*amax=*/Type(), layer, qa, qb, sa, sb,
+        op.getTransposeA(), op.getTransposeB())
+                        .getResult();
+    if (Value bias = op.getBias())
+      product = gpt::AddOp::create(b, loc, op.getType(), layer, product, bias);
+    op.replaceAllUsesWith(product);
+    op.erase();
+  }
+};
+
+} // namespace

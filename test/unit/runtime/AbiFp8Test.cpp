@@ -1,0 +1,138 @@
+// The precision kernels of the C ABI: gptrt_convert (bf16 storage) and the
+// FP8 ones (amax, scale, quantize, scaled GEMM), against references written
+// here from the formulas of DESIGN.md section 4 and the decoders of Fp8.h.
+#include "runtime/abi/gptrt.h"
+#include "runtime/core/Context.h"
+#include "runtime/cpu/Bf16.h"
+#include "runtime/cpu/Fp8.h"
+#include "test/unit/runtime/TestUtil.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+namespace gptrt::test {
+namespace {
+
+namespace cpu = gptrt::cpu;
+
+class AbiFp8Test : public ::testing::Test {
+protected:
+  Context ctx{Device::Cpu, {}};
+  gptrt_context *h = ctx.handle();
+  void TearDown() override {
+    EXPECT_FALSE(ctx.failed()) << "unexpected kernel error: " << ctx.error();
+  }
+};
+
+std::vector<float> randomF(size_t n, uint64_t seed, double lo, double hi) {
+  return convert<float>(randomVec(n, seed, lo, hi));
+}
+
+TEST_F(AbiFp8Test, ConvertRoundsToBf16AndBack) {
+  std::vector<float> x = randomF(1001, 3, -50.0, 50.0);
+  std::vector<uint16_t> bf(x.size(), 0xFFFF);
+  gptrt_convert(h, x.data(), bf.data(), x.size(), GPTRT_DTYPE_F32,
+                GPTRT_DTYPE_BF16);
+  std::vector<float> back(x.size(), NAN);
+  gptrt_convert(h, bf.data(), back.data(), x.size(), GPTRT_DTYPE_BF16,
+                GPTRT_DTYPE_F32);
+  for (size_t i = 0; i < x.size(); ++i) {
+    EXPECT_EQ(bf[i], cpu::floatToBf16(x[i])) << i;
+    EXPECT_EQ(back[i], cpu::bf16ToFloat(bf[i])) << i;
+    // Round to nearest: within half a bf16 ulp (8 mantissa bits).
+    EXPECT_LE(std::fabs(back[i] - x[i]), std::ldexp(std::fabs(x[i]), -8)) << i;
+  }
+}
+
+TEST_F(AbiFp8Test, ConvertRejectsOtherTypes) {
+  float x = 1.0f, y = 0.0f;
+  gptrt_convert(h, &x, &y, 1, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32);
+  ASSERT_TRUE(ctx.failed());
+  EXPECT_NE(ctx.error().find("expected f32 (1) <-> bf16 (2)"), std::string::npos)
+      << ctx.error();
+  ctx.clearError();
+}
+
+TEST_F(AbiFp8Test, AmaxIsLargestMagnitudeAndPropagatesNaN) {
+  std::vector<float> x = randomF(777, 5, -3.0, 3.0);
+  x[123] = -7.25f;
+  float amax = 0;
+  gptrt_amax(h, x.data(), &amax, x.size());
+  EXPECT_EQ(amax, 7.25f);
+  x[500] = NAN;
+  gptrt_amax(h, x.data(), &amax, x.size());
+  EXPECT_TRUE(std::isnan(amax));
+}
+
+TEST_F(AbiFp8Test, ScaleFromAmax) {
+  float amax = 3.5f, scale = 0;
+  gptrt_scale_from_amax(h, &amax, &scale, 448.0, 0, 0, 1e-12);
+  EXPECT_EQ(scale, 448.0f / 3.5f);
+  // Margin divides by 2^margin, power_of_two rounds down:
+  // 448 / 3 = 149.3, / 2^2 = 37.3, -> 32.
+  amax = 3.0f;
+  gptrt_scale_from_amax(h, &amax, &scale, 448.0, 2, 1, 1e-12);
+  EXPECT_EQ(scale, 32.0f);
+}
+
+TEST_F(AbiFp8Test, ScaleFromAmaxFloorsAmaxAtEps) {
+  float amax = 0.0f, scale = 0;
+  gptrt_scale_from_amax(h, &amax, &scale, 57344.0, 0, 0, 1e-4);
+  EXPECT_EQ(scale, 57344.0f / 1e-4f);
+}
+
+TEST_F(AbiFp8Test, QuantizeMatchesFp8Conversions) {
+  std::vector<float> x = randomF(513, 9, -10.0, 10.0);
+  x[0] = 1e9f;  // saturates
+  float scale = 20.0f;
+  std::vector<uint8_t> q4(x.size()), q5(x.size());
+  gptrt_quantize_fp8(h, x.data(), &scale, q4.data(), x.size(), GPTRT_FP8_E4M3);
+  gptrt_quantize_fp8(h, x.data(), &scale, q5.data(), x.size(), GPTRT_FP8_E5M2);
+  for (size_t i = 0; i < x.size(); ++i) {
+    EXPECT_EQ(q4[i], cpu::floatToE4M3(x[i] * scale)) << i;
+    EXPECT_EQ(q5[i], cpu::floatToE5M2(x[i] * scale)) << i;
+  }
+  EXPECT_EQ(cpu::e4m3ToFloat(q4[0]), 448.0f);
+}
+
+TEST_F(AbiFp8Test, ScaledMatmulIsTheProductOfDecodedValues) {
+  // c[m, n] = sum_k a[m, k] b[n, k] / (sa sb), a E5M2, b E4M3, b transposed.
+  const int64_t m = 7, n = 5, k = 33;
+  std::vector<uint8_t> a(m * k), b(n * k);
+  std::vector<float> xa = randomF(a.size(), 11, -4.0, 4.0),
+                     xb = randomF(b.size(), 12, -4.0, 4.0);
+  for (size_t i = 0; i < a.size(); ++i)
+    a[i] = cpu::floatToE5M2(xa[i] * 8.0f);
+  for (size_t i = 0; i < b.size(); ++i)
+    b[i] = cpu::floatToE4M3(xb[i] * 16.0f);
+  float sa = 8.0f, sb = 16.0f;
+  std::vector<float> c = poisoned<float>(m * n);
+  gptrt_scaled_matmul(h, a.data(), b.data(), &sa, &sb, c.data(), 1, m, n, k,
+                      0, 1, 0, 0, 0, GPTRT_FP8_E5M2, GPTRT_FP8_E4M3);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double want = 0;
+      for (int64_t p = 0; p < k; ++p)
+        want += double(cpu::e5m2ToFloat(a[i * k + p])) *
+                cpu::e4m3ToFloat(b[j * k + p]);
+      want /= double(sa) * sb;
+      EXPECT_NEAR(c[i * n + j], want, 1e-5 * (1 + std::fabs(want)))
+          << i << "," << j;
+    }
+}
+
+TEST_F(AbiFp8Test, ScaledMatmulRejectsUnknownFormat) {
+  uint8_t a = 0, b = 0;
+  float s = 1, c = 0;
+  gptrt_scaled_matmul(h, &a, &b, &s, &s, &c, 1, 1, 1, 1, 0, 0, 0, 0, 0, 7, 0);
+  ASSERT_TRUE(ctx.failed());
+  EXPECT_NE(ctx.error().find("expected 0 (E4M3) or 1 (E5M2)"), std::string::npos);
+  ctx.clearError();
+}
+
+} // namespace
+} // namespace gptrt::test
