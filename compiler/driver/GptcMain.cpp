@@ -7,6 +7,7 @@
 
 #include "compiler/driver/ModelSummary.h"
 #include "compiler/driver/OutputFile.h"
+#include "compiler/driver/PrecisionTable.h"
 #include "compiler/target/Manifest.h"
 #include "compiler/target/ObjectFile.h"
 #include "compiler/transforms/Passes.h"
@@ -192,6 +193,7 @@ int gptcMain(int argc, char **argv) {
         batch = b.getInt();
   }
 
+  std::string precisionTable;
   // A report without --emit still plans memory, on the side.
   Phase runTo = std::max(phase, report ? Phase::Rt : Phase::None);
   OwningOpRef<ModuleOp> planned;
@@ -219,12 +221,18 @@ int gptcMain(int argc, char **argv) {
     GptPrecisionOptions storage;
     storage.precision = precision == "fp32" ? "fp32" : "bf16";
     pm.addPass(createGptPrecision(storage));
-    if (runTo >= Phase::Rt) {
-      pm.addPass(createRtBufferize());
-      pm.addPass(createRtPlanMemory());
-    }
     if (failed(pm.run(work)))
       return 1;
+    // Read before bufferization, while the GEMMs are still gpt/fp8 ops.
+    llvm::raw_string_ostream tableStream(precisionTable);
+    printPrecisionTable(work, precision, tableStream);
+    if (runTo >= Phase::Rt) {
+      PassManager lower(&context);
+      lower.addPass(createRtBufferize());
+      lower.addPass(createRtPlanMemory());
+      if (failed(lower.run(work)))
+        return 1;
+    }
   }
   if (report && runTo >= Phase::Rt) {
     int64_t seq = seqLength;
@@ -234,11 +242,11 @@ int gptcMain(int argc, char **argv) {
     printMemory(work, precision, batch, seq, reportStream);
   }
   if (report)
-    llvm::outs() << reportText;
+    llvm::outs() << reportText << precisionTable;
 
   if (phase >= Phase::Llvm) {
     ManifestInputs inputs{succeeded(summary) ? &*summary : nullptr, batch,
-                          precision, reportText};
+                          precision, reportText, precisionTable};
     FailureOr<std::string> manifest = buildManifest(work, inputs);
     if (failed(manifest))
       return 1;

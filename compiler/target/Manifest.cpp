@@ -64,6 +64,7 @@ public:
     m.set_micro_batch(in.microBatch);
     m.set_precision(in.precision);
     m.set_report(in.report);
+    m.set_precision_table(in.precisionTable);
     if (const ModelSummary *s = in.summary) {
       pb::ModelConfig *config = m.mutable_model();
       config->set_name(s->model);

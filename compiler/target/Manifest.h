@@ -16,7 +16,8 @@ struct ManifestInputs {
   const ModelSummary *summary = nullptr;
   int64_t microBatch = 0;
   std::string precision;
-  std::string report;  ///< gptc --report's text, printed by gptrun
+  std::string report;          ///< gptc --report's text
+  std::string precisionTable;  ///< one row per GEMM, printed by gptrun
 };
 
 /// The serialized manifest, or a diagnostic on `module` and failure.

@@ -107,10 +107,14 @@ private:
     auto [qb, sb] = quantize(b, loc, layer, op.getB(),
                              gradOperand == 1 ? fp8::Format::E5M2
                                               : fp8::Format::E4M3);
-    Value product = fp8::ScaledMatmulOp::create(
+    auto scaled = fp8::ScaledMatmulOp::create(
         b, loc, op.getType(), /*amax=*/Type(), layer, qa, qb, sa, sb,
-        op.getTransposeA(), op.getTransposeB())
-                        .getResult();
+        op.getTransposeA(), op.getTransposeB());
+    // Which GEMM of the layer this is, for the precision report.
+    scaled->setAttr("gpt.role", StringAttr::get(&getContext(),
+                                                gpt::stringifyGemmRole(
+                                                    op.getRole())));
+    Value product = scaled.getResult();
     if (Value bias = op.getBias())
       product = gpt::AddOp::create(b, loc, op.getType(), layer, product, bias);
     op.replaceAllUsesWith(product);

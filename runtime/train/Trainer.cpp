@@ -106,6 +106,8 @@ float train(const TrainOptions &o) {
               static_cast<long long>(accumulation),
               static_cast<long long>(o.steps),
               static_cast<long long>(manifest.num_params()));
+  if (!o.quiet && !manifest.precision_table().empty())
+    std::printf("%s", manifest.precision_table().c_str());
   std::fflush(stdout);
 
   Clock::time_point start = Clock::now();

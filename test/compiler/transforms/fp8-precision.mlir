@@ -12,14 +12,14 @@
 // CHECK: %[[AW:.*]] = fp8.amax "fc" %arg1 : tensor<48x16xf32>
 // CHECK: %[[SW:.*]] = fp8.scale_from_amax "fc" %[[AW]] recipe <format = e4m3>
 // CHECK: %[[QW:.*]] = fp8.quantize "fc" %arg1, %[[SW]] : tensor<48x16xf32> -> tensor<48x16xf8E4M3FN>
-// CHECK: %[[Y:.*]] = fp8.scaled_matmul "fc" %[[QX]], %[[QW]] scales(%[[SX]], %[[SW]]) transpose_b : tensor<32x16xf8E4M3FN>, tensor<48x16xf8E4M3FN> -> tensor<32x48xf32>
+// CHECK: %[[Y:.*]] = fp8.scaled_matmul "fc" %[[QX]], %[[QW]] scales(%[[SX]], %[[SW]]) transpose_b {gpt.role = "forward"} : tensor<32x16xf8E4M3FN>, tensor<48x16xf8E4M3FN> -> tensor<32x48xf32>
 // CHECK: %[[YB:.*]] = gpt.add "fc" %[[Y]], %arg2 : tensor<32x48xf32>, tensor<48xf32> -> tensor<32x48xf32>
 // CHECK: fp8.scale_from_amax "fc" %{{.*}} recipe <format = e5m2>
 // CHECK: fp8.quantize "fc" %arg3, %{{.*}} : tensor<32x48xf32> -> tensor<32x48xf8E5M2>
-// CHECK: fp8.scaled_matmul "fc" %{{.*}}, %{{.*}} scales(%{{.*}}, %{{.*}}) : tensor<32x48xf8E5M2>, tensor<48x16xf8E4M3FN> -> tensor<32x16xf32>
+// CHECK: fp8.scaled_matmul "fc" %{{.*}}, %{{.*}} scales(%{{.*}}, %{{.*}}) {gpt.role = "grad_input"} : tensor<32x48xf8E5M2>, tensor<48x16xf8E4M3FN> -> tensor<32x16xf32>
 // The weight gradient: gradient operand second here.
 // CHECK: fp8.quantize "fc" %arg3, %{{.*}} : tensor<32x48xf32> -> tensor<32x48xf8E5M2>
-// CHECK: fp8.scaled_matmul "fc" {{.*}} transpose_a : tensor<32x16xf8E4M3FN>, tensor<32x48xf8E5M2> -> tensor<16x48xf32>
+// CHECK: fp8.scaled_matmul "fc" {{.*}} transpose_a {gpt.role = "grad_weight"} : tensor<32x16xf8E4M3FN>, tensor<32x48xf8E5M2> -> tensor<16x48xf32>
 // A GEMM with a dimension that is not a multiple of 16 stays as it is.
 // CHECK: gpt.matmul "odd" {{.*}} {fp8.skipped = "a dimension is not a multiple of 16"}
 // CHECK-NOT: gpt.matmul "fc"
