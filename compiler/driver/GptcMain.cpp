@@ -1,6 +1,6 @@
 // gptc's command line and phases (see GptcMain.h): parse and verify (gpt),
-// gpt-specialize + gpt-autodiff + gpt-optimizer + gpt-precision
-// (autodiff), rt-bufferize +
+// gpt-specialize + gpt-autodiff + gpt-optimizer (autodiff), fp8-precision
+// + gpt-precision (fp8), rt-bufferize +
 // rt-plan-memory (rt), rt-to-llvm and translation (llvm), object code (obj)
 // and the shared object with its manifest (so).
 #include "compiler/driver/GptcMain.h"
@@ -32,7 +32,7 @@ namespace gptc {
 namespace {
 
 /// Phases in pipeline order: emitting one runs every phase before it.
-enum class Phase { None, Gpt, Autodiff, Rt, Llvm, Obj, So };
+enum class Phase { None, Gpt, Autodiff, Fp8, Rt, Llvm, Obj, So };
 
 int fail(const llvm::Twine &message) {
   llvm::WithColor::error(llvm::errs(), "gptc") << message << "\n";
@@ -85,6 +85,8 @@ int gptcMain(int argc, char **argv) {
           clEnumValN(Phase::Gpt, "gpt", "the parsed and verified gpt dialect"),
           clEnumValN(Phase::Autodiff, "autodiff",
                      "train_step, eval_step, logits and optimizer_step"),
+          clEnumValN(Phase::Fp8, "fp8",
+                     "after the precision passes (FP8 GEMMs, bf16 casts)"),
           clEnumValN(Phase::Rt, "rt", "buffers, kernel calls, memory plan"),
           clEnumValN(Phase::Llvm, "llvm", "LLVM IR of the entry points"),
           clEnumValN(Phase::Obj, "obj", "an object file"),
@@ -136,7 +138,7 @@ int gptcMain(int argc, char **argv) {
     phase = Phase::So;
   if (!report && phase == Phase::None)
     return fail("nothing to do: pass -o FILE.so to compile, --report, or "
-                "--emit=gpt|autodiff|rt|llvm|obj|so with -o");
+                "--emit=gpt|autodiff|fp8|rt|llvm|obj|so with -o");
   if (phase >= Phase::Obj && (outputFile.empty() || outputFile == "-"))
     return fail("--emit=obj and --emit=so write a file: pass -o FILE");
   if (phase != Phase::None && outputFile.empty())
@@ -212,6 +214,11 @@ int gptcMain(int argc, char **argv) {
     autodiff.recompute.assign(recompute.begin(), recompute.end());
     pm.addPass(createGptAutodiff(autodiff));
     pm.addPass(createGptOptimizer());
+    if (failed(pm.run(work)))
+      return 1;
+  }
+  if (runTo >= Phase::Fp8) {
+    PassManager pm(&context);
     if (precision == "fp8-tensorwise") {
       Fp8PrecisionOptions fp8;
       fp8.policy = precision;
