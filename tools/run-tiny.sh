@@ -20,5 +20,5 @@ GPT_DATA="$build/bin/gpt-data" bash "$root/tools/prepare-brown.sh" "$build/data/
   --data "$build/data/brown/train_*.bin" \
   --val-data "$build/data/brown/val_*.bin" \
   --steps "$steps" --lr 1e-3 --warmup 20 --eval-every 50 \
-  --log "$build/gpt2-tiny.jsonl"
+  --log "$build/gpt2-tiny.jsonl" --sample-tokens 48 --prompt "The jury said"
 echo "metrics: $build/gpt2-tiny.jsonl"

@@ -185,6 +185,13 @@ float train(const TrainOptions &o) {
     std::printf("\n");
   if (!o.dump.empty())
     exportParams(manifest, ctx, (fs::path(o.dump) / "final").string());
+  if (o.sample.tokens > 0) {
+    std::printf("sample (%lld tokens, temperature %.2f, top-k %lld):\n%s\n",
+                static_cast<long long>(o.sample.tokens), o.sample.temperature,
+                static_cast<long long>(o.sample.topK),
+                sample(artifact, ctx, o.sample).c_str());
+    std::fflush(stdout);
+  }
   return loss;
 }
 

@@ -4,6 +4,7 @@
 #ifndef GPTRT_TRAIN_TRAINER_H
 #define GPTRT_TRAIN_TRAINER_H
 
+#include "runtime/train/Sampler.h"
 #include "runtime/train/Schedule.h"
 
 #include <cstdint>
@@ -25,6 +26,7 @@ struct TrainOptions {
   int64_t evalBatches = 8;
   std::string dump;          ///< directory for parameter/gradient dumps
   bool quiet = false;        ///< no live progress line
+  SampleOptions sample;      ///< printed after training when tokens > 0
 };
 
 /// Runs the whole training; throws std::runtime_error with one clear line

@@ -23,11 +23,18 @@ def train(args, precision, steps):
     subprocess.run([args.gptc, args.model, "--precision=" + precision, "-o",
                     artifact], check=True)
     log = os.path.join(work, "run.jsonl")
-    subprocess.run([args.gptrun, artifact, "--device", "cpu",
-                    "--data", args.work + "/data/train_*.bin",
-                    "--val-data", args.work + "/data/val_*.bin",
-                    "--steps", str(steps), "--lr", "1e-3", "--warmup", "10",
-                    "--eval-every", "50", "--seed", "7", "--log", log], check=True)
+    run = subprocess.run([args.gptrun, artifact, "--device", "cpu",
+                          "--data", args.work + "/data/train_*.bin",
+                          "--val-data", args.work + "/data/val_*.bin",
+                          "--steps", str(steps), "--lr", "1e-3", "--warmup", "10",
+                          "--eval-every", "50", "--seed", "7", "--log", log,
+                          "--sample-tokens", "16", "--prompt", "The "],
+                         check=True, capture_output=True, encoding="utf-8")
+    sys.stdout.write(run.stdout)
+    # The compiled logits entry point talks back after training.
+    assert "sample (16 tokens" in run.stdout, "gptrun printed no sample"
+    assert run.stdout.split("top-k 40):\n", 1)[1].startswith("The "), \
+        "the sample does not continue the prompt"
     with open(log) as f:
         records = [json.loads(line) for line in f]
     assert len(records) == steps, "expected %d JSONL records, got %d" % (

