@@ -1,6 +1,7 @@
 // The training loop behind gptrun (see Trainer.h).
 #include "runtime/train/Trainer.h"
 
+#include "runtime/ckpt/Checkpoint.h"
 #include "runtime/core/Artifact.h"
 #include "runtime/core/Context.h"
 #include "runtime/core/Io.h"
@@ -86,13 +87,29 @@ float train(const TrainOptions &o) {
   }
 
   initParams(manifest, ctx, o.seed);
+  int64_t firstStep = 0;
+  if (!o.resume.empty()) {
+    if (o.resume == "latest" && o.ckptDir.empty())
+      throw std::runtime_error("--resume without a path needs --ckpt-dir to "
+                               "find the latest checkpoint in");
+    std::string path =
+        ckpt::resolve(o.resume == "latest" ? o.ckptDir : o.resume);
+    gptc::checkpoint::Checkpoint state =
+        ckpt::load(path, manifest, ctx, /*worldSize=*/1);
+    firstStep = state.step();
+    loader.restore({state.data_shard(), state.data_offset(), state.data_epoch()});
+    std::printf("gptrun: resumed from %s at step %lld\n", path.c_str(),
+                static_cast<long long>(firstStep));
+  }
   namespace fs = std::filesystem;
   if (!o.dump.empty())
     exportParams(manifest, ctx, (fs::path(o.dump) / "init").string());
 
   std::ofstream log;
   if (!o.log.empty()) {
-    log.open(o.log, std::ios::trunc);
+    // A resumed run appends to the log of the run it continues.
+    log.open(o.log, firstStep > 0 ? std::ios::app : std::ios::trunc);
+    log.precision(9);  // enough digits to tell any two f32 values apart
     if (!log)
       throw std::runtime_error("cannot write --log " + o.log +
                                ": choose a writable path");
@@ -112,7 +129,7 @@ float train(const TrainOptions &o) {
 
   Clock::time_point start = Clock::now();
   float loss = NAN;
-  for (int64_t step = 0; step < o.steps; ++step) {
+  for (int64_t step = firstStep; step < o.steps; ++step) {
     Clock::time_point stepStart = Clock::now();
     ctx.setLossScale(1.0f / static_cast<float>(accumulation));
     double lossSum = 0;
@@ -149,7 +166,7 @@ float train(const TrainOptions &o) {
       valLoss = evaluate(artifact, ctx, *valLoader, o.evalBatches);
 
     double elapsed = secondsSince(start);
-    double eta = elapsed / (step + 1) * (o.steps - step - 1);
+    double eta = elapsed / (step + 1 - firstStep) * (o.steps - step - 1);
     char line[256];
     std::snprintf(line, sizeof(line),
                   "step %lld/%lld | loss %.4f | lr %.2e | norm %.3f | "
@@ -179,6 +196,27 @@ float train(const TrainOptions &o) {
         log << ", \"val_loss\": " << valLoss;
       log << "}\n";
       log.flush();
+    }
+    if (!o.ckptDir.empty() &&
+        (last || (o.ckptEvery > 0 && (step + 1) % o.ckptEvery == 0))) {
+      gptc::checkpoint::Checkpoint state;
+      state.set_step(step + 1);
+      state.set_world_size(1);
+      data::Position at = loader.position();
+      state.set_data_shard(at.shard);
+      state.set_data_offset(at.offset);
+      state.set_data_epoch(at.epoch);
+      auto *config = state.mutable_config();
+      config->set_total_steps(o.steps);
+      config->set_total_batch_tokens(batchTokens);
+      config->set_max_lr(o.schedule.maxLr);
+      config->set_min_lr_fraction(o.schedule.minLrFraction);
+      config->set_warmup_steps(o.schedule.warmupSteps);
+      config->set_seed(o.seed);
+      config->set_data(o.data);
+      std::string path = ckpt::save(o.ckptDir, manifest, ctx, state, o.keep);
+      if (!o.quiet && !live)
+        std::printf("checkpoint %s\n", path.c_str());
     }
   }
   if (live)

@@ -27,6 +27,10 @@ struct TrainOptions {
   std::string dump;          ///< directory for parameter/gradient dumps
   bool quiet = false;        ///< no live progress line
   SampleOptions sample;      ///< printed after training when tokens > 0
+  std::string ckptDir;       ///< where checkpoints go; empty: none
+  int64_t ckptEvery = 0;     ///< steps between checkpoints (and one at the end)
+  int keep = 0;              ///< newest checkpoints kept; 0: all
+  std::string resume;        ///< "latest" (in ckptDir) or a checkpoint path
 };
 
 /// Runs the whole training; throws std::runtime_error with one clear line

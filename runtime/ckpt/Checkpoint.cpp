@@ -1,0 +1,210 @@
+// Checkpoint writer and reader (see Checkpoint.h).
+#include "runtime/ckpt/Checkpoint.h"
+
+#include "runtime/abi/manifest.pb.h"
+#include "runtime/core/Context.h"
+#include "runtime/core/Rng.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <stdexcept>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <vector>
+
+namespace fs = std::filesystem;
+namespace mf = gptc::manifest;
+namespace cp = gptc::checkpoint;
+
+namespace gptrt::ckpt {
+
+namespace {
+
+constexpr uint32_t kFormatVersion = 1;
+constexpr const char *kIndexFile = "checkpoint.pb";
+constexpr const char *kLatestFile = "latest";
+
+[[noreturn]] void ioError(const std::string &what, const fs::path &path) {
+  throw std::runtime_error(what + " " + path.string() + ": " +
+                           std::strerror(errno) +
+                           "; check the disk and the --ckpt-dir permissions");
+}
+
+/// Writes and fsyncs `bytes` to `path`.
+void writeDurably(const fs::path &path, const void *bytes, size_t size) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0)
+    ioError("cannot create", path);
+  const char *p = static_cast<const char *>(bytes);
+  while (size > 0) {
+    ssize_t n = ::write(fd, p, size);
+    if (n < 0) {
+      ::close(fd);
+      ioError("cannot write", path);
+    }
+    p += n;
+    size -= static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0)
+    ioError("cannot flush", path);
+}
+
+void syncDirectory(const fs::path &dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+}
+
+bool persistent(mf::ArenaKind kind) {
+  return kind == mf::PARAMS || kind == mf::OPTIMIZER || kind == mf::FP8_STATE;
+}
+
+std::string stepName(int64_t step) {
+  char name[32];
+  std::snprintf(name, sizeof(name), "step_%08lld", static_cast<long long>(step));
+  return name;
+}
+
+} // namespace
+
+uint64_t manifestHash(const mf::Manifest &manifest) {
+  std::string bytes;
+  manifest.SerializeToString(&bytes);
+  return fnv1a64(bytes);
+}
+
+std::string save(const std::string &dir, const mf::Manifest &manifest,
+                 const Context &ctx, cp::Checkpoint index, int keep) {
+  fs::path root(dir);
+  std::error_code ec;
+  fs::create_directories(root, ec);
+  if (ec)
+    throw std::runtime_error("cannot create --ckpt-dir " + dir + ": " +
+                             ec.message());
+  fs::path final = root / stepName(index.step());
+  fs::path tmp = root / (stepName(index.step()) + ".tmp");
+  fs::remove_all(tmp);
+  fs::create_directory(tmp);
+
+  index.set_format_version(kFormatVersion);
+  index.set_manifest_hash(manifestHash(manifest));
+  for (int i = 0; i < manifest.arenas_size(); ++i) {
+    const mf::Arena &arena = manifest.arenas(i);
+    if (!persistent(arena.kind()))
+      continue;
+    cp::ArenaFile *file = index.add_arenas();
+    file->set_name(arena.name());
+    file->set_file(arena.name() + ".bin");
+    file->set_size(ctx.arenaSize(i));
+    const char *bytes = static_cast<const char *>(ctx.arenaBase(i));
+    file->set_fnv1a64(fnv1a64(std::string_view(bytes, ctx.arenaSize(i))));
+    writeDurably(tmp / file->file(), bytes, ctx.arenaSize(i));
+  }
+  std::string serialized;
+  index.SerializeToString(&serialized);
+  writeDurably(tmp / kIndexFile, serialized.data(), serialized.size());
+  syncDirectory(tmp);
+
+  fs::remove_all(final);
+  fs::rename(tmp, final);
+  // `latest` is replaced by rename too: it always names a whole checkpoint.
+  fs::path latestTmp = root / (std::string(kLatestFile) + ".tmp");
+  std::string name = final.filename().string() + "\n";
+  writeDurably(latestTmp, name.data(), name.size());
+  fs::rename(latestTmp, root / kLatestFile);
+  syncDirectory(root);
+
+  if (keep > 0) {
+    std::vector<fs::path> steps;
+    for (const auto &entry : fs::directory_iterator(root)) {
+      std::string n = entry.path().filename().string();
+      if (entry.is_directory() && n.rfind("step_", 0) == 0 &&
+          n.find(".tmp") == std::string::npos)
+        steps.push_back(entry.path());
+    }
+    std::sort(steps.begin(), steps.end());
+    for (size_t i = 0; i + keep < steps.size(); ++i)
+      fs::remove_all(steps[i]);
+  }
+  return final.string();
+}
+
+std::string resolve(const std::string &path) {
+  fs::path p(path);
+  if (fs::exists(p / kIndexFile))
+    return p.string();
+  std::ifstream latest(p / kLatestFile);
+  std::string name;
+  if (latest && std::getline(latest, name) && !name.empty() &&
+      fs::exists(p / name / kIndexFile))
+    return (p / name).string();
+  throw std::runtime_error("no checkpoint at " + path +
+                           ": expected a checkpoint directory (holding " +
+                           kIndexFile + ") or a --ckpt-dir with a '" +
+                           kLatestFile + "' file; train with --ckpt-every N "
+                           "first or give the right path");
+}
+
+cp::Checkpoint load(const std::string &path, const mf::Manifest &manifest,
+                    Context &ctx, int worldSize) {
+  fs::path dir(path);
+  std::ifstream in(dir / kIndexFile, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)),
+                    std::istreambuf_iterator<char>());
+  cp::Checkpoint index;
+  if (!in || !index.ParseFromString(bytes))
+    throw std::runtime_error("checkpoint " + path + " has no readable " +
+                             kIndexFile + ": it is not a gptrun checkpoint or "
+                             "is damaged; resume from another one");
+  if (index.format_version() != kFormatVersion)
+    throw std::runtime_error(
+        "checkpoint " + path + " has format " +
+        std::to_string(index.format_version()) + ", this gptrun reads " +
+        std::to_string(kFormatVersion) + ": resume with the gptrun that wrote it");
+  if (index.manifest_hash() != manifestHash(manifest))
+    throw std::runtime_error(
+        "checkpoint " + path + " was written by an artifact with a different "
+        "manifest (model, micro-batch, precision or gptc version differ): "
+        "resume with the artifact that wrote it, or start a new run");
+  if (index.world_size() != worldSize)
+    throw std::runtime_error(
+        "checkpoint " + path + " was written by " +
+        std::to_string(index.world_size()) + " worker(s), this run has " +
+        std::to_string(worldSize) + ": resume with the same world size");
+  for (const cp::ArenaFile &file : index.arenas()) {
+    int arena = -1;
+    for (int i = 0; i < manifest.arenas_size(); ++i)
+      if (manifest.arenas(i).name() == file.name())
+        arena = i;
+    if (arena < 0 || ctx.arenaSize(arena) != file.size())
+      throw std::runtime_error("checkpoint " + path + " holds arena '" +
+                               file.name() + "' of " +
+                               std::to_string(file.size()) +
+                               " bytes, which this artifact does not have");
+    std::ifstream data(dir / file.file(), std::ios::binary);
+    data.read(static_cast<char *>(ctx.arenaBase(arena)), file.size());
+    if (!data || static_cast<uint64_t>(data.gcount()) != file.size())
+      throw std::runtime_error("checkpoint file " +
+                               (dir / file.file()).string() +
+                               " is shorter than " +
+                               std::to_string(file.size()) +
+                               " bytes: resume from another checkpoint");
+    const char *restored = static_cast<const char *>(ctx.arenaBase(arena));
+    if (fnv1a64(std::string_view(restored, file.size())) != file.fnv1a64())
+      throw std::runtime_error("checkpoint file " +
+                               (dir / file.file()).string() +
+                               " does not match its checksum: it is corrupt; "
+                               "resume from another checkpoint");
+  }
+  return index;
+}
+
+} // namespace gptrt::ckpt
