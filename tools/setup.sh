@@ -17,6 +17,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   # PyTorch CPU reference for parity tests (test-only)
   python3-torch python3-numpy
+  # gptrun plot draws training curves with gnuplot
+  gnuplot-nox
   # Unicode letter/number classes for the tokenizer (build-time only: the
   # table is generated into the runtime, which does not link ICU)
   libicu-dev

@@ -4,6 +4,7 @@
 //   gptrun export tiny.so --seed 1337 -o init/
 //
 // Plain C++ over the runtime libraries: no MLIR or LLVM where training runs.
+#include "runtime/train/Plot.h"
 #include "runtime/train/Trainer.h"
 
 #include <cstdio>
@@ -13,12 +14,14 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace {
 
 const char *kUsage =
     "usage: gptrun ARTIFACT.so --data GLOB [options]\n"
     "       gptrun export ARTIFACT.so [--seed S] -o DIR\n"
+    "       gptrun plot RUN.jsonl [RUN2.jsonl ...] -o curves.png\n"
     "\n"
     "training options:\n"
     "  --device cpu               where to run (cpu; cuda comes later)\n"
@@ -117,6 +120,23 @@ int main(int argc, char **argv) {
   if (argc < 2)
     usageError("no artifact given");
   try {
+    if (std::string(argv[1]) == "plot") {
+      std::vector<std::string> runs;
+      std::string out;
+      for (int i = 2; i < argc; ++i) {
+        std::string arg = argv[i];
+        if (arg == "-o" && i + 1 < argc)
+          out = argv[++i];
+        else if (arg.rfind("-", 0) == 0)
+          usageError("unknown plot argument '" + arg + "'");
+        else
+          runs.push_back(arg);
+      }
+      if (runs.empty() || out.empty())
+        usageError("plot needs one or more run logs and -o FILE.png");
+      gptrt::train::plotRuns(runs, out);
+      return 0;
+    }
     if (std::string(argv[1]) == "export") {
       std::string artifact, out;
       uint64_t seed = 1337;
