@@ -233,6 +233,41 @@ float train(const TrainOptions &o) {
   return loss;
 }
 
+namespace {
+
+/// A context holding `checkpoint`'s parameters for `artifact`.
+std::unique_ptr<Context> restore(const Artifact &artifact,
+                                 const std::string &checkpoint) {
+  auto ctx = std::make_unique<Context>(artifact.manifest());
+  ckpt::load(ckpt::resolve(checkpoint), artifact.manifest(), *ctx,
+             /*worldSize=*/1);
+  return ctx;
+}
+
+} // namespace
+
+float evaluateCheckpoint(const std::string &path, const std::string &checkpoint,
+                         const std::string &valData, int64_t batches) {
+  Artifact artifact(path);
+  std::unique_ptr<Context> ctx = restore(artifact, checkpoint);
+  const auto &manifest = artifact.manifest();
+  data::DataLoader loader(valData, manifest.micro_batch(), manifest.seq());
+  if (batches <= 0 || loader.windowsPerEpoch() < batches)
+    throw std::runtime_error(
+        "--eval-batches " + std::to_string(batches) + " must be in 1.." +
+        std::to_string(loader.windowsPerEpoch()) + " (batches in " + valData +
+        ")");
+  return evaluate(artifact, *ctx, loader, batches);
+}
+
+std::string sampleCheckpoint(const std::string &path,
+                             const std::string &checkpoint,
+                             const SampleOptions &options) {
+  Artifact artifact(path);
+  std::unique_ptr<Context> ctx = restore(artifact, checkpoint);
+  return sample(artifact, *ctx, options);
+}
+
 void exportInitialParams(const std::string &path, uint64_t seed,
                          const std::string &dir) {
   Artifact artifact(path);

@@ -37,6 +37,17 @@ struct TrainOptions {
 /// on bad input. Returns the last training loss.
 float train(const TrainOptions &options);
 
+/// Mean eval_step loss of `artifact` with the parameters of `checkpoint`
+/// over the first `batches` batches of `valData`.
+float evaluateCheckpoint(const std::string &artifact,
+                         const std::string &checkpoint,
+                         const std::string &valData, int64_t batches);
+
+/// Text from `artifact` with the parameters of `checkpoint`.
+std::string sampleCheckpoint(const std::string &artifact,
+                             const std::string &checkpoint,
+                             const SampleOptions &options);
+
 /// Writes the initial parameters of `artifact` (initialised with `seed`) to
 /// `dir` in the export format of runtime/core/Params.h.
 void exportInitialParams(const std::string &artifact, uint64_t seed,

@@ -64,6 +64,19 @@ def main():
     if "at step 40" not in run.stdout:
         failures.append("--resume without a path did not take the latest: " + run.stdout)
 
+    # eval and sample work from a checkpoint.
+    run = subprocess.run([args.gptrun, "eval", art, work + "/ckpt",
+                          "--val-data", work + "/data/val_*.bin", "--eval-batches", "4"],
+                         check=True, capture_output=True, text=True)
+    value = float(run.stdout.split("val loss", 1)[1])
+    if not 0.0 < value < straight[0]:
+        failures.append("gptrun eval gave %r, expected below the first loss" % value)
+    run = subprocess.run([args.gptrun, "sample", art, work + "/ckpt", "--prompt",
+                          "The ", "--tokens", "8"], check=True, capture_output=True,
+                         encoding="utf-8")
+    if not run.stdout.startswith("The "):
+        failures.append("gptrun sample did not continue the prompt: %r" % run.stdout)
+
     # Another artifact (another micro-batch) is refused.
     other = work + "/other.so"
     subprocess.run([args.gptc, args.model, "--micro-batch", "2", "-o", other], check=True)

@@ -22,6 +22,10 @@ const char *kUsage =
     "usage: gptrun ARTIFACT.so --data GLOB [options]\n"
     "       gptrun export ARTIFACT.so [--seed S] -o DIR\n"
     "       gptrun plot RUN.jsonl [RUN2.jsonl ...] -o curves.png\n"
+    "       gptrun eval ARTIFACT.so CHECKPOINT --val-data GLOB [--eval-batches N]\n"
+    "       gptrun sample ARTIFACT.so CHECKPOINT [--prompt TEXT] [--tokens N]\n"
+    "              [--temperature T] [--top-k K] [--seed S] [--vocab DIR]\n"
+    "       (CHECKPOINT: a checkpoint directory, or a --ckpt-dir for its latest)\n"
     "\n"
     "training options:\n"
     "  --device cpu               where to run (cpu; cuda comes later)\n"
@@ -135,6 +139,37 @@ int main(int argc, char **argv) {
       if (runs.empty() || out.empty())
         usageError("plot needs one or more run logs and -o FILE.png");
       gptrt::train::plotRuns(runs, out);
+      return 0;
+    }
+    if (std::string(argv[1]) == "eval" || std::string(argv[1]) == "sample") {
+      bool eval = std::string(argv[1]) == "eval";
+      if (argc < 4)
+        usageError(std::string(argv[1]) + " needs an artifact and a checkpoint");
+      std::string artifact = argv[2], checkpoint = argv[3], valData;
+      int64_t batches = 8;
+      gptrt::train::SampleOptions sample;
+      sample.tokens = 64;
+      parseFlags(argc, argv, 4,
+                 {{"--val-data", [&](const std::string &v) { valData = v; }},
+                  {"--eval-batches",
+                   [&](const std::string &v) { batches = toInt("--eval-batches", v); }},
+                  {"--prompt", [&](const std::string &v) { sample.prompt = v; }},
+                  {"--tokens", [&](const std::string &v) { sample.tokens = toInt("--tokens", v); }},
+                  {"--temperature",
+                   [&](const std::string &v) { sample.temperature = toReal("--temperature", v); }},
+                  {"--top-k", [&](const std::string &v) { sample.topK = toInt("--top-k", v); }},
+                  {"--seed", [&](const std::string &v) { sample.seed = toInt("--seed", v); }},
+                  {"--vocab", [&](const std::string &v) { sample.vocab = v; }}},
+                 nullptr, nullptr);
+      if (eval) {
+        if (valData.empty())
+          usageError("eval needs --val-data GLOB");
+        std::printf("val loss %.6f\n", gptrt::train::evaluateCheckpoint(
+                                            artifact, checkpoint, valData, batches));
+      } else {
+        std::printf("%s\n", gptrt::train::sampleCheckpoint(artifact, checkpoint,
+                                                            sample).c_str());
+      }
       return 0;
     }
     if (std::string(argv[1]) == "export") {
