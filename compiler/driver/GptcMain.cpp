@@ -107,7 +107,8 @@ int gptcMain(int argc, char **argv) {
       llvm::cl::desc("bf16 (default: bf16 storage of activations and GEMM "
                      "inputs, f32 compute and master weights), fp8-tensorwise "
                      "(GEMMs in FP8 with per-tensor current scaling, the rest "
-                     "as bf16) or fp32 (parity tests)"),
+                     "as bf16), fp8-delayed (scales from an amax history) or "
+                     "fp32 (parity tests)"),
       llvm::cl::init("bf16"), llvm::cl::cat(category));
   llvm::cl::list<std::string> fp8Exclude(
       "fp8-exclude",
@@ -144,10 +145,10 @@ int gptcMain(int argc, char **argv) {
   if (phase != Phase::None && outputFile.empty())
     outputFile = "-";
   if (precision != "fp32" && precision != "bf16" &&
-      precision != "fp8-tensorwise")
+      precision != "fp8-tensorwise" && precision != "fp8-delayed")
     return fail("--precision=" + precision +
-                " is not available in this gptc: use bf16, fp8-tensorwise or "
-                "fp32");
+                " is not available in this gptc: use bf16, fp8-tensorwise, "
+                "fp8-delayed or fp32");
 
   DialectRegistry registry;
   registerGptcDialects(registry);
@@ -219,7 +220,7 @@ int gptcMain(int argc, char **argv) {
   }
   if (runTo >= Phase::Fp8) {
     PassManager pm(&context);
-    if (precision == "fp8-tensorwise") {
+    if (precision == "fp8-tensorwise" || precision == "fp8-delayed") {
       Fp8PrecisionOptions fp8;
       fp8.policy = precision;
       fp8.exclude.assign(fp8Exclude.begin(), fp8Exclude.end());

@@ -69,7 +69,8 @@ void printPrecisionTable(ModuleOp module, StringRef precision,
                     smm.getTransposeA()),
           formatName(smm.getA().getType()) + " x " +
               formatName(smm.getB().getType()),
-          "tensorwise, current amax");
+          precision == "fp8-delayed" ? "tensorwise, delayed (amax history)"
+                                     : "tensorwise, current amax");
     }
   });
   os << fp8 << " of " << total << " GEMMs in FP8\n";

@@ -62,9 +62,11 @@ public:
   EntryLowering(OpBuilder &builder, ModuleOp module,
                 const llvm::StringMap<ParamPlacement> &placements,
                 const llvm::StringMap<int64_t> &inputOffsets,
+                const llvm::StringMap<int64_t> &stateOffsets,
                 int64_t gradsBytes)
       : b(builder), module(module), placements(placements),
-        inputOffsets(inputOffsets), gradsBytes(gradsBytes) {}
+        inputOffsets(inputOffsets), stateOffsets(stateOffsets),
+        gradsBytes(gradsBytes) {}
 
   LogicalResult lower(func::FuncOp old);
 
@@ -96,6 +98,12 @@ private:
       return placements.find(*tied)->second;
     return placements.find(param)->second;
   }
+  /// The amax history of a delayed-scaling state, in the fp8_state arena.
+  Value stateView(fp8::StateOp state) {
+    return view("fp8_state", stateOffsets.lookup(state.getSymName()),
+                MemRefType::get({static_cast<int64_t>(state.getHistory())},
+                                b.getF32Type()));
+  }
   Value gradsBlock() {
     return view("grads", 0,
                 MemRefType::get({gradsBytes / 4}, b.getF32Type()));
@@ -111,6 +119,7 @@ private:
   ModuleOp module;
   const llvm::StringMap<ParamPlacement> &placements;
   const llvm::StringMap<int64_t> &inputOffsets;
+  const llvm::StringMap<int64_t> &stateOffsets;
   int64_t gradsBytes;
   DenseMap<Value, Value> buffers;
   Location loc = UnknownLoc::get(module.getContext());
@@ -282,6 +291,21 @@ LogicalResult EntryLowering::lowerOp(Operation *op) {
         kernel("quantize_fp8", {lookup(o.getInput()), lookup(o.getScale())},
                {define(o.getResult())},
                {i64(numElements(o.getType())), i64(fp8Format(o.getType()))});
+        return success();
+      })
+      .Case([&](fp8::StateScaleOp o) {
+        auto state = module.lookupSymbol<fp8::StateOp>(o.getState());
+        fp8::RecipeAttr recipe = state.getRecipe();
+        kernel("fp8_state_scale", {stateView(state)}, {define(o.getResult())},
+               {i64(state.getHistory()), f64(recipe.getFormatMax()),
+                i64(recipe.getMargin()), i64(recipe.isPowerOfTwo()),
+                f64(recipe.getEps().convertToDouble())});
+        return success();
+      })
+      .Case([&](fp8::StateUpdateOp o) {
+        auto state = module.lookupSymbol<fp8::StateOp>(o.getState());
+        kernel("fp8_state_update", {lookup(o.getAmax())}, {stateView(state)},
+               {i64(state.getHistory())});
         return success();
       })
       .Case([&](fp8::ScaledMatmulOp o) {
@@ -532,6 +556,15 @@ public:
                                        static_cast<uint64_t>(alignment));
           }
 
+    // Delayed-scaling states: one amax history each, packed.
+    llvm::StringMap<int64_t> stateOffsets;
+    int64_t stateBytes = 0;
+    for (auto state : module.getOps<fp8::StateOp>()) {
+      stateOffsets[state.getSymName()] = stateBytes;
+      stateBytes = llvm::alignTo(
+          stateBytes + 4 * static_cast<int64_t>(state.getHistory()), 64);
+    }
+
     OpBuilder builder(&getContext());
     builder.setInsertionPointToStart(module.getBody());
     Location loc = module.getLoc();
@@ -543,14 +576,19 @@ public:
     arena("optimizer", rt::ArenaKind::Optimizer, 2 * paramBytes);
     arena("inputs", rt::ArenaKind::Inputs, inputBytes);
     arena("activations", rt::ArenaKind::Activations, 0);
+    if (stateBytes)
+      arena("fp8_state", rt::ArenaKind::Fp8State, stateBytes);
 
     EntryLowering lowering(builder, module, placements, inputOffsets,
-                           paramBytes);
+                           stateOffsets, paramBytes);
     for (auto func : llvm::make_early_inc_range(module.getOps<func::FuncOp>())) {
       builder.setInsertionPoint(func);
       if (failed(lowering.lower(func)))
         return signalPassFailure();
     }
+    // The fp8_state arena and the manifest hold what the states declared.
+    for (auto state : llvm::make_early_inc_range(module.getOps<fp8::StateOp>()))
+      state.erase();
     // Last, so that gpt.param and rt.param never share a symbol name.
     for (auto param :
          llvm::make_early_inc_range(module.getOps<gpt::ParamOp>())) {

@@ -36,10 +36,10 @@ public:
   void runOnOperation() override {
     if (policy == "bf16")
       return;
-    if (policy != "fp8-tensorwise") {
+    if (policy != "fp8-tensorwise" && policy != "fp8-delayed") {
       getOperation().emitError()
           << "fp8-precision has no policy '" << policy
-          << "'; use bf16 or fp8-tensorwise";
+          << "'; use bf16, fp8-tensorwise or fp8-delayed";
       return signalPassFailure();
     }
     for (auto func : getOperation().getOps<func::FuncOp>()) {
@@ -61,25 +61,48 @@ private:
     return false;
   }
 
-  /// amax -> scale -> quantize: `value` as FP8 of `format`, and its scale.
+  /// `value` as FP8 of `format`, and its scale. Tensorwise: amax -> scale
+  /// -> quantize, all from this step's tensor. Delayed: the scale comes from
+  /// the amax history in the fp8.state `stateName` (created on first use),
+  /// and this step's amax is recorded there for the next steps.
   std::pair<Value, Value> quantize(OpBuilder &b, Location loc, StringRef layer,
-                                   Value value, fp8::Format format) {
+                                   Value value, fp8::Format format,
+                                   StringRef stateName, bool record) {
     MLIRContext *context = &getContext();
     auto type = cast<RankedTensorType>(value.getType());
     Type element = format == fp8::Format::E4M3
                        ? Type(Float8E4M3FNType::get(context))
                        : Type(Float8E5M2Type::get(context));
     Type scalar = RankedTensorType::get({}, Float32Type::get(context));
-    Value amax = fp8::AmaxOp::create(b, loc, scalar, layer, value);
     auto recipe = fp8::RecipeAttr::get(context, format, /*margin=*/0,
                                        /*power_of_two=*/BoolAttr(),
                                        llvm::APFloat(1e-12));
-    Value scale =
-        fp8::ScaleFromAmaxOp::create(b, loc, scalar, layer, amax, recipe);
+    Value scale;
+    if (policy == "fp8-delayed") {
+      declareState(stateName, layer, recipe);
+      scale = fp8::StateScaleOp::create(b, loc, scalar, stateName);
+      if (record) {
+        Value amax = fp8::AmaxOp::create(b, loc, scalar, layer, value);
+        fp8::StateUpdateOp::create(b, loc, stateName, amax);
+      }
+    } else {
+      Value amax = fp8::AmaxOp::create(b, loc, scalar, layer, value);
+      scale = fp8::ScaleFromAmaxOp::create(b, loc, scalar, layer, amax, recipe);
+    }
     Value q = fp8::QuantizeOp::create(
         b, loc, RankedTensorType::get(type.getShape(), element), layer, value,
         scale);
     return {q, scale};
+  }
+
+  void declareState(StringRef name, StringRef layer, fp8::RecipeAttr recipe) {
+    ModuleOp module = getOperation();
+    if (module.lookupSymbol(name))
+      return;
+    OpBuilder top(module.getBody(), module.getBody()->begin());
+    fp8::StateOp::create(top, module.getLoc(), name, layer,
+                         static_cast<uint64_t>(historyLength),
+                         fp8::AmaxReduction::Max, recipe);
   }
 
   void rewrite(gpt::MatmulOp op) {
@@ -101,12 +124,18 @@ private:
       gradOperand = attr.getInt();
     OpBuilder b(op);
     Location loc = op.getLoc();
+    // One delayed-scaling state per operand of each GEMM of a layer; only
+    // train_step records amaxes, eval_step and logits read the scales.
+    std::string role = gpt::stringifyGemmRole(op.getRole()).str();
+    bool record = op->getParentOfType<func::FuncOp>().getName() == "train_step";
     auto [qa, sa] = quantize(b, loc, layer, op.getA(),
                              gradOperand == 0 ? fp8::Format::E5M2
-                                              : fp8::Format::E4M3);
+                                              : fp8::Format::E4M3,
+                             (layer + "." + role + ".a").str(), record);
     auto [qb, sb] = quantize(b, loc, layer, op.getB(),
                              gradOperand == 1 ? fp8::Format::E5M2
-                                              : fp8::Format::E4M3);
+                                              : fp8::Format::E4M3,
+                             (layer + "." + role + ".b").str(), record);
     auto scaled = fp8::ScaledMatmulOp::create(
         b, loc, op.getType(), /*amax=*/Type(), layer, qa, qb, sa, sb,
         op.getTransposeA(), op.getTransposeB());

@@ -123,7 +123,10 @@ def Fp8Precision : Pass<"fp8-precision", "::mlir::ModuleOp"> {
   let dependentDialects = ["::gptc::gpt::GptDialect", "::gptc::fp8::Fp8Dialect"];
   let options = [
     Option<"policy", "policy", "std::string", "\"fp8-tensorwise\"",
-           "bf16 (no FP8) or fp8-tensorwise">,
+           "bf16 (no FP8), fp8-tensorwise or fp8-delayed">,
+    Option<"historyLength", "history", "int64_t", "16",
+           "fp8-delayed: amaxes kept per tensor (TransformerEngine's default "
+           "amax_history_len is 1024; 16 reacts faster on short runs)">,
     ListOption<"exclude", "exclude", "std::string",
                "Layers (exact names, or a prefix ending in '*') that stay in "
                "bf16, e.g. exclude=lm_head,h.0.*">,

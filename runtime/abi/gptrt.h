@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below or the manifest's meaning changes. */
-#define GPTRT_ABI_VERSION 3
+#define GPTRT_ABI_VERSION 4
 
 typedef struct gptrt_context gptrt_context;
 
@@ -166,6 +166,17 @@ void gptrt_scaled_matmul(gptrt_context *ctx, const uint8_t *a,
                          int64_t trans_b, int64_t stride_a, int64_t stride_b,
                          int64_t stride_c, int64_t format_a,
                          int64_t format_b);
+
+/* Delayed scaling: history[0] is the newest of `history_length` amaxes.
+ * out: one f32, the scale of scale_from_amax applied to max(history), or 1
+ * while no amax has been recorded (the history is all zero). */
+void gptrt_fp8_state_scale(gptrt_context *ctx, const float *history,
+                           float *out, int64_t history_length, double fp8_max,
+                           int64_t margin, int64_t power_of_two, double eps);
+/* Shifts the history and records amax[0] as the newest; a non-finite amax
+ * is not recorded, so the scale stays as it was. */
+void gptrt_fp8_state_update(gptrt_context *ctx, const float *amax,
+                            float *history, int64_t history_length);
 
 #ifdef __cplusplus
 }

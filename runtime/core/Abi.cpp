@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -170,6 +171,38 @@ GPTRT_EXPORT void gptrt_scale_from_amax(gptrt_context *ctx, const float *amax,
       scale = std::ldexp(1.0f, exponent - 1);
     }
     out[0] = scale;
+  });
+}
+
+GPTRT_EXPORT void gptrt_fp8_state_scale(gptrt_context *ctx,
+                                        const float *history, float *out,
+                                        int64_t length, double fp8Max,
+                                        int64_t margin, int64_t powerOfTwo,
+                                        double eps) {
+  guarded(ctx, "gptrt_fp8_state_scale", [&](Context &c) {
+    if (length <= 0)
+      throw std::invalid_argument("history_length " + std::to_string(length) +
+                                  ", expected >= 1");
+    float amax = *std::max_element(history, history + length);
+    if (amax == 0.0f) {
+      out[0] = 1.0f;  // nothing recorded yet: the first step runs unscaled
+      return;
+    }
+    gptrt_scale_from_amax(c.handle(), &amax, out, fp8Max, margin, powerOfTwo,
+                          eps);
+  });
+}
+
+GPTRT_EXPORT void gptrt_fp8_state_update(gptrt_context *ctx, const float *amax,
+                                         float *history, int64_t length) {
+  guarded(ctx, "gptrt_fp8_state_update", [&](Context &) {
+    if (length <= 0)
+      throw std::invalid_argument("history_length " + std::to_string(length) +
+                                  ", expected >= 1");
+    if (!std::isfinite(amax[0]))
+      return;
+    std::memmove(history + 1, history, (length - 1) * sizeof(float));
+    history[0] = amax[0];
   });
 }
 
@@ -489,6 +522,7 @@ const std::vector<AbiSymbol> &abiSymbols() {
       GPTRT_SYM(gptrt_adamw),
       GPTRT_SYM(gptrt_amax),             GPTRT_SYM(gptrt_scale_from_amax),
       GPTRT_SYM(gptrt_quantize_fp8),     GPTRT_SYM(gptrt_scaled_matmul),
+      GPTRT_SYM(gptrt_fp8_state_scale),  GPTRT_SYM(gptrt_fp8_state_update),
   };
 #undef GPTRT_SYM
   return symbols;

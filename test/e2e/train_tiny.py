@@ -4,9 +4,10 @@ English text (the license texts Debian ships, one token per byte).
 
 Default check: the training loss falls from about ln(vocab) to well below it
 while the loss on held-out text (GPL-3, evaluated with eval_step) falls too.
-With --compare A,B the same training runs in two precisions (same seed, same
-data) and the final losses must agree within --tolerance (relative): this is
-how an FP8 policy shows it trains as well as bf16."""
+With --compare A,B,... the same training runs in each precision (same seed,
+same data) and every final loss must be within --tolerance (relative) of
+the first one's: this is how the FP8 policies show they train as well as
+bf16."""
 import argparse
 import json
 import math
@@ -78,7 +79,8 @@ def main():
     parser.add_argument("--shards-script", required=True)
     parser.add_argument("--work", required=True)
     parser.add_argument("--steps", type=int, default=300)
-    parser.add_argument("--compare", help="two precisions, e.g. bf16,fp8-tensorwise")
+    parser.add_argument("--compare",
+                        help="precisions, e.g. bf16,fp8-tensorwise,fp8-delayed")
     parser.add_argument("--tolerance", type=float, default=0.03)
     args = parser.parse_args()
     os.makedirs(args.work, exist_ok=True)
@@ -86,14 +88,17 @@ def main():
                     "--licenses"], check=True)
 
     if args.compare:
-        a, b = args.compare.split(",")
-        la, lb = (final_loss(train(args, p, args.steps)) for p in (a, b))
-        gap = abs(lb - la) / la
-        print("final loss (mean of last 10 steps): %s %.4f, %s %.4f, "
-              "relative gap %.4f (tolerance %.4f)" % (a, la, b, lb, gap,
-                                                      args.tolerance))
-        failures = [] if gap <= args.tolerance else [
-            "%s ends %.1f%% away from %s" % (b, 100 * gap, a)]
+        precisions = args.compare.split(",")
+        finals = [final_loss(train(args, p, args.steps)) for p in precisions]
+        failures = []
+        for precision, loss in zip(precisions, finals):
+            gap = abs(loss - finals[0]) / finals[0]
+            print("final loss (mean of last 10 steps) %-15s %.4f, relative gap "
+                  "to %s %.4f (tolerance %.4f)" % (precision, loss, precisions[0],
+                                                   gap, args.tolerance))
+            if gap > args.tolerance:
+                failures.append("%s ends %.1f%% away from %s"
+                                % (precision, 100 * gap, precisions[0]))
     else:
         failures = check_falls(train(args, "bf16", args.steps), args.steps)
     if failures:

@@ -85,6 +85,29 @@ TEST_F(AbiFp8Test, ScaleFromAmaxFloorsAmaxAtEps) {
   EXPECT_EQ(scale, 57344.0f / 1e-4f);
 }
 
+TEST_F(AbiFp8Test, DelayedStateStartsAtScaleOneThenUsesTheHistoryMax) {
+  std::vector<float> history(4, 0.0f);
+  float scale = 0;
+  gptrt_fp8_state_scale(h, history.data(), &scale, 4, 448.0, 0, 0, 1e-12);
+  EXPECT_EQ(scale, 1.0f) << "no amax recorded yet";
+  for (float amax : {2.0f, 7.0f, 3.5f}) {
+    gptrt_fp8_state_update(h, &amax, history.data(), 4);
+  }
+  EXPECT_EQ(history, (std::vector<float>{3.5f, 7.0f, 2.0f, 0.0f}));
+  gptrt_fp8_state_scale(h, history.data(), &scale, 4, 448.0, 0, 0, 1e-12);
+  EXPECT_EQ(scale, 448.0f / 7.0f) << "max over the history";
+  // A non-finite amax is not recorded: the scale stays.
+  float inf = INFINITY, nan = NAN;
+  gptrt_fp8_state_update(h, &inf, history.data(), 4);
+  gptrt_fp8_state_update(h, &nan, history.data(), 4);
+  EXPECT_EQ(history, (std::vector<float>{3.5f, 7.0f, 2.0f, 0.0f}));
+  // The oldest amax leaves the window.
+  for (float amax : {1.0f, 1.0f, 1.0f})
+    gptrt_fp8_state_update(h, &amax, history.data(), 4);
+  gptrt_fp8_state_scale(h, history.data(), &scale, 4, 448.0, 0, 0, 1e-12);
+  EXPECT_EQ(scale, 448.0f / 3.5f);
+}
+
 TEST_F(AbiFp8Test, QuantizeMatchesFp8Conversions) {
   std::vector<float> x = randomF(513, 9, -10.0, 10.0);
   x[0] = 1e9f;  // saturates
