@@ -8,6 +8,7 @@
 
 #include "mlir/IR/TypeUtilities.h"
 
+#include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -579,6 +580,14 @@ public:
     if (stateBytes)
       arena("fp8_state", rt::ArenaKind::Fp8State, stateBytes);
 
+    // Which parameters the compiled optimizer decays: gpt-optimizer decides,
+    // the manifest reports what it decided.
+    llvm::StringSet<> decayed;
+    module.walk([&](gpt::AdamWOp adamw) {
+      if (adamw.getWeightDecay().convertToDouble() > 0.0)
+        decayed.insert(adamw.getParam());
+    });
+
     EntryLowering lowering(builder, module, placements, inputOffsets,
                            stateOffsets, paramBytes);
     for (auto func : llvm::make_early_inc_range(module.getOps<func::FuncOp>())) {
@@ -593,7 +602,8 @@ public:
     for (auto param :
          llvm::make_early_inc_range(module.getOps<gpt::ParamOp>())) {
       builder.setInsertionPoint(param);
-      lowerParam(builder, param, placements);
+      lowerParam(builder, param, placements,
+                 decayed.contains(param.getSymName()));
       param.erase();
     }
   }
@@ -631,7 +641,8 @@ private:
   }
 
   void lowerParam(OpBuilder &builder, gpt::ParamOp param,
-                  const llvm::StringMap<ParamPlacement> &placements) {
+                  const llvm::StringMap<ParamPlacement> &placements,
+                  bool weightDecay) {
     auto op = rt::ParamOp::create(
         builder, param.getLoc(), param.getSymNameAttr(),
         TypeAttr::get(bufferType(param.getType())), param.getLayerAttr(),
@@ -648,7 +659,7 @@ private:
       op.setStdAttr(builder.getF64FloatAttr(init.getStd().convertToDouble()));
     if (std::optional<uint64_t> rows = param.getRealRows())
       op.setRealRowsAttr(builder.getI64IntegerAttr(*rows));
-    op.setWeightDecay(param.getTensorType().getRank() >= 2);
+    op.setWeightDecay(weightDecay);
     const ParamPlacement &at = placements.find(param.getSymName())->second;
     op.setValueOffsetAttr(builder.getI64IntegerAttr(at.value));
     op.setGradOffsetAttr(builder.getI64IntegerAttr(at.grad));
