@@ -19,6 +19,6 @@ config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(
-    ["gpt-opt", "gptc", "gpt-model", "gpt-data"], [config.gptc_tools_dir])
+    ["gpt-opt", "gptc", "gpt-model", "gpt-data", "gptrun"], [config.gptc_tools_dir])
 llvm_config.add_tool_substitutions(["FileCheck", "not", "count", "split-file"],
                                    [config.llvm_tools_dir])

@@ -81,6 +81,22 @@ uint64_t manifestHash(const mf::Manifest &manifest) {
   return fnv1a64(bytes);
 }
 
+void checkWritable(const std::string &dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec)
+    throw std::runtime_error("cannot create --ckpt-dir " + dir + ": " +
+                             ec.message() + ": choose a writable directory");
+  fs::path probe = fs::path(dir) / (".write-test-" + std::to_string(getpid()));
+  FILE *f = std::fopen(probe.c_str(), "wb");
+  if (!f)
+    throw std::runtime_error("cannot write checkpoints to --ckpt-dir " + dir +
+                             " (" + std::strerror(errno) +
+                             "): choose a writable directory");
+  std::fclose(f);
+  fs::remove(probe, ec);
+}
+
 std::string save(const std::string &dir, const mf::Manifest &manifest,
                  const Context &ctx, cp::Checkpoint index, int keep) {
   fs::path root(dir);

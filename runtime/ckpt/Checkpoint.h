@@ -23,6 +23,10 @@ namespace gptrt::ckpt {
 /// artifact whose manifest is byte-for-byte the same.
 uint64_t manifestHash(const gptc::manifest::Manifest &manifest);
 
+/// Creates `dir` if needed and proves a file can be written there, so that
+/// a bad --ckpt-dir fails before training rather than at the first save.
+void checkWritable(const std::string &dir);
+
 /// Writes DIR/step_NNNNNNNN (atomically) and points DIR/latest at it; keeps
 /// the `keep` newest checkpoints (0: all). Returns the checkpoint's path.
 std::string save(const std::string &dir, const gptc::manifest::Manifest &manifest,

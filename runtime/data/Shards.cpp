@@ -300,6 +300,15 @@ void DataLoader::next(Batch &out) {
     out.tokens[static_cast<size_t>(i)] = buffer_[static_cast<size_t>(i)];
     out.targets[static_cast<size_t>(i)] = buffer_[static_cast<size_t>(i + 1)];
   }
+  if (vocabulary_ > 0)
+    for (int64_t i = 0; i <= bt; ++i)
+      if (buffer_[static_cast<size_t>(i)] >= vocabulary_)
+        throw std::runtime_error(
+            "shard " + shard.path + " has token " +
+            std::to_string(buffer_[static_cast<size_t>(i)]) + " at position " +
+            std::to_string(start + i) + ", expected ids below " +
+            std::to_string(vocabulary_) +
+            " (the model's vocabulary): use data tokenized for this model");
   pos_.offset += windowTokens();
 }
 

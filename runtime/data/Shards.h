@@ -95,6 +95,10 @@ public:
   void restore(const Position &position);
   void reset() { pos_ = Position{}; }
 
+  // From now on next() refuses, naming the shard and position, any token
+  // >= `vocabulary` (the model's; 0: no check).
+  void checkVocabulary(int64_t vocabulary) { vocabulary_ = vocabulary; }
+
   const std::vector<ShardInfo> &shards() const { return shards_; }
   int64_t batchSize() const { return batch_; }
   int64_t seqLen() const { return seq_; }
@@ -112,6 +116,7 @@ private:
   int64_t batch_, seq_;
   int rank_, worldSize_;
   Position pos_;
+  int64_t vocabulary_ = 0;
   std::vector<uint16_t> buffer_;
 };
 

@@ -7,10 +7,12 @@
 #include "runtime/core/Io.h"
 #include "runtime/core/Params.h"
 #include "runtime/data/Shards.h"
+#include "runtime/train/Validation.h"
 
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -37,20 +39,22 @@ std::string duration(double seconds) {
   return text;
 }
 
-/// Mean eval_step loss over the first `batches` batches of the loader.
-float evaluate(const Artifact &artifact, Context &ctx,
-               data::DataLoader &loader, int64_t batches) {
-  const auto &manifest = artifact.manifest();
-  loader.reset();
-  double sum = 0;
-  for (int64_t i = 0; i < batches; ++i) {
-    data::Batch batch = loader.next();
-    writeBatch(ctx, manifest, EntryKind::EvalStep, batch.tokens.data(),
-               batch.targets.data(), batch.batch, batch.seq);
-    artifact.run(EntryKind::EvalStep, ctx);
-    sum += readScalarOutput(ctx, manifest, EntryKind::EvalStep, "loss");
+/// `text` as the inside of a JSON string literal. Quotes become \u0022 so
+/// that no `"key":` the plot's field scan looks for can appear in a sample.
+std::string jsonEscape(const std::string &text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c < 0x20 || c == '"') {
+      char escaped[8];
+      std::snprintf(escaped, sizeof(escaped), "\\u%04x", c);
+      out += escaped;
+    } else {
+      out += static_cast<char>(c);
+    }
   }
-  return static_cast<float>(sum / batches);
+  return out;
 }
 
 } // namespace
@@ -75,16 +79,21 @@ float train(const TrainOptions &o) {
   const int64_t accumulation = batchTokens / microTokens;
 
   data::DataLoader loader(o.data, B, T);
-  std::unique_ptr<data::DataLoader> valLoader;
-  if (!o.valData.empty()) {
-    valLoader = std::make_unique<data::DataLoader>(o.valData, B, T);
-    if (valLoader->windowsPerEpoch() < o.evalBatches)
-      throw std::runtime_error(
-          "--val-data " + o.valData + " holds " +
-          std::to_string(valLoader->windowsPerEpoch()) + " batches of " +
-          std::to_string(microTokens) + " tokens, --eval-batches asks for " +
-          std::to_string(o.evalBatches) + ": lower --eval-batches");
-  }
+  loader.checkVocabulary(manifest.model().vocab());
+  std::unique_ptr<ValidationSet> validation;
+  if (!o.valData.empty())
+    validation = std::make_unique<ValidationSet>(o.valData, T, o.valTokens,
+                                                 manifest.model().vocab());
+  std::vector<ChoiceExample> choices;
+  if (!o.choices.empty())
+    choices = readChoiceFile(o.choices);
+  if (o.samplesEvery < 0)
+    throw std::runtime_error("--samples-every " +
+                             std::to_string(o.samplesEvery) +
+                             " must be >= 0 (0: no samples during training)");
+
+  if (!o.ckptDir.empty())
+    ckpt::checkWritable(o.ckptDir);
 
   initParams(manifest, ctx, o.seed);
   int64_t firstStep = 0;
@@ -123,7 +132,9 @@ float train(const TrainOptions &o) {
               static_cast<long long>(accumulation),
               static_cast<long long>(o.steps),
               static_cast<long long>(manifest.num_params()));
-  if (!o.quiet && !manifest.precision_table().empty())
+  // The per-GEMM table matters when a policy chose FP8 somewhere.
+  if (!o.quiet && !manifest.precision_table().empty() &&
+      manifest.precision_table().find("\n0 of ") == std::string::npos)
     std::printf("%s", manifest.precision_table().c_str());
   std::fflush(stdout);
 
@@ -162,8 +173,23 @@ float train(const TrainOptions &o) {
 
     bool last = step + 1 == o.steps;
     float valLoss = NAN;
-    if (valLoader && ((o.evalEvery > 0 && (step + 1) % o.evalEvery == 0) || last))
-      valLoss = evaluate(artifact, ctx, *valLoader, o.evalBatches);
+    bool evaluating = (o.evalEvery > 0 && (step + 1) % o.evalEvery == 0) || last;
+    if (validation && evaluating)
+      valLoss = validationLoss(artifact, ctx, *validation);
+    double choiceAccuracy = NAN;
+    if (!choices.empty() && evaluating)
+      choiceAccuracy = scoreChoices(artifact, ctx, choices, o.choicesLimit)
+                           .accuracyNorm();
+
+    std::string sampled;
+    bool sampling = o.samplesEvery > 0 && (step + 1) % o.samplesEvery == 0 && !last;
+    if (sampling) {
+      // Each sample draws from its own stream, so resuming changes nothing.
+      SampleOptions options = o.sample;
+      options.tokens = o.sample.tokens > 0 ? o.sample.tokens : 32;
+      options.seed = o.sample.seed + static_cast<uint64_t>(step + 1);
+      sampled = sample(artifact, ctx, options);
+    }
 
     double elapsed = secondsSince(start);
     double eta = elapsed / (step + 1 - firstStep) * (o.steps - step - 1);
@@ -176,16 +202,23 @@ float train(const TrainOptions &o) {
                   tokensPerSecond,
                   tokensPerSecond * manifest.flops_per_token() / 1e9,
                   duration(eta).c_str());
+    char evaluation[96] = "";
+    if (!std::isnan(valLoss))
+      std::snprintf(evaluation, sizeof(evaluation), " | val loss %.4f", valLoss);
+    if (!std::isnan(choiceAccuracy))
+      std::snprintf(evaluation + std::strlen(evaluation),
+                    sizeof(evaluation) - std::strlen(evaluation),
+                    " | choices acc_norm %.4f", choiceAccuracy);
     if (live) {
       std::printf("\r%s\033[K", line);
-      if (!std::isnan(valLoss))
-        std::printf("\n  val loss %.4f\n", valLoss);
-    } else if (!o.quiet && (step % printEvery == 0 || last || !std::isnan(valLoss))) {
-      std::printf("%s", line);
-      if (!std::isnan(valLoss))
-        std::printf(" | val loss %.4f", valLoss);
-      std::printf("\n");
+      if (evaluation[0])
+        std::printf("\n %s\n", evaluation + 2);
+    } else if (!o.quiet && (step % printEvery == 0 || last || evaluation[0])) {
+      std::printf("%s%s\n", line, evaluation);
     }
+    if (sampling && !o.quiet)
+      std::printf("%ssample at step %lld: %s\n", live ? "\n" : "",
+                  static_cast<long long>(step + 1), sampled.c_str());
     std::fflush(stdout);
     if (log) {
       log << "{\"step\": " << step << ", \"loss\": " << loss
@@ -194,6 +227,10 @@ float train(const TrainOptions &o) {
           << ", \"step_ms\": " << stepSeconds * 1e3;
       if (!std::isnan(valLoss))
         log << ", \"val_loss\": " << valLoss;
+      if (!std::isnan(choiceAccuracy))
+        log << ", \"choices_acc_norm\": " << choiceAccuracy;
+      if (sampling)
+        log << ", \"sample\": \"" << jsonEscape(sampled) << "\"";
       log << "}\n";
       log.flush();
     }
@@ -247,17 +284,21 @@ std::unique_ptr<Context> restore(const Artifact &artifact,
 } // namespace
 
 float evaluateCheckpoint(const std::string &path, const std::string &checkpoint,
-                         const std::string &valData, int64_t batches) {
+                         const std::string &valData, int64_t valTokens) {
   Artifact artifact(path);
+  ValidationSet set(valData, artifact.manifest().seq(), valTokens,
+                    artifact.manifest().model().vocab());
   std::unique_ptr<Context> ctx = restore(artifact, checkpoint);
-  const auto &manifest = artifact.manifest();
-  data::DataLoader loader(valData, manifest.micro_batch(), manifest.seq());
-  if (batches <= 0 || loader.windowsPerEpoch() < batches)
-    throw std::runtime_error(
-        "--eval-batches " + std::to_string(batches) + " must be in 1.." +
-        std::to_string(loader.windowsPerEpoch()) + " (batches in " + valData +
-        ")");
-  return evaluate(artifact, *ctx, loader, batches);
+  return validationLoss(artifact, *ctx, set);
+}
+
+ChoiceScore scoreCheckpointChoices(const std::string &path,
+                                   const std::string &checkpoint,
+                                   const std::string &file, int64_t limit) {
+  Artifact artifact(path);
+  std::vector<ChoiceExample> examples = readChoiceFile(file);
+  std::unique_ptr<Context> ctx = restore(artifact, checkpoint);
+  return scoreChoices(artifact, *ctx, examples, limit);
 }
 
 std::string sampleCheckpoint(const std::string &path,

@@ -4,6 +4,7 @@
 #ifndef GPTRT_TRAIN_TRAINER_H
 #define GPTRT_TRAIN_TRAINER_H
 
+#include "runtime/train/MultipleChoice.h"
 #include "runtime/train/Sampler.h"
 #include "runtime/train/Schedule.h"
 
@@ -23,10 +24,14 @@ struct TrainOptions {
   uint64_t seed = 1337;
   std::string log;           ///< JSONL file; empty: none
   int64_t evalEvery = 0;     ///< 0: evaluate at the end only (if valData)
-  int64_t evalBatches = 8;
+  int64_t valTokens = 16384; ///< target tokens per evaluation (Validation.h)
+  std::string choices;       ///< multiple-choice eval file, scored at each
+                             ///< evaluation (MultipleChoice.h); empty: none
+  int64_t choicesLimit = 0;  ///< first N examples only (0: all)
   std::string dump;          ///< directory for parameter/gradient dumps
   bool quiet = false;        ///< no live progress line
   SampleOptions sample;      ///< printed after training when tokens > 0
+  int64_t samplesEvery = 0;  ///< also print one every N steps (0: never)
   std::string ckptDir;       ///< where checkpoints go; empty: none
   int64_t ckptEvery = 0;     ///< steps between checkpoints (and one at the end)
   int keep = 0;              ///< newest checkpoints kept; 0: all
@@ -38,10 +43,16 @@ struct TrainOptions {
 float train(const TrainOptions &options);
 
 /// Mean eval_step loss of `artifact` with the parameters of `checkpoint`
-/// over the first `batches` batches of `valData`.
+/// over the first `valTokens` target tokens of `valData` (Validation.h).
 float evaluateCheckpoint(const std::string &artifact,
                          const std::string &checkpoint,
-                         const std::string &valData, int64_t batches);
+                         const std::string &valData, int64_t valTokens);
+
+/// Multiple-choice accuracy of `artifact` with the parameters of
+/// `checkpoint` on the first `limit` (0: all) examples of `file`.
+ChoiceScore scoreCheckpointChoices(const std::string &artifact,
+                                   const std::string &checkpoint,
+                                   const std::string &file, int64_t limit);
 
 /// Text from `artifact` with the parameters of `checkpoint`.
 std::string sampleCheckpoint(const std::string &artifact,

@@ -66,7 +66,7 @@ def main():
 
     # eval and sample work from a checkpoint.
     run = subprocess.run([args.gptrun, "eval", art, work + "/ckpt",
-                          "--val-data", work + "/data/val_*.bin", "--eval-batches", "4"],
+                          "--val-data", work + "/data/val_*.bin", "--val-tokens", "1024"],
                          check=True, capture_output=True, text=True)
     value = float(run.stdout.split("val loss", 1)[1])
     if not 0.0 < value < straight[0]:

@@ -22,7 +22,8 @@ const char *kUsage =
     "usage: gptrun ARTIFACT.so --data GLOB [options]\n"
     "       gptrun export ARTIFACT.so [--seed S] -o DIR\n"
     "       gptrun plot RUN.jsonl [RUN2.jsonl ...] -o curves.png\n"
-    "       gptrun eval ARTIFACT.so CHECKPOINT --val-data GLOB [--eval-batches N]\n"
+    "       gptrun eval ARTIFACT.so CHECKPOINT [--val-data GLOB [--val-tokens N]]\n"
+    "              [--choices FILE [--choices-limit N] [--per-example]]\n"
     "       gptrun sample ARTIFACT.so CHECKPOINT [--prompt TEXT] [--tokens N]\n"
     "              [--temperature T] [--top-k K] [--seed S] [--vocab DIR]\n"
     "       (CHECKPOINT: a checkpoint directory, or a --ckpt-dir for its latest)\n"
@@ -41,10 +42,17 @@ const char *kUsage =
     "  --seed S                   parameter initialisation seed (default 1337)\n"
     "  --log FILE.jsonl           one JSON object per step\n"
     "  --eval-every N             evaluate every N steps (and at the end)\n"
-    "  --eval-batches N           validation batches per evaluation (default 8)\n"
+    "  --val-tokens N             target tokens per evaluation (default 16384):\n"
+    "                             the first N of --val-data, the same loss for\n"
+    "                             any compiled micro-batch\n"
     "  --dump DIR                 write DIR/init, DIR/grads0 (first step's\n"
     "                             gradients), DIR/loss0.txt and DIR/final\n"
     "  --sample-tokens N          after training, generate N tokens (default 0)\n"
+    "  --choices FILE             multiple-choice eval file in llm.c's format\n"
+    "                             (e.g. hellaswag_val.bin), scored at each\n"
+    "                             evaluation: acc_norm in the log and line\n"
+    "  --choices-limit N          score only its first N examples (default all)\n"
+    "  --samples-every N          also print a sample every N steps (and log it)\n"
     "  --prompt TEXT              start of the sample (default: end-of-text)\n"
     "  --temperature T            sampling temperature (default 1.0)\n"
     "  --top-k K                  sample among the K likeliest (default 40)\n"
@@ -106,6 +114,10 @@ void parseFlags(int argc, char **argv, int first,
       }
       usageError("unknown argument '" + arg + "'");
     }
+    if (arg == "--per-example") {  // a switch: no value follows
+      it->second("");
+      continue;
+    }
     // --resume alone means the latest checkpoint in --ckpt-dir.
     bool valueFollows = i + 1 < argc && argv[i + 1][0] != '-';
     if (arg == "--resume" && !valueFollows) {
@@ -146,13 +158,19 @@ int main(int argc, char **argv) {
       if (argc < 4)
         usageError(std::string(argv[1]) + " needs an artifact and a checkpoint");
       std::string artifact = argv[2], checkpoint = argv[3], valData;
-      int64_t batches = 8;
+      int64_t valTokens = 16384, choicesLimit = 0;
+      std::string choices;
+      bool perExample = false;
       gptrt::train::SampleOptions sample;
       sample.tokens = 64;
       parseFlags(argc, argv, 4,
                  {{"--val-data", [&](const std::string &v) { valData = v; }},
-                  {"--eval-batches",
-                   [&](const std::string &v) { batches = toInt("--eval-batches", v); }},
+                  {"--val-tokens",
+                   [&](const std::string &v) { valTokens = toInt("--val-tokens", v); }},
+                  {"--choices", [&](const std::string &v) { choices = v; }},
+                  {"--choices-limit",
+                   [&](const std::string &v) { choicesLimit = toInt("--choices-limit", v); }},
+                  {"--per-example", [&](const std::string &) { perExample = true; }},
                   {"--prompt", [&](const std::string &v) { sample.prompt = v; }},
                   {"--tokens", [&](const std::string &v) { sample.tokens = toInt("--tokens", v); }},
                   {"--temperature",
@@ -162,10 +180,25 @@ int main(int argc, char **argv) {
                   {"--vocab", [&](const std::string &v) { sample.vocab = v; }}},
                  nullptr, nullptr);
       if (eval) {
-        if (valData.empty())
-          usageError("eval needs --val-data GLOB");
-        std::printf("val loss %.6f\n", gptrt::train::evaluateCheckpoint(
-                                            artifact, checkpoint, valData, batches));
+        if (valData.empty() && choices.empty())
+          usageError("eval needs --val-data GLOB, --choices FILE or both");
+        if (!valData.empty())
+          std::printf("val loss %.6f\n", gptrt::train::evaluateCheckpoint(
+                                              artifact, checkpoint, valData, valTokens));
+        if (!choices.empty()) {
+          gptrt::train::ChoiceScore score = gptrt::train::scoreCheckpointChoices(
+              artifact, checkpoint, choices, choicesLimit);
+          if (perExample)
+            for (size_t i = 0; i < score.meanLoss.size(); ++i) {
+              std::printf("example %zu mean losses", i);
+              for (double loss : score.meanLoss[i])
+                std::printf(" %.6f", loss);
+              std::printf("\n");
+            }
+          std::printf("choices: %lld examples, acc %.4f, acc_norm %.4f\n",
+                      static_cast<long long>(score.examples), score.accuracy(),
+                      score.accuracyNorm());
+        }
       } else {
         std::printf("%s\n", gptrt::train::sampleCheckpoint(artifact, checkpoint,
                                                             sample).c_str());
@@ -203,8 +236,13 @@ int main(int argc, char **argv) {
          {"--seed", [&](const std::string &v) { o.seed = toInt("--seed", v); }},
          {"--log", [&](const std::string &v) { o.log = v; }},
          {"--eval-every", [&](const std::string &v) { o.evalEvery = toInt("--eval-every", v); }},
-         {"--eval-batches",
-          [&](const std::string &v) { o.evalBatches = toInt("--eval-batches", v); }},
+         {"--val-tokens",
+          [&](const std::string &v) { o.valTokens = toInt("--val-tokens", v); }},
+         {"--choices", [&](const std::string &v) { o.choices = v; }},
+         {"--choices-limit",
+          [&](const std::string &v) { o.choicesLimit = toInt("--choices-limit", v); }},
+         {"--samples-every",
+          [&](const std::string &v) { o.samplesEvery = toInt("--samples-every", v); }},
          {"--dump", [&](const std::string &v) { o.dump = v; }},
          {"--sample-tokens",
           [&](const std::string &v) { o.sample.tokens = toInt("--sample-tokens", v); }},
