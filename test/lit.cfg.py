@@ -13,6 +13,8 @@ config.test_exec_root = os.path.join(config.gptc_obj_root, "test")
 config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "CMakeLists.txt", "unit", "Inputs"]
 
 config.substitutions.append(("%models", os.path.join(config.gptc_src_root, "models")))
+# Precision plugins built for the tests (test/plugins).
+config.substitutions.append(("%plugins", os.path.join(config.gptc_obj_root, "test", "plugins")))
 # Variables captured in one CHECK-LABEL block never leak into the next.
 config.environment["FILECHECK_OPTS"] = "--enable-var-scope"
 

@@ -1,6 +1,7 @@
 // gptc's command line and phases (see GptcMain.h): parse and verify (gpt),
 // gpt-specialize + gpt-autodiff + gpt-optimizer (autodiff), fp8-precision
-// + gpt-precision (fp8), rt-bufferize +
+// with the --precision policy, built in or from --load-pass-plugin, and
+// gpt-precision (fp8), rt-bufferize +
 // rt-plan-memory (rt), rt-to-llvm and translation (llvm), object code (obj)
 // and the shared object with its manifest (so).
 #include "compiler/driver/GptcMain.h"
@@ -8,6 +9,8 @@
 #include "compiler/driver/ModelSummary.h"
 #include "compiler/driver/OutputFile.h"
 #include "compiler/driver/PrecisionTable.h"
+#include "compiler/precision/PluginLoader.h"
+#include "compiler/precision/PolicyRegistry.h"
 #include "compiler/target/Manifest.h"
 #include "compiler/target/ObjectFile.h"
 #include "compiler/transforms/Passes.h"
@@ -21,6 +24,7 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/GlobPattern.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/WithColor.h"
@@ -107,14 +111,31 @@ int gptcMain(int argc, char **argv) {
       llvm::cl::desc("bf16 (default: bf16 storage of activations and GEMM "
                      "inputs, f32 compute and master weights), fp8-tensorwise "
                      "(GEMMs in FP8 with per-tensor current scaling, the rest "
-                     "as bf16), fp8-delayed (scales from an amax history) or "
-                     "fp32 (parity tests)"),
+                     "as bf16), fp8-delayed (scales from an amax history), "
+                     "fp32 (parity tests) or a policy from --load-pass-plugin"),
       llvm::cl::init("bf16"), llvm::cl::cat(category));
   llvm::cl::list<std::string> fp8Exclude(
       "fp8-exclude",
-      llvm::cl::desc("Layers kept out of FP8: names or prefixes ending in '*' "
+      llvm::cl::desc("Layers kept out of FP8: names or globs ('*', '?') "
                      "(e.g. lm_head,h.0.*)"),
       llvm::cl::CommaSeparated, llvm::cl::cat(category));
+  llvm::cl::list<std::string> fp8Include(
+      "fp8-include",
+      llvm::cl::desc("Only these layers may go FP8: names or globs, as "
+                     "--fp8-exclude (e.g. h.*.mlp.*); --fp8-exclude still "
+                     "applies"),
+      llvm::cl::CommaSeparated, llvm::cl::cat(category));
+  llvm::cl::opt<int64_t> fp8MinMnk(
+      "fp8-min-mnk",
+      llvm::cl::desc("GEMMs with M*N*K below this stay bf16 (too small to "
+                     "gain); 0 (default) keeps all. On an H200 start from "
+                     "6000000000 (see gpt-opt --help, fp8-precision)"),
+      llvm::cl::init(0), llvm::cl::cat(category));
+  llvm::cl::list<std::string> passPlugins(
+      "load-pass-plugin",
+      llvm::cl::desc("A precision-policy plugin (.so) whose policies "
+                     "--precision may name; repeatable"),
+      llvm::cl::value_desc("LIB.so"), llvm::cl::cat(category));
   llvm::cl::list<std::string> recompute(
       "recompute",
       llvm::cl::desc("Forward ops the backward computes again instead of "
@@ -144,11 +165,33 @@ int gptcMain(int argc, char **argv) {
     return fail("--emit=obj and --emit=so write a file: pass -o FILE");
   if (phase != Phase::None && outputFile.empty())
     outputFile = "-";
-  if (precision != "fp32" && precision != "bf16" &&
-      precision != "fp8-tensorwise" && precision != "fp8-delayed")
+  PolicyRegistry &policies = PolicyRegistry::global();
+  for (const std::string &plugin : passPlugins)
+    if (llvm::Error err = loadPrecisionPlugin(plugin, policies))
+      return fail(llvm::toString(std::move(err)));
+  if (precision != "fp32" && !policies.lookup(precision))
     return fail("--precision=" + precision +
-                " is not available in this gptc: use bf16, fp8-tensorwise, "
-                "fp8-delayed or fp32");
+                " is not available in this gptc: use " +
+                policies.listNames({"fp32"}) +
+                (passPlugins.empty()
+                     ? "; a plugin's policy needs --load-pass-plugin=LIB.so"
+                     : ""));
+  // Checked here too, so a typo is one line naming the flag rather than a
+  // pass error pointing into the model.
+  for (auto [flag, patterns] :
+       {std::pair{"--fp8-exclude", &fp8Exclude},
+        std::pair{"--fp8-include", &fp8Include}})
+    for (const std::string &pattern : *patterns)
+      if (llvm::Expected<llvm::GlobPattern> glob =
+              llvm::GlobPattern::create(pattern);
+          !glob)
+        return fail(llvm::Twine(flag) + "=" + pattern +
+                    " is not a valid glob (" +
+                    llvm::toString(glob.takeError()) +
+                    "): use layer names with '*' and '?', e.g. h.*.mlp.fc");
+  if (fp8MinMnk < 0)
+    return fail("--fp8-min-mnk=" + std::to_string(fp8MinMnk) +
+                " must be >= 0 (0 keeps every eligible GEMM in FP8)");
 
   DialectRegistry registry;
   registerGptcDialects(registry);
@@ -220,10 +263,13 @@ int gptcMain(int argc, char **argv) {
   }
   if (runTo >= Phase::Fp8) {
     PassManager pm(&context);
-    if (precision == "fp8-tensorwise" || precision == "fp8-delayed") {
+    // Every policy goes through fp8-precision; bf16's leaves the IR as is.
+    if (precision != "fp32") {
       Fp8PrecisionOptions fp8;
       fp8.policy = precision;
       fp8.exclude.assign(fp8Exclude.begin(), fp8Exclude.end());
+      fp8.include.assign(fp8Include.begin(), fp8Include.end());
+      fp8.minMnk = fp8MinMnk;
       pm.addPass(createFp8Precision(fp8));
     }
     GptPrecisionOptions storage;

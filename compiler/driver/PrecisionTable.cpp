@@ -33,6 +33,32 @@ std::string gemmShape(Type a, Type c, bool transposeA) {
          std::to_string(k);
 }
 
+/// "current" or "delayed": how the scale `scale` of an operand is made.
+StringRef scalingOf(Value scale) {
+  Operation *producer = scale.getDefiningOp();
+  if (isa_and_nonnull<fp8::StateScaleOp>(producer))
+    return "delayed";
+  if (isa_and_nonnull<fp8::ScaleFromAmaxOp>(producer))
+    return "current";
+  return "?";
+}
+
+/// The scaling column: both operands' scaling, read from the IR since a
+/// policy chooses per operand.
+std::string scalingColumn(fp8::ScaledMatmulOp op) {
+  StringRef a = scalingOf(op.getAScale()), b = scalingOf(op.getBScale());
+  auto words = [](StringRef scaling) -> std::string {
+    if (scaling == "delayed")
+      return "delayed (amax history)";
+    if (scaling == "current")
+      return "current amax";
+    return scaling.str();
+  };
+  if (a == b)
+    return "tensorwise, " + words(a);
+  return "tensorwise, a " + words(a) + ", b " + words(b);
+}
+
 void row(llvm::raw_ostream &os, StringRef layer, StringRef role,
          StringRef shape, StringRef formats, StringRef how) {
   os << llvm::left_justify(layer, 16) << llvm::left_justify(role, 13)
@@ -69,8 +95,7 @@ void printPrecisionTable(ModuleOp module, StringRef precision,
                     smm.getTransposeA()),
           formatName(smm.getA().getType()) + " x " +
               formatName(smm.getB().getType()),
-          precision == "fp8-delayed" ? "tensorwise, delayed (amax history)"
-                                     : "tensorwise, current amax");
+          scalingColumn(smm));
     }
   });
   os << fp8 << " of " << total << " GEMMs in FP8\n";

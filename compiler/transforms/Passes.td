@@ -119,17 +119,49 @@ def Fp8Precision : Pass<"fp8-precision", "::mlir::ModuleOp"> {
     out stay as they are, with the reason in a `fp8.skipped` attribute.
     `policy=bf16` changes nothing. Run it after gpt-optimizer and before
     gpt-precision.
+
+    The pass decides which GEMMs can run in FP8 (not excluded, included if
+    `include` is given, every dimension a multiple of 16, M*N*K at least
+    `min-mnk`); the policy, a `gptc::PrecisionPolicy` (compiler/precision,
+    built in or registered by a plugin that gptc --load-pass-plugin
+    loaded), decides per operand: FP8 with a format and current or delayed
+    scaling, or high precision with a reason. A GEMM runs in FP8 only if
+    both of its operands do.
+
+    Why `min-mnk` is off by default: FP8 saves at most half of the GEMM's
+    compute, ~M*N*K / 790e12 s on an H200 (790 TFLOP/s measured bf16,
+    FP8 twice the rate), while current scaling reads each bf16 operand
+    twice (amax, quantize) and writes it once in FP8, ~5 bytes per element,
+    5 * (M*K + K*N) / 4.3e12 s (4.3 TB/s) -- plus six extra kernels. FP8 can
+    only pay when M*N*K / (M*K + K*N) > ~900, i.e. beyond ~6e9 (1840^3) for
+    a square GEMM; every GEMM of gpt2-tiny (at most 1.6e9, most 4e6 to
+    1.7e7) is below that, yet the end-to-end tests train gpt2-tiny in FP8
+    to compare its numerics with bf16, and on the CPU (emulated FP8) no
+    threshold gains. So the filter is opt-in, with the number to use on a
+    GPU given in the option.
   }];
   let dependentDialects = ["::gptc::gpt::GptDialect", "::gptc::fp8::Fp8Dialect"];
   let options = [
     Option<"policy", "policy", "std::string", "\"fp8-tensorwise\"",
-           "bf16 (no FP8), fp8-tensorwise or fp8-delayed">,
+           "bf16 (no FP8), fp8-tensorwise, fp8-delayed or a policy a loaded "
+           "plugin registered">,
     Option<"historyLength", "history", "int64_t", "16",
            "fp8-delayed: amaxes kept per tensor (TransformerEngine's default "
            "amax_history_len is 1024; 16 reacts faster on short runs)">,
     ListOption<"exclude", "exclude", "std::string",
-               "Layers (exact names, or a prefix ending in '*') that stay in "
-               "bf16, e.g. exclude=lm_head,h.0.*">,
+               "Layers that stay in bf16, as names or globs ('*' any text, "
+               "'?' one character), e.g. exclude=lm_head,h.0.*">,
+    ListOption<"include", "include", "std::string",
+               "Only these layers may go FP8 (same names or globs as "
+               "exclude, which still applies), e.g. include=h.*.mlp.*; "
+               "empty: every layer">,
+    Option<"minMnk", "min-mnk", "int64_t", "0",
+           "GEMMs with M*N*K below this stay bf16 as too small to gain. 0 "
+           "(default) keeps all: the FP8-vs-bf16 tests need gpt2-tiny's "
+           "4e6..1.6e9 GEMMs in FP8. On an H200, FP8 only pays once the "
+           "GEMM's saved compute (~M*N*K / 790e12 s) beats casting its "
+           "operands (~5 bytes x (M*K + K*N) / 4.3e12 s): start from "
+           "min-mnk=6000000000 (a 1840^3 GEMM) and compare tokens/s">,
   ];
 }
 
