@@ -100,8 +100,11 @@ public:
         return failure();
       if (func.getName() == "optimizer_step")
         readOptimizer(m.mutable_optimizer(), func);
-      if (func.getName() == "train_step")
+      if (func.getName() == "train_step") {
         m.set_seq(seqOf(m.train_step()));
+        if (failed(addFp8Stats(m, func)))
+          return failure();
+      }
     }
     std::string bytes;
     if (!m.SerializeToString(&bytes)) {
@@ -176,6 +179,34 @@ private:
       named->set_name(bind.getName().str());
       place(named->mutable_buffer(), view.getArena(), view.getOffset(),
             bind.getBuffer().getType());
+    }
+    return success();
+  }
+
+  /// The FP8 casts rt-bufferize gave a statistics slot (`rt.fp8_stat`), in
+  /// slot order.
+  static LogicalResult addFp8Stats(pb::Manifest &m, func::FuncOp func) {
+    for (auto kernel : func.getOps<rt::KernelOp>()) {
+      auto stat = kernel->getAttrOfType<DictionaryAttr>("rt.fp8_stat");
+      if (!stat)
+        continue;
+      auto slot = stat.getAs<IntegerAttr>("slot");
+      auto layer = stat.getAs<StringAttr>("layer");
+      auto gemm = stat.getAs<StringAttr>("gemm");
+      auto operand = stat.getAs<StringAttr>("operand");
+      if (!slot || !layer || !gemm || !operand ||
+          slot.getInt() != m.fp8_stats_size() || kernel.getInputs().empty() ||
+          kernel.getOutputs().empty())
+        return kernel.emitOpError(
+            "has an rt.fp8_stat that is not {slot, layer, gemm, operand} with "
+            "slots numbered 0, 1, ... in order; run rt-bufferize to make it");
+      pb::Fp8Stat *s = m.add_fp8_stats();
+      s->set_layer(layer.getValue().str());
+      s->set_gemm(gemm.getValue().str());
+      s->set_operand(operand.getValue().str());
+      auto out = cast<MemRefType>(kernel.getOutputs()[0].getType());
+      s->set_format(dtypeOf(out.getElementType()));
+      s->set_elements(out.getNumElements());
     }
     return success();
   }

@@ -81,11 +81,15 @@ private:
   }
   Attribute i64(int64_t v) { return b.getI64IntegerAttr(v); }
   Attribute f64(double v) { return b.getF64FloatAttr(v); }
-  void kernel(StringRef name, ValueRange ins, ValueRange outs,
-              ArrayRef<Attribute> consts = {}) {
-    rt::KernelOp::create(b, loc, name, ins, outs, /*stream=*/0,
-                         b.getArrayAttr(consts));
+  rt::KernelOp kernel(StringRef name, ValueRange ins, ValueRange outs,
+                      ArrayRef<Attribute> consts = {}) {
+    return rt::KernelOp::create(b, loc, name, ins, outs, /*stream=*/0,
+                                b.getArrayAttr(consts));
   }
+  /// The statistics slot of an FP8 cast in train_step (the next free one),
+  /// and its description for the manifest as an `rt.fp8_stat` attribute;
+  /// -1 elsewhere, where nothing is collected.
+  int64_t statSlot(fp8::QuantizeOp op, NamedAttrList &stat);
   Value lookup(Value tensor) { return buffers.lookup(tensor); }
   /// The result buffer of a tensor value, allocated on first use.
   Value define(Value tensor) {
@@ -124,9 +128,12 @@ private:
   int64_t gradsBytes;
   DenseMap<Value, Value> buffers;
   Location loc = UnknownLoc::get(module.getContext());
+  bool inTrainStep = false;
+  int64_t nextStatSlot = 0;
 };
 
 LogicalResult EntryLowering::lower(func::FuncOp old) {
+  inTrainStep = old.getName() == "train_step";
   auto entry = func::FuncOp::create(b, old.getLoc(), old.getName(),
                                     b.getFunctionType({}, {}));
   OpBuilder::InsertionGuard guard(b);
@@ -201,6 +208,26 @@ void EntryLowering::lowerMatmul(gpt::MatmulOp op) {
   if (Value bias = op.getBias())
     kernel("bias_add", {lookup(bias)}, {out},
            {i64(numElements(c) / g.n), i64(g.n)});
+}
+
+int64_t EntryLowering::statSlot(fp8::QuantizeOp op, NamedAttrList &stat) {
+  if (!inTrainStep)
+    return -1;
+  // Name the cast after the GEMM it feeds: layer, which GEMM, which operand.
+  StringRef gemm = "", operand = "";
+  for (Operation *user : op.getResult().getUsers())
+    if (auto mm = dyn_cast<fp8::ScaledMatmulOp>(user)) {
+      if (auto role = mm->getAttrOfType<StringAttr>("gpt.role"))
+        gemm = role.getValue();
+      operand = mm.getA() == op.getResult() ? "a" : "b";
+      break;
+    }
+  int64_t slot = nextStatSlot++;
+  stat.append("slot", i64(slot));
+  stat.append("layer", op.getLayerAttr());
+  stat.append("gemm", b.getStringAttr(gemm));
+  stat.append("operand", b.getStringAttr(operand));
+  return slot;
 }
 
 void EntryLowering::lowerScaledMatmul(fp8::ScaledMatmulOp op) {
@@ -289,9 +316,15 @@ LogicalResult EntryLowering::lowerOp(Operation *op) {
         return success();
       })
       .Case([&](fp8::QuantizeOp o) {
-        kernel("quantize_fp8", {lookup(o.getInput()), lookup(o.getScale())},
-               {define(o.getResult())},
-               {i64(numElements(o.getType())), i64(fp8Format(o.getType()))});
+        NamedAttrList stat;
+        int64_t slot = statSlot(o, stat);
+        rt::KernelOp k = kernel(
+            "quantize_fp8", {lookup(o.getInput()), lookup(o.getScale())},
+            {define(o.getResult())},
+            {i64(numElements(o.getType())), i64(fp8Format(o.getType())),
+             i64(slot)});
+        if (slot >= 0)
+          k->setAttr("rt.fp8_stat", stat.getDictionary(b.getContext()));
         return success();
       })
       .Case([&](fp8::StateScaleOp o) {

@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below or the manifest's meaning changes. */
-#define GPTRT_ABI_VERSION 4
+#define GPTRT_ABI_VERSION 5
 
 typedef struct gptrt_context gptrt_context;
 
@@ -154,9 +154,16 @@ void gptrt_scale_from_amax(gptrt_context *ctx, const float *amax, float *out,
                            double fp8_max, int64_t margin,
                            int64_t power_of_two, double eps);
 /* q[i] = fp8(x[i] * scale[0]): round to nearest even, saturate to the
- * format's largest finite value (CUDA's __NV_SATFINITE). */
+ * format's largest finite value (CUDA's __NV_SATFINITE).
+ * stat_slot >= 0 names entry stat_slot of the manifest's fp8_stats: on steps
+ * where the runner collects FP8 statistics, the call also records amax(x),
+ * the scale, how many nonzero x became a zero code (underflow) and how many
+ * were clamped beyond rounding, |x * scale| > 464 (E4M3) or >= 61440 (E5M2)
+ * (saturation; nearer values round to 448 / 57344 anyway). On other
+ * steps, and for stat_slot -1, it does no extra work. */
 void gptrt_quantize_fp8(gptrt_context *ctx, const float *x, const float *scale,
-                        uint8_t *q, int64_t n, int64_t format);
+                        uint8_t *q, int64_t n, int64_t format,
+                        int64_t stat_slot);
 /* c = op(a) op(b) / (scale_a[0] * scale_b[0]) on FP8 codes (decoded
  * exactly, accumulated in f32); layouts and strides as gptrt_matmul. */
 void gptrt_scaled_matmul(gptrt_context *ctx, const uint8_t *a,

@@ -208,14 +208,42 @@ GPTRT_EXPORT void gptrt_fp8_state_update(gptrt_context *ctx, const float *amax,
 
 GPTRT_EXPORT void gptrt_quantize_fp8(gptrt_context *ctx, const float *x,
                                      const float *scale, uint8_t *q, int64_t n,
-                                     int64_t format) {
-  guarded(ctx, "gptrt_quantize_fp8", [&](Context &) {
+                                     int64_t format, int64_t statSlot) {
+  guarded(ctx, "gptrt_quantize_fp8", [&](Context &c) {
     requireNonNegative(n, "n");
     requireFormat(format);
     if (format == GPTRT_FP8_E4M3)
       cpu::quantizeE4M3(x, n, scale[0], q);
     else
       cpu::quantizeE5M2(x, n, scale[0], q);
+    if (statSlot < 0 || !c.collectingFp8Stats())
+      return;
+    if (statSlot >= static_cast<int64_t>(c.fp8Stats().size()))
+      throw std::invalid_argument(
+          "stat_slot " + std::to_string(statSlot) + ", expected < " +
+          std::to_string(c.fp8Stats().size()) + " (the manifest's fp8_stats)");
+    gptrt::Fp8CastStats &s = c.fp8Stats()[statSlot];
+    // Saturated: clamped values that round-to-nearest-even would not have
+    // brought back to the largest finite value -- above 464, halfway from
+    // 448 to 480 (a tie there rounds to 448's even mantissa), for E4M3; from
+    // 61440, halfway from 57344 to 65536 (a tie rounds up), for E5M2.
+    const bool e4m3 = format == GPTRT_FP8_E4M3;
+    const float limit = e4m3 ? 464.0f : 61440.0f;
+    float amax = s.amax;
+    int64_t underflow = 0, saturated = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      float magnitude = std::fabs(x[i]);
+      float scaled = magnitude * scale[0];
+      amax = std::max(amax, magnitude);
+      saturated += e4m3 ? scaled > limit : scaled >= limit;
+      // Codes 0x00 and 0x80 are +0 and -0 in both formats.
+      underflow += x[i] != 0.0f && (q[i] & 0x7F) == 0;
+    }
+    s.amax = amax;
+    s.scale = scale[0];
+    s.underflow += underflow;
+    s.saturated += saturated;
+    s.elements += n;
   });
 }
 

@@ -43,6 +43,17 @@ Device parseDevice(std::string_view name);
 // Values of `which` in gptrt_step_scalar.
 enum class StepScalar : int64_t { LossScale = 0, LearningRate = 1, Step = 2 };
 
+// What one FP8 cast saw while statistics were collected (gptrt_quantize_fp8):
+// summed over the micro-steps of the step, amax their maximum, scale the
+// last one used.
+struct Fp8CastStats {
+  float amax = 0;
+  float scale = 0;
+  int64_t underflow = 0;  // nonzero values whose FP8 code is zero
+  int64_t saturated = 0;  // values whose |x * scale| exceeded the format max
+  int64_t elements = 0;
+};
+
 // One arena to allocate. alignment 0 means the default (64 bytes).
 struct ArenaSpec {
   std::string name;
@@ -111,6 +122,17 @@ public:
   // Throws std::runtime_error("<during>: <error>") and clears the error.
   void throwIfFailed(const std::string &during);
 
+  // FP8 statistics: between begin and end, quantize_fp8 calls with a stat
+  // slot record into fp8Stats()[slot] (`slots` entries, cleared by begin);
+  // otherwise they skip the extra work.
+  void beginFp8Stats(size_t slots) {
+    fp8Stats_.assign(slots, Fp8CastStats{});
+    collectFp8Stats_ = true;
+  }
+  void endFp8Stats() { collectFp8Stats_ = false; }
+  bool collectingFp8Stats() const { return collectFp8Stats_; }
+  std::vector<Fp8CastStats> &fp8Stats() { return fp8Stats_; }
+
   // Per-context scratch for kernels that need a temporary (grown, never
   // shrunk; contents unspecified).
   float *scratch(size_t count);
@@ -130,6 +152,8 @@ private:
   int64_t step_ = 0;
   std::string error_;
   std::vector<float> scratch_;
+  bool collectFp8Stats_ = false;
+  std::vector<Fp8CastStats> fp8Stats_;
 };
 
 } // namespace gptrt

@@ -3,6 +3,8 @@
 #include "runtime/train/Plot.h"
 
 #include <algorithm>
+#include <array>
+#include <map>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -33,10 +35,50 @@ std::optional<double> field(const std::string &line, const std::string &key) {
   return value;
 }
 
+/// Per layer, over the steps that logged FP8 statistics (--fp8-stats-every):
+/// the amax of its forward GEMM's input (operand a) and the worst underflow
+/// fraction among all of its casts.
+struct Fp8Series {
+  std::vector<std::string> layers;  // in first-seen order
+  std::map<std::string, std::vector<std::array<double, 3>>> points;  // step, amax, underflow
+};
+
+/// Reads the "fp8" object of one record into `series` at `step`.
+void readFp8Stats(const std::string &line, double step, Fp8Series &series) {
+  const std::string key = "\"fp8\": {";
+  size_t at = line.find(key);
+  if (at == std::string::npos)
+    return;
+  at += key.size();
+  size_t end = line.find("}}", at);
+  std::string object = line.substr(at, end == std::string::npos ? end : end - at + 1);
+  std::map<std::string, std::array<double, 3>> layers;
+  size_t pos = 0;
+  while ((pos = object.find("\": {", pos)) != std::string::npos) {
+    size_t open = object.rfind('"', pos - 1);
+    std::string name = object.substr(open + 1, pos - open - 1);
+    size_t close = object.find('}', pos);
+    std::string fields = object.substr(pos, close - pos);
+    pos = close;
+    std::string layer = name.substr(0, name.find('/'));
+    if (!layers.count(layer)) {
+      layers[layer] = {step, NAN, 0};
+      if (!series.points.count(layer))
+        series.layers.push_back(layer);
+    }
+    auto &point = layers[layer];
+    if (name == layer + "/forward/a")
+      point[1] = field(fields, "amax").value_or(NAN);
+    point[2] = std::max(point[2], 100 * field(fields, "underflow").value_or(0));
+  }
+  for (auto &[layer, point] : layers)
+    series.points[layer].push_back(point);
+}
+
 /// Writes `dir/NAME.train` (step loss lr tokens/s) and `dir/NAME.val`
 /// (step val_loss); returns whether any validation point was found.
 bool convertLog(const std::string &log, const fs::path &train,
-                const fs::path &val) {
+                const fs::path &val, Fp8Series &fp8) {
   std::ifstream in(log);
   if (!in)
     throw std::runtime_error("cannot read run log " + log +
@@ -60,6 +102,7 @@ bool convertLog(const std::string &log, const fs::path &train,
       v << *step << ' ' << *vl << '\n';
       anyVal = true;
     }
+    readFp8Stats(line, *step, fp8);
     ++points;
   }
   if (points == 0)
@@ -100,16 +143,29 @@ void plotRuns(const std::vector<std::string> &runs, const std::string &output) {
                         : stems[i]);
 
   std::vector<bool> hasVal;
-  for (size_t i = 0; i < runs.size(); ++i)
+  std::vector<Fp8Series> fp8(runs.size());
+  bool anyFp8 = false;
+  for (size_t i = 0; i < runs.size(); ++i) {
     hasVal.push_back(convertLog(runs[i], dir / (std::to_string(i) + ".train"),
-                                dir / (std::to_string(i) + ".val")));
+                                dir / (std::to_string(i) + ".val"), fp8[i]));
+    // One data file per run and layer: step amax underflow%.
+    for (size_t l = 0; l < fp8[i].layers.size(); ++l) {
+      std::ofstream f(dir / (std::to_string(i) + ".fp8." + std::to_string(l)));
+      for (const auto &p : fp8[i].points[fp8[i].layers[l]])
+        f << p[0] << ' ' << p[1] << ' ' << p[2] << '\n';
+      anyFp8 = true;
+    }
+  }
 
   fs::path tmpPng = fs::path(output).concat(".tmp.png");
   std::ostringstream gp;
-  gp << "set terminal pngcairo size 1400,900 font ',10'\n"
+  gp << "set terminal pngcairo size 1400," << (anyFp8 ? 1350 : 900)
+     << " font ',10'\n"
      << "set output " << quoted(tmpPng.string()) << "\n"
-     << "set multiplot layout 2,2 title 'gptrun'\n"
-     << "set grid\nset key outside bottom center horizontal\n";
+     << "set multiplot layout " << (anyFp8 ? 3 : 2) << ",2 title 'gptrun'\n"
+     << "set grid\nset key outside bottom center horizontal\n"
+     // Layer names such as lm_head are not gnuplot markup.
+     << "set termoption noenhanced\n";
   auto plotColumn = [&](const char *title, const char *ylabel, int column,
                         bool withVal, bool logscale) {
     gp << "set title '" << title << "'\nset xlabel 'step'\nset ylabel '"
@@ -131,6 +187,32 @@ void plotRuns(const std::vector<std::string> &runs, const std::string &output) {
   plotColumn("loss, log scale", "loss", 2, true, true);
   plotColumn("learning rate", "lr", 3, false, false);
   plotColumn("throughput", "tokens/s", 4, false, false);
+  // FP8 statistics, one curve per layer (and run, when several logged them).
+  auto plotFp8 = [&](const char *title, const char *ylabel, int column,
+                     bool logscale) {
+    gp << "set title '" << title << "'\nset ylabel '" << ylabel << "'\n"
+       << (logscale ? "set logscale y\n" : "unset logscale y\n")
+       << "set key outside right top vertical font ',7'\nplot ";
+    bool first = true;
+    for (size_t i = 0; i < runs.size(); ++i)
+      for (size_t l = 0; l < fp8[i].layers.size(); ++l) {
+        std::string title = fp8[i].layers[l];
+        if (std::count_if(fp8.begin(), fp8.end(),
+                          [](const Fp8Series &s) { return !s.layers.empty(); }) > 1)
+          title += " (" + names[i] + ")";
+        gp << (first ? "" : ", ")
+           << quoted((dir / (std::to_string(i) + ".fp8." + std::to_string(l))).string())
+           << " using 1:" << column << " with linespoints lw 1 pt 7 ps 0.5 title "
+           << quoted(title);
+        first = false;
+      }
+    gp << "\nset key outside bottom center horizontal font ',10'\n";
+  };
+  if (anyFp8) {
+    plotFp8("FP8: amax of the forward GEMM input, per layer", "amax", 2, true);
+    plotFp8("FP8: underflow to zero, worst cast of each layer", "% of values", 3,
+            false);
+  }
   gp << "unset multiplot\n";
   fs::path script = dir / "plot.gp";
   std::ofstream(script) << gp.str();

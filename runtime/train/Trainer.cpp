@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <sstream>
 #include <stdexcept>
 #include <unistd.h>
 
@@ -57,6 +58,55 @@ std::string jsonEscape(const std::string &text) {
   return out;
 }
 
+/// The JSONL "fp8" object of one step: per cast (layer/gemm/operand) its
+/// amax, scale and the fractions that underflowed to zero and saturated.
+std::string fp8StatsJson(const gptc::manifest::Manifest &manifest,
+                         const std::vector<Fp8CastStats> &stats) {
+  std::ostringstream out;
+  out.precision(6);
+  out << "{";
+  for (size_t i = 0; i < stats.size(); ++i) {
+    const auto &info = manifest.fp8_stats(static_cast<int>(i));
+    const Fp8CastStats &s = stats[i];
+    double n = s.elements > 0 ? static_cast<double>(s.elements) : 1.0;
+    out << (i ? ", " : "") << "\"" << info.layer() << "/" << info.gemm() << "/"
+        << info.operand() << "\": {\"amax\": " << s.amax
+        << ", \"scale\": " << s.scale << ", \"underflow\": " << s.underflow / n
+        << ", \"saturated\": " << s.saturated / n << "}";
+  }
+  out << "}";
+  return out.str();
+}
+
+/// One line for the console: the worst cast for underflow and saturation.
+std::string fp8StatsSummary(const gptc::manifest::Manifest &manifest,
+                            const std::vector<Fp8CastStats> &stats) {
+  size_t under = 0, sat = 0;
+  auto fraction = [](int64_t count, int64_t n) {
+    return n > 0 ? static_cast<double>(count) / n : 0.0;
+  };
+  for (size_t i = 0; i < stats.size(); ++i) {
+    if (fraction(stats[i].underflow, stats[i].elements) >
+        fraction(stats[under].underflow, stats[under].elements))
+      under = i;
+    if (fraction(stats[i].saturated, stats[i].elements) >
+        fraction(stats[sat].saturated, stats[sat].elements))
+      sat = i;
+  }
+  auto name = [&](size_t i) {
+    const auto &info = manifest.fp8_stats(static_cast<int>(i));
+    return info.layer() + "/" + info.gemm() + "/" + info.operand();
+  };
+  char line[256];
+  std::snprintf(line, sizeof(line),
+                "  fp8: most underflow %.3f%% (%s), most saturation %.3f%% (%s)",
+                100 * fraction(stats[under].underflow, stats[under].elements),
+                name(under).c_str(),
+                100 * fraction(stats[sat].saturated, stats[sat].elements),
+                name(sat).c_str());
+  return line;
+}
+
 } // namespace
 
 float train(const TrainOptions &o) {
@@ -94,6 +144,15 @@ float train(const TrainOptions &o) {
 
   if (!o.ckptDir.empty())
     ckpt::checkWritable(o.ckptDir);
+  if (o.fp8StatsEvery < 0)
+    throw std::runtime_error("--fp8-stats-every " +
+                             std::to_string(o.fp8StatsEvery) +
+                             " must be >= 0 (0: no FP8 statistics)");
+  if (o.fp8StatsEvery > 0 && manifest.fp8_stats_size() == 0)
+    throw std::runtime_error(
+        "--fp8-stats-every: " + o.artifact + " casts nothing to FP8 in "
+        "train_step (compiled with --precision=" + manifest.precision() +
+        "): compile it with an FP8 policy or drop the flag");
 
   initParams(manifest, ctx, o.seed);
   int64_t firstStep = 0;
@@ -143,6 +202,10 @@ float train(const TrainOptions &o) {
   for (int64_t step = firstStep; step < o.steps; ++step) {
     Clock::time_point stepStart = Clock::now();
     ctx.setLossScale(1.0f / static_cast<float>(accumulation));
+    // Statistics cost a pass over each cast tensor: only on logging steps.
+    bool fp8Stats = o.fp8StatsEvery > 0 && step % o.fp8StatsEvery == 0;
+    if (fp8Stats)
+      ctx.beginFp8Stats(manifest.fp8_stats_size());
     double lossSum = 0;
     for (int64_t micro = 0; micro < accumulation; ++micro) {
       data::Batch batch = loader.next();
@@ -152,6 +215,7 @@ float train(const TrainOptions &o) {
       lossSum += readScalarOutput(ctx, manifest, EntryKind::TrainStep, "loss");
     }
     loss = static_cast<float>(lossSum / accumulation);
+    ctx.endFp8Stats();
     if (step == 0 && !o.dump.empty()) {
       exportParams(manifest, ctx, (fs::path(o.dump) / "grads0").string(),
                    ParamBuffer::Grad);
@@ -216,6 +280,8 @@ float train(const TrainOptions &o) {
     } else if (!o.quiet && (step % printEvery == 0 || last || evaluation[0])) {
       std::printf("%s%s\n", line, evaluation);
     }
+    if (fp8Stats && !o.quiet && !live)
+      std::printf("%s\n", fp8StatsSummary(manifest, ctx.fp8Stats()).c_str());
     if (sampling && !o.quiet)
       std::printf("%ssample at step %lld: %s\n", live ? "\n" : "",
                   static_cast<long long>(step + 1), sampled.c_str());
@@ -227,6 +293,8 @@ float train(const TrainOptions &o) {
           << ", \"step_ms\": " << stepSeconds * 1e3;
       if (!std::isnan(valLoss))
         log << ", \"val_loss\": " << valLoss;
+      if (fp8Stats)
+        log << ", \"fp8\": " << fp8StatsJson(manifest, ctx.fp8Stats());
       if (!std::isnan(choiceAccuracy))
         log << ", \"choices_acc_norm\": " << choiceAccuracy;
       if (sampling)

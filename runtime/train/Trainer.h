@@ -32,6 +32,7 @@ struct TrainOptions {
   bool quiet = false;        ///< no live progress line
   SampleOptions sample;      ///< printed after training when tokens > 0
   int64_t samplesEvery = 0;  ///< also print one every N steps (0: never)
+  int64_t fp8StatsEvery = 0; ///< log FP8 cast statistics every N steps
   std::string ckptDir;       ///< where checkpoints go; empty: none
   int64_t ckptEvery = 0;     ///< steps between checkpoints (and one at the end)
   int keep = 0;              ///< newest checkpoints kept; 0: all

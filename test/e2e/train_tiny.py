@@ -58,6 +58,9 @@ def train(args, precision, steps, extra=()):
     subprocess.run([args.gptc, args.model, "--precision=" + precision, "-o",
                     artifact], check=True)
     log = os.path.join(work, "run.jsonl")
+    if precision.startswith("fp8"):
+        # Per-layer FP8 statistics for the plot (README's chart).
+        extra = ("--fp8-stats-every", "10", *extra)
     run = subprocess.run([args.gptrun, artifact, "--device", "cpu",
                           "--data", args.work + "/data/train_*.bin",
                           "--val-data", args.work + "/data/val_*.bin",

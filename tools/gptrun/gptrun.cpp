@@ -52,6 +52,9 @@ const char *kUsage =
     "                             (e.g. hellaswag_val.bin), scored at each\n"
     "                             evaluation: acc_norm in the log and line\n"
     "  --choices-limit N          score only its first N examples (default all)\n"
+"  --fp8-stats-every N        every N steps, log per FP8 cast its amax, scale\n"
+    "                             and % underflow/saturation (JSONL \"fp8\"; drawn\n"
+    "                             by gptrun plot); other steps pay nothing\n"
     "  --samples-every N          also print a sample every N steps (and log it)\n"
     "  --prompt TEXT              start of the sample (default: end-of-text)\n"
     "  --temperature T            sampling temperature (default 1.0)\n"
@@ -241,6 +244,8 @@ int main(int argc, char **argv) {
          {"--choices", [&](const std::string &v) { o.choices = v; }},
          {"--choices-limit",
           [&](const std::string &v) { o.choicesLimit = toInt("--choices-limit", v); }},
+         {"--fp8-stats-every",
+          [&](const std::string &v) { o.fp8StatsEvery = toInt("--fp8-stats-every", v); }},
          {"--samples-every",
           [&](const std::string &v) { o.samplesEvery = toInt("--samples-every", v); }},
          {"--dump", [&](const std::string &v) { o.dump = v; }},

@@ -7,6 +7,7 @@
 #include "runtime/cpu/Fp8.h"
 #include "test/unit/runtime/TestUtil.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -113,13 +114,59 @@ TEST_F(AbiFp8Test, QuantizeMatchesFp8Conversions) {
   x[0] = 1e9f;  // saturates
   float scale = 20.0f;
   std::vector<uint8_t> q4(x.size()), q5(x.size());
-  gptrt_quantize_fp8(h, x.data(), &scale, q4.data(), x.size(), GPTRT_FP8_E4M3);
-  gptrt_quantize_fp8(h, x.data(), &scale, q5.data(), x.size(), GPTRT_FP8_E5M2);
+  gptrt_quantize_fp8(h, x.data(), &scale, q4.data(), x.size(), GPTRT_FP8_E4M3,
+                     -1);
+  gptrt_quantize_fp8(h, x.data(), &scale, q5.data(), x.size(), GPTRT_FP8_E5M2,
+                     -1);
   for (size_t i = 0; i < x.size(); ++i) {
     EXPECT_EQ(q4[i], cpu::floatToE4M3(x[i] * scale)) << i;
     EXPECT_EQ(q5[i], cpu::floatToE5M2(x[i] * scale)) << i;
   }
   EXPECT_EQ(cpu::e4m3ToFloat(q4[0]), 448.0f);
+}
+
+TEST_F(AbiFp8Test, QuantizeRecordsStatisticsOnlyWhenAsked) {
+  // Values chosen against the E4M3 grid at scale 1: 2^-10 is below half the
+  // smallest subnormal (2^-9) and becomes 0; 460 rounds to 448 (not counted
+  // as saturated); 470 and -1e6 are clamped.
+  std::vector<float> x = {0.0f, 0.0009765625f, 1.0f, -3.0f, 460.0f, 470.0f,
+                          -1e6f, 2e-3f};
+  std::vector<uint8_t> q(x.size());
+  float scale = 1.0f;
+  gptrt_quantize_fp8(h, x.data(), &scale, q.data(), x.size(), GPTRT_FP8_E4M3, 1);
+  EXPECT_TRUE(ctx.fp8Stats().empty()) << "nothing recorded outside a window";
+
+  ctx.beginFp8Stats(2);
+  gptrt_quantize_fp8(h, x.data(), &scale, q.data(), x.size(), GPTRT_FP8_E4M3, 1);
+  float half = 0.5f;  // a second micro-step: counts add, amax is the max
+  std::vector<float> y = {8.0f, -4.0f};
+  std::vector<uint8_t> qy(y.size());
+  gptrt_quantize_fp8(h, y.data(), &half, qy.data(), y.size(), GPTRT_FP8_E4M3, 1);
+  ctx.endFp8Stats();
+  gptrt_quantize_fp8(h, x.data(), &scale, q.data(), x.size(), GPTRT_FP8_E4M3, 0);
+  ASSERT_FALSE(ctx.failed()) << ctx.error();
+
+  const Fp8CastStats &s = ctx.fp8Stats()[1];
+  EXPECT_EQ(s.amax, 1e6f);
+  EXPECT_EQ(s.scale, 0.5f);
+  EXPECT_EQ(s.underflow, 1);
+  EXPECT_EQ(s.saturated, 2);
+  EXPECT_EQ(s.elements, 10);
+  EXPECT_EQ(ctx.fp8Stats()[0].elements, 0) << "slot 0 ran after the window";
+
+  // E5M2 at scale 1: 61440 is the first value clamped beyond rounding.
+  std::vector<float> z = {61439.0f, 61440.0f};
+  std::vector<uint8_t> qz(z.size());
+  ctx.beginFp8Stats(1);
+  gptrt_quantize_fp8(h, z.data(), &scale, qz.data(), z.size(), GPTRT_FP8_E5M2, 0);
+  EXPECT_EQ(ctx.fp8Stats()[0].saturated, 1);
+
+  gptrt_quantize_fp8(h, z.data(), &scale, qz.data(), z.size(), GPTRT_FP8_E5M2, 4);
+  EXPECT_THAT(ctx.error(), ::testing::HasSubstr(
+                                "stat_slot 4, expected < 1 (the manifest's "
+                                "fp8_stats)"));
+  ctx.clearError();
+  ctx.endFp8Stats();
 }
 
 TEST_F(AbiFp8Test, ScaledMatmulIsTheProductOfDecodedValues) {

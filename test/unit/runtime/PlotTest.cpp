@@ -14,7 +14,8 @@
 namespace gptrt::test {
 namespace {
 
-std::string writeLog(const std::string &path, double start, bool val) {
+std::string writeLog(const std::string &path, double start, bool val,
+                     bool fp8Stats = false) {
   std::ofstream out(path);
   for (int step = 0; step < 30; ++step) {
     out << "{\"step\": " << step << ", \"loss\": " << start - 0.1 * step
@@ -22,6 +23,11 @@ std::string writeLog(const std::string &path, double start, bool val) {
         << ", \"step_ms\": 200";
     if (val && step % 10 == 9)
       out << ", \"val_loss\": " << start - 0.1 * step + 0.2;
+    if (fp8Stats && step % 5 == 0)
+      out << ", \"fp8\": {\"h.0.mlp.fc/forward/a\": {\"amax\": " << 3 + step
+          << ", \"scale\": 100, \"underflow\": 0.001, \"saturated\": 0}, "
+          << "\"lm_head/grad_input/a\": {\"amax\": 0.5, \"scale\": 1e5, "
+          << "\"underflow\": " << 0.0001 * step << ", \"saturated\": 0}}";
     out << "}\n";
   }
   return path;
@@ -48,6 +54,29 @@ TEST(Plot, TwoRunsSideBySideMakeAPng) {
   ASSERT_GT(bytes.size(), 10000u) << "a 1400x900 chart is more than 10 kB";
   EXPECT_EQ(bytes.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
   EXPECT_FALSE(std::filesystem::exists(png + ".tmp.png"));
+}
+
+/// Width and height from the PNG's IHDR chunk (big-endian, bytes 16..23).
+std::pair<uint32_t, uint32_t> pngSize(const std::string &path) {
+  std::ifstream in(path, std::ios::binary);
+  unsigned char header[24] = {};
+  in.read(reinterpret_cast<char *>(header), sizeof(header));
+  auto word = [&](int at) {
+    return uint32_t(header[at]) << 24 | uint32_t(header[at + 1]) << 16 |
+           uint32_t(header[at + 2]) << 8 | header[at + 3];
+  };
+  return {word(16), word(20)};
+}
+
+TEST(Plot, Fp8StatisticsAddARowOfPanels) {
+  TempDir dir;
+  std::string plain = writeLog(dir.file("bf16.jsonl"), 10.8, true);
+  std::string stats = writeLog(dir.file("fp8.jsonl"), 10.9, false, true);
+  train::plotRuns({plain}, dir.file("plain.png"));
+  train::plotRuns({plain, stats}, dir.file("stats.png"));
+  EXPECT_EQ(pngSize(dir.file("plain.png")), std::make_pair(1400u, 900u));
+  EXPECT_EQ(pngSize(dir.file("stats.png")), std::make_pair(1400u, 1350u))
+      << "amax and underflow per layer below the four training panels";
 }
 
 TEST(Plot, MissingAndMalformedLogsAreOneLine) {
