@@ -131,6 +131,13 @@ int gptcMain(int argc, char **argv) {
                      "gain); 0 (default) keeps all. On an H200 start from "
                      "6000000000 (see gpt-opt --help, fp8-precision)"),
       llvm::cl::init(0), llvm::cl::cat(category));
+  llvm::cl::opt<bool> fp8Fusion(
+      "fp8-fusion",
+      llvm::cl::desc("Compute each amax, and under fp8-delayed each FP8 cast, "
+                     "in the kernel that produces its tensor (fp8-fuse-amax, "
+                     "fp8-fuse-cast; default true). =false keeps separate "
+                     "kernels, with the same numbers"),
+      llvm::cl::init(true), llvm::cl::cat(category));
   llvm::cl::list<std::string> passPlugins(
       "load-pass-plugin",
       llvm::cl::desc("A precision-policy plugin (.so) whose policies "
@@ -280,6 +287,13 @@ int gptcMain(int argc, char **argv) {
     // Read before bufferization, while the GEMMs are still gpt/fp8 ops.
     llvm::raw_string_ostream tableStream(precisionTable);
     printPrecisionTable(work, precision, tableStream);
+    if (fp8Fusion) {
+      PassManager fuse(&context);
+      fuse.addPass(createFp8FuseAmax());
+      fuse.addPass(createFp8FuseCast());
+      if (failed(fuse.run(work)))
+        return 1;
+    }
     if (runTo >= Phase::Rt) {
       PassManager lower(&context);
       lower.addPass(createRtBufferize());

@@ -89,7 +89,8 @@ private:
   /// The statistics slot of an FP8 cast in train_step (the next free one),
   /// and its description for the manifest as an `rt.fp8_stat` attribute;
   /// -1 elsewhere, where nothing is collected.
-  int64_t statSlot(fp8::QuantizeOp op, NamedAttrList &stat);
+  int64_t statSlot(Value quantized, StringAttr layer, NamedAttrList &stat);
+  LogicalResult lowerFused(fp8::FusedOp op);
   Value lookup(Value tensor) { return buffers.lookup(tensor); }
   /// The result buffer of a tensor value, allocated on first use.
   Value define(Value tensor) {
@@ -210,24 +211,77 @@ void EntryLowering::lowerMatmul(gpt::MatmulOp op) {
            {i64(numElements(c) / g.n), i64(g.n)});
 }
 
-int64_t EntryLowering::statSlot(fp8::QuantizeOp op, NamedAttrList &stat) {
+int64_t EntryLowering::statSlot(Value quantized, StringAttr layer,
+                                NamedAttrList &stat) {
   if (!inTrainStep)
     return -1;
   // Name the cast after the GEMM it feeds: layer, which GEMM, which operand.
   StringRef gemm = "", operand = "";
-  for (Operation *user : op.getResult().getUsers())
+  for (Operation *user : quantized.getUsers())
     if (auto mm = dyn_cast<fp8::ScaledMatmulOp>(user)) {
       if (auto role = mm->getAttrOfType<StringAttr>("gpt.role"))
         gemm = role.getValue();
-      operand = mm.getA() == op.getResult() ? "a" : "b";
+      operand = mm.getA() == quantized ? "a" : "b";
       break;
     }
   int64_t slot = nextStatSlot++;
   stat.append("slot", i64(slot));
-  stat.append("layer", op.getLayerAttr());
+  stat.append("layer", layer);
   stat.append("gemm", b.getStringAttr(gemm));
   stat.append("operand", b.getStringAttr(operand));
   return slot;
+}
+
+/// The producer's kernel becomes its "_amax" variant (one more output: the
+/// amax of its first output) or "_cast" variant (also the scale as one more
+/// input, and the FP8 copy as one more output). The extra constants give
+/// the first output as rows x cols with its dtype, then for a cast the
+/// format, whether the copy is transposed and the statistics slot.
+LogicalResult EntryLowering::lowerFused(fp8::FusedOp op) {
+  Operation *producer = op.getProducer();
+  Block *block = b.getInsertionBlock();
+  Operation *last = block->empty() ? nullptr : &block->back();
+  if (failed(lowerOp(producer)))
+    return failure();
+  SmallVector<rt::KernelOp> emitted;
+  for (Operation &o : llvm::make_range(
+           last ? std::next(last->getIterator()) : block->begin(), block->end()))
+    if (auto k = dyn_cast<rt::KernelOp>(o))
+      emitted.push_back(k);
+  if (emitted.size() != 1)
+    return op.emitOpError() << "fuses a " << producer->getName()
+                            << " that lowers to " << emitted.size()
+                            << " kernels; only single-kernel producers have "
+                               "fused variants (fp8-fuse-amax picks those)";
+  rt::KernelOp k = emitted.front();
+  for (unsigned i = 0; i < op.getNumProducerResults(); ++i)
+    buffers[op.getResult(i)] = lookup(producer->getResult(i));
+  auto first = cast<ShapedType>(producer->getResult(0).getType());
+  int64_t cols = first.getShape().back(), rows = numElements(first) / cols;
+
+  SmallVector<Value> ins(k.getInputs()), outs(k.getOutputs());
+  SmallVector<Attribute> consts(k.getConsts().getValue());
+  outs.push_back(define(op.getAmax()));
+  consts.append({i64(rows), i64(cols),
+                 i64(first.getElementType().isBF16() ? GPTRT_DTYPE_BF16
+                                                     : GPTRT_DTYPE_F32)});
+  std::string name = (k.getKernel() + "_amax").str();
+  NamedAttrList stat;
+  int64_t slot = -1;
+  if (Value scale = op.getScale()) {
+    name = (k.getKernel() + "_cast").str();
+    ins.push_back(lookup(scale));
+    outs.push_back(define(op.getQuantized()));
+    slot = statSlot(op.getQuantized(), op.getLayerAttr(), stat);
+    consts.append({i64(fp8Format(op.getQuantized().getType())),
+                   i64(op.getTranspose()), i64(slot)});
+  }
+  loc = op.getLoc();
+  rt::KernelOp fused = kernel(name, ins, outs, consts);
+  if (slot >= 0)
+    fused->setAttr("rt.fp8_stat", stat.getDictionary(b.getContext()));
+  k.erase();
+  return success();
 }
 
 void EntryLowering::lowerScaledMatmul(fp8::ScaledMatmulOp op) {
@@ -292,6 +346,7 @@ LogicalResult EntryLowering::lowerOp(Operation *op) {
                {i64(numElements(o.getType()))});
         return success();
       })
+      .Case([&](fp8::FusedOp o) { return lowerFused(o); })
       .Case([&](gpt::CastOp o) {
         auto dtype = [](Type tensor) -> int64_t {
           return getElementTypeOrSelf(tensor).isBF16() ? GPTRT_DTYPE_BF16
@@ -317,7 +372,7 @@ LogicalResult EntryLowering::lowerOp(Operation *op) {
       })
       .Case([&](fp8::QuantizeOp o) {
         NamedAttrList stat;
-        int64_t slot = statSlot(o, stat);
+        int64_t slot = statSlot(o.getResult(), o.getLayerAttr(), stat);
         rt::KernelOp k = kernel(
             "quantize_fp8", {lookup(o.getInput()), lookup(o.getScale())},
             {define(o.getResult())},
@@ -657,10 +712,12 @@ private:
         }
         Type element = tensor.getElementType();
         // bf16 is storage only (gpt.cast moves values in and out of it);
-        // FP8 lives between fp8.quantize and fp8.scaled_matmul.
-        bool storage = (element.isBF16() && isa<gpt::CastOp>(op)) ||
+        // FP8 lives between fp8.quantize and fp8.scaled_matmul. An
+        // fp8.fused passes on its producer's types and makes FP8 too.
+        bool fused = isa<fp8::FusedOp, fp8::YieldOp>(op);
+        bool storage = (element.isBF16() && (isa<gpt::CastOp>(op) || fused)) ||
                        (isa<Float8E4M3FNType, Float8E5M2Type>(element) &&
-                        isa<fp8::QuantizeOp, fp8::ScaledMatmulOp>(op));
+                        (isa<fp8::QuantizeOp, fp8::ScaledMatmulOp>(op) || fused));
         if (!element.isF32() && !element.isInteger(32) && !storage) {
           op->emitOpError() << "has element type " << element
                             << "; the runtime kernels take f32 tensors and "

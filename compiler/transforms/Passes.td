@@ -165,6 +165,38 @@ def Fp8Precision : Pass<"fp8-precision", "::mlir::ModuleOp"> {
   ];
 }
 
+def Fp8FuseAmax : Pass<"fp8-fuse-amax", "::mlir::ModuleOp"> {
+  let summary = "Computes each amax in the kernel that produces its tensor";
+  let description = [{
+    An `fp8.amax` over a tensor that a fusable op produced -- a storage cast
+    (bf16 activations, the common case), layernorm, gelu, add, or a GEMM
+    without bias -- looking through exact widening casts and row-preserving
+    reshapes, is replaced by the amax result of an `fp8.fused` that wraps
+    the producer: its kernel reduces the output as it writes it, so the
+    separate read of the whole tensor disappears. Several amaxes of one
+    tensor share one. Amaxes of tensors made elsewhere (parameters, which
+    the optimizer step writes) stay standalone. Numerics do not change. Run
+    after gpt-precision and before fp8-fuse-cast and rt-bufferize.
+  }];
+  let dependentDialects = ["::gptc::fp8::Fp8Dialect"];
+}
+
+def Fp8FuseCast : Pass<"fp8-fuse-cast", "::mlir::ModuleOp"> {
+  let summary = "Writes the FP8 copy of a tensor from the kernel that produces it";
+  let description = [{
+    Under delayed scaling (`fp8.quantize` whose scale is an
+    `fp8.state_scale`) the scale is known before the tensor exists, so the
+    cast joins the producer's `fp8.fused` (made by fp8-fuse-amax, or made
+    here): one kernel writes the output, its amax and its FP8 copy. When the
+    GEMM would read a 2-D operand in the other layout (a transposed, or b
+    not transposed), the fused kernel writes the copy transposed and the
+    GEMM's flag flips, so every fused GEMM operand is K-contiguous as
+    Hopper's FP8 tensor cores need. Current (tensorwise) scaling needs the
+    amax first and is left alone. Numerics do not change.
+  }];
+  let dependentDialects = ["::gptc::fp8::Fp8Dialect"];
+}
+
 def RtBufferize : Pass<"rt-bufferize", "::mlir::ModuleOp"> {
   let summary = "Lowers the gpt entry points to rt: buffers, kernel calls, bindings";
   let description = [{

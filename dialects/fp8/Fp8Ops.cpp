@@ -111,3 +111,68 @@ LogicalResult
 StateUpdateOp::verifySymbolUses(SymbolTableCollection &symbols) {
   return verifyStateUse(*this, getStateAttr(), symbols);
 }
+
+LogicalResult FusedOp::verify() {
+  if (failed(verifyLayerName(*this, getLayer())))
+    return failure();
+  Block &body = getBody().front();
+  auto yield = dyn_cast<YieldOp>(body.back());
+  if (body.getOperations().size() != 2 || !yield)
+    return emitOpError("needs a body of exactly one producer op and an "
+                       "fp8.yield of its results");
+  Operation *producer = getProducer();
+  if (yield.getValues() != ValueRange(producer->getResults()))
+    return emitOpError("must yield the producer's results, in order");
+  unsigned n = producer->getNumResults();
+  unsigned expected = n + 1 + (getScale() ? 1 : 0);
+  if (n == 0 || getNumResults() != expected)
+    return emitOpError() << "returns " << getNumResults()
+                         << " results, expected " << expected
+                         << ": the producer's " << n
+                         << ", its first result's amax"
+                         << (getScale() ? " and its FP8 cast" : "");
+  for (unsigned i = 0; i < n; ++i)
+    if (getResult(i).getType() != producer->getResult(i).getType())
+      return emitOpError() << "result #" << i << " has type "
+                           << getResult(i).getType()
+                           << ", expected the producer's "
+                           << producer->getResult(i).getType();
+  auto first = cast<RankedTensorType>(producer->getResult(0).getType());
+  if (!first.getElementType().isF32() && !first.getElementType().isBF16())
+    return emitOpError() << "fuses an amax over " << first.getElementType()
+                         << ", expected an f32 or bf16 first result";
+  auto amax = cast<RankedTensorType>(getAmax().getType());
+  if (amax.getRank() != 0 || !amax.getElementType().isF32())
+    return emitOpError() << "amax result has type " << amax
+                         << ", expected tensor<f32>";
+  if (!getScale()) {
+    if (getTranspose())
+      return emitOpError("transposes the FP8 cast, but has no scale and so "
+                         "no cast");
+    return success();
+  }
+  auto q = cast<RankedTensorType>(getQuantized().getType());
+  if (!isFp8(q.getElementType()))
+    return emitOpError() << "casts to " << q.getElementType()
+                         << ", expected f8E4M3FN or f8E5M2";
+  // The cast sees the first result as rows x last dim; untransposed it may
+  // be viewed in any shape with that last dim (a reshape of the same rows).
+  int64_t cols = first.getShape().back(), rows = first.getNumElements() / cols;
+  if (getTranspose()) {
+    SmallVector<int64_t> shape{cols, rows};
+    if (q.getShape() != ArrayRef<int64_t>(shape))
+      return emitOpError() << "FP8 result shape " << shapeString(q.getShape())
+                           << " must be " << shapeString(shape)
+                           << " (the first result flattened to rows x last "
+                              "dim, transposed)";
+    return success();
+  }
+  if (q.getShape().empty() || q.getShape().back() != cols ||
+      q.getNumElements() != first.getNumElements())
+    return emitOpError() << "FP8 result shape " << shapeString(q.getShape())
+                         << " must hold the first result's " << rows << " x "
+                         << cols << " values with the same last dim";
+  return success();
+}
+
+LogicalResult YieldOp::verify() { return success(); }

@@ -168,4 +168,54 @@ def Fp8_StateUpdateOp : Fp8_Op<"state_update", [
   let assemblyFormat = "$state `,` $amax attr-dict";
 }
 
+def Fp8_FusedOp : Fp8_Op<"fused", [SingleBlock, RecursiveMemoryEffects]> {
+  let summary = "a producer whose kernel also computes its output's amax (and FP8 cast)";
+  let description = [{
+    Made by fp8-fuse-amax and fp8-fuse-cast. The body holds exactly one
+    producer op (a layernorm, gelu, add, GEMM or storage cast) and an
+    `fp8.yield` of its results. The fused op returns those results, then
+    the amax of the first one -- computed by the producer's kernel as it
+    writes its output, instead of by a separate pass over the tensor --
+    and, when `scale` is given (delayed scaling, where the scale is known
+    before the producer runs), the first result quantized with it:
+    `fp8(x * scale)`, in the format of the last result type. With
+    `transpose` that cast also transposes the output, flattened to
+    rows x last-dim, so the FP8 GEMM gets the K-contiguous operand Hopper
+    needs ("TN") from the same kernel.
+
+    ```mlir
+    %y, %amax = fp8.fused "h.0.mlp.fc" {
+      %g = gpt.gelu "h.0.mlp" %x : tensor<256x512xf32>
+      fp8.yield %g : tensor<256x512xf32>
+    } : tensor<256x512xf32>, tensor<f32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$layer, Optional<Fp8_ScalarF32>:$scale,
+                       UnitAttr:$transpose);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $layer (`scale` `(` $scale^ `)`)? (`transpose` $transpose^)? $body
+    attr-dict `:` type($results)
+  }];
+  let extraClassDeclaration = [{
+    /// The one op of the body whose kernel is fused.
+    ::mlir::Operation *getProducer() { return &getBody().front().front(); }
+    unsigned getNumProducerResults() { return getProducer()->getNumResults(); }
+    /// amax of the producer's first result.
+    ::mlir::Value getAmax() { return getResults()[getNumProducerResults()]; }
+    /// The FP8 cast of the producer's first result; null without a scale.
+    ::mlir::Value getQuantized() {
+      return getScale() ? getResults()[getNumProducerResults() + 1]
+                        : ::mlir::Value();
+    }
+  }];
+}
+
+def Fp8_YieldOp : Fp8_Op<"yield", [Pure, Terminator, HasParent<"FusedOp">]> {
+  let summary = "the producer results an fp8.fused returns";
+  let arguments = (ins Variadic<AnyRankedTensor>:$values);
+  let assemblyFormat = "$values attr-dict `:` type($values)";
+}
+
 #endif // GPTC_DIALECTS_FP8_OPS_TD

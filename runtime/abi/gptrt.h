@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below or the manifest's meaning changes. */
-#define GPTRT_ABI_VERSION 5
+#define GPTRT_ABI_VERSION 6
 
 typedef struct gptrt_context gptrt_context;
 
@@ -184,6 +184,87 @@ void gptrt_fp8_state_scale(gptrt_context *ctx, const float *history,
  * is not recorded, so the scale stays as it was. */
 void gptrt_fp8_state_update(gptrt_context *ctx, const float *amax,
                             float *history, int64_t history_length);
+
+/* Fused FP8 epilogues (fp8-fuse-amax, fp8-fuse-cast). Each runs the kernel
+ * of its base name and, over that kernel's first output -- seen as rows x
+ * cols values of out_dtype (1 f32, 2 bf16) --
+ *   _amax: writes amax[0] = max |value| (NaN if any value is NaN), as
+ *          gptrt_amax would have in a separate pass;
+ *   _cast: also writes q = fp8(value * scale[0]) in `format` as
+ *          gptrt_quantize_fp8 would have, transposed to cols x rows when
+ *          transpose is 1, recording statistics into stat_slot likewise.
+ * The extra pointers follow the base kernel's inputs (scale) and outputs
+ * (amax, q); the extra constants follow its constants. */
+void gptrt_convert_amax(gptrt_context *ctx, const void *src, void *dst,
+                        float *amax, int64_t n, int64_t from, int64_t to,
+                        int64_t rows, int64_t cols, int64_t out_dtype);
+void gptrt_convert_cast(gptrt_context *ctx, const void *src,
+                        const float *scale, void *dst, float *amax,
+                        uint8_t *q, int64_t n, int64_t from, int64_t to,
+                        int64_t rows, int64_t cols, int64_t out_dtype,
+                        int64_t format, int64_t transpose, int64_t stat_slot);
+void gptrt_layernorm_fwd_amax(gptrt_context *ctx, const float *x,
+                              const float *w, const float *b, float *out,
+                              float *mean, float *rstd, float *amax,
+                              int64_t rows, int64_t width, double eps,
+                              int64_t out_rows, int64_t out_cols,
+                              int64_t out_dtype);
+void gptrt_layernorm_fwd_cast(gptrt_context *ctx, const float *x,
+                              const float *w, const float *b,
+                              const float *scale, float *out, float *mean,
+                              float *rstd, float *amax, uint8_t *q,
+                              int64_t rows, int64_t width, double eps,
+                              int64_t out_rows, int64_t out_cols,
+                              int64_t out_dtype, int64_t format,
+                              int64_t transpose, int64_t stat_slot);
+void gptrt_gelu_fwd_amax(gptrt_context *ctx, const float *x, float *out,
+                         float *amax, int64_t n, int64_t rows, int64_t cols,
+                         int64_t out_dtype);
+void gptrt_gelu_fwd_cast(gptrt_context *ctx, const float *x,
+                         const float *scale, float *out, float *amax,
+                         uint8_t *q, int64_t n, int64_t rows, int64_t cols,
+                         int64_t out_dtype, int64_t format, int64_t transpose,
+                         int64_t stat_slot);
+void gptrt_add_amax(gptrt_context *ctx, const float *a, const float *b,
+                    float *out, float *amax, int64_t outer, int64_t inner,
+                    int64_t broadcast_b, int64_t rows, int64_t cols,
+                    int64_t out_dtype);
+void gptrt_add_cast(gptrt_context *ctx, const float *a, const float *b,
+                    const float *scale, float *out, float *amax, uint8_t *q,
+                    int64_t outer, int64_t inner, int64_t broadcast_b,
+                    int64_t rows, int64_t cols, int64_t out_dtype,
+                    int64_t format, int64_t transpose, int64_t stat_slot);
+void gptrt_matmul_amax(gptrt_context *ctx, const float *a, const float *b,
+                       float *c, float *amax, int64_t batch, int64_t m,
+                       int64_t n, int64_t k, int64_t trans_a, int64_t trans_b,
+                       int64_t stride_a, int64_t stride_b, int64_t stride_c,
+                       int64_t rows, int64_t cols, int64_t out_dtype);
+void gptrt_matmul_cast(gptrt_context *ctx, const float *a, const float *b,
+                       const float *scale, float *c, float *amax, uint8_t *q,
+                       int64_t batch, int64_t m, int64_t n, int64_t k,
+                       int64_t trans_a, int64_t trans_b, int64_t stride_a,
+                       int64_t stride_b, int64_t stride_c, int64_t rows,
+                       int64_t cols, int64_t out_dtype, int64_t format,
+                       int64_t transpose, int64_t stat_slot);
+void gptrt_scaled_matmul_amax(gptrt_context *ctx, const uint8_t *a,
+                              const uint8_t *b, const float *scale_a,
+                              const float *scale_b, float *c, float *amax,
+                              int64_t batch, int64_t m, int64_t n, int64_t k,
+                              int64_t trans_a, int64_t trans_b,
+                              int64_t stride_a, int64_t stride_b,
+                              int64_t stride_c, int64_t format_a,
+                              int64_t format_b, int64_t rows, int64_t cols,
+                              int64_t out_dtype);
+void gptrt_scaled_matmul_cast(gptrt_context *ctx, const uint8_t *a,
+                              const uint8_t *b, const float *scale_a,
+                              const float *scale_b, const float *scale,
+                              float *c, float *amax, uint8_t *q, int64_t batch,
+                              int64_t m, int64_t n, int64_t k, int64_t trans_a,
+                              int64_t trans_b, int64_t stride_a,
+                              int64_t stride_b, int64_t stride_c,
+                              int64_t format_a, int64_t format_b, int64_t rows,
+                              int64_t cols, int64_t out_dtype, int64_t format,
+                              int64_t transpose, int64_t stat_slot);
 
 #ifdef __cplusplus
 }

@@ -140,20 +140,65 @@ void requireFormat(int64_t format) {
 
 } // namespace
 
+namespace {
+
+/// Largest magnitude, NaN if any value is NaN.
+float amaxOf(const float *x, int64_t n) {
+  float amax = 0.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    float a = std::fabs(x[i]);
+    if (std::isnan(a))
+      return a;
+    amax = std::max(amax, a);
+  }
+  return amax;
+}
+
+uint8_t fp8Encode(float v, int64_t format) {
+  return format == GPTRT_FP8_E4M3 ? cpu::floatToE4M3(v) : cpu::floatToE5M2(v);
+}
+
+/// On steps that collect FP8 statistics, what casting x (n values) with
+/// `scale` to `format` did, accumulated into `slot` (see gptrt.h).
+void recordCastStats(Context &c, int64_t slot, const float *x, int64_t n,
+                     float scale, int64_t format) {
+  if (slot < 0 || !c.collectingFp8Stats())
+    return;
+  if (slot >= static_cast<int64_t>(c.fp8Stats().size()))
+    throw std::invalid_argument(
+        "stat_slot " + std::to_string(slot) + ", expected < " +
+        std::to_string(c.fp8Stats().size()) + " (the manifest's fp8_stats)");
+  gptrt::Fp8CastStats &s = c.fp8Stats()[slot];
+  // Saturated: clamped values that round-to-nearest-even would not have
+  // brought back to the largest finite value -- above 464, halfway from
+  // 448 to 480 (a tie there rounds to 448's even mantissa), for E4M3; from
+  // 61440, halfway from 57344 to 65536 (a tie rounds up), for E5M2.
+  const bool e4m3 = format == GPTRT_FP8_E4M3;
+  const float limit = e4m3 ? 464.0f : 61440.0f;
+  float amax = s.amax;
+  int64_t underflow = 0, saturated = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    float magnitude = std::fabs(x[i]);
+    float scaled = magnitude * scale;
+    amax = std::max(amax, magnitude);
+    saturated += e4m3 ? scaled > limit : scaled >= limit;
+    // Codes 0x00 and 0x80 are +0 and -0 in both formats.
+    underflow += x[i] != 0.0f && (fp8Encode(x[i] * scale, format) & 0x7F) == 0;
+  }
+  s.amax = amax;
+  s.scale = scale;
+  s.underflow += underflow;
+  s.saturated += saturated;
+  s.elements += n;
+}
+
+} // namespace
+
 GPTRT_EXPORT void gptrt_amax(gptrt_context *ctx, const float *x, float *out,
                              int64_t n) {
   guarded(ctx, "gptrt_amax", [&](Context &) {
     requireNonNegative(n, "n");
-    float amax = 0.0f;
-    for (int64_t i = 0; i < n; ++i) {
-      float a = std::fabs(x[i]);
-      if (std::isnan(a)) {
-        amax = a;
-        break;
-      }
-      amax = std::max(amax, a);
-    }
-    out[0] = amax;
+    out[0] = amaxOf(x, n);
   });
 }
 
@@ -216,34 +261,7 @@ GPTRT_EXPORT void gptrt_quantize_fp8(gptrt_context *ctx, const float *x,
       cpu::quantizeE4M3(x, n, scale[0], q);
     else
       cpu::quantizeE5M2(x, n, scale[0], q);
-    if (statSlot < 0 || !c.collectingFp8Stats())
-      return;
-    if (statSlot >= static_cast<int64_t>(c.fp8Stats().size()))
-      throw std::invalid_argument(
-          "stat_slot " + std::to_string(statSlot) + ", expected < " +
-          std::to_string(c.fp8Stats().size()) + " (the manifest's fp8_stats)");
-    gptrt::Fp8CastStats &s = c.fp8Stats()[statSlot];
-    // Saturated: clamped values that round-to-nearest-even would not have
-    // brought back to the largest finite value -- above 464, halfway from
-    // 448 to 480 (a tie there rounds to 448's even mantissa), for E4M3; from
-    // 61440, halfway from 57344 to 65536 (a tie rounds up), for E5M2.
-    const bool e4m3 = format == GPTRT_FP8_E4M3;
-    const float limit = e4m3 ? 464.0f : 61440.0f;
-    float amax = s.amax;
-    int64_t underflow = 0, saturated = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      float magnitude = std::fabs(x[i]);
-      float scaled = magnitude * scale[0];
-      amax = std::max(amax, magnitude);
-      saturated += e4m3 ? scaled > limit : scaled >= limit;
-      // Codes 0x00 and 0x80 are +0 and -0 in both formats.
-      underflow += x[i] != 0.0f && (q[i] & 0x7F) == 0;
-    }
-    s.amax = amax;
-    s.scale = scale[0];
-    s.underflow += underflow;
-    s.saturated += saturated;
-    s.elements += n;
+    recordCastStats(c, statSlot, x, n, scale[0], format);
   });
 }
 
@@ -527,6 +545,190 @@ GPTRT_EXPORT void gptrt_adamw(gptrt_context *ctx, const float *grad,
   });
 }
 
+// ------------------------------------------------ fused FP8 epilogues
+// The CPU versions run the base kernel and then the epilogue over its
+// output; the point of the ABI is that a GPU kernel does both in one pass.
+
+namespace {
+
+/// The extra work of a fused kernel over its first output (see gptrt.h).
+struct Epilogue {
+  int64_t rows, cols, dtype;
+  float *amax;
+  const float *scale = nullptr;  // _cast only, with the fields below
+  uint8_t *q = nullptr;
+  int64_t format = 0, transpose = 0, statSlot = -1;
+};
+
+void runEpilogue(Context &c, const void *out, const Epilogue &e) {
+  requireNonNegative(e.rows, "rows");
+  requireNonNegative(e.cols, "cols");
+  const int64_t n = e.rows * e.cols;
+  const float *x = static_cast<const float *>(out);
+  std::vector<float> widened;
+  if (e.dtype == GPTRT_DTYPE_BF16) {
+    widened.resize(static_cast<size_t>(n));
+    const uint16_t *bits = static_cast<const uint16_t *>(out);
+    for (int64_t i = 0; i < n; ++i)
+      widened[i] = cpu::bf16ToFloat(bits[i]);
+    x = widened.data();
+  } else if (e.dtype != GPTRT_DTYPE_F32) {
+    throw std::invalid_argument("out_dtype " + std::to_string(e.dtype) +
+                                ", expected f32 (1) or bf16 (2)");
+  }
+  e.amax[0] = amaxOf(x, n);
+  if (!e.q)
+    return;
+  requireFormat(e.format);
+  const float scale = e.scale[0];
+  for (int64_t r = 0; r < e.rows; ++r)
+    for (int64_t col = 0; col < e.cols; ++col)
+      e.q[e.transpose ? col * e.rows + r : r * e.cols + col] =
+          fp8Encode(x[r * e.cols + col] * scale, e.format);
+  recordCastStats(c, e.statSlot, x, n, scale, e.format);
+}
+
+/// Runs `epilogue` after the base kernel, unless the base kernel failed.
+void finish(gptrt_context *ctx, const char *fn, const void *out,
+            const Epilogue &epilogue) {
+  guarded(ctx, fn, [&](Context &c) { runEpilogue(c, out, epilogue); });
+}
+
+} // namespace
+
+GPTRT_EXPORT void gptrt_convert_amax(gptrt_context *ctx, const void *src,
+                                     void *dst, float *amax, int64_t n,
+                                     int64_t from, int64_t to, int64_t rows,
+                                     int64_t cols, int64_t outDtype) {
+  gptrt_convert(ctx, src, dst, n, from, to);
+  finish(ctx, "gptrt_convert_amax", dst, {rows, cols, outDtype, amax});
+}
+
+GPTRT_EXPORT void gptrt_convert_cast(gptrt_context *ctx, const void *src,
+                                     const float *scale, void *dst,
+                                     float *amax, uint8_t *q, int64_t n,
+                                     int64_t from, int64_t to, int64_t rows,
+                                     int64_t cols, int64_t outDtype,
+                                     int64_t format, int64_t transpose,
+                                     int64_t statSlot) {
+  gptrt_convert(ctx, src, dst, n, from, to);
+  finish(ctx, "gptrt_convert_cast", dst,
+         {rows, cols, outDtype, amax, scale, q, format, transpose, statSlot});
+}
+
+GPTRT_EXPORT void gptrt_layernorm_fwd_amax(
+    gptrt_context *ctx, const float *x, const float *w, const float *b,
+    float *out, float *mean, float *rstd, float *amax, int64_t rows,
+    int64_t width, double eps, int64_t outRows, int64_t outCols,
+    int64_t outDtype) {
+  gptrt_layernorm_fwd(ctx, x, w, b, out, mean, rstd, rows, width, eps);
+  finish(ctx, "gptrt_layernorm_fwd_amax", out,
+         {outRows, outCols, outDtype, amax});
+}
+
+GPTRT_EXPORT void gptrt_layernorm_fwd_cast(
+    gptrt_context *ctx, const float *x, const float *w, const float *b,
+    const float *scale, float *out, float *mean, float *rstd, float *amax,
+    uint8_t *q, int64_t rows, int64_t width, double eps, int64_t outRows,
+    int64_t outCols, int64_t outDtype, int64_t format, int64_t transpose,
+    int64_t statSlot) {
+  gptrt_layernorm_fwd(ctx, x, w, b, out, mean, rstd, rows, width, eps);
+  finish(ctx, "gptrt_layernorm_fwd_cast", out,
+         {outRows, outCols, outDtype, amax, scale, q, format, transpose,
+          statSlot});
+}
+
+GPTRT_EXPORT void gptrt_gelu_fwd_amax(gptrt_context *ctx, const float *x,
+                                      float *out, float *amax, int64_t n,
+                                      int64_t rows, int64_t cols,
+                                      int64_t outDtype) {
+  gptrt_gelu_fwd(ctx, x, out, n);
+  finish(ctx, "gptrt_gelu_fwd_amax", out, {rows, cols, outDtype, amax});
+}
+
+GPTRT_EXPORT void gptrt_gelu_fwd_cast(gptrt_context *ctx, const float *x,
+                                      const float *scale, float *out,
+                                      float *amax, uint8_t *q, int64_t n,
+                                      int64_t rows, int64_t cols,
+                                      int64_t outDtype, int64_t format,
+                                      int64_t transpose, int64_t statSlot) {
+  gptrt_gelu_fwd(ctx, x, out, n);
+  finish(ctx, "gptrt_gelu_fwd_cast", out,
+         {rows, cols, outDtype, amax, scale, q, format, transpose, statSlot});
+}
+
+GPTRT_EXPORT void gptrt_add_amax(gptrt_context *ctx, const float *a,
+                                 const float *b, float *out, float *amax,
+                                 int64_t outer, int64_t inner,
+                                 int64_t broadcastB, int64_t rows,
+                                 int64_t cols, int64_t outDtype) {
+  gptrt_add(ctx, a, b, out, outer, inner, broadcastB);
+  finish(ctx, "gptrt_add_amax", out, {rows, cols, outDtype, amax});
+}
+
+GPTRT_EXPORT void gptrt_add_cast(gptrt_context *ctx, const float *a,
+                                 const float *b, const float *scale,
+                                 float *out, float *amax, uint8_t *q,
+                                 int64_t outer, int64_t inner,
+                                 int64_t broadcastB, int64_t rows,
+                                 int64_t cols, int64_t outDtype,
+                                 int64_t format, int64_t transpose,
+                                 int64_t statSlot) {
+  gptrt_add(ctx, a, b, out, outer, inner, broadcastB);
+  finish(ctx, "gptrt_add_cast", out,
+         {rows, cols, outDtype, amax, scale, q, format, transpose, statSlot});
+}
+
+GPTRT_EXPORT void gptrt_matmul_amax(gptrt_context *ctx, const float *a,
+                                    const float *b, float *c, float *amax,
+                                    int64_t batch, int64_t m, int64_t n,
+                                    int64_t k, int64_t transA, int64_t transB,
+                                    int64_t strideA, int64_t strideB,
+                                    int64_t strideC, int64_t rows,
+                                    int64_t cols, int64_t outDtype) {
+  gptrt_matmul(ctx, a, b, c, batch, m, n, k, transA, transB, strideA, strideB,
+               strideC);
+  finish(ctx, "gptrt_matmul_amax", c, {rows, cols, outDtype, amax});
+}
+
+GPTRT_EXPORT void gptrt_matmul_cast(
+    gptrt_context *ctx, const float *a, const float *b, const float *scale,
+    float *c, float *amax, uint8_t *q, int64_t batch, int64_t m, int64_t n,
+    int64_t k, int64_t transA, int64_t transB, int64_t strideA,
+    int64_t strideB, int64_t strideC, int64_t rows, int64_t cols,
+    int64_t outDtype, int64_t format, int64_t transpose, int64_t statSlot) {
+  gptrt_matmul(ctx, a, b, c, batch, m, n, k, transA, transB, strideA, strideB,
+               strideC);
+  finish(ctx, "gptrt_matmul_cast", c,
+         {rows, cols, outDtype, amax, scale, q, format, transpose, statSlot});
+}
+
+GPTRT_EXPORT void gptrt_scaled_matmul_amax(
+    gptrt_context *ctx, const uint8_t *a, const uint8_t *b,
+    const float *scaleA, const float *scaleB, float *c, float *amax,
+    int64_t batch, int64_t m, int64_t n, int64_t k, int64_t transA,
+    int64_t transB, int64_t strideA, int64_t strideB, int64_t strideC,
+    int64_t formatA, int64_t formatB, int64_t rows, int64_t cols,
+    int64_t outDtype) {
+  gptrt_scaled_matmul(ctx, a, b, scaleA, scaleB, c, batch, m, n, k, transA,
+                      transB, strideA, strideB, strideC, formatA, formatB);
+  finish(ctx, "gptrt_scaled_matmul_amax", c, {rows, cols, outDtype, amax});
+}
+
+GPTRT_EXPORT void gptrt_scaled_matmul_cast(
+    gptrt_context *ctx, const uint8_t *a, const uint8_t *b,
+    const float *scaleA, const float *scaleB, const float *scale, float *c,
+    float *amax, uint8_t *q, int64_t batch, int64_t m, int64_t n, int64_t k,
+    int64_t transA, int64_t transB, int64_t strideA, int64_t strideB,
+    int64_t strideC, int64_t formatA, int64_t formatB, int64_t rows,
+    int64_t cols, int64_t outDtype, int64_t format, int64_t transpose,
+    int64_t statSlot) {
+  gptrt_scaled_matmul(ctx, a, b, scaleA, scaleB, c, batch, m, n, k, transA,
+                      transB, strideA, strideB, strideC, formatA, formatB);
+  finish(ctx, "gptrt_scaled_matmul_cast", c,
+         {rows, cols, outDtype, amax, scale, q, format, transpose, statSlot});
+}
+
 // ------------------------------------------------------- export check
 
 namespace gptrt {
@@ -551,6 +753,12 @@ const std::vector<AbiSymbol> &abiSymbols() {
       GPTRT_SYM(gptrt_amax),             GPTRT_SYM(gptrt_scale_from_amax),
       GPTRT_SYM(gptrt_quantize_fp8),     GPTRT_SYM(gptrt_scaled_matmul),
       GPTRT_SYM(gptrt_fp8_state_scale),  GPTRT_SYM(gptrt_fp8_state_update),
+      GPTRT_SYM(gptrt_convert_amax),     GPTRT_SYM(gptrt_convert_cast),
+      GPTRT_SYM(gptrt_layernorm_fwd_amax), GPTRT_SYM(gptrt_layernorm_fwd_cast),
+      GPTRT_SYM(gptrt_gelu_fwd_amax),    GPTRT_SYM(gptrt_gelu_fwd_cast),
+      GPTRT_SYM(gptrt_add_amax),         GPTRT_SYM(gptrt_add_cast),
+      GPTRT_SYM(gptrt_matmul_amax),      GPTRT_SYM(gptrt_matmul_cast),
+      GPTRT_SYM(gptrt_scaled_matmul_amax), GPTRT_SYM(gptrt_scaled_matmul_cast),
   };
 #undef GPTRT_SYM
   return symbols;

@@ -35,3 +35,19 @@ func.func @train_step(%x: tensor<2x4xf32>) -> (tensor<2x4xf32> {gpt.output = "y"
   %0 = gpt.gelu "act" %x : tensor<2x4xf32>
   return %0 : tensor<2x4xf32>
 }
+
+// -----
+
+// Only producers that lower to one kernel have fused variants.
+gpt.param @w : tensor<48x16xf32> init <normal, std = 0.02> layer "fc"
+gpt.param @b : tensor<48xf32> init <zeros> layer "fc"
+func.func @eval_step(%x: tensor<32x16xf32> {gpt.input = "tokens"}) -> (tensor<f32> {gpt.output = "amax"}) {
+  %w = gpt.param_ref @w : tensor<48x16xf32>
+  %b = gpt.param_ref @b : tensor<48xf32>
+  // expected-error @+1 {{fuses a gpt.matmul that lowers to 2 kernels; only single-kernel producers have fused variants (fp8-fuse-amax picks those)}}
+  %y, %a = fp8.fused "fc" {
+    %0 = gpt.matmul "fc" %x, %w bias %b transpose_b : tensor<32x16xf32>, tensor<48x16xf32>, tensor<48xf32> -> tensor<32x48xf32>
+    fp8.yield %0 : tensor<32x48xf32>
+  } : tensor<32x48xf32>, tensor<f32>
+  return %a : tensor<f32>
+}

@@ -31,3 +31,28 @@ func.func @train_step(%x: tensor<32x16xf32> {gpt.input = "tokens"}) -> (tensor<3
   %y = gpt.matmul "fc" %x, %w transpose_b : tensor<32x16xf32>, tensor<48x16xf32> -> tensor<32x48xf32>
   return %y : tensor<32x48xf32>
 }
+
+// -----
+
+// An fp8.fused producer lowers to its kernel's fused variant: "_amax" adds
+// the amax output; "_cast" also takes the scale and writes the FP8 copy.
+// The extra constants: the first output as rows x cols and its dtype (2 =
+// bf16), then format (0 = E4M3), transpose and the statistics slot.
+// CHECK-LABEL: func.func @train_step
+// CHECK: rt.kernel "gelu_fwd_amax" ins(%{{.*}} : memref<32x16xf32>) outs(%{{.*}}, %{{.*}} : memref<32x16xf32>, memref<f32>) consts [512, 32, 16, 1]{{$}}
+// CHECK: rt.kernel "convert_cast" ins(%{{.*}}, %{{.*}} : memref<32x16xf32>, memref<f32>) outs(%{{.*}}, %{{.*}}, %{{.*}} : memref<32x16xbf16>, memref<f32>, memref<16x32xf8E4M3FN>) consts [512, 1, 2, 32, 16, 2, 0, 1, 0] {rt.fp8_stat = {gemm = "", layer = "fc", operand = "a", slot = 0 : i64}}
+fp8.state @s "fc" history = 4 reduction = max recipe = <format = e4m3>
+func.func @train_step(%x: tensor<32x16xf32> {gpt.input = "tokens"}) -> (tensor<32x16xf32> {gpt.output = "y"}, tensor<f32> {gpt.output = "amax"}, tensor<32x16xf32> {gpt.output = "stored"}, tensor<16x16xf32> {gpt.output = "product"}) {
+  %g, %a = fp8.fused "fc" {
+    %0 = gpt.gelu "mlp" %x : tensor<32x16xf32>
+    fp8.yield %0 : tensor<32x16xf32>
+  } : tensor<32x16xf32>, tensor<f32>
+  %s = fp8.state_scale @s
+  %b, %a2, %q = fp8.fused "fc" scale(%s) transpose {
+    %1 = gpt.cast "mlp" %g : tensor<32x16xf32> -> tensor<32x16xbf16>
+    fp8.yield %1 : tensor<32x16xbf16>
+  } : tensor<32x16xbf16>, tensor<f32>, tensor<16x32xf8E4M3FN>
+  %wide = gpt.cast "mlp" %b : tensor<32x16xbf16> -> tensor<32x16xf32>
+  %p = fp8.scaled_matmul "fc" %q, %q scales(%s, %s) transpose_b : tensor<16x32xf8E4M3FN>, tensor<16x32xf8E4M3FN> -> tensor<16x16xf32>
+  return %g, %a, %wide, %p : tensor<32x16xf32>, tensor<f32>, tensor<32x16xf32>, tensor<16x16xf32>
+}

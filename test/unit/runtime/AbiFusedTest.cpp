@@ -1,0 +1,183 @@
+// The fused FP8 epilogue kernels of the C ABI (gptrt_*_amax, gptrt_*_cast):
+// each must write exactly what its base kernel followed by a separate
+// gptrt_amax and gptrt_quantize_fp8 writes -- bit for bit, transposed
+// copies included -- since fp8-fuse-amax/fp8-fuse-cast promise unchanged
+// numerics.
+#include "runtime/abi/gptrt.h"
+#include "runtime/core/Context.h"
+#include "runtime/cpu/Bf16.h"
+#include "runtime/cpu/Fp8.h"
+#include "test/unit/runtime/TestUtil.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+namespace gptrt::test {
+namespace {
+
+class AbiFusedTest : public ::testing::Test {
+protected:
+  Context ctx{Device::Cpu, {}};
+  gptrt_context *h = ctx.handle();
+  void TearDown() override {
+    EXPECT_FALSE(ctx.failed()) << "unexpected kernel error: " << ctx.error();
+  }
+
+  /// The unfused reference over an f32 output of rows x cols: amax, and the
+  /// FP8 copy (transposed on request).
+  void reference(const std::vector<float> &out, int64_t rows, int64_t cols,
+                 float scale, int64_t format, bool transpose, float *amax,
+                 std::vector<uint8_t> &q) {
+    gptrt_amax(h, out.data(), amax, rows * cols);
+    std::vector<uint8_t> plain(out.size());
+    gptrt_quantize_fp8(h, out.data(), &scale, plain.data(), rows * cols,
+                       format, -1);
+    q.resize(out.size());
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c)
+        q[transpose ? c * rows + r : r * cols + c] = plain[r * cols + c];
+  }
+};
+
+std::vector<float> randomF(size_t n, uint64_t seed, double lo, double hi) {
+  return convert<float>(randomVec(n, seed, lo, hi));
+}
+
+TEST_F(AbiFusedTest, ConvertToBf16WithAmaxAndTransposedCast) {
+  const int64_t rows = 6, cols = 10;
+  std::vector<float> x = randomF(rows * cols, 3, -50.0, 50.0);
+  x[7] = 1e-30f;  // underflows in E4M3 at this scale
+  std::vector<uint16_t> stored(x.size()), storedRef(x.size());
+  float amax = -1, amaxRef = -2, scale = 4.0f;
+  std::vector<uint8_t> q(x.size()), qRef;
+  gptrt_convert_cast(h, x.data(), &scale, stored.data(), &amax, q.data(),
+                     x.size(), GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16, rows, cols,
+                     GPTRT_DTYPE_BF16, GPTRT_FP8_E4M3, 1, -1);
+  gptrt_convert(h, x.data(), storedRef.data(), x.size(), GPTRT_DTYPE_F32,
+                GPTRT_DTYPE_BF16);
+  std::vector<float> wide(x.size());
+  gptrt_convert(h, storedRef.data(), wide.data(), x.size(), GPTRT_DTYPE_BF16,
+                GPTRT_DTYPE_F32);
+  reference(wide, rows, cols, scale, GPTRT_FP8_E4M3, true, &amaxRef, qRef);
+  EXPECT_EQ(stored, storedRef);
+  EXPECT_EQ(amax, amaxRef);
+  EXPECT_EQ(q, qRef);
+
+  float amaxOnly = -1;
+  gptrt_convert_amax(h, x.data(), stored.data(), &amaxOnly, x.size(),
+                     GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16, rows, cols,
+                     GPTRT_DTYPE_BF16);
+  EXPECT_EQ(amaxOnly, amaxRef);
+}
+
+TEST_F(AbiFusedTest, LayernormGeluAddMatchTheirBaseKernels) {
+  const int64_t rows = 8, cols = 16;
+  std::vector<float> x = randomF(rows * cols, 5, -3.0, 3.0),
+                     w = randomF(cols, 6, 0.5, 1.5), b = randomF(cols, 7, -1, 1);
+  float scale = 30.0f;
+  std::vector<float> out(x.size()), mean(rows), rstd(rows);
+  std::vector<float> ref(x.size()), meanRef(rows), rstdRef(rows);
+  std::vector<uint8_t> q(x.size()), qRef;
+  float amax = -1, amaxRef = -2;
+
+  gptrt_layernorm_fwd_cast(h, x.data(), w.data(), b.data(), &scale, out.data(),
+                           mean.data(), rstd.data(), &amax, q.data(), rows,
+                           cols, 1e-5, rows, cols, GPTRT_DTYPE_F32,
+                           GPTRT_FP8_E4M3, 0, -1);
+  gptrt_layernorm_fwd(h, x.data(), w.data(), b.data(), ref.data(),
+                      meanRef.data(), rstdRef.data(), rows, cols, 1e-5);
+  reference(ref, rows, cols, scale, GPTRT_FP8_E4M3, false, &amaxRef, qRef);
+  EXPECT_EQ(out, ref);
+  EXPECT_EQ(mean, meanRef);
+  EXPECT_EQ(amax, amaxRef);
+  EXPECT_EQ(q, qRef);
+
+  gptrt_gelu_fwd_cast(h, x.data(), &scale, out.data(), &amax, q.data(),
+                      x.size(), rows, cols, GPTRT_DTYPE_F32, GPTRT_FP8_E5M2, 1,
+                      -1);
+  gptrt_gelu_fwd(h, x.data(), ref.data(), x.size());
+  reference(ref, rows, cols, scale, GPTRT_FP8_E5M2, true, &amaxRef, qRef);
+  EXPECT_EQ(out, ref);
+  EXPECT_EQ(amax, amaxRef);
+  EXPECT_EQ(q, qRef);
+
+  // Broadcast add of a bias row, amax only.
+  gptrt_add_amax(h, x.data(), b.data(), out.data(), &amax, rows, cols, 1, rows,
+                 cols, GPTRT_DTYPE_F32);
+  gptrt_add(h, x.data(), b.data(), ref.data(), rows, cols, 1);
+  gptrt_amax(h, ref.data(), &amaxRef, ref.size());
+  EXPECT_EQ(out, ref);
+  EXPECT_EQ(amax, amaxRef);
+}
+
+TEST_F(AbiFusedTest, GemmOutputsWithAmaxAndCast) {
+  const int64_t m = 6, n = 5, k = 7;
+  std::vector<float> a = randomF(m * k, 8, -1, 1), b = randomF(n * k, 9, -1, 1);
+  std::vector<float> c(m * n), cRef(m * n);
+  float amax = -1, amaxRef = -2, scale = 64.0f;
+  std::vector<uint8_t> q(m * n), qRef;
+  gptrt_matmul_cast(h, a.data(), b.data(), &scale, c.data(), &amax, q.data(),
+                    1, m, n, k, 0, 1, 0, 0, 0, m, n, GPTRT_DTYPE_F32,
+                    GPTRT_FP8_E4M3, 1, -1);
+  gptrt_matmul(h, a.data(), b.data(), cRef.data(), 1, m, n, k, 0, 1, 0, 0, 0);
+  reference(cRef, m, n, scale, GPTRT_FP8_E4M3, true, &amaxRef, qRef);
+  EXPECT_EQ(c, cRef);
+  EXPECT_EQ(amax, amaxRef);
+  EXPECT_EQ(q, qRef);
+
+  std::vector<uint8_t> qa(m * k), qb(n * k);
+  for (size_t i = 0; i < qa.size(); ++i)
+    qa[i] = cpu::floatToE4M3(a[i] * 100.0f);
+  for (size_t i = 0; i < qb.size(); ++i)
+    qb[i] = cpu::floatToE4M3(b[i] * 100.0f);
+  float sa = 100.0f, sb = 100.0f;
+  gptrt_scaled_matmul_amax(h, qa.data(), qb.data(), &sa, &sb, c.data(), &amax,
+                           1, m, n, k, 0, 1, 0, 0, 0, GPTRT_FP8_E4M3,
+                           GPTRT_FP8_E4M3, m, n, GPTRT_DTYPE_F32);
+  gptrt_scaled_matmul(h, qa.data(), qb.data(), &sa, &sb, cRef.data(), 1, m, n,
+                      k, 0, 1, 0, 0, 0, GPTRT_FP8_E4M3, GPTRT_FP8_E4M3);
+  gptrt_amax(h, cRef.data(), &amaxRef, cRef.size());
+  EXPECT_EQ(c, cRef);
+  EXPECT_EQ(amax, amaxRef);
+}
+
+TEST_F(AbiFusedTest, FusedCastRecordsStatisticsLikeQuantize) {
+  const int64_t rows = 4, cols = 8;
+  std::vector<float> x = randomF(rows * cols, 11, -1.0, 1.0);
+  x[3] = 1e-12f;  // underflows
+  x[9] = 1e9f;    // saturates
+  float scale = 100.0f, amax;
+  std::vector<float> out(x.size());
+  std::vector<uint8_t> q(x.size()), plain(x.size());
+  ctx.beginFp8Stats(2);
+  gptrt_gelu_fwd_cast(h, x.data(), &scale, out.data(), &amax, q.data(),
+                      x.size(), rows, cols, GPTRT_DTYPE_F32, GPTRT_FP8_E4M3, 1,
+                      1);
+  gptrt_quantize_fp8(h, out.data(), &scale, plain.data(), out.size(),
+                     GPTRT_FP8_E4M3, 0);
+  ctx.endFp8Stats();
+  const Fp8CastStats &fused = ctx.fp8Stats()[1], &separate = ctx.fp8Stats()[0];
+  EXPECT_EQ(fused.elements, rows * cols);
+  EXPECT_GE(fused.underflow, 1);
+  EXPECT_EQ(fused.saturated, 1);
+  EXPECT_EQ(fused.underflow, separate.underflow);
+  EXPECT_EQ(fused.saturated, separate.saturated);
+  EXPECT_EQ(fused.amax, separate.amax);
+}
+
+TEST_F(AbiFusedTest, BadEpilogueArgumentsAreErrors) {
+  float x = 1, out = 0, amax = 0;
+  gptrt_gelu_fwd_amax(h, &x, &out, &amax, 1, 1, 1, 7);
+  ASSERT_TRUE(ctx.failed());
+  EXPECT_NE(ctx.error().find("gptrt_gelu_fwd_amax: out_dtype 7, expected f32 "
+                             "(1) or bf16 (2)"),
+            std::string::npos)
+      << ctx.error();
+  ctx.clearError();
+}
+
+} // namespace
+} // namespace gptrt::test
