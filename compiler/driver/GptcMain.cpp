@@ -112,6 +112,7 @@ int gptcMain(int argc, char **argv) {
                      "inputs, f32 compute and master weights), fp8-tensorwise "
                      "(GEMMs in FP8 with per-tensor current scaling, the rest "
                      "as bf16), fp8-delayed (scales from an amax history), "
+                     "fp8-rowwise (a power-of-two scale per row), "
                      "fp32 (parity tests) or a policy from --load-pass-plugin"),
       llvm::cl::init("bf16"), llvm::cl::cat(category));
   llvm::cl::list<std::string> fp8Exclude(
@@ -130,6 +131,20 @@ int gptcMain(int argc, char **argv) {
       llvm::cl::desc("GEMMs with M*N*K below this stay bf16 (too small to "
                      "gain); 0 (default) keeps all. On an H200 start from "
                      "6000000000 (see gpt-opt --help, fp8-precision)"),
+      llvm::cl::init(0), llvm::cl::cat(category));
+  llvm::cl::opt<int64_t> fp8History(
+      "fp8-history",
+      llvm::cl::desc("fp8-delayed: amaxes kept per tensor (default 16)"),
+      llvm::cl::init(16), llvm::cl::cat(category));
+  llvm::cl::opt<std::string> fp8AmaxReduction(
+      "fp8-amax-reduction",
+      llvm::cl::desc("fp8-delayed: max (default) or most_recent of the "
+                     "history"),
+      llvm::cl::init("max"), llvm::cl::cat(category));
+  llvm::cl::opt<int64_t> fp8Margin(
+      "fp8-margin",
+      llvm::cl::desc("Divide FP8 scales by 2^margin for headroom above the "
+                     "amax (default 0)"),
       llvm::cl::init(0), llvm::cl::cat(category));
   llvm::cl::opt<bool> fp8Fusion(
       "fp8-fusion",
@@ -277,6 +292,9 @@ int gptcMain(int argc, char **argv) {
       fp8.exclude.assign(fp8Exclude.begin(), fp8Exclude.end());
       fp8.include.assign(fp8Include.begin(), fp8Include.end());
       fp8.minMnk = fp8MinMnk;
+      fp8.historyLength = fp8History;
+      fp8.amaxReduction = fp8AmaxReduction;
+      fp8.margin = fp8Margin;
       pm.addPass(createFp8Precision(fp8));
     }
     GptPrecisionOptions storage;

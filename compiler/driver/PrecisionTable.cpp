@@ -40,6 +40,8 @@ StringRef scalingOf(Value scale) {
     return "delayed";
   if (isa_and_nonnull<fp8::ScaleFromAmaxOp>(producer))
     return "current";
+  if (isa_and_nonnull<fp8::RowScalesOp>(producer))
+    return "rowwise";
   return "?";
 }
 
@@ -52,8 +54,12 @@ std::string scalingColumn(fp8::ScaledMatmulOp op) {
       return "delayed (amax history)";
     if (scaling == "current")
       return "current amax";
+    if (scaling == "rowwise")
+      return "per-row amax";
     return scaling.str();
   };
+  if (a == "rowwise" && b == "rowwise")
+    return "rowwise, per-row amax";
   if (a == b)
     return "tensorwise, " + words(a);
   return "tensorwise, a " + words(a) + ", b " + words(b);

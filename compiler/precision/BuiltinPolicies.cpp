@@ -34,6 +34,19 @@ public:
   }
 };
 
+/// Every eligible GEMM in FP8, hybrid formats, with a power-of-two scale per
+/// row of each operand (torchao's "rowwise" recipe): outliers cost only
+/// their row's precision, and power-of-two scales multiply exactly.
+class RowwisePolicy : public PrecisionPolicy {
+public:
+  PrecisionDecision decide(const GemmOperand &operand) const override {
+    PrecisionDecision decision =
+        PrecisionDecision::fp8(hybridFormat(operand), Fp8Scaling::Rowwise);
+    decision.powerOfTwo = true;
+    return decision;
+  }
+};
+
 template <typename Policy>
 void addBuiltin(PolicyRegistry &registry, llvm::StringRef name,
                 llvm::StringRef summary) {
@@ -53,6 +66,10 @@ void registerBuiltinPolicies(PolicyRegistry &registry) {
       registry, "fp8-delayed",
       "FP8 GEMMs, E4M3 x E4M3 forward / E5M2 gradients, scales from an amax "
       "history");
+  addBuiltin<RowwisePolicy>(
+      registry, "fp8-rowwise",
+      "FP8 GEMMs, E4M3 x E4M3 forward / E5M2 gradients, a power-of-two scale "
+      "per row of each operand");
 }
 
 } // namespace gptc

@@ -34,6 +34,12 @@ enum class Fp8Scaling {
   /// Scale from the largest amax of the last steps (an amax history kept in
   /// an fp8.state), so the cast needs no reduction over the tensor first.
   Delayed,
+  /// One scale per row of the operand along the GEMM's non-contracted
+  /// dimension (each of a's M rows, each of b's N columns), from this
+  /// step's amax of that row: an outlier only coarsens its own row. The
+  /// GEMM divides row i x column j by both scales. (Added in plugin API 1
+  /// without a version bump: older plugins never return it.)
+  Rowwise,
 };
 
 /// One operand of one GEMM, everything a policy may base its decision on.

@@ -290,14 +290,20 @@ void EntryLowering::lowerScaledMatmul(fp8::ScaledMatmulOp op) {
   auto c = cast<ShapedType>(op.getResult().getType());
   Value out = define(op.getResult());
   GemmShape g = gemmShape(a, w, c, op.getTransposeA(), op.getTransposeB());
-  kernel("scaled_matmul",
+  SmallVector<Attribute> consts{
+      i64(g.batch), i64(g.m), i64(g.n), i64(g.k), i64(g.ta), i64(g.tb),
+      i64(g.strideA), i64(g.strideB), i64(g.strideC),
+      i64(fp8Format(op.getA().getType())), i64(fp8Format(op.getB().getType()))};
+  // Rowwise scales (vectors) take the kernel that reads one per row of c
+  // for a and one per column for b.
+  bool rowsA = cast<ShapedType>(op.getAScale().getType()).getRank() == 1;
+  bool rowsB = cast<ShapedType>(op.getBScale().getType()).getRank() == 1;
+  if (rowsA || rowsB)
+    consts.append({i64(rowsA), i64(rowsB)});
+  kernel(rowsA || rowsB ? "scaled_matmul_rowwise" : "scaled_matmul",
          {lookup(op.getA()), lookup(op.getB()), lookup(op.getAScale()),
           lookup(op.getBScale())},
-         {out},
-         {i64(g.batch), i64(g.m), i64(g.n), i64(g.k), i64(g.ta), i64(g.tb),
-          i64(g.strideA), i64(g.strideB), i64(g.strideC),
-          i64(fp8Format(op.getA().getType())),
-          i64(fp8Format(op.getB().getType()))});
+         {out}, consts);
 }
 
 /// One copy_blocks call per part: a split reads parts out of `src`, a
@@ -347,6 +353,35 @@ LogicalResult EntryLowering::lowerOp(Operation *op) {
         return success();
       })
       .Case([&](fp8::FusedOp o) { return lowerFused(o); })
+      .Case([&](fp8::AmaxRowsOp o) {
+        auto in = cast<ShapedType>(o.getInput().getType());
+        kernel("amax_rows", {lookup(o.getInput())}, {define(o.getResult())},
+               {i64(rowsOf(in)), i64(widthOf(in)),
+                i64(o.getAlong() == fp8::Axis::Cols)});
+        return success();
+      })
+      .Case([&](fp8::RowScalesOp o) {
+        fp8::RecipeAttr recipe = o.getRecipe();
+        kernel("row_scales", {lookup(o.getAmax())}, {define(o.getResult())},
+               {i64(numElements(o.getType())), f64(recipe.getFormatMax()),
+                i64(recipe.getMargin()), i64(recipe.isPowerOfTwo()),
+                f64(recipe.getEps().convertToDouble())});
+        return success();
+      })
+      .Case([&](fp8::QuantizeRowsOp o) {
+        auto in = cast<ShapedType>(o.getInput().getType());
+        NamedAttrList stat;
+        int64_t slot = statSlot(o.getResult(), o.getLayerAttr(), stat);
+        rt::KernelOp k = kernel(
+            "quantize_rows", {lookup(o.getInput()), lookup(o.getScales())},
+            {define(o.getResult())},
+            {i64(rowsOf(in)), i64(widthOf(in)),
+             i64(o.getAlong() == fp8::Axis::Cols), i64(fp8Format(o.getType())),
+             i64(slot)});
+        if (slot >= 0)
+          k->setAttr("rt.fp8_stat", stat.getDictionary(b.getContext()));
+        return success();
+      })
       .Case([&](gpt::CastOp o) {
         auto dtype = [](Type tensor) -> int64_t {
           return getElementTypeOrSelf(tensor).isBF16() ? GPTRT_DTYPE_BF16
@@ -388,7 +423,8 @@ LogicalResult EntryLowering::lowerOp(Operation *op) {
         kernel("fp8_state_scale", {stateView(state)}, {define(o.getResult())},
                {i64(state.getHistory()), f64(recipe.getFormatMax()),
                 i64(recipe.getMargin()), i64(recipe.isPowerOfTwo()),
-                f64(recipe.getEps().convertToDouble())});
+                f64(recipe.getEps().convertToDouble()),
+                i64(state.getReduction() == fp8::AmaxReduction::MostRecent)});
         return success();
       })
       .Case([&](fp8::StateUpdateOp o) {
@@ -717,7 +753,9 @@ private:
         bool fused = isa<fp8::FusedOp, fp8::YieldOp>(op);
         bool storage = (element.isBF16() && (isa<gpt::CastOp>(op) || fused)) ||
                        (isa<Float8E4M3FNType, Float8E5M2Type>(element) &&
-                        (isa<fp8::QuantizeOp, fp8::ScaledMatmulOp>(op) || fused));
+                        (isa<fp8::QuantizeOp, fp8::QuantizeRowsOp,
+                             fp8::ScaledMatmulOp>(op) ||
+                         fused));
         if (!element.isF32() && !element.isInteger(32) && !storage) {
           op->emitOpError() << "has element type " << element
                             << "; the runtime kernels take f32 tensors and "

@@ -96,6 +96,18 @@ public:
                          << " must be >= 0 (0 keeps every eligible GEMM)";
       return signalPassFailure();
     }
+    if (amaxReduction != "max" && amaxReduction != "most_recent") {
+      module.emitError() << "fp8-precision amax-reduction='"
+                         << amaxReduction << "' is not a reduction; use max "
+                            "or most_recent";
+      return signalPassFailure();
+    }
+    if (margin < 0 || historyLength < 1) {
+      module.emitError() << "fp8-precision margin=" << static_cast<int64_t>(margin)
+                         << " and history=" << static_cast<int64_t>(historyLength)
+                         << " must be >= 0 and >= 1";
+      return signalPassFailure();
+    }
     if (failed(compileGlobs(exclude, "exclude", excludeGlobs)) ||
         failed(compileGlobs(include, "include", includeGlobs)))
       return signalPassFailure();
@@ -190,9 +202,25 @@ private:
                        : Type(Float8E5M2Type::get(context));
     Type scalar = RankedTensorType::get({}, Float32Type::get(context));
     auto recipe = fp8::RecipeAttr::get(
-        context, format, decision.margin,
+        context, format, decision.margin ? decision.margin : margin,
         decision.powerOfTwo ? BoolAttr::get(context, true) : BoolAttr(),
         llvm::APFloat(1e-12));
+    if (decision.scaling == Fp8Scaling::Rowwise) {
+      // Along the GEMM's non-contracted dimension: a's M, b's N.
+      bool isA = value == op.getA();
+      bool alongRows = isA ? !op.getTransposeA() : op.getTransposeB();
+      int64_t cols = type.getShape().back(), rows = type.getNumElements() / cols;
+      auto vector = RankedTensorType::get({alongRows ? rows : cols},
+                                          Float32Type::get(context));
+      fp8::Axis along = alongRows ? fp8::Axis::Rows : fp8::Axis::Cols;
+      Value amax = fp8::AmaxRowsOp::create(b, loc, vector, layer, value, along);
+      Value scales =
+          fp8::RowScalesOp::create(b, loc, vector, layer, amax, recipe);
+      Value q = fp8::QuantizeRowsOp::create(
+          b, loc, RankedTensorType::get(type.getShape(), element), layer,
+          value, scales, along);
+      return std::make_pair(q, scales);
+    }
     Value scale;
     if (decision.scaling == Fp8Scaling::Delayed) {
       int64_t history =
@@ -235,7 +263,10 @@ private:
     OpBuilder top(module.getBody(), module.getBody()->begin());
     fp8::StateOp::create(top, module.getLoc(), name, op.getLayer(),
                          static_cast<uint64_t>(history),
-                         fp8::AmaxReduction::Max, recipe);
+                         amaxReduction == "most_recent"
+                             ? fp8::AmaxReduction::MostRecent
+                             : fp8::AmaxReduction::Max,
+                         recipe);
     return success();
   }
 
@@ -282,6 +313,9 @@ private:
     std::string reason = whyHighPrecision(decisions);
     if (!reason.empty())
       return keep(reason);
+    if (decisions[1].scaling == Fp8Scaling::Rowwise &&
+        cast<RankedTensorType>(op.getB().getType()).getRank() > 2)
+      return keep("rowwise scaling of a batched b is not supported");
 
     OpBuilder b(op);
     Location loc = op.getLoc();

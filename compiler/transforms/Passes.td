@@ -124,9 +124,13 @@ def Fp8Precision : Pass<"fp8-precision", "::mlir::ModuleOp"> {
     `include` is given, every dimension a multiple of 16, M*N*K at least
     `min-mnk`); the policy, a `gptc::PrecisionPolicy` (compiler/precision,
     built in or registered by a plugin that gptc --load-pass-plugin
-    loaded), decides per operand: FP8 with a format and current or delayed
-    scaling, or high precision with a reason. A GEMM runs in FP8 only if
-    both of its operands do.
+    loaded), decides per operand: FP8 with a format and current, delayed
+    or rowwise scaling, or high precision with a reason. A GEMM runs in FP8
+    only if both of its operands do. Rowwise (`policy=fp8-rowwise`) gives
+    each operand a vector of power-of-two scales along the GEMM's
+    non-contracted dimension (`fp8.amax_rows` -> `fp8.row_scales` ->
+    `fp8.quantize_rows`; a's M rows, b's N columns), which the
+    `fp8.scaled_matmul` divides out per row and column of its result.
 
     Why `min-mnk` is off by default: FP8 saves at most half of the GEMM's
     compute, ~M*N*K / 790e12 s on an H200 (790 TFLOP/s measured bf16,
@@ -143,11 +147,18 @@ def Fp8Precision : Pass<"fp8-precision", "::mlir::ModuleOp"> {
   let dependentDialects = ["::gptc::gpt::GptDialect", "::gptc::fp8::Fp8Dialect"];
   let options = [
     Option<"policy", "policy", "std::string", "\"fp8-tensorwise\"",
-           "bf16 (no FP8), fp8-tensorwise, fp8-delayed or a policy a loaded "
+           "bf16 (no FP8), fp8-tensorwise, fp8-delayed, fp8-rowwise or a policy a loaded "
            "plugin registered">,
     Option<"historyLength", "history", "int64_t", "16",
            "fp8-delayed: amaxes kept per tensor (TransformerEngine's default "
            "amax_history_len is 1024; 16 reacts faster on short runs)">,
+    Option<"amaxReduction", "amax-reduction", "std::string", "\"max\"",
+           "fp8-delayed: how the history becomes one amax: max (robust to "
+           "a single small step, TransformerEngine's default) or "
+           "most_recent (follows the tensor closely)">,
+    Option<"margin", "margin", "int64_t", "0",
+           "Scales are divided by 2^margin, leaving headroom above the amax "
+           "(for operands whose policy sets no margin of its own)">,
     ListOption<"exclude", "exclude", "std::string",
                "Layers that stay in bf16, as names or globs ('*' any text, "
                "'?' one character), e.g. exclude=lm_head,h.0.*">,

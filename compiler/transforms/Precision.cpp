@@ -20,9 +20,12 @@ RankedTensorType withElement(Type type, Type element) {
 }
 
 /// Results that are activations (not statistics saved for a backward, not
-/// the scalar loss or step inputs, not aliases made by reshape).
+/// the scalar loss or step inputs, not aliases made by reshape, not FP8
+/// scaling data: amaxes and scales stay f32, as a bf16 amax would change
+/// the scale and so the cast).
 SmallVector<Value> storedResults(Operation *op) {
-  if (isa<ReshapeOp, CastOp, StepScalarOp, CrossEntropyOp>(op))
+  if (isa<ReshapeOp, CastOp, StepScalarOp, CrossEntropyOp,
+          gptc::fp8::AmaxRowsOp, gptc::fp8::RowScalesOp>(op))
     return {};
   if (auto norm = dyn_cast<LayerNormOp>(op))
     return {norm.getNormalized()};

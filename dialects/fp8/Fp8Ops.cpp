@@ -37,7 +37,51 @@ LogicalResult verifyStateUse(Operation *op, FlatSymbolRefAttr state,
   return success();
 }
 
+/// Rows and columns of a tensor seen as rows x last dim.
+std::pair<int64_t, int64_t> rowsAndCols(RankedTensorType type) {
+  if (type.getRank() == 0)
+    return {1, 1};
+  int64_t cols = type.getShape().back();
+  return {cols == 0 ? 0 : type.getNumElements() / cols, cols};
+}
+
+/// A rowwise scale vector runs along `along` of `input`: its length must be
+/// the number of rows or of columns.
+LogicalResult verifyAlong(Operation *op, RankedTensorType input, Axis along,
+                          RankedTensorType vector, StringRef what) {
+  if (input.getRank() < 1)
+    return op->emitOpError("needs an input of rank >= 1 for rowwise scaling");
+  auto [rows, cols] = rowsAndCols(input);
+  int64_t expected = along == Axis::Rows ? rows : cols;
+  if (vector.getShape()[0] != expected)
+    return op->emitOpError()
+           << what << " has " << vector.getShape()[0] << " entries, expected "
+           << expected << " (one per " << (along == Axis::Rows ? "row" : "column")
+           << " of " << shapeString(input.getShape())
+           << " seen as rows x last dim)";
+  return success();
+}
+
 } // namespace
+
+/// Scale types of fp8.scaled_matmul: nothing for two tensor<f32>, else
+/// `row_scales(type, type)`.
+static ParseResult parseScaleTypes(OpAsmParser &parser, Type &a, Type &b) {
+  Type scalar = RankedTensorType::get({}, parser.getBuilder().getF32Type());
+  a = b = scalar;
+  if (failed(parser.parseOptionalKeyword("row_scales")))
+    return success();
+  return failure(parser.parseLParen() || parser.parseType(a) ||
+                 parser.parseComma() || parser.parseType(b) ||
+                 parser.parseRParen());
+}
+
+static void printScaleTypes(OpAsmPrinter &p, Operation *, Type a, Type b) {
+  if (cast<RankedTensorType>(a).getRank() == 0 &&
+      cast<RankedTensorType>(b).getRank() == 0)
+    return;
+  p << "row_scales(" << a << ", " << b << ")";
+}
 
 #define GET_OP_CLASSES
 #include "dialects/fp8/Fp8Ops.cpp.inc"
@@ -87,6 +131,40 @@ LogicalResult ScaledMatmulOp::verify() {
                          << shapeString(*expected);
   if (result.getElementType().isF16())
     return emitOpError("writes bf16 or f32, got f16");
+  // Per-tensor scales are scalars; rowwise ones have one entry per row of
+  // the result (M, all batches) for a, one per column (N) for b.
+  auto sa = cast<RankedTensorType>(getAScale().getType());
+  auto sb = cast<RankedTensorType>(getBScale().getType());
+  auto [rows, cols] = rowsAndCols(result);
+  if (sa.getRank() > 1 || (sa.getRank() == 1 && sa.getShape()[0] != rows))
+    return emitOpError() << "a_scale has type " << sa
+                         << ", expected tensor<f32> or tensor<" << rows
+                         << "xf32> (one scale per row of the result)";
+  if (sb.getRank() > 1 || (sb.getRank() == 1 && sb.getShape()[0] != cols))
+    return emitOpError() << "b_scale has type " << sb
+                         << ", expected tensor<f32> or tensor<" << cols
+                         << "xf32> (one scale per column of the result)";
+  if (sb.getRank() == 1 && b.getRank() > 2)
+    return emitOpError("takes rowwise b scales only for a 2-D b (a weight); "
+                       "a batched b needs per-tensor scales");
+  return verifyLayerName(*this, getLayer());
+}
+
+LogicalResult AmaxRowsOp::verify() {
+  if (failed(verifyAlong(*this, getInput().getType(), getAlong(),
+                         getType(), "result")))
+    return failure();
+  return verifyLayerName(*this, getLayer());
+}
+
+LogicalResult RowScalesOp::verify() { return verifyLayerName(*this, getLayer()); }
+
+LogicalResult QuantizeRowsOp::verify() {
+  RankedTensorType result = getType();
+  if (failed(verifyCastShapes(*this, getInput().getType(), result)) ||
+      failed(verifyAlong(*this, getInput().getType(), getAlong(),
+                         getScales().getType(), "scales")))
+    return failure();
   return verifyLayerName(*this, getLayer());
 }
 

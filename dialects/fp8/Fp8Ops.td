@@ -113,6 +113,57 @@ def Fp8_DequantizeOp : Fp8_Op<"dequantize", [Pure]> {
   }];
 }
 
+def Fp8_Axis : I32EnumAttr<"Axis",
+    "which way a rowwise scale vector runs over a tensor seen as rows x last dim", [
+    I32EnumAttrCase<"Rows", 0, "rows">,
+    I32EnumAttrCase<"Cols", 1, "cols">]> {
+  let cppNamespace = "::gptc::fp8";
+}
+
+def Fp8_F32Vector : 1DTensorOf<[F32]>;
+
+def Fp8_AmaxRowsOp : Fp8_Op<"amax_rows", [Pure]> {
+  let summary = "largest absolute value of each row (or column) of a tensor";
+  let description = [{
+    The input seen as rows x last dim: `along rows` gives one amax per row
+    (reducing the last dim), `along cols` one per column. Rowwise FP8
+    scaling takes them along the GEMM's non-contracted dimension: M for
+    operand a, N for operand b. NaN in a row makes that row's amax NaN.
+  }];
+  let arguments = (ins StrAttr:$layer, Fp8_HighTensor:$input,
+                       Fp8_Axis:$along);
+  let results = (outs Fp8_F32Vector:$result);
+  let assemblyFormat = [{
+    $layer $input `along` $along attr-dict `:` type($input) `->` type($result)
+  }];
+}
+
+def Fp8_RowScalesOp : Fp8_Op<"row_scales", [Pure,
+    AllTypesMatch<["amax", "result"]>]> {
+  let summary = "scale_from_amax for each entry of a vector of amaxes";
+  let arguments = (ins StrAttr:$layer, Fp8_F32Vector:$amax,
+                       Fp8_RecipeAttr:$recipe);
+  let results = (outs Fp8_F32Vector:$result);
+  let assemblyFormat = [{
+    $layer $amax `recipe` $recipe attr-dict `:` type($amax)
+  }];
+}
+
+def Fp8_QuantizeRowsOp : Fp8_Op<"quantize_rows", [Pure]> {
+  let summary = "x * scale of its row (or column), rounded and saturated to FP8";
+  let description = [{
+    As `fp8.quantize`, with one scale per row (`along rows`) or per column
+    (`along cols`) of the input seen as rows x last dim.
+  }];
+  let arguments = (ins StrAttr:$layer, Fp8_HighTensor:$input,
+                       Fp8_F32Vector:$scales, Fp8_Axis:$along);
+  let results = (outs Fp8_Fp8Tensor:$result);
+  let assemblyFormat = [{
+    $layer $input `,` $scales `along` $along attr-dict `:` type($input) `,`
+    type($scales) `->` type($result)
+  }];
+}
+
 def Fp8_ScaledMatmulOp : Fp8_Op<"scaled_matmul", [Pure]> {
   let summary = "op(a) x op(b) / (a_scale * b_scale) on FP8 operands";
   let description = [{
@@ -124,11 +175,15 @@ def Fp8_ScaledMatmulOp : Fp8_Op<"scaled_matmul", [Pure]> {
     separate reduction. Shapes follow gpt.matmul.
   }];
   let arguments = (ins StrAttr:$layer, Fp8_Fp8Tensor:$a, Fp8_Fp8Tensor:$b,
-                       Fp8_ScalarF32:$a_scale, Fp8_ScalarF32:$b_scale,
+                       RankedTensorOf<[F32]>:$a_scale,
+                       RankedTensorOf<[F32]>:$b_scale,
                        UnitAttr:$transpose_a, UnitAttr:$transpose_b);
   let results = (outs Fp8_HighTensor:$result, Optional<Fp8_ScalarF32>:$amax);
+  // Scales are tensor<f32> (per tensor) unless `row_scales(...)` gives
+  // vectors: a's one per row of op(a) (M), b's one per column of op(b) (N).
   let assemblyFormat = [{
     $layer $a `,` $b `scales` `(` $a_scale `,` $b_scale `)`
+    custom<ScaleTypes>(type($a_scale), type($b_scale))
     (`transpose_a` $transpose_a^)? (`transpose_b` $transpose_b^)? attr-dict
     `:` type($a) `,` type($b) `->` type(results)
   }];

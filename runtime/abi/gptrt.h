@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below or the manifest's meaning changes. */
-#define GPTRT_ABI_VERSION 6
+#define GPTRT_ABI_VERSION 7
 
 typedef struct gptrt_context gptrt_context;
 
@@ -174,12 +174,38 @@ void gptrt_scaled_matmul(gptrt_context *ctx, const uint8_t *a,
                          int64_t stride_c, int64_t format_a,
                          int64_t format_b);
 
+/* Rowwise scaling: x seen as rows x cols; along_cols 0 gives one value
+ * per row, 1 one per column. amax_rows: largest magnitude of each (NaN if
+ * it holds a NaN); row_scales: scale_from_amax of each of n amaxes;
+ * quantize_rows: q[i] = fp8(x[i] * scale of its row or column), statistics
+ * as gptrt_quantize_fp8 (the logged scale is the smallest). */
+void gptrt_amax_rows(gptrt_context *ctx, const float *x, float *out,
+                     int64_t rows, int64_t cols, int64_t along_cols);
+void gptrt_row_scales(gptrt_context *ctx, const float *amax, float *out,
+                      int64_t n, double fp8_max, int64_t margin,
+                      int64_t power_of_two, double eps);
+void gptrt_quantize_rows(gptrt_context *ctx, const float *x,
+                         const float *scales, uint8_t *q, int64_t rows,
+                         int64_t cols, int64_t along_cols, int64_t format,
+                         int64_t stat_slot);
+/* As gptrt_scaled_matmul, with c[r, j] (r over all batch x m rows) divided
+ * by scale_a[r] (rowwise_a 1, else scale_a[0]) times scale_b[j] (rowwise_b
+ * 1, else scale_b[0]). */
+void gptrt_scaled_matmul_rowwise(
+    gptrt_context *ctx, const uint8_t *a, const uint8_t *b,
+    const float *scale_a, const float *scale_b, float *c, int64_t batch,
+    int64_t m, int64_t n, int64_t k, int64_t trans_a, int64_t trans_b,
+    int64_t stride_a, int64_t stride_b, int64_t stride_c, int64_t format_a,
+    int64_t format_b, int64_t rowwise_a, int64_t rowwise_b);
+
 /* Delayed scaling: history[0] is the newest of `history_length` amaxes.
- * out: one f32, the scale of scale_from_amax applied to max(history), or 1
- * while no amax has been recorded (the history is all zero). */
+ * out: one f32, the scale of scale_from_amax applied to max(history) (or
+ * to history[0] when most_recent is 1), or 1 while no amax has been
+ * recorded (the history is all zero). */
 void gptrt_fp8_state_scale(gptrt_context *ctx, const float *history,
                            float *out, int64_t history_length, double fp8_max,
-                           int64_t margin, int64_t power_of_two, double eps);
+                           int64_t margin, int64_t power_of_two, double eps,
+                           int64_t most_recent);
 /* Shifts the history and records amax[0] as the newest; a non-finite amax
  * is not recorded, so the scale stays as it was. */
 void gptrt_fp8_state_update(gptrt_context *ctx, const float *amax,

@@ -160,8 +160,9 @@ uint8_t fp8Encode(float v, int64_t format) {
 
 /// On steps that collect FP8 statistics, what casting x (n values) with
 /// `scale` to `format` did, accumulated into `slot` (see gptrt.h).
+template <typename ScaleAt>
 void recordCastStats(Context &c, int64_t slot, const float *x, int64_t n,
-                     float scale, int64_t format) {
+                     ScaleAt scaleAt, int64_t format) {
   if (slot < 0 || !c.collectingFp8Stats())
     return;
   if (slot >= static_cast<int64_t>(c.fp8Stats().size()))
@@ -177,16 +178,20 @@ void recordCastStats(Context &c, int64_t slot, const float *x, int64_t n,
   const float limit = e4m3 ? 464.0f : 61440.0f;
   float amax = s.amax;
   int64_t underflow = 0, saturated = 0;
+  // The scale logged for rowwise casts is the smallest (coarsest) one.
+  float smallest = INFINITY;
   for (int64_t i = 0; i < n; ++i) {
+    const float scale = scaleAt(i);
     float magnitude = std::fabs(x[i]);
     float scaled = magnitude * scale;
     amax = std::max(amax, magnitude);
+    smallest = std::min(smallest, scale);
     saturated += e4m3 ? scaled > limit : scaled >= limit;
     // Codes 0x00 and 0x80 are +0 and -0 in both formats.
     underflow += x[i] != 0.0f && (fp8Encode(x[i] * scale, format) & 0x7F) == 0;
   }
   s.amax = amax;
-  s.scale = scale;
+  s.scale = n > 0 ? smallest : s.scale;
   s.underflow += underflow;
   s.saturated += saturated;
   s.elements += n;
@@ -202,20 +207,31 @@ GPTRT_EXPORT void gptrt_amax(gptrt_context *ctx, const float *x, float *out,
   });
 }
 
+namespace {
+
+/// fp8_max / max(amax, eps) / 2^margin, rounded down to a power of two on
+/// request (computed in f32; DESIGN.md section 4).
+float scaleFromAmax(float amax, double fp8Max, int64_t margin,
+                    int64_t powerOfTwo, double eps) {
+  float scale = static_cast<float>(fp8Max) /
+                std::max(amax, static_cast<float>(eps));
+  scale = std::ldexp(scale, -static_cast<int>(margin));
+  if (powerOfTwo && std::isfinite(scale) && scale > 0.0f) {
+    int exponent;
+    std::frexp(scale, &exponent);  // scale = f * 2^exponent, f in [0.5, 1)
+    scale = std::ldexp(1.0f, exponent - 1);
+  }
+  return scale;
+}
+
+} // namespace
+
 GPTRT_EXPORT void gptrt_scale_from_amax(gptrt_context *ctx, const float *amax,
                                         float *out, double fp8Max,
                                         int64_t margin, int64_t powerOfTwo,
                                         double eps) {
   guarded(ctx, "gptrt_scale_from_amax", [&](Context &) {
-    float scale = static_cast<float>(fp8Max) /
-                  std::max(amax[0], static_cast<float>(eps));
-    scale = std::ldexp(scale, -static_cast<int>(margin));
-    if (powerOfTwo && std::isfinite(scale) && scale > 0.0f) {
-      int exponent;
-      std::frexp(scale, &exponent);  // scale = f * 2^exponent, f in [0.5, 1)
-      scale = std::ldexp(1.0f, exponent - 1);
-    }
-    out[0] = scale;
+    out[0] = scaleFromAmax(amax[0], fp8Max, margin, powerOfTwo, eps);
   });
 }
 
@@ -223,18 +239,19 @@ GPTRT_EXPORT void gptrt_fp8_state_scale(gptrt_context *ctx,
                                         const float *history, float *out,
                                         int64_t length, double fp8Max,
                                         int64_t margin, int64_t powerOfTwo,
-                                        double eps) {
-  guarded(ctx, "gptrt_fp8_state_scale", [&](Context &c) {
+                                        double eps, int64_t mostRecent) {
+  guarded(ctx, "gptrt_fp8_state_scale", [&](Context &) {
     if (length <= 0)
       throw std::invalid_argument("history_length " + std::to_string(length) +
                                   ", expected >= 1");
-    float amax = *std::max_element(history, history + length);
+    // Amaxes are >= 0 and only finite ones are recorded, so 0 means none.
+    float amax = mostRecent ? history[0]
+                            : *std::max_element(history, history + length);
     if (amax == 0.0f) {
       out[0] = 1.0f;  // nothing recorded yet: the first step runs unscaled
       return;
     }
-    gptrt_scale_from_amax(c.handle(), &amax, out, fp8Max, margin, powerOfTwo,
-                          eps);
+    out[0] = scaleFromAmax(amax, fp8Max, margin, powerOfTwo, eps);
   });
 }
 
@@ -261,7 +278,8 @@ GPTRT_EXPORT void gptrt_quantize_fp8(gptrt_context *ctx, const float *x,
       cpu::quantizeE4M3(x, n, scale[0], q);
     else
       cpu::quantizeE5M2(x, n, scale[0], q);
-    recordCastStats(c, statSlot, x, n, scale[0], format);
+    recordCastStats(c, statSlot, x, n, [&](int64_t) { return scale[0]; },
+                    format);
   });
 }
 
@@ -289,6 +307,90 @@ GPTRT_EXPORT void gptrt_scaled_matmul(
     int64_t cElems = batch == 1 ? m * n : (batch - 1) * strideC + m * n;
     for (int64_t i = 0; i < cElems; ++i)
       c[i] /= dequant;
+  });
+}
+
+// ----------------------------------------------------- rowwise scaling
+
+GPTRT_EXPORT void gptrt_amax_rows(gptrt_context *ctx, const float *x,
+                                  float *out, int64_t rows, int64_t cols,
+                                  int64_t alongCols) {
+  guarded(ctx, "gptrt_amax_rows", [&](Context &) {
+    requireNonNegative(rows, "rows");
+    requireNonNegative(cols, "cols");
+    if (!alongCols) {
+      for (int64_t r = 0; r < rows; ++r)
+        out[r] = amaxOf(x + r * cols, cols);
+      return;
+    }
+    std::fill(out, out + cols, 0.0f);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c) {
+        float a = std::fabs(x[r * cols + c]);
+        // NaN wins, as in amaxOf.
+        out[c] = std::isnan(out[c]) || std::isnan(a) ? NAN : std::max(out[c], a);
+      }
+  });
+}
+
+GPTRT_EXPORT void gptrt_row_scales(gptrt_context *ctx, const float *amax,
+                                   float *out, int64_t n, double fp8Max,
+                                   int64_t margin, int64_t powerOfTwo,
+                                   double eps) {
+  guarded(ctx, "gptrt_row_scales", [&](Context &) {
+    requireNonNegative(n, "n");
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = scaleFromAmax(amax[i], fp8Max, margin, powerOfTwo, eps);
+  });
+}
+
+GPTRT_EXPORT void gptrt_quantize_rows(gptrt_context *ctx, const float *x,
+                                      const float *scales, uint8_t *q,
+                                      int64_t rows, int64_t cols,
+                                      int64_t alongCols, int64_t format,
+                                      int64_t statSlot) {
+  guarded(ctx, "gptrt_quantize_rows", [&](Context &c) {
+    requireNonNegative(rows, "rows");
+    requireNonNegative(cols, "cols");
+    requireFormat(format);
+    auto scaleAt = [&](int64_t i) {
+      return alongCols ? scales[i % cols] : scales[i / cols];
+    };
+    for (int64_t i = 0; i < rows * cols; ++i)
+      q[i] = fp8Encode(x[i] * scaleAt(i), format);
+    recordCastStats(c, statSlot, x, rows * cols, scaleAt, format);
+  });
+}
+
+GPTRT_EXPORT void gptrt_scaled_matmul_rowwise(
+    gptrt_context *ctx, const uint8_t *a, const uint8_t *b,
+    const float *scaleA, const float *scaleB, float *c, int64_t batch,
+    int64_t m, int64_t n, int64_t k, int64_t transA, int64_t transB,
+    int64_t strideA, int64_t strideB, int64_t strideC, int64_t formatA,
+    int64_t formatB, int64_t rowwiseA, int64_t rowwiseB) {
+  guarded(ctx, "gptrt_scaled_matmul_rowwise", [&](Context &) {
+    requireFormat(formatA);
+    requireFormat(formatB);
+    if (batch > 1 && strideC != m * n)
+      throw std::invalid_argument("stride_c " + std::to_string(strideC) +
+                                  ", expected m * n = " +
+                                  std::to_string(m * n) +
+                                  " (rowwise scales index contiguous rows)");
+    int64_t aElems = batch == 1 ? m * k : (batch - 1) * strideA + m * k;
+    int64_t bElems = strideB == 0 ? n * k : (batch - 1) * strideB + n * k;
+    std::vector<float> fa(aElems), fb(bElems);
+    for (int64_t i = 0; i < aElems; ++i)
+      fa[i] = fp8Decode(a[i], formatA);
+    for (int64_t i = 0; i < bElems; ++i)
+      fb[i] = fp8Decode(b[i], formatB);
+    cpu::gemmBatched(c, fa.data(), fb.data(), batch, m, n, k, transA != 0,
+                     transB != 0, 0.0f, strideA, strideB, strideC);
+    // Row r of all batch x m rows of c, column j: divided by a's scale of
+    // its row and b's of its column (each a scalar when not rowwise).
+    for (int64_t r = 0; r < batch * m; ++r)
+      for (int64_t j = 0; j < n; ++j)
+        c[r * n + j] /= (rowwiseA ? scaleA[r] : scaleA[0]) *
+                        (rowwiseB ? scaleB[j] : scaleB[0]);
   });
 }
 
@@ -585,7 +687,8 @@ void runEpilogue(Context &c, const void *out, const Epilogue &e) {
     for (int64_t col = 0; col < e.cols; ++col)
       e.q[e.transpose ? col * e.rows + r : r * e.cols + col] =
           fp8Encode(x[r * e.cols + col] * scale, e.format);
-  recordCastStats(c, e.statSlot, x, n, scale, e.format);
+  recordCastStats(c, e.statSlot, x, n, [&](int64_t) { return scale; },
+                  e.format);
 }
 
 /// Runs `epilogue` after the base kernel, unless the base kernel failed.
@@ -752,6 +855,8 @@ const std::vector<AbiSymbol> &abiSymbols() {
       GPTRT_SYM(gptrt_adamw),
       GPTRT_SYM(gptrt_amax),             GPTRT_SYM(gptrt_scale_from_amax),
       GPTRT_SYM(gptrt_quantize_fp8),     GPTRT_SYM(gptrt_scaled_matmul),
+      GPTRT_SYM(gptrt_amax_rows),        GPTRT_SYM(gptrt_row_scales),
+      GPTRT_SYM(gptrt_quantize_rows),    GPTRT_SYM(gptrt_scaled_matmul_rowwise),
       GPTRT_SYM(gptrt_fp8_state_scale),  GPTRT_SYM(gptrt_fp8_state_update),
       GPTRT_SYM(gptrt_convert_amax),     GPTRT_SYM(gptrt_convert_cast),
       GPTRT_SYM(gptrt_layernorm_fwd_amax), GPTRT_SYM(gptrt_layernorm_fwd_cast),

@@ -187,25 +187,24 @@ void plotRuns(const std::vector<std::string> &runs, const std::string &output) {
   plotColumn("loss, log scale", "loss", 2, true, true);
   plotColumn("learning rate", "lr", 3, false, false);
   plotColumn("throughput", "tokens/s", 4, false, false);
-  // FP8 statistics, one curve per layer (and run, when several logged them).
-  auto plotFp8 = [&](const char *title, const char *ylabel, int column,
+  // FP8 statistics, one curve per layer, of the first run that logged
+  // them (several runs' layers in one legend would hide the curves).
+  size_t statsRun = 0;
+  while (statsRun < runs.size() && fp8[statsRun].layers.empty())
+    ++statsRun;
+  auto plotFp8 = [&](const std::string &title, const char *ylabel, int column,
                      bool logscale) {
-    gp << "set title '" << title << "'\nset ylabel '" << ylabel << "'\n"
+    gp << "set title " << quoted(title + " (" + names[statsRun] + ")")
+       << "\nset ylabel '" << ylabel << "'\n"
        << (logscale ? "set logscale y\n" : "unset logscale y\n")
        << "set key outside right top vertical font ',7'\nplot ";
-    bool first = true;
-    for (size_t i = 0; i < runs.size(); ++i)
-      for (size_t l = 0; l < fp8[i].layers.size(); ++l) {
-        std::string title = fp8[i].layers[l];
-        if (std::count_if(fp8.begin(), fp8.end(),
-                          [](const Fp8Series &s) { return !s.layers.empty(); }) > 1)
-          title += " (" + names[i] + ")";
-        gp << (first ? "" : ", ")
-           << quoted((dir / (std::to_string(i) + ".fp8." + std::to_string(l))).string())
-           << " using 1:" << column << " with linespoints lw 1 pt 7 ps 0.5 title "
-           << quoted(title);
-        first = false;
-      }
+    const Fp8Series &series = fp8[statsRun];
+    for (size_t l = 0; l < series.layers.size(); ++l)
+      gp << (l ? ", " : "")
+         << quoted((dir / (std::to_string(statsRun) + ".fp8." +
+                           std::to_string(l))).string())
+         << " using 1:" << column << " with linespoints lw 1 pt 7 ps 0.5 title "
+         << quoted(series.layers[l]);
     gp << "\nset key outside bottom center horizontal font ',10'\n";
   };
   if (anyFp8) {

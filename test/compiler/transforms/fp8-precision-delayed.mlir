@@ -23,7 +23,7 @@
 // RT: rt.arena @fp8_state fp8_state size = 128
 // RT-LABEL: func.func @train_step
 // RT: %[[H:.*]] = rt.view @fp8_state[{{0|64}}] : memref<4xf32>
-// RT: rt.kernel "fp8_state_scale" ins(%[[H]] : memref<4xf32>) outs(%{{.*}} : memref<f32>) consts [4, 4.480000e+02, 0, 0, 9.9999999999999998E-13]
+// RT: rt.kernel "fp8_state_scale" ins(%[[H]] : memref<4xf32>) outs(%{{.*}} : memref<f32>) consts [4, 4.480000e+02, 0, 0, 9.9999999999999998E-13, 0]
 // RT: rt.kernel "fp8_state_update" ins(%{{.*}} : memref<f32>) outs(%{{.*}} : memref<4xf32>) consts [4]
 gpt.param @w : tensor<48x16xf32> init <normal, std = 0.02> layer "fc"
 func.func @train_step(%x: tensor<32x16xf32> {gpt.input = "tokens"}) -> (tensor<32x48xf32> {gpt.output = "y"}) {

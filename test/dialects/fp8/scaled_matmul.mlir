@@ -134,10 +134,33 @@ func.func @amax_type(%a: tensor<8x16xf8E4M3FN>, %b: tensor<16x4xf8E4M3FN>, %s: t
 
 // -----
 
-func.func @scale_type(%a: tensor<8x16xf8E4M3FN>, %b: tensor<16x4xf8E4M3FN>, %s: tensor<f32>, %t: tensor<4xf32>) -> tensor<8x4xbf16> {
-  // expected-error @+1 {{operand #3 must be 0D tensor of 32-bit float values, but got 'tensor<4xf32>'}}
-  %0 = "fp8.scaled_matmul"(%a, %b, %s, %t) <{layer = "x"}> : (tensor<8x16xf8E4M3FN>, tensor<16x4xf8E4M3FN>, tensor<f32>, tensor<4xf32>) -> tensor<8x4xbf16>
+func.func @scale_type(%a: tensor<8x16xf8E4M3FN>, %b: tensor<16x4xf8E4M3FN>, %s: tensor<f32>, %t: tensor<3xf32>) -> tensor<8x4xbf16> {
+  // expected-error @+1 {{b_scale has type 'tensor<3xf32>', expected tensor<f32> or tensor<4xf32> (one scale per column of the result)}}
+  %0 = "fp8.scaled_matmul"(%a, %b, %s, %t) <{layer = "x"}> : (tensor<8x16xf8E4M3FN>, tensor<16x4xf8E4M3FN>, tensor<f32>, tensor<3xf32>) -> tensor<8x4xbf16>
   return %0 : tensor<8x4xbf16>
+}
+
+// -----
+
+func.func @row_scale_type(%a: tensor<2x8x16xf8E4M3FN>, %b: tensor<16x4xf8E4M3FN>, %s: tensor<8xf32>, %t: tensor<4xf32>) -> tensor<2x8x4xbf16> {
+  // expected-error @+1 {{a_scale has type 'tensor<8xf32>', expected tensor<f32> or tensor<16xf32> (one scale per row of the result)}}
+  %0 = fp8.scaled_matmul "x" %a, %b scales(%s, %t) row_scales(tensor<8xf32>, tensor<4xf32>) : tensor<2x8x16xf8E4M3FN>, tensor<16x4xf8E4M3FN> -> tensor<2x8x4xbf16>
+  return %0 : tensor<2x8x4xbf16>
+}
+
+// -----
+
+// Rowwise scales: one per row of the result (all 2 x 8 of them) for a, one
+// per column for b; per-tensor and rowwise mix.
+// CHECK-LABEL: func.func @rowwise
+// CHECK: fp8.scaled_matmul "x" %arg0, %arg1 scales(%arg2, %arg3) row_scales(tensor<16xf32>, tensor<4xf32>) : tensor<2x8x16xf8E4M3FN>
+// CHECK: fp8.scaled_matmul "x" %arg0, %arg1 scales(%arg4, %arg3) row_scales(tensor<f32>, tensor<4xf32>) :
+// CHECK: fp8.scaled_matmul "x" %arg0, %arg1 scales(%arg4, %arg4) : tensor<2x8x16xf8E4M3FN>
+func.func @rowwise(%a: tensor<2x8x16xf8E4M3FN>, %b: tensor<16x4xf8E4M3FN>, %s: tensor<16xf32>, %t: tensor<4xf32>, %u: tensor<f32>) -> (tensor<2x8x4xbf16>, tensor<2x8x4xbf16>, tensor<2x8x4xbf16>) {
+  %0 = fp8.scaled_matmul "x" %a, %b scales(%s, %t) row_scales(tensor<16xf32>, tensor<4xf32>) : tensor<2x8x16xf8E4M3FN>, tensor<16x4xf8E4M3FN> -> tensor<2x8x4xbf16>
+  %1 = fp8.scaled_matmul "x" %a, %b scales(%u, %t) row_scales(tensor<f32>, tensor<4xf32>) : tensor<2x8x16xf8E4M3FN>, tensor<16x4xf8E4M3FN> -> tensor<2x8x4xbf16>
+  %2 = fp8.scaled_matmul "x" %a, %b scales(%u, %u) : tensor<2x8x16xf8E4M3FN>, tensor<16x4xf8E4M3FN> -> tensor<2x8x4xbf16>
+  return %0, %1, %2 : tensor<2x8x4xbf16>, tensor<2x8x4xbf16>, tensor<2x8x4xbf16>
 }
 
 // -----

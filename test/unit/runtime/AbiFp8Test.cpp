@@ -89,13 +89,13 @@ TEST_F(AbiFp8Test, ScaleFromAmaxFloorsAmaxAtEps) {
 TEST_F(AbiFp8Test, DelayedStateStartsAtScaleOneThenUsesTheHistoryMax) {
   std::vector<float> history(4, 0.0f);
   float scale = 0;
-  gptrt_fp8_state_scale(h, history.data(), &scale, 4, 448.0, 0, 0, 1e-12);
+  gptrt_fp8_state_scale(h, history.data(), &scale, 4, 448.0, 0, 0, 1e-12, 0);
   EXPECT_EQ(scale, 1.0f) << "no amax recorded yet";
   for (float amax : {2.0f, 7.0f, 3.5f}) {
     gptrt_fp8_state_update(h, &amax, history.data(), 4);
   }
   EXPECT_EQ(history, (std::vector<float>{3.5f, 7.0f, 2.0f, 0.0f}));
-  gptrt_fp8_state_scale(h, history.data(), &scale, 4, 448.0, 0, 0, 1e-12);
+  gptrt_fp8_state_scale(h, history.data(), &scale, 4, 448.0, 0, 0, 1e-12, 0);
   EXPECT_EQ(scale, 448.0f / 7.0f) << "max over the history";
   // A non-finite amax is not recorded: the scale stays.
   float inf = INFINITY, nan = NAN;
@@ -105,8 +105,13 @@ TEST_F(AbiFp8Test, DelayedStateStartsAtScaleOneThenUsesTheHistoryMax) {
   // The oldest amax leaves the window.
   for (float amax : {1.0f, 1.0f, 1.0f})
     gptrt_fp8_state_update(h, &amax, history.data(), 4);
-  gptrt_fp8_state_scale(h, history.data(), &scale, 4, 448.0, 0, 0, 1e-12);
+  gptrt_fp8_state_scale(h, history.data(), &scale, 4, 448.0, 0, 0, 1e-12, 0);
   EXPECT_EQ(scale, 448.0f / 3.5f);
+  // most_recent: the newest amax alone; a margin halves the scale per step.
+  gptrt_fp8_state_scale(h, history.data(), &scale, 4, 448.0, 0, 0, 1e-12, 1);
+  EXPECT_EQ(scale, 448.0f);
+  gptrt_fp8_state_scale(h, history.data(), &scale, 4, 448.0, 2, 0, 1e-12, 1);
+  EXPECT_EQ(scale, 112.0f);
 }
 
 TEST_F(AbiFp8Test, QuantizeMatchesFp8Conversions) {
@@ -193,6 +198,79 @@ TEST_F(AbiFp8Test, ScaledMatmulIsTheProductOfDecodedValues) {
       EXPECT_NEAR(c[i * n + j], want, 1e-5 * (1 + std::fabs(want)))
           << i << "," << j;
     }
+}
+
+TEST_F(AbiFp8Test, RowwiseAmaxScalesAndCast) {
+  const int64_t rows = 3, cols = 4;
+  std::vector<float> x = {1, -2, 3, -4,  //
+                          0.5f, 0, 0, 0, //
+                          -8, 1, NAN, 2};
+  std::vector<float> perRow(rows), perCol(cols);
+  gptrt_amax_rows(h, x.data(), perRow.data(), rows, cols, 0);
+  gptrt_amax_rows(h, x.data(), perCol.data(), rows, cols, 1);
+  EXPECT_EQ(perRow[0], 4.0f);
+  EXPECT_EQ(perRow[1], 0.5f);
+  EXPECT_TRUE(std::isnan(perRow[2])) << "NaN in a row makes its amax NaN";
+  EXPECT_EQ(perCol[0], 8.0f);
+  EXPECT_EQ(perCol[1], 2.0f);
+  EXPECT_TRUE(std::isnan(perCol[2]));
+  EXPECT_EQ(perCol[3], 4.0f);
+
+  // Power-of-two scales: 448 / 4 = 112 -> 64; 448 / 0.5 = 896 -> 512.
+  std::vector<float> scales(2);
+  std::vector<float> amax = {4.0f, 0.5f};
+  gptrt_row_scales(h, amax.data(), scales.data(), 2, 448.0, 0, 1, 1e-12);
+  EXPECT_EQ(scales, (std::vector<float>{64.0f, 512.0f}));
+
+  // Each element cast with its row's (or column's) scale.
+  std::vector<float> y = randomF(rows * cols, 21, -3.0, 3.0);
+  std::vector<float> rs = {2.0f, 64.0f, 0.25f}, cs = {1.0f, 8.0f, 16.0f, 0.5f};
+  std::vector<uint8_t> qr(y.size()), qc(y.size());
+  gptrt_quantize_rows(h, y.data(), rs.data(), qr.data(), rows, cols, 0,
+                      GPTRT_FP8_E4M3, -1);
+  gptrt_quantize_rows(h, y.data(), cs.data(), qc.data(), rows, cols, 1,
+                      GPTRT_FP8_E5M2, -1);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      EXPECT_EQ(qr[r * cols + c], cpu::floatToE4M3(y[r * cols + c] * rs[r]));
+      EXPECT_EQ(qc[r * cols + c], cpu::floatToE5M2(y[r * cols + c] * cs[c]));
+    }
+}
+
+TEST_F(AbiFp8Test, RowwiseScaledMatmulDividesEachRowAndColumn) {
+  // Two batches of c[i, j] = sum_p a[i, p] b[j, p], a per-row scales over
+  // all 2 x m rows, b per-column ones; then a scalar a scale.
+  const int64_t batch = 2, m = 3, n = 4, k = 16;
+  std::vector<uint8_t> a(batch * m * k), b(batch * n * k);
+  std::vector<float> xa = randomF(a.size(), 31, -2, 2), xb = randomF(b.size(), 32, -2, 2);
+  for (size_t i = 0; i < a.size(); ++i)
+    a[i] = cpu::floatToE4M3(xa[i] * 32.0f);
+  for (size_t i = 0; i < b.size(); ++i)
+    b[i] = cpu::floatToE4M3(xb[i] * 32.0f);
+  std::vector<float> sa = {1, 2, 4, 8, 16, 32}, sb = {0.5f, 1, 2, 4};
+  std::vector<float> c(batch * m * n);
+  gptrt_scaled_matmul_rowwise(h, a.data(), b.data(), sa.data(), sb.data(),
+                              c.data(), batch, m, n, k, 0, 1, m * k, n * k,
+                              m * n, GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 1, 1);
+  for (int64_t t = 0; t < batch; ++t)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double want = 0;
+        for (int64_t p = 0; p < k; ++p)
+          want += double(cpu::e4m3ToFloat(a[(t * m + i) * k + p])) *
+                  cpu::e4m3ToFloat(b[(t * n + j) * k + p]);
+        want /= double(sa[t * m + i]) * sb[j];
+        EXPECT_NEAR(c[(t * m + i) * n + j], want, 1e-5 * (1 + std::fabs(want)));
+      }
+  float scalar = 4.0f;
+  std::vector<float> c2(c.size());
+  gptrt_scaled_matmul_rowwise(h, a.data(), b.data(), &scalar, sb.data(),
+                              c2.data(), batch, m, n, k, 0, 1, m * k, n * k,
+                              m * n, GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 0, 1);
+  for (int64_t r = 0; r < batch * m; ++r)
+    for (int64_t j = 0; j < n; ++j)
+      EXPECT_NEAR(c2[r * n + j] * scalar, c[r * n + j] * sa[r],
+                  1e-5 * (1 + std::fabs(c[r * n + j] * sa[r])));
 }
 
 TEST_F(AbiFp8Test, ScaledMatmulRejectsUnknownFormat) {
