@@ -169,10 +169,8 @@ std::string resolve(const std::string &path) {
                            "first or give the right path");
 }
 
-cp::Checkpoint load(const std::string &path, const mf::Manifest &manifest,
-                    Context &ctx, int worldSize) {
-  fs::path dir(path);
-  std::ifstream in(dir / kIndexFile, std::ios::binary);
+cp::Checkpoint readIndex(const std::string &path) {
+  std::ifstream in(fs::path(path) / kIndexFile, std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(in)),
                     std::istreambuf_iterator<char>());
   cp::Checkpoint index;
@@ -185,6 +183,13 @@ cp::Checkpoint load(const std::string &path, const mf::Manifest &manifest,
         "checkpoint " + path + " has format " +
         std::to_string(index.format_version()) + ", this gptrun reads " +
         std::to_string(kFormatVersion) + ": resume with the gptrun that wrote it");
+  return index;
+}
+
+cp::Checkpoint load(const std::string &path, const mf::Manifest &manifest,
+                    Context &ctx, int worldSize) {
+  fs::path dir(path);
+  cp::Checkpoint index = readIndex(path);
   if (index.manifest_hash() != manifestHash(manifest))
     throw std::runtime_error(
         "checkpoint " + path + " was written by an artifact with a different "
@@ -194,7 +199,12 @@ cp::Checkpoint load(const std::string &path, const mf::Manifest &manifest,
     throw std::runtime_error(
         "checkpoint " + path + " was written by " +
         std::to_string(index.world_size()) + " worker(s), this run has " +
-        std::to_string(worldSize) + ": resume with the same world size");
+        std::to_string(worldSize) + ": resume with " +
+        std::to_string(index.world_size()) +
+        " worker(s) (gptrun --procs P --nodes N with P x N = " +
+        std::to_string(index.world_size()) +
+        "); on another world size the gradient sums and the data windows "
+        "differ, so the run could not continue exactly");
   for (const cp::ArenaFile &file : index.arenas()) {
     int arena = -1;
     for (int i = 0; i < manifest.arenas_size(); ++i)

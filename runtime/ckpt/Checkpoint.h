@@ -37,6 +37,11 @@ std::string save(const std::string &dir, const gptc::manifest::Manifest &manifes
 /// root whose `latest` file names one.
 std::string resolve(const std::string &path);
 
+/// The index of the checkpoint at `path` (a checkpoint directory), without
+/// its arenas: what a launcher checks before starting workers. Throws
+/// std::runtime_error when it is missing, unreadable or of another format.
+gptc::checkpoint::Checkpoint readIndex(const std::string &path);
+
 /// Reads the index and restores the arenas into `ctx`. Refuses (with the
 /// reason and the fix) a checkpoint of another manifest or world size, or
 /// whose files are missing, short or corrupt.

@@ -14,8 +14,14 @@ void parseMaster(const std::string &text, std::string &host, int &port) {
                              "' is not HOST:PORT: give node 0's address and a "
                              "free port, e.g. 10.0.0.1:29500");
   host = text.substr(0, colon);
-  port = parseIntVariable("the port of --master", text.substr(colon + 1), 1,
-                          65535);
+  const std::string digits = text.substr(colon + 1);
+  bool valid = digits.size() <= 5 &&
+               digits.find_first_not_of("0123456789") == std::string::npos;
+  port = valid ? std::stoi(digits) : 0;
+  if (port < 1 || port > 65535)
+    throw std::runtime_error("--master '" + text + "' has port '" + digits +
+                             "', expected an integer in [1, 65535]: give a "
+                             "free port on node 0, e.g. " + host + ":29500");
 }
 
 LaunchPlan planLaunch(const LaunchOptions &options, const Environment &env) {

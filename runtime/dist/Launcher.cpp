@@ -346,8 +346,13 @@ LaunchResult launch(const LaunchOptions &options, const Environment &env) {
   Clock::time_point killAt;
   auto stopAll = [&](int signal) {
     for (Worker &w : workers)
-      if (w.running)
+      if (w.running) {
         ::kill(w.pid, signal);
+        // A stopped worker (SIGSTOP, Ctrl-Z) would hold the signal pending
+        // until the grace period's SIGKILL; let it act on it now.
+        if (signal != SIGKILL)
+          ::kill(w.pid, SIGCONT);
+      }
     if (!stopping) {
       stopping = true;
       killAt = Clock::now() + options.gracePeriod;

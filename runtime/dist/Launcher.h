@@ -73,8 +73,9 @@ struct LaunchResult {
 };
 
 // Runs the workers of this node until all have exited. When one exits
-// non-zero or is killed by a signal, the others get SIGTERM, then SIGKILL
-// after the grace period; the first failure is the one reported. SIGINT,
+// non-zero or is killed by a signal, the others get SIGTERM (and SIGCONT,
+// so a stopped worker acts on it), then SIGKILL after the grace period; the
+// first failure is the one reported. SIGINT,
 // SIGTERM and SIGHUP sent to the launcher are passed on to the workers the
 // same way. Workers get SIGKILL if the launcher itself dies (Linux
 // PR_SET_PDEATHSIG: call this from a thread that outlives the workers).

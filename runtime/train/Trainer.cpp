@@ -1,4 +1,5 @@
-// The training loop behind gptrun (see Trainer.h).
+// The training loop behind gptrun (see Trainer.h): one process, or one rank
+// of a data-parallel job.
 #include "runtime/train/Trainer.h"
 
 #include "runtime/ckpt/Checkpoint.h"
@@ -7,10 +8,13 @@
 #include "runtime/core/Io.h"
 #include "runtime/core/Params.h"
 #include "runtime/data/Shards.h"
+#include "runtime/dist/Communicators.h"
+#include "runtime/train/RankSync.h"
 #include "runtime/train/Validation.h"
 
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -107,42 +111,66 @@ std::string fp8StatsSummary(const gptc::manifest::Manifest &manifest,
   return line;
 }
 
-} // namespace
+/// What train() reads and checks before step 0; checkTrainOptions runs the
+/// same code so that a launcher reports bad input once, before any worker.
+struct Prepared {
+  int64_t batchTokens = 0;  ///< global tokens per optimizer step
+  int64_t accumulation = 0; ///< micro-steps per rank per step
+  std::unique_ptr<data::DataLoader> loader;
+  std::unique_ptr<ValidationSet> validation;
+  std::vector<ChoiceExample> choices;
+  std::string resumePath; ///< rank 0: the resolved checkpoint; else empty
+};
 
-float train(const TrainOptions &o) {
-  Artifact artifact(o.artifact);
-  const auto &manifest = artifact.manifest();
-  Context ctx(manifest, parseDevice(o.device));
+Prepared prepare(const TrainOptions &o, const gptc::manifest::Manifest &manifest,
+                 int rank, int world) {
+  Prepared p;
   const int64_t B = manifest.micro_batch(), T = manifest.seq();
   const int64_t microTokens = B * T;
-  const int64_t batchTokens = o.totalBatchTokens ? o.totalBatchTokens : microTokens;
-  if (batchTokens % microTokens != 0)
+  // One micro-batch on every rank is the smallest step the job can take.
+  const int64_t stepTokens = microTokens * world;
+  p.batchTokens = o.totalBatchTokens ? o.totalBatchTokens : stepTokens;
+  if (p.batchTokens < 0)
+    throw std::runtime_error("--total-batch-tokens " +
+                             std::to_string(p.batchTokens) +
+                             " must be positive: use a multiple of " +
+                             std::to_string(stepTokens));
+  const std::string multiple =
+      std::to_string((p.batchTokens / stepTokens + 1) * stepTokens);
+  if (p.batchTokens % stepTokens != 0 && world == 1)
     throw std::runtime_error(
-        "--total-batch-tokens " + std::to_string(batchTokens) +
+        "--total-batch-tokens " + std::to_string(p.batchTokens) +
         " is not a multiple of one micro-batch, " + std::to_string(B) + " x " +
         std::to_string(T) + " = " + std::to_string(microTokens) +
         " tokens (compiled into " + o.artifact + "): use a multiple such as " +
-        std::to_string((batchTokens / microTokens + 1) * microTokens));
+        multiple);
+  if (p.batchTokens % stepTokens != 0)
+    throw std::runtime_error(
+        "--total-batch-tokens " + std::to_string(p.batchTokens) +
+        " is not a multiple of one micro-batch on each of the " +
+        std::to_string(world) + " workers, " + std::to_string(B) + " x " +
+        std::to_string(T) + " x " + std::to_string(world) + " = " +
+        std::to_string(stepTokens) + " tokens (" + std::to_string(B) + " x " +
+        std::to_string(T) + " compiled into " + o.artifact +
+        "): use a multiple such as " + multiple + ", or another worker count");
   if (o.steps <= 0)
     throw std::runtime_error("--steps " + std::to_string(o.steps) +
                              " must be positive");
-  const int64_t accumulation = batchTokens / microTokens;
+  p.accumulation = p.batchTokens / stepTokens;
 
-  data::DataLoader loader(o.data, B, T);
-  loader.checkVocabulary(manifest.model().vocab());
-  std::unique_ptr<ValidationSet> validation;
+  p.loader = std::make_unique<data::DataLoader>(o.data, B, T, rank, world);
+  p.loader->checkVocabulary(manifest.model().vocab());
   if (!o.valData.empty())
-    validation = std::make_unique<ValidationSet>(o.valData, T, o.valTokens,
-                                                 manifest.model().vocab());
-  std::vector<ChoiceExample> choices;
+    p.validation = std::make_unique<ValidationSet>(o.valData, T, o.valTokens,
+                                                   manifest.model().vocab());
   if (!o.choices.empty())
-    choices = readChoiceFile(o.choices);
+    p.choices = readChoiceFile(o.choices);
   if (o.samplesEvery < 0)
     throw std::runtime_error("--samples-every " +
                              std::to_string(o.samplesEvery) +
                              " must be >= 0 (0: no samples during training)");
-
-  if (!o.ckptDir.empty())
+  // Rank 0 alone writes checkpoints.
+  if (!o.ckptDir.empty() && rank == 0)
     ckpt::checkWritable(o.ckptDir);
   if (o.fp8StatsEvery < 0)
     throw std::runtime_error("--fp8-stats-every " +
@@ -154,27 +182,152 @@ float train(const TrainOptions &o) {
         "train_step (compiled with --precision=" + manifest.precision() +
         "): compile it with an FP8 policy or drop the flag");
 
-  initParams(manifest, ctx, o.seed);
-  int64_t firstStep = 0;
   if (!o.resume.empty()) {
     if (o.resume == "latest" && o.ckptDir.empty())
       throw std::runtime_error("--resume without a path needs --ckpt-dir to "
                                "find the latest checkpoint in");
-    std::string path =
-        ckpt::resolve(o.resume == "latest" ? o.ckptDir : o.resume);
-    gptc::checkpoint::Checkpoint state =
-        ckpt::load(path, manifest, ctx, /*worldSize=*/1);
+    // Rank 0 reads the checkpoint and sends it to the others, so only its
+    // node needs the files.
+    if (rank == 0) {
+      p.resumePath = ckpt::resolve(o.resume == "latest" ? o.ckptDir : o.resume);
+      gptc::checkpoint::Checkpoint index = ckpt::readIndex(p.resumePath);
+      // The rule of ckpt::load, checked here too so that a launcher refuses
+      // before starting workers.
+      if (index.world_size() != world)
+        throw std::runtime_error(
+            "checkpoint " + p.resumePath + " was written by " +
+            std::to_string(index.world_size()) + " worker(s), this run has " +
+            std::to_string(world) + ": resume with " +
+            std::to_string(index.world_size()) +
+            " worker(s) (gptrun --procs P --nodes N with P x N = " +
+            std::to_string(index.world_size()) +
+            "); on another world size the gradient sums and the data windows "
+            "differ, so the run could not continue exactly");
+    }
+  }
+  return p;
+}
+
+/// What must agree across ranks (RankSync.h checkSameRun), one item a line.
+std::string runFingerprint(const TrainOptions &o,
+                           const gptc::manifest::Manifest &manifest,
+                           const Prepared &p) {
+  std::ostringstream f;
+  f.precision(17);
+  int64_t shardTokens = 0;
+  for (const data::ShardInfo &s : p.loader->shards())
+    shardTokens += s.tokens;
+  f << "artifact manifest hash " << ckpt::manifestHash(manifest) << "\n"
+    << "device " << o.device << "\n"
+    << "steps " << o.steps << "\n"
+    << "total batch tokens " << p.batchTokens << "\n"
+    << "learning rate " << o.schedule.maxLr << " floor "
+    << o.schedule.minLrFraction << " warmup " << o.schedule.warmupSteps
+    << " decay " << static_cast<int>(o.schedule.decay) << "\n"
+    << "seed " << o.seed << "\n"
+    << "training shards " << p.loader->shards().size() << " with "
+    << shardTokens << " tokens\n"
+    << "validation tokens " << (p.validation ? p.validation->tokens() : 0)
+    << " every " << o.evalEvery << "\n"
+    << "choices " << p.choices.size() << " limit " << o.choicesLimit << "\n"
+    << "fp8 stats every " << o.fp8StatsEvery << "\n"
+    << "resume " << (o.resume.empty() ? "no" : "yes") << "\n";
+  return f.str();
+}
+
+/// Holds SIGTERM, SIGINT and SIGHUP while a checkpoint is written, and
+/// delivers the first one afterwards: a launcher stopping the workers
+/// (or a Ctrl-C) then ends the process after the checkpoint is complete,
+/// not half-way through it. A handler, not a signal mask, because the
+/// signal may be delivered to any thread (BLAS, Gloo).
+class DeferTermination {
+public:
+  DeferTermination() {
+    pending = 0;
+    struct sigaction hold {};
+    hold.sa_handler = [](int signal) {
+      if (pending == 0)
+        pending = signal;
+    };
+    sigemptyset(&hold.sa_mask);
+    for (size_t i = 0; i < 3; ++i)
+      ::sigaction(kSignals[i], &hold, &saved_[i]);
+  }
+  ~DeferTermination() {
+    for (size_t i = 0; i < 3; ++i)
+      ::sigaction(kSignals[i], &saved_[i], nullptr);
+    if (pending != 0)
+      ::raise(pending);
+  }
+
+private:
+  static constexpr int kSignals[3] = {SIGTERM, SIGINT, SIGHUP};
+  static inline volatile std::sig_atomic_t pending = 0;
+  struct sigaction saved_[3];
+};
+
+} // namespace
+
+void checkTrainOptions(const TrainOptions &o, int worldSize, int rank) {
+  Artifact artifact(o.artifact);
+  parseDevice(o.device);
+  prepare(o, artifact.manifest(), rank, worldSize);
+}
+
+float train(const TrainOptions &o) {
+  std::unique_ptr<dist::Communicator> comm = dist::makeLocalCommunicator();
+  return train(o, *comm);
+}
+
+float train(const TrainOptions &o, dist::Communicator &comm) {
+  const int rank = comm.rank(), world = comm.worldSize();
+  // Rank 0 alone prints, logs, dumps, samples and writes checkpoints.
+  const bool lead = rank == 0;
+  Artifact artifact(o.artifact);
+  const auto &manifest = artifact.manifest();
+  Context ctx(manifest, parseDevice(o.device));
+  const int64_t B = manifest.micro_batch(), T = manifest.seq();
+  Prepared prepared = prepare(o, manifest, rank, world);
+  const int64_t batchTokens = prepared.batchTokens;
+  const int64_t accumulation = prepared.accumulation;
+  data::DataLoader &loader = *prepared.loader;
+  const std::unique_ptr<ValidationSet> &validation = prepared.validation;
+  const std::vector<ChoiceExample> &choices = prepared.choices;
+  if (world > 1)
+    checkSameRun(comm, runFingerprint(o, manifest, prepared));
+
+  initParams(manifest, ctx, o.seed);
+  int64_t firstStep = 0;
+  if (!o.resume.empty()) {
+    gptc::checkpoint::Checkpoint state;
+    std::string index;
+    if (lead) {
+      state = ckpt::load(prepared.resumePath, manifest, ctx, world);
+      state.SerializeToString(&index);
+    }
+    if (world > 1) {
+      broadcastBytes(comm, index, 0);
+      broadcastPersistentArenas(comm, manifest, ctx);
+      if (!lead && !state.ParseFromString(index))
+        throw std::runtime_error("rank " + std::to_string(rank) +
+                                 " received a checkpoint index from rank 0 "
+                                 "that does not parse: a gptrun version "
+                                 "mismatch between nodes; use one build");
+    }
     firstStep = state.step();
     loader.restore({state.data_shard(), state.data_offset(), state.data_epoch()});
-    std::printf("gptrun: resumed from %s at step %lld\n", path.c_str(),
-                static_cast<long long>(firstStep));
+    if (lead)
+      std::printf("gptrun: resumed from %s at step %lld\n",
+                  prepared.resumePath.c_str(),
+                  static_cast<long long>(firstStep));
   }
   namespace fs = std::filesystem;
-  if (!o.dump.empty())
+  const bool dumping = lead && !o.dump.empty();
+  if (dumping)
     exportParams(manifest, ctx, (fs::path(o.dump) / "init").string());
 
   std::ofstream log;
-  if (!o.log.empty()) {
+  if (lead && !o.log.empty()) {
     // A resumed run appends to the log of the run it continues.
     log.open(o.log, firstStep > 0 ? std::ios::app : std::ios::trunc);
     log.precision(9);  // enough digits to tell any two f32 values apart
@@ -182,26 +335,36 @@ float train(const TrainOptions &o) {
       throw std::runtime_error("cannot write --log " + o.log +
                                ": choose a writable path");
   }
-  const bool live = !o.quiet && isatty(STDOUT_FILENO);
+  const bool quiet = o.quiet || !lead;
+  const bool live = !quiet && isatty(STDOUT_FILENO);
   const int64_t printEvery = std::max<int64_t>(1, o.steps / 20);
-  std::printf("gptrun: %s on %s, micro-batch %lld x %lld, %lld micro-step(s) "
-              "per step, %lld steps, %lld parameters\n",
-              manifest.model().name().c_str(), o.device.c_str(),
-              static_cast<long long>(B), static_cast<long long>(T),
-              static_cast<long long>(accumulation),
-              static_cast<long long>(o.steps),
-              static_cast<long long>(manifest.num_params()));
-  // The per-GEMM table matters when a policy chose FP8 somewhere.
-  if (!o.quiet && !manifest.precision_table().empty() &&
-      manifest.precision_table().find("\n0 of ") == std::string::npos)
-    std::printf("%s", manifest.precision_table().c_str());
-  std::fflush(stdout);
+  if (lead) {
+    std::string workers =
+        world > 1 ? ", " + std::to_string(world) + " workers (" +
+                        comm.backend() + ")"
+                  : "";
+    std::printf("gptrun: %s on %s%s, micro-batch %lld x %lld, %lld micro-step(s) "
+                "per step%s, %lld steps, %lld parameters\n",
+                manifest.model().name().c_str(), o.device.c_str(),
+                workers.c_str(), static_cast<long long>(B),
+                static_cast<long long>(T),
+                static_cast<long long>(accumulation),
+                world > 1 ? " on each" : "", static_cast<long long>(o.steps),
+                static_cast<long long>(manifest.num_params()));
+    // The per-GEMM table matters when a policy chose FP8 somewhere.
+    if (!o.quiet && !manifest.precision_table().empty() &&
+        manifest.precision_table().find("\n0 of ") == std::string::npos)
+      std::printf("%s", manifest.precision_table().c_str());
+    std::fflush(stdout);
+  }
 
   Clock::time_point start = Clock::now();
   float loss = NAN;
   for (int64_t step = firstStep; step < o.steps; ++step) {
     Clock::time_point stepStart = Clock::now();
-    ctx.setLossScale(1.0f / static_cast<float>(accumulation));
+    // Summed over micro-steps and then over ranks, the gradients are the
+    // mean over the global batch.
+    ctx.setLossScale(1.0f / static_cast<float>(accumulation * world));
     // Statistics cost a pass over each cast tensor: only on logging steps.
     bool fp8Stats = o.fp8StatsEvery > 0 && step % o.fp8StatsEvery == 0;
     if (fp8Stats)
@@ -214,9 +377,17 @@ float train(const TrainOptions &o) {
       artifact.run(EntryKind::TrainStep, ctx);
       lossSum += readScalarOutput(ctx, manifest, EntryKind::TrainStep, "loss");
     }
-    loss = static_cast<float>(lossSum / accumulation);
     ctx.endFp8Stats();
-    if (step == 0 && !o.dump.empty()) {
+    if (world > 1) {
+      allReduceGradients(comm, manifest, ctx);
+      allReduceFp8State(comm, manifest, ctx);
+      loss = static_cast<float>(globalMeanLoss(comm, lossSum, accumulation));
+      if (fp8Stats)
+        reduceFp8Stats(comm, ctx.fp8Stats());
+    } else {
+      loss = static_cast<float>(lossSum / accumulation);
+    }
+    if (step == 0 && dumping) {
       exportParams(manifest, ctx, (fs::path(o.dump) / "grads0").string(),
                    ParamBuffer::Grad);
       std::ofstream(fs::path(o.dump) / "loss0.txt") << std::hexfloat << loss
@@ -230,12 +401,15 @@ float train(const TrainOptions &o) {
                                   "grad_norm");
     double stepSeconds = secondsSince(stepStart);
     double tokensPerSecond = batchTokens / stepSeconds;
+    // The loss is the same on every rank, so every rank stops here.
     if (!std::isfinite(loss))
       throw std::runtime_error("loss is " + std::to_string(loss) +
                                " at step " + std::to_string(step) +
                                ": lower --lr or check the data");
 
     bool last = step + 1 == o.steps;
+    // Every rank evaluates (the parameters are the same everywhere): no
+    // rank waits in a collective for rank 0's evaluation, however long.
     float valLoss = NAN;
     bool evaluating = (o.evalEvery > 0 && (step + 1) % o.evalEvery == 0) || last;
     if (validation && evaluating)
@@ -246,7 +420,8 @@ float train(const TrainOptions &o) {
                            .accuracyNorm();
 
     std::string sampled;
-    bool sampling = o.samplesEvery > 0 && (step + 1) % o.samplesEvery == 0 && !last;
+    bool sampling =
+        lead && o.samplesEvery > 0 && (step + 1) % o.samplesEvery == 0 && !last;
     if (sampling) {
       // Each sample draws from its own stream, so resuming changes nothing.
       SampleOptions options = o.sample;
@@ -277,12 +452,12 @@ float train(const TrainOptions &o) {
       std::printf("\r%s\033[K", line);
       if (evaluation[0])
         std::printf("\n %s\n", evaluation + 2);
-    } else if (!o.quiet && (step % printEvery == 0 || last || evaluation[0])) {
+    } else if (!quiet && (step % printEvery == 0 || last || evaluation[0])) {
       std::printf("%s%s\n", line, evaluation);
     }
-    if (fp8Stats && !o.quiet && !live)
+    if (fp8Stats && !quiet && !live)
       std::printf("%s\n", fp8StatsSummary(manifest, ctx.fp8Stats()).c_str());
-    if (sampling && !o.quiet)
+    if (sampling && !quiet)
       std::printf("%ssample at step %lld: %s\n", live ? "\n" : "",
                   static_cast<long long>(step + 1), sampled.c_str());
     std::fflush(stdout);
@@ -302,11 +477,14 @@ float train(const TrainOptions &o) {
       log << "}\n";
       log.flush();
     }
-    if (!o.ckptDir.empty() &&
+    if (lead && !o.ckptDir.empty() &&
         (last || (o.ckptEvery > 0 && (step + 1) % o.ckptEvery == 0))) {
       gptc::checkpoint::Checkpoint state;
       state.set_step(step + 1);
-      state.set_world_size(1);
+      // Every rank's parameters, moments and FP8 state are the same (the
+      // gradients and amax histories were reduced), so rank 0's are the
+      // job's; the data position is global too.
+      state.set_world_size(world);
       data::Position at = loader.position();
       state.set_data_shard(at.shard);
       state.set_data_offset(at.offset);
@@ -319,16 +497,20 @@ float train(const TrainOptions &o) {
       config->set_warmup_steps(o.schedule.warmupSteps);
       config->set_seed(o.seed);
       config->set_data(o.data);
-      std::string path = ckpt::save(o.ckptDir, manifest, ctx, state, o.keep);
-      if (!o.quiet && !live)
+      std::string path;
+      {
+        DeferTermination hold;
+        path = ckpt::save(o.ckptDir, manifest, ctx, state, o.keep);
+      }
+      if (!quiet && !live)
         std::printf("checkpoint %s\n", path.c_str());
     }
   }
   if (live)
     std::printf("\n");
-  if (!o.dump.empty())
+  if (dumping)
     exportParams(manifest, ctx, (fs::path(o.dump) / "final").string());
-  if (o.sample.tokens > 0) {
+  if (lead && o.sample.tokens > 0) {
     std::printf("sample (%lld tokens, temperature %.2f, top-k %lld):\n%s\n",
                 static_cast<long long>(o.sample.tokens), o.sample.temperature,
                 static_cast<long long>(o.sample.topK),

@@ -1,6 +1,24 @@
-// gptrun's single-process training loop: micro-steps with gradient
-// accumulation, the optimizer step, evaluation, a live progress line and a
-// JSONL metrics file. Data parallelism joins later (issue: data parallel).
+// gptrun's training loop: micro-steps with gradient accumulation, the
+// optimizer step, evaluation, a live progress line and a JSONL metrics file;
+// in one process, or as one rank of a data-parallel job (Worker.h).
+//
+// Data parallelism: every rank reads its own slice of each global window
+// (data/Shards.h), runs total-batch-tokens / (B x T x world) micro-steps and
+// then the gradient arena is summed over ranks (RankSync.h) before the
+// optimizer step, so the parameters stay the same on every rank and a step
+// means the same global batch at any world size. Rank 0 alone prints, logs,
+// dumps, samples and writes checkpoints; every rank evaluates, so no rank
+// waits for another's evaluation. Checkpoints record the world size and a
+// run resumes only on the same one (ckpt::load): another world size would
+// sum the gradients in another order and cut the shards into other windows,
+// so the run could not continue exactly.
+//
+// Numerics: W workers equal 1 worker with W times the micro-steps up to the
+// order of the f32 gradient sums (test/e2e/data_parallel.py states the
+// bound). Under fp8-delayed each rank records its own micro-steps' amaxes
+// and the histories are then max-reduced, so the scales of the later
+// micro-steps within one step differ from a single process accumulating
+// them; tensorwise FP8, bf16 and fp32 do not depend on that.
 #ifndef GPTRT_TRAIN_TRAINER_H
 #define GPTRT_TRAIN_TRAINER_H
 
@@ -10,6 +28,10 @@
 
 #include <cstdint>
 #include <string>
+
+namespace gptrt::dist {
+class Communicator;
+}
 
 namespace gptrt::train {
 
@@ -39,9 +61,20 @@ struct TrainOptions {
   std::string resume;        ///< "latest" (in ckptDir) or a checkpoint path
 };
 
-/// Runs the whole training; throws std::runtime_error with one clear line
-/// on bad input. Returns the last training loss.
+/// Runs the whole training in this process; throws std::runtime_error with
+/// one clear line on bad input. Returns the last training loss.
 float train(const TrainOptions &options);
+
+/// The same as rank comm.rank() of comm.worldSize() ranks; every rank calls
+/// it with the same options. Returns the last (global mean) training loss.
+float train(const TrainOptions &options, dist::Communicator &comm);
+
+/// Every check train() makes before step 0 for rank `rank` of a job of
+/// `worldSize` ranks (artifact, batch arithmetic, shards, evaluation files,
+/// checkpoint directory, the checkpoint to resume and its world size),
+/// without training: a launcher calls it so that bad input is reported
+/// once, before any worker starts. Throws std::runtime_error.
+void checkTrainOptions(const TrainOptions &options, int worldSize, int rank = 0);
 
 /// Mean eval_step loss of `artifact` with the parameters of `checkpoint`
 /// over the first `valTokens` target tokens of `valData` (Validation.h).

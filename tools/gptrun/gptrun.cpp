@@ -1,12 +1,20 @@
 // gptrun: trains a gptc artifact (.so) on llm.c token shards.
 //
 //   gptrun tiny.so --device cpu --data 'data/tiny/train_*.bin' --steps 300
+//   gptrun tiny.so --procs 4 --data 'data/tiny/train_*.bin'   (data parallel)
 //   gptrun export tiny.so --seed 1337 -o init/
 //
-// Plain C++ over the runtime libraries: no MLIR or LLVM where training runs.
+// Plain C++ over the runtime libraries: no MLIR or LLVM where training runs,
+// and no libgloo either (the Gloo communicator is dlopened by workers).
+#include "runtime/dist/WorkerInfo.h"
+#include "runtime/train/Launch.h"
 #include "runtime/train/Plot.h"
 #include "runtime/train/Trainer.h"
+#include "runtime/train/Worker.h"
 
+#include <algorithm>
+#include <chrono>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -66,7 +74,27 @@ const char *kUsage =
     "  --keep K                   keep the K newest checkpoints (default: all)\n"
     "  --resume [PATH]            continue from PATH, or from the latest\n"
     "                             checkpoint in --ckpt-dir\n"
-    "  --quiet                    no progress lines\n";
+    "  --quiet                    no progress lines\n"
+    "\n"
+    "data parallelism (each worker trains on its slice of every global batch;\n"
+    "gradients are summed over workers before each optimizer step):\n"
+    "  --procs P                  start P CPU workers on this node (--device cpu);\n"
+    "                             --total-batch-tokens stays the global batch:\n"
+    "                             micro-steps per worker = K / (B x T x workers)\n"
+    "  --nodes N --node-rank R    N machines: run the same gptrun command on each,\n"
+    "                             with its own R (0..N-1)\n"
+    "  --master HOST:PORT         node 0's address and a free port for the\n"
+    "                             rendezvous store (one node: 127.0.0.1 and a\n"
+    "                             free port); under Slurm srun supplies these\n"
+    "  --dist-timeout S           seconds a worker waits for the others before it\n"
+    "                             fails (default 300); must exceed the longest\n"
+    "                             checkpoint write or sample on rank 0\n"
+    "  --gpus G                   GPU workers: not available, the CUDA backend is\n"
+    "                             not built yet\n"
+    "  Rank 0 prints, logs, dumps and checkpoints (which record the world size;\n"
+    "  resume with the same one). Worker output is prefixed with [rank R]; when\n"
+    "  a worker fails, the others are stopped and gptrun exits non-zero naming\n"
+    "  the rank and its last error line.\n";
 
 [[noreturn]] void usageError(const std::string &message) {
   std::fprintf(stderr, "gptrun: error: %s\n%s", message.c_str(), kUsage);
@@ -82,6 +110,14 @@ int64_t toInt(const std::string &flag, const std::string &value) {
   } catch (const std::exception &) {
   }
   usageError(flag + " expects an integer, got '" + value + "'");
+}
+
+/// An integer flag that fits an int (worker and node counts).
+int toCount(const std::string &flag, const std::string &value) {
+  int64_t v = toInt(flag, value);
+  if (v < INT_MIN || v > INT_MAX)
+    usageError(flag + " " + value + " is out of range");
+  return static_cast<int>(v);
 }
 
 double toReal(const std::string &flag, const std::string &value) {
@@ -222,6 +258,7 @@ int main(int argc, char **argv) {
     }
 
     gptrt::train::TrainOptions o;
+    gptrt::train::LaunchFlags launch;
     auto &s = o.schedule;
     parseFlags(
         argc, argv, 1,
@@ -259,14 +296,37 @@ int main(int argc, char **argv) {
          {"--ckpt-dir", [&](const std::string &v) { o.ckptDir = v; }},
          {"--ckpt-every", [&](const std::string &v) { o.ckptEvery = toInt("--ckpt-every", v); }},
          {"--keep", [&](const std::string &v) { o.keep = toInt("--keep", v); }},
-         {"--resume", [&](const std::string &v) { o.resume = v; }}},
+         {"--resume", [&](const std::string &v) { o.resume = v; }},
+         {"--procs", [&](const std::string &v) { launch.procs = toCount("--procs", v); }},
+         {"--gpus", [&](const std::string &v) { launch.gpus = toCount("--gpus", v); }},
+         {"--nodes", [&](const std::string &v) { launch.nodes = toCount("--nodes", v); }},
+         {"--node-rank",
+          [&](const std::string &v) { launch.nodeRank = toCount("--node-rank", v); }},
+         {"--master", [&](const std::string &v) { launch.master = v; }},
+         {"--dist-timeout",
+          [&](const std::string &v) { launch.timeoutSeconds = toReal("--dist-timeout", v); }}},
         &o.quiet, &o.artifact);
     if (o.artifact.empty())
       usageError("no artifact given");
     if (o.data.empty())
       usageError("--data is required (llm.c token shards)");
     s.totalSteps = o.steps;
-    gptrt::train::train(o);
+    gptrt::train::checkLaunchFlags(launch, o.device);
+    const gptrt::dist::Environment env = gptrt::dist::processEnvironment();
+    switch (gptrt::train::chooseRole(launch, env)) {
+    case gptrt::train::Role::Launcher:
+      return gptrt::train::runLauncher(
+          launch, o, std::vector<std::string>(argv + 1, argv + argc), env);
+    case gptrt::train::Role::Worker:
+      gptrt::train::runWorker(
+          o, gptrt::dist::readWorkerInfo(env),
+          std::chrono::milliseconds(
+              static_cast<int64_t>(std::min(launch.timeoutSeconds, 1e8) * 1000)));
+      return 0;
+    case gptrt::train::Role::Single:
+      gptrt::train::train(o);
+      return 0;
+    }
     return 0;
   } catch (const std::exception &e) {
     std::fprintf(stderr, "gptrun: error: %s\n", e.what());

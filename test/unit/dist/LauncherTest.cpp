@@ -132,7 +132,8 @@ TEST(LaunchPlan, ParsesMaster) {
   EXPECT_EQ(port, 29501);
   EXPECT_ERROR(parseMaster("node0", host, port), "--master 'node0' is not HOST:PORT");
   EXPECT_ERROR(parseMaster("node0:http", host, port),
-               "the port of --master='http' is not an integer in [1, 65535]");
+               "--master 'node0:http' has port 'http', expected an integer "
+               "in [1, 65535]: give a free port on node 0, e.g. node0:29500");
   EXPECT_ERROR(parseMaster("node0:70000", host, port), "[1, 65535]");
 }
 

@@ -1,0 +1,29 @@
+// One worker process of a data-parallel gptrun job: joins the job (rank 0
+// hosts the rendezvous store; every rank connects to it and to a Gloo
+// communicator), trains as its rank, and waits for every rank at the end so
+// that rank 0's store outlives everyone's use of it.
+#ifndef GPTRT_TRAIN_WORKER_H
+#define GPTRT_TRAIN_WORKER_H
+
+#include "runtime/dist/WorkerInfo.h"
+#include "runtime/train/Trainer.h"
+
+#include <chrono>
+
+namespace gptrt::train {
+
+/// Trains as rank `me.rank` of `me.worldSize` (a plain train() when the
+/// world has one rank). `timeout` bounds connecting to the store, the Gloo
+/// rendezvous and every collective: a rank that died or stalled longer than
+/// that makes the others throw instead of hang. Throws std::runtime_error.
+float runWorker(const TrainOptions &options, const dist::WorkerInfo &me,
+                std::chrono::milliseconds timeout);
+
+/// Where rank 0's store listens for `masterAddr`: only on the loopback
+/// interface when the job is one machine's (127.x, localhost), else on every
+/// interface so other nodes reach it.
+std::string storeBindAddress(const std::string &masterAddr);
+
+} // namespace gptrt::train
+
+#endif // GPTRT_TRAIN_WORKER_H

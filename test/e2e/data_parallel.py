@@ -1,0 +1,368 @@
+#!/usr/bin/env python3
+"""Data-parallel training on the CPU (gptrun --procs / --nodes over Gloo).
+
+  equivalence  the tiny GPT (fp32) trained by 2 workers equals 1 worker with
+               the same global batch (2 accumulation steps); 4 workers and
+               2 workers x 2 micro-steps equal 1 worker x 4 micro-steps.
+  multinode    two launchers on this machine (--nodes 2 --node-rank 0/1
+               --master 127.0.0.1:PORT --procs 1) equal --procs 2 bit for
+               bit; killing the worker of node 1 ends node 0's launcher too.
+  fault        kill -9 one worker mid-run: gptrun exits non-zero at once
+               naming the rank, no checkpoint is half-written, and resuming
+               from the latest one continues bit for bit; a resume on another
+               world size is refused; a stalled (SIGSTOPped) worker ends the
+               run after --dist-timeout.
+
+Tolerance of `equivalence`, and why. Given the same parameters, every
+micro-batch's forward and backward are the same computation in both runs;
+what differs is how the micro-batch gradients are added. One process
+accumulates micro-step k into the gradient arena inside its kernels (GEMMs
+with beta = 1, batch sums), W ranks start from zero and Gloo adds their
+partial sums in ring order. Both are correctly rounded f32 sums of the same
+terms grouped differently, so each element differs by a few units in the
+last place of the largest term: the first step's gradients must agree within
+1e-6 of each tensor's largest gradient (measured ~1.6e-7). Losses are means
+of the same per-micro-batch values summed in double: within 1e-6 relative
+(measured ~7e-8). From then on the parameters differ by rounding and those
+differences feed back through the following steps. AdamW moves a parameter
+by at most about lr per step (6e-4 here, so ~5e-3 over 8 steps) and passes a
+gradient difference dg on as lr * dg / max(|g|, eps) -- at most lr * dg / eps
+where the true gradient is zero and only rounding noise is left (the key
+third of the qkv biases: softmax ignores a constant added to every key). The
+final parameters must agree within 1e-6 in relative L2 norm over all of them
+(measured ~2e-8) and 2e-6 absolute per element, under 0.05% of the distance a
+parameter can travel in 8 steps (measured up to ~4e-7, on single elements of
+the projection weights; the biases that only see noise differ by ~1e-7).
+Every run pins OPENBLAS_NUM_THREADS=1: the BLAS thread count changes its
+summation order too (1 vs 2 threads alone differ more than 1 vs 2 workers).
+"""
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+STEPS = 8
+
+
+class Runner:
+    def __init__(self, args, work):
+        self.args = args
+        self.work = work
+        shutil.rmtree(work, ignore_errors=True)
+        os.makedirs(work)
+        subprocess.run([sys.executable, args.shards_script, work + "/data",
+                        "--licenses"], check=True, stdout=subprocess.DEVNULL)
+        self.art = work + "/tiny.so"
+        subprocess.run([args.gptc, args.model, "--precision=fp32", "-o", self.art],
+                       check=True)
+        self.env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+
+    def command(self, *extra, timeout=60):
+        return [self.args.gptrun, self.art, "--data", self.work + "/data/train_*.bin",
+                "--quiet", "--seed", "7", "--dist-timeout", str(timeout), *extra]
+
+    def run(self, *extra, check=True):
+        start = time.time()
+        result = subprocess.run(self.command(*extra), capture_output=True,
+                                text=True, env=self.env)
+        if check and result.returncode != 0:
+            raise SystemExit("FAILED: %s exited %d\n%s%s" % (
+                " ".join(self.command(*extra)), result.returncode,
+                result.stdout, result.stderr))
+        result.seconds = time.time() - start
+        return result
+
+    def start(self, *extra, timeout=60):
+        return subprocess.Popen(self.command(*extra, timeout=timeout),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, env=self.env)
+
+
+def log(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f]
+
+
+def params(dump):
+    return {name: np.fromfile(os.path.join(dump, name), "<f4").astype(np.float64)
+            for name in sorted(os.listdir(dump)) if name.endswith(".f32")}
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def workers_of(launcher_pid):
+    """{rank: pid} of the workers a gptrun launcher forked (from /proc)."""
+    found = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % entry) as f:
+                stat = f.read()
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            if ppid != launcher_pid:
+                continue
+            with open("/proc/%s/environ" % entry, "rb") as f:
+                env = dict(item.split(b"=", 1) for item in f.read().split(b"\0")
+                           if b"=" in item)
+            if b"RANK" in env:
+                found[int(env[b"RANK"])] = int(entry)
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+def wait_for_steps(path, count, proc, limit=120):
+    """Returns once the JSONL log at `path` has `count` lines."""
+    deadline = time.time() + limit
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit("FAILED: the run ended before step %d: %s" % (
+                count, proc.communicate()))
+        if os.path.exists(path):
+            with open(path) as f:
+                if sum(1 for _ in f) >= count:
+                    return
+        time.sleep(0.01)
+    raise SystemExit("FAILED: no step %d within %d s" % (count, limit))
+
+
+def equivalence(r):
+    failures, notes = [], []
+    val = ["--val-data", r.work + "/data/val_*.bin", "--val-tokens", "1024",
+           "--eval-every", "4"]
+
+    def train(name, batch, *extra):
+        run = r.run("--steps", str(STEPS), "--total-batch-tokens", str(batch),
+                    "--log", "%s/%s.jsonl" % (r.work, name),
+                    "--dump", "%s/%s" % (r.work, name), *val, *extra)
+        notes.append("%s %.1fs" % (name, run.seconds))
+        return run
+
+    train("w1x2", 512)
+    # Rank 0 alone samples (the others wait in the next all-reduce).
+    train("w2x1", 512, "--procs", "2", "--samples-every", "4", "--sample-tokens", "4")
+    train("w1x4", 1024)
+    train("w4x1", 1024, "--procs", "4")
+    train("w2x2", 1024, "--procs", "2")
+
+    worst = {"loss": 0.0, "grads": 0.0, "abs": 0.0, "l2": 0.0}
+    for ref, other in (("w1x2", "w2x1"), ("w1x4", "w4x1"), ("w1x4", "w2x2")):
+        a, b = log("%s/%s.jsonl" % (r.work, ref)), log("%s/%s.jsonl" % (r.work, other))
+        if len(a) != STEPS or len(b) != STEPS:
+            failures.append("%s/%s: expected %d log lines" % (ref, other, STEPS))
+            continue
+        for key in ("loss", "grad_norm", "val_loss"):
+            pairs = [(x[key], y[key]) for x, y in zip(a, b) if key in x]
+            if not pairs or any(key not in y for x, y in zip(a, b) if key in x):
+                failures.append("%s vs %s: %s missing" % (ref, other, key))
+                continue
+            rel = max(abs(x - y) / abs(x) for x, y in pairs)
+            worst["loss"] = max(worst["loss"], rel)
+            if rel > 1e-6:
+                failures.append("%s vs %s: %s differs by %.3g relative" % (
+                    ref, other, key, rel))
+        if other == "w2x1" and sum("sample" in y for y in b) != 1:
+            failures.append("w2x1: expected one sample (step 4) in the log")
+        g_ref, g = params(r.work + "/%s/grads0" % ref), params(r.work + "/%s/grads0" % other)
+        for name in g_ref:
+            scale = max(np.abs(g_ref[name]).max(), 1e-30)
+            d = np.abs(g_ref[name] - g[name]).max() / scale
+            worst["grads"] = max(worst["grads"], d)
+            if d > 1e-6:
+                failures.append("%s vs %s: gradient %s differs by %.3g of its "
+                                "largest value" % (ref, other, name, d))
+        p_ref, p = params(r.work + "/%s/final" % ref), params(r.work + "/%s/final" % other)
+        if len(p_ref) < 50 or sorted(p_ref) != sorted(p):
+            failures.append("%s vs %s: parameter files differ: %d vs %d" % (
+                ref, other, len(p_ref), len(p)))
+            continue
+        x = np.concatenate([p_ref[n] for n in p_ref])
+        y = np.concatenate([p[n] for n in p_ref])
+        d_abs = np.abs(x - y).max()
+        d_l2 = np.linalg.norm(x - y) / np.linalg.norm(x)
+        worst["abs"], worst["l2"] = max(worst["abs"], d_abs), max(worst["l2"], d_l2)
+        if d_abs > 2e-6 or d_l2 > 1e-6:
+            failures.append("%s vs %s: final parameters differ by %.3g (max abs), "
+                            "%.3g (relative L2)" % (ref, other, d_abs, d_l2))
+        # The initial parameters come from the seed alone.
+        for name in os.listdir(r.work + "/%s/init" % ref):
+            with open(r.work + "/%s/init/%s" % (ref, name), "rb") as f1, \
+                    open(r.work + "/%s/init/%s" % (other, name), "rb") as f2:
+                if f1.read() != f2.read():
+                    failures.append("%s vs %s: initial %s differs" % (ref, other, name))
+    summary = ("1 vs 2 and 4 workers over %d steps: losses/grad norms/val losses "
+               "max rel diff %.3g, step-0 gradients %.3g of each tensor's max, "
+               "final parameters max abs %.3g, relative L2 %.3g (%s)" % (
+                   STEPS, worst["loss"], worst["grads"], worst["abs"], worst["l2"],
+                   ", ".join(notes)))
+    return failures, summary
+
+
+def multinode(r):
+    failures = []
+    start = time.time()
+    r.run("--steps", str(STEPS), "--total-batch-tokens", "512", "--procs", "2",
+          "--log", r.work + "/procs.jsonl", "--dump", r.work + "/procs")
+    port = free_port()
+    # torchrun semantics: the same command on every node but --node-rank.
+    common = ["--steps", str(STEPS), "--total-batch-tokens", "512", "--procs", "1",
+              "--nodes", "2", "--master", "127.0.0.1:%d" % port,
+              "--log", r.work + "/nodes.jsonl", "--dump", r.work + "/nodes"]
+    nodes = [r.start(*common, "--node-rank", str(rank)) for rank in (1, 0)]
+    outputs = [p.communicate(timeout=300) for p in nodes]
+    for p, (out, err) in zip(nodes, outputs):
+        if p.returncode != 0:
+            failures.append("a node's gptrun exited %d: %s%s" % (p.returncode, out, err))
+    if not failures:
+        a, b = log(r.work + "/procs.jsonl"), log(r.work + "/nodes.jsonl")
+        if [x["loss"] for x in a] != [x["loss"] for x in b] or len(a) != STEPS:
+            failures.append("losses differ: %s vs %s" % (a, b))
+        pa, pb = params(r.work + "/procs/final"), params(r.work + "/nodes/final")
+        if sorted(pa) != sorted(pb) or any(not np.array_equal(pa[n], pb[n]) for n in pa):
+            failures.append("final parameters of --nodes 2 and --procs 2 differ")
+    equal_seconds = time.time() - start
+
+    # Node 1's worker dies: node 0's rank 0 sees its connection close in the
+    # next all-reduce, so node 0's launcher fails too, naming rank 0's error.
+    port = free_port()
+    common = ["--steps", "500", "--procs", "1", "--nodes", "2",
+              "--master", "127.0.0.1:%d" % port, "--log", r.work + "/dying.jsonl"]
+    node1 = r.start(*common, "--node-rank", "1")
+    node0 = r.start(*common, "--node-rank", "0")
+    try:
+        wait_for_steps(r.work + "/dying.jsonl", 2, node0)
+        victim = workers_of(node1.pid).get(1)
+        if victim is None:
+            failures.append("could not find rank 1's process")
+        else:
+            os.kill(victim, signal.SIGKILL)
+            killed = time.time()
+            _, err1 = node1.communicate(timeout=60)
+            _, err0 = node0.communicate(timeout=60)
+            seconds = time.time() - killed
+            if node1.returncode == 0 or "rank 1 (node 1, local rank 0) was killed by signal 9" not in err1:
+                failures.append("node 1 did not report its killed rank: %s" % err1)
+            if node0.returncode == 0 or "rank 0" not in err0 or "Gloo" not in err0:
+                failures.append("node 0 did not fail with rank 0's Gloo error: %s" % err0)
+            if seconds > 30:
+                failures.append("the nodes took %.1f s to stop" % seconds)
+    finally:
+        for p in (node0, node1):
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+    return failures, ("--nodes 2 x --procs 1 == --procs 2 bit for bit (%.1fs); a "
+                      "dead worker on node 1 stopped both nodes" % equal_seconds)
+
+
+def fault(r):
+    failures = []
+    # A constant learning rate: the resumed run below continues the straight
+    # one whatever step the kill lands on.
+    base = ["--total-batch-tokens", "512", "--procs", "2", "--steps", "12",
+            "--decay", "constant"]
+    r.run(*base, "--log", r.work + "/straight.jsonl", "--dump", r.work + "/straight")
+
+    ckpt = r.work + "/ckpt"
+    run = r.start(*base, "--ckpt-dir", ckpt, "--ckpt-every", "1",
+                  "--log", r.work + "/killed.jsonl")
+    try:
+        wait_for_steps(r.work + "/killed.jsonl", 3, run)
+        victim = workers_of(run.pid).get(1)
+        os.kill(victim, signal.SIGKILL)
+        killed = time.time()
+        _, err = run.communicate(timeout=60)
+        seconds = time.time() - killed
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.communicate()
+    last = err.strip().splitlines()[-1] if err.strip() else ""
+    if run.returncode == 0 or not last.startswith("gptrun: error: rank 1 was killed "
+                                                  "by signal 9 (SIGKILL)"):
+        failures.append("killing rank 1: exit %d, last line %r" % (run.returncode, last))
+    if seconds > 15:
+        failures.append("gptrun took %.1f s to stop after rank 1 died" % seconds)
+    entries = sorted(os.listdir(ckpt))
+    steps = [e for e in entries if e.startswith("step_")]
+    if any(e.endswith(".tmp") for e in entries) or not steps:
+        failures.append("checkpoint directory after the kill: %s" % entries)
+    for step in steps:
+        if not os.path.exists(os.path.join(ckpt, step, "checkpoint.pb")):
+            failures.append("checkpoint %s is incomplete" % step)
+    with open(os.path.join(ckpt, "latest")) as f:
+        latest = f.read().strip()
+    if latest != steps[-1]:
+        failures.append("latest names %s, newest is %s" % (latest, steps[-1]))
+
+    # Resuming on the same world size continues exactly.
+    run = r.run(*base, "--resume", "--ckpt-dir", ckpt, "--log", r.work + "/resumed.jsonl",
+                "--dump", r.work + "/resumed")
+    first = int(latest.split("_")[1])
+    straight, resumed = log(r.work + "/straight.jsonl"), log(r.work + "/resumed.jsonl")
+    if [x["loss"] for x in straight[first:]] != [x["loss"] for x in resumed]:
+        failures.append("losses after resuming at step %d differ" % first)
+    pa, pb = params(r.work + "/straight/final"), params(r.work + "/resumed/final")
+    if sorted(pa) != sorted(pb) or any(not np.array_equal(pa[n], pb[n]) for n in pa):
+        failures.append("final parameters after resuming differ from the straight run")
+
+    # Another world size is refused before any worker starts.
+    run = r.run("--total-batch-tokens", "512", "--steps", "12", "--decay", "constant",
+                "--resume", "--ckpt-dir", ckpt, check=False)
+    if run.returncode == 0 or "was written by 2 worker(s), this run has 1" not in run.stderr:
+        failures.append("a 2-worker checkpoint resumed on 1 worker: %s" % run.stderr)
+
+    # A worker that stops answering (alive, holding its sockets) is caught
+    # by the timeout: rank 0's all-reduce fails after --dist-timeout.
+    run = r.start("--total-batch-tokens", "512", "--procs", "2", "--steps", "500",
+                  "--log", r.work + "/stalled.jsonl", timeout=3)
+    try:
+        wait_for_steps(r.work + "/stalled.jsonl", 2, run)
+        victim = workers_of(run.pid).get(1)
+        os.kill(victim, signal.SIGSTOP)
+        stopped = time.time()
+        _, err = run.communicate(timeout=60)
+        stall_seconds = time.time() - stopped
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.communicate()
+    if run.returncode == 0 or "stalled for longer than the 3 s timeout" not in err:
+        failures.append("a stalled worker: exit %d, %s" % (run.returncode, err))
+    if stall_seconds > 20:
+        failures.append("a stalled worker ended the run only after %.1f s" % stall_seconds)
+    return failures, ("killed rank 1 -> exit in %.2fs naming it, checkpoints whole, "
+                      "resume at step %d bit-identical, world-size change refused, "
+                      "stalled rank -> exit in %.1fs (3 s timeout)" % (
+                          seconds, first, stall_seconds))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("mode", choices=("equivalence", "multinode", "fault"))
+    for flag in ("--gptc", "--gptrun", "--model", "--shards-script", "--work"):
+        parser.add_argument(flag, required=True)
+    args = parser.parse_args()
+    runner = Runner(args, args.work)
+    failures, summary = globals()[args.mode](runner)
+    if failures:
+        print("FAILED: " + "; ".join(failures))
+        return 1
+    print("PASSED: " + summary)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,244 @@
+// gptrun's data-parallel side (runtime/train): which role a process plays
+// (chooseRole), the launcher flag checks, and the per-step collectives of
+// RankSync.h over forked Gloo ranks -- gradient and FP8-state reductions on
+// a context's arenas, the global mean loss, FP8 statistics, broadcasting a
+// checkpoint index and arenas, and refusing ranks that run different jobs.
+#include "runtime/abi/manifest.pb.h"
+#include "runtime/core/Context.h"
+#include "runtime/dist/Communicators.h"
+#include "runtime/dist/Store.h"
+#include "runtime/train/Launch.h"
+#include "runtime/train/RankSync.h"
+#include "runtime/train/Worker.h"
+#include "test/unit/dist/ForkRanks.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+namespace gptrt::train {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+namespace mf = gptc::manifest;
+
+#define EXPECT_THROWS_WITH(stmt, substring)                                    \
+  do {                                                                         \
+    try {                                                                      \
+      stmt;                                                                    \
+      ADD_FAILURE() << "no exception from " #stmt;                             \
+    } catch (const std::exception &e) {                                        \
+      EXPECT_THAT(e.what(), HasSubstr(substring));                             \
+    }                                                                          \
+  } while (0)
+
+TEST(Role, FromEnvironmentAndFlags) {
+  LaunchFlags none, two, nodes;
+  two.procs = 2;
+  nodes.nodes = 2;
+  nodes.master = "10.0.0.1:29500";
+  EXPECT_EQ(chooseRole(none, {}), Role::Single);
+  EXPECT_EQ(chooseRole(two, {}), Role::Launcher);
+  EXPECT_EQ(chooseRole(nodes, {}), Role::Launcher);
+  LaunchFlags one;
+  one.procs = 1;
+  EXPECT_EQ(chooseRole(one, {}), Role::Single);
+  // Workers re-executed by the launcher see its variables, whatever flags
+  // they carry.
+  EXPECT_EQ(chooseRole(two, {{"RANK", "1"}, {"WORLD_SIZE", "2"}}), Role::Worker);
+  // srun started every task: each is a worker, unless there is one task.
+  dist::Environment slurm{{"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "8"}};
+  EXPECT_EQ(chooseRole(none, slurm), Role::Worker);
+  EXPECT_EQ(chooseRole(none, {{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "1"}}),
+            Role::Single);
+  // srun started one launcher per node.
+  EXPECT_EQ(chooseRole(two, slurm), Role::Launcher);
+}
+
+TEST(LaunchFlags, BadValuesNameTheFix) {
+  LaunchFlags f;
+  f.procs = 0;
+  EXPECT_THROWS_WITH(checkLaunchFlags(f, "cpu"),
+                     "--procs 0: expected at least 1 CPU worker per node");
+  f = {};
+  f.gpus = 8;
+  EXPECT_THROWS_WITH(checkLaunchFlags(f, "cpu"),
+                     "--gpus 8: the CUDA backend is not built yet");
+  f = {};
+  f.procs = 2;
+  EXPECT_THROWS_WITH(checkLaunchFlags(f, "cuda"), "use --device cpu");
+  f = {};
+  f.timeoutSeconds = -1;
+  EXPECT_THROWS_WITH(checkLaunchFlags(f, "cpu"), "--dist-timeout -1: expected a positive");
+  f = {};
+  f.nodes = 0;
+  EXPECT_THROWS_WITH(checkLaunchFlags(f, "cpu"), "--nodes 0: expected at least 1");
+  f = {};
+  f.nodeRank = -2;
+  EXPECT_THROWS_WITH(checkLaunchFlags(f, "cpu"), "--node-rank -2");
+  f = {};
+  f.master = "node0";
+  EXPECT_THROWS_WITH(checkLaunchFlags(f, "cpu"), "is not HOST:PORT");
+  f = {};
+  f.procs = 4;
+  f.master = "node0:29500";
+  EXPECT_NO_THROW(checkLaunchFlags(f, "cpu"));
+}
+
+TEST(Worker, StoreBindsLoopbackOnlyForOneMachine) {
+  EXPECT_EQ(storeBindAddress("127.0.0.1"), "127.0.0.1");
+  EXPECT_EQ(storeBindAddress("localhost"), "127.0.0.1");
+  EXPECT_EQ(storeBindAddress("10.1.2.3"), "0.0.0.0");
+  EXPECT_EQ(storeBindAddress("node0"), "0.0.0.0");
+}
+
+/// A manifest with the arenas the collectives touch (sizes in floats).
+mf::Manifest arenas(size_t params, size_t grads, size_t fp8) {
+  mf::Manifest m;
+  auto add = [&](const char *name, mf::ArenaKind kind, size_t floats) {
+    mf::Arena *a = m.add_arenas();
+    a->set_name(name);
+    a->set_kind(kind);
+    a->set_size(4 * floats);
+    a->set_alignment(64);
+  };
+  add("activations", mf::ACTIVATIONS, 16);
+  add("params", mf::PARAMS, params);
+  add("grads", mf::GRADS, grads);
+  add("optimizer", mf::OPTIMIZER, 2 * params);
+  add("fp8_state", mf::FP8_STATE, fp8);
+  return m;
+}
+
+float *arena(Context &ctx, size_t i) {
+  return static_cast<float *>(ctx.arenaBase(i));
+}
+
+void check(bool ok, const std::string &what) {
+  if (!ok)
+    throw std::runtime_error(what);
+}
+
+std::unique_ptr<dist::Communicator> join(int rank, uint16_t port, int world,
+                                         std::unique_ptr<dist::StoreClient> &store) {
+  store = std::make_unique<dist::StoreClient>("127.0.0.1", port, rank, 20s);
+  dist::GlooOptions options;
+  options.timeout = 20s;
+  return dist::makeGlooCommunicator(*store, rank, world, options);
+}
+
+// Every collective of a training step on `world` ranks; returns a digest
+// that must be the same on every rank.
+std::string stepCollectives(int rank, uint16_t port, int world) {
+  std::unique_ptr<dist::StoreClient> store;
+  auto comm = join(rank, port, world, store);
+  const mf::Manifest m = arenas(5, 1000, 7);
+  Context ctx(m, Device::Cpu);
+
+  // Gradients: whole numbers, so the sum is exact in any order.
+  for (size_t i = 0; i < 1000; ++i)
+    arena(ctx, 2)[i] = static_cast<float>((rank + 1) * static_cast<int>(i % 13) - 6);
+  allReduceGradients(*comm, m, ctx);
+  const float ranks = static_cast<float>(world * (world + 1) / 2);
+  for (size_t i = 0; i < 1000; ++i)
+    check(arena(ctx, 2)[i] == ranks * static_cast<float>(i % 13) - 6.0f * world,
+          "gradient " + std::to_string(i) + " is " + std::to_string(arena(ctx, 2)[i]));
+  // Only GRADS was summed.
+  check(arena(ctx, 1)[0] == 0 && arena(ctx, 0)[0] == 0, "another arena changed");
+
+  // FP8 amax histories: element-wise max, rank r's values peak at slot r.
+  for (size_t i = 0; i < 7; ++i)
+    arena(ctx, 4)[i] = i == static_cast<size_t>(rank) ? 100.0f + rank : 1.0f;
+  allReduceFp8State(*comm, m, ctx);
+  for (size_t i = 0; i < 7; ++i)
+    check(arena(ctx, 4)[i] == (static_cast<int>(i) < world ? 100.0f + i : 1.0f),
+          "amax history slot " + std::to_string(i));
+
+  // Mean loss: sums of doubles that f32 cannot hold, and more micro-steps.
+  const double local = 10.0 + rank / 3.0;
+  double mean = globalMeanLoss(*comm, local, 2);
+  double want = 0;
+  for (int r = 0; r < world; ++r)
+    want += 10.0 + r / 3.0;
+  want /= 2.0 * world;
+  check(std::abs(mean - want) < 1e-12 * want, "mean loss " + std::to_string(mean));
+
+  // FP8 statistics: max of amax, sums of counts beyond f32's 2^24.
+  std::vector<Fp8CastStats> stats(2);
+  stats[0] = {static_cast<float>(rank), 0.5f, rank, 1, int64_t(1) << 30};
+  stats[1] = {2.0f, 0.25f, 3, int64_t(20000001) + rank, 7};
+  reduceFp8Stats(*comm, stats);
+  check(stats[0].amax == world - 1 && stats[1].amax == 2.0f, "amax");
+  check(stats[0].elements == (int64_t(1) << 30) * world, "element count");
+  check(stats[1].saturated == 20000001LL * world + world * (world - 1) / 2,
+        "saturated count " + std::to_string(stats[1].saturated));
+  check(stats[0].underflow == world * (world - 1) / 2, "underflow count");
+
+  // A checkpoint index and the persistent arenas from rank 0.
+  std::string index = rank == 0 ? std::string("\0index\xff bytes", 13) : "";
+  broadcastBytes(*comm, index, 0);
+  check(index == std::string("\0index\xff bytes", 13), "broadcast bytes");
+  for (size_t i = 0; i < 5; ++i)
+    arena(ctx, 1)[i] = rank == 0 ? 1.5f * i : -1.0f;
+  uint32_t nan = 0x7fc01234; // a NaN payload must arrive as it left
+  if (rank == 0)
+    std::memcpy(&arena(ctx, 3)[9], &nan, 4);
+  broadcastPersistentArenas(*comm, m, ctx);
+  for (size_t i = 0; i < 5; ++i)
+    check(arena(ctx, 1)[i] == 1.5f * i, "broadcast parameter");
+  check(std::memcmp(&arena(ctx, 3)[9], &nan, 4) == 0, "NaN payload");
+
+  checkSameRun(*comm, "artifact 1\nsteps 10\n");
+  return "ok " + std::to_string(mean);
+}
+
+class StepCollectives : public ::testing::TestWithParam<int> {};
+
+TEST_P(StepCollectives, AgreeOnEveryRank) {
+  const int world = GetParam();
+  auto results = test::runRanks(world, [world](int rank, uint16_t port) {
+    return stepCollectives(rank, port, world);
+  });
+  for (int r = 0; r < world; ++r) {
+    ASSERT_TRUE(results[r].ok()) << "rank " << r << ": " << results[r].report;
+    EXPECT_EQ(results[r].report, results[0].report);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(WorldSizes, StepCollectives, ::testing::Values(2, 3));
+
+TEST(CheckSameRun, EveryRankRefusesWithTheDifference) {
+  auto results = test::runRanks(3, [](int rank, uint16_t port) -> std::string {
+    std::unique_ptr<dist::StoreClient> store;
+    auto comm = join(rank, port, 3, store);
+    checkSameRun(*comm, rank == 2 ? "artifact 1\nsteps 20\n" : "artifact 1\nsteps 10\n");
+    return "no error";
+  });
+  for (int r = 0; r < 3; ++r) {
+    ASSERT_TRUE(results[r].threw) << "rank " << r << ": " << results[r].report;
+    EXPECT_THAT(results[r].report,
+                HasSubstr("rank(s) 2 run another artifact, other options or "
+                          "other data than rank 0"));
+  }
+  EXPECT_THAT(results[2].report,
+              HasSubstr("(rank 0 has 'steps 10', rank 2 has 'steps 20')"));
+}
+
+TEST(RankSync, OneRankIsTheIdentity) {
+  auto comm = dist::makeLocalCommunicator();
+  const mf::Manifest m = arenas(3, 4, 2);
+  Context ctx(m, Device::Cpu);
+  arena(ctx, 2)[1] = 2.5f;
+  allReduceGradients(*comm, m, ctx);
+  EXPECT_EQ(arena(ctx, 2)[1], 2.5f);
+  EXPECT_DOUBLE_EQ(globalMeanLoss(*comm, 7.0, 2), 3.5);
+  std::string bytes = "abc";
+  broadcastBytes(*comm, bytes, 0);
+  EXPECT_EQ(bytes, "abc");
+  EXPECT_NO_THROW(checkSameRun(*comm, "x"));
+}
+
+} // namespace
+} // namespace gptrt::train
