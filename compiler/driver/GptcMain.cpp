@@ -24,6 +24,7 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/GlobPattern.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
@@ -37,6 +38,36 @@ namespace {
 
 /// Phases in pipeline order: emitting one runs every phase before it.
 enum class Phase { None, Gpt, Autodiff, Fp8, Rt, Llvm, Obj, So };
+
+/// --report's data-parallel line: the gradient buckets train_step sums
+/// itself (gpt-data-parallel, counted after rt-bufferize).
+void printGradientBuckets(ModuleOp module, llvm::raw_ostream &os) {
+  int64_t buckets = 0, floats = 0, largest = 0;
+  bool fp8 = false;
+  module.walk([&](rt::KernelOp kernel) {
+    if (kernel.getKernel() != "grad_bucket_ready")
+      return;
+    int64_t n = cast<IntegerAttr>(kernel.getConsts()[0]).getInt();
+    fp8 = cast<IntegerAttr>(kernel.getConsts()[2]).getInt() >= 0;
+    ++buckets;
+    floats += n;
+    largest = std::max(largest, n);
+  });
+  if (buckets == 0) {
+    os << "data parallel: no gradient buckets (--grad-bucket-mb=0): the "
+          "runtime sums the whole gradient arena after each step\n";
+    return;
+  }
+  const double mib = 4.0 / (1024 * 1024);
+  os << "data parallel: " << buckets << " gradient buckets (largest "
+     << llvm::format("%.1f", largest * mib) << " MiB), "
+     << llvm::format("%.1f", floats * mib)
+     << " MiB of f32 gradients summed across ranks per optimizer step, sent "
+     << (fp8 ? "as E4M3 (" + std::string(llvm::formatv("{0:f1}", floats * mib / 4)) +
+                   " MiB per rank)"
+             : std::string("as f32"))
+     << ", each bucket as soon as the backward has finished it\n";
+}
 
 int fail(const llvm::Twine &message) {
   llvm::WithColor::error(llvm::errs(), "gptc") << message << "\n";
@@ -146,6 +177,19 @@ int gptcMain(int argc, char **argv) {
       llvm::cl::desc("Divide FP8 scales by 2^margin for headroom above the "
                      "amax (default 0)"),
       llvm::cl::init(0), llvm::cl::cat(category));
+  llvm::cl::opt<std::string> gradComm(
+      "grad-comm",
+      llvm::cl::desc("Data parallelism: gradients travel as f32 (default, "
+                     "exact sums) or fp8 (E4M3 with a scale shared by all "
+                     "ranks, a quarter of the bytes, summed in f32)"),
+      llvm::cl::init("f32"), llvm::cl::cat(category));
+  llvm::cl::opt<double> gradBucketMb(
+      "grad-bucket-mb",
+      llvm::cl::desc("Data parallelism: gradients are summed across ranks in "
+                     "buckets of at most this many MiB, each as soon as the "
+                     "backward finishes it (default 25); 0: the runtime sums "
+                     "all gradients after the step"),
+      llvm::cl::init(25.0), llvm::cl::cat(category));
   llvm::cl::opt<bool> fp8Fusion(
       "fp8-fusion",
       llvm::cl::desc("Compute each amax, and under fp8-delayed each FP8 cast, "
@@ -280,6 +324,10 @@ int gptcMain(int argc, char **argv) {
     autodiff.recompute.assign(recompute.begin(), recompute.end());
     pm.addPass(createGptAutodiff(autodiff));
     pm.addPass(createGptOptimizer());
+    GptDataParallelOptions dataParallel;
+    dataParallel.bucketMb = gradBucketMb;
+    dataParallel.gradComm = gradComm;
+    pm.addPass(createGptDataParallel(dataParallel));
     if (failed(pm.run(work)))
       return 1;
   }
@@ -326,6 +374,7 @@ int gptcMain(int argc, char **argv) {
       if (auto t = config.getAs<IntegerAttr>("seq"); t && !seq)
         seq = t.getInt();
     printMemory(work, precision, batch, seq, reportStream);
+    printGradientBuckets(work, reportStream);
   }
   if (report)
     llvm::outs() << reportText << precisionTable;

@@ -104,6 +104,7 @@ public:
         m.set_seq(seqOf(m.train_step()));
         if (failed(addFp8Stats(m, func)))
           return failure();
+        addGradBuckets(m, func);
       }
     }
     std::string bytes;
@@ -209,6 +210,19 @@ private:
       s->set_elements(out.getNumElements());
     }
     return success();
+  }
+
+  static void addGradBuckets(pb::Manifest &m, func::FuncOp func) {
+    for (auto kernel : func.getOps<rt::KernelOp>()) {
+      if (kernel.getKernel() != "grad_bucket_ready" || kernel.getOutputs().empty())
+        continue;
+      auto view = kernel.getOutputs()[0].getDefiningOp<rt::ViewOp>();
+      ArrayRef<Attribute> c = kernel.getConsts().getValue();
+      pb::GradBucket *bucket = m.add_grad_buckets();
+      bucket->set_elements(cast<IntegerAttr>(c[0]).getInt());
+      bucket->set_bucket(cast<IntegerAttr>(c[1]).getInt());
+      bucket->set_offset(view ? static_cast<int64_t>(view.getOffset()) : -1);
+    }
   }
 
   static void readOptimizer(pb::Optimizer *o, func::FuncOp func) {

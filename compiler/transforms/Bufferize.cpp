@@ -604,6 +604,44 @@ LogicalResult EntryLowering::lowerOp(Operation *op) {
                {i64(numElements(o.getGrad().getType()))});
         return success();
       })
+      .Case([&](gpt::GradBucketReadyOp o) -> LogicalResult {
+        // The bucket's gradients as one range of the grads arena: from the
+        // first parameter's to the end of the last one's (any alignment
+        // padding between them is zeros on every rank).
+        int64_t begin = INT64_MAX, end = 0;
+        for (Attribute attr : o.getParams()) {
+          StringRef name = cast<FlatSymbolRefAttr>(attr).getValue();
+          auto param = module.lookupSymbol<gpt::ParamOp>(name);
+          int64_t offset = placement(name).grad;
+          begin = std::min(begin, offset);
+          end = std::max(end, offset + 4 * numElements(param.getType()));
+        }
+        int64_t covered = 0;
+        for (auto param : module.getOps<gpt::ParamOp>()) {
+          if (param.getTiedTo())
+            continue;
+          int64_t offset = placement(param.getSymName()).grad;
+          if (offset >= begin && offset < end)
+            ++covered;
+        }
+        if (covered != static_cast<int64_t>(o.getParams().size()))
+          return o.emitOpError()
+                 << "bucket " << o.getBucket() << " is not one contiguous "
+                 << "range of the grads arena (its range holds " << covered
+                 << " parameters' gradients, it names "
+                 << o.getParams().size() << "); name consecutive parameters";
+        kernel("grad_bucket_ready", {},
+               {view("grads", begin,
+                     MemRefType::get({(end - begin) / 4}, b.getF32Type()))},
+               {i64((end - begin) / 4), i64(o.getBucket()),
+                i64(o.getFp8() ? GPTRT_FP8_E4M3 : -1)});
+        return success();
+      })
+      .Case([&](gpt::GradSyncOp o) {
+        // The sums land in the grads arena: that is what it writes.
+        kernel("grad_sync", {}, {gradsBlock()}, {i64(o.getBuckets())});
+        return success();
+      })
       .Case([&](gpt::StepScalarOp o) {
         kernel("step_scalar", {}, {define(o.getResult())},
                {i64(static_cast<int64_t>(o.getKind()))});

@@ -208,6 +208,34 @@ def Fp8FuseCast : Pass<"fp8-fuse-cast", "::mlir::ModuleOp"> {
   let dependentDialects = ["::gptc::fp8::Fp8Dialect"];
 }
 
+def GptDataParallel : Pass<"gpt-data-parallel", "::mlir::ModuleOp"> {
+  let summary = "Sums gradients across ranks in buckets, overlapped with the backward";
+  let description = [{
+    Groups the parameters of `train_step` into buckets of at most
+    `bucket-mb` MiB of f32 gradient, in the order the backward finishes
+    them, each bucket a run of consecutive parameters (one contiguous range
+    of the grads arena), and inserts `gpt.grad_bucket_ready` right after
+    the last `gpt.accumulate_grad` of each bucket and one `gpt.grad_sync`
+    before the return. At run time, on the last micro-step of an optimizer
+    step with more than one rank, each bucket's all-reduce starts on a
+    communication thread while the backward goes on; `grad_sync` waits for
+    all of them. With one rank, or on other micro-steps, both do nothing,
+    so the same artifact runs anywhere. `bucket-mb=0` inserts nothing: the
+    runtime then sums the whole gradient arena after the step.
+  }];
+  let dependentDialects = ["::gptc::gpt::GptDialect"];
+  let options = [
+    Option<"gradComm", "grad-comm", "std::string", "\"f32\"",
+           "f32 (exact sums) or fp8: each bucket sent as E4M3 with a scale "
+           "shared by all ranks (max-all-reduce of the amaxes), a quarter of "
+           "the bytes, summed in f32 on arrival (FP8-LM / MS-AMP style)">,
+    Option<"bucketMb", "bucket-mb", "double", "25",
+           "Largest bucket in MiB of f32 gradients (PyTorch DDP's default "
+           "bucket_cap_mb is 25); smaller buckets start communicating "
+           "earlier but pay more per-message latency; 0 disables the pass">,
+  ];
+}
+
 def RtBufferize : Pass<"rt-bufferize", "::mlir::ModuleOp"> {
   let summary = "Lowers the gpt entry points to rt: buffers, kernel calls, bindings";
   let description = [{

@@ -545,6 +545,32 @@ LogicalResult AccumulateGradOp::verifySymbolUses(SymbolTableCollection &symbols)
   return success();
 }
 
+LogicalResult
+GradBucketReadyOp::verifySymbolUses(SymbolTableCollection &symbols) {
+  if (getParams().empty())
+    return emitOpError() << "bucket " << getBucket()
+                         << " names no parameters, expected at least one";
+  for (Attribute attr : getParams()) {
+    auto ref = cast<FlatSymbolRefAttr>(attr);
+    auto param = symbols.lookupNearestSymbolFrom<ParamOp>(*this, ref);
+    if (!param)
+      return emitOpError() << "bucket " << getBucket() << " names " << ref
+                           << ", which is not a gpt.param";
+    if (std::optional<StringRef> target = param.getTiedTo())
+      return emitOpError() << "bucket " << getBucket() << " names " << ref
+                           << ", which is tied to @" << *target
+                           << " (its gradient lives there): name @" << *target;
+  }
+  return success();
+}
+
+LogicalResult GradSyncOp::verify() {
+  if (static_cast<int64_t>(getBuckets()) < 1)
+    return emitOpError() << "waits for " << static_cast<int64_t>(getBuckets())
+                         << " buckets, expected at least 1";
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Optimizer
 //===----------------------------------------------------------------------===//

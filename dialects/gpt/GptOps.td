@@ -377,6 +377,36 @@ def Gpt_AccumulateGradOp : Gpt_Op<"accumulate_grad", [
 }
 
 //===----------------------------------------------------------------------===//
+// Data parallelism (made by gpt-data-parallel)
+//===----------------------------------------------------------------------===//
+
+def Gpt_GradBucketReadyOp : Gpt_Op<"grad_bucket_ready", [
+    DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+    MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "a bucket of gradients is final: start summing it across ranks";
+  let description = [{
+    Inserted by gpt-data-parallel right after the last `gpt.accumulate_grad`
+    into any of the bucket's parameters, so the bucket's all-reduce runs
+    while the rest of the backward computes. Only on the last micro-step of
+    an optimizer step (the runtime knows) and only with more than one rank
+    does it communicate; otherwise it does nothing. The parameters' gradient
+    buffers must be contiguous (consecutive parameters). With `fp8` the
+    bucket travels as E4M3 with one scale shared by all ranks (from a
+    max-all-reduce of their amaxes) and is summed in f32 after it arrives.
+  }];
+  let arguments = (ins I64Attr:$bucket, FlatSymbolRefArrayAttr:$params,
+                       UnitAttr:$fp8);
+  let assemblyFormat = "$bucket $params (`fp8` $fp8^)? attr-dict";
+}
+
+def Gpt_GradSyncOp : Gpt_Op<"grad_sync", [MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "waits until every bucket's all-reduce of this step is done";
+  let arguments = (ins I64Attr:$buckets);
+  let assemblyFormat = "$buckets attr-dict";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Step inputs and the optimizer (made by gpt-autodiff and gpt-optimizer)
 //===----------------------------------------------------------------------===//
 

@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below or the manifest's meaning changes. */
-#define GPTRT_ABI_VERSION 7
+#define GPTRT_ABI_VERSION 8
 
 typedef struct gptrt_context gptrt_context;
 
@@ -291,6 +291,18 @@ void gptrt_scaled_matmul_cast(gptrt_context *ctx, const uint8_t *a,
                               int64_t format_a, int64_t format_b, int64_t rows,
                               int64_t cols, int64_t out_dtype, int64_t format,
                               int64_t transpose, int64_t stat_slot);
+
+/* Data parallelism (gpt-data-parallel). grad_bucket_ready: bucket `bucket`
+ * of the gradients (n f32 in the grads arena) is final; on the last
+ * micro-step of an optimizer step with more than one rank, the runtime
+ * starts summing it across ranks in the background, else nothing happens.
+ * fp8_format -1 sends f32; GPTRT_FP8_E4M3 sends E4M3 codes with a scale
+ * shared by all ranks (max-all-reduce of the bucket's amax), summed in f32.
+ * grad_sync: waits until all `buckets` sums of this step are done (grads:
+ * the whole gradient arena, which then holds them). */
+void gptrt_grad_bucket_ready(gptrt_context *ctx, float *grads, int64_t n,
+                             int64_t bucket, int64_t fp8_format);
+void gptrt_grad_sync(gptrt_context *ctx, float *grads, int64_t buckets);
 
 #ifdef __cplusplus
 }

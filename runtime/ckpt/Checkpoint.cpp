@@ -121,6 +121,13 @@ std::string save(const std::string &dir, const mf::Manifest &manifest,
     file->set_file(arena.name() + ".bin");
     file->set_size(ctx.arenaSize(i));
     const char *bytes = static_cast<const char *>(ctx.arenaBase(i));
+    // A CUDA arena is device memory: checksum and write a host copy.
+    std::vector<char> staged;
+    if (ctx.device() != Device::Cpu) {
+      staged.resize(ctx.arenaSize(i));
+      ctx.copyOut(staged.data(), bytes, staged.size());
+      bytes = staged.data();
+    }
     file->set_fnv1a64(fnv1a64(std::string_view(bytes, ctx.arenaSize(i))));
     writeDurably(tmp / file->file(), bytes, ctx.arenaSize(i));
   }
@@ -216,19 +223,27 @@ cp::Checkpoint load(const std::string &path, const mf::Manifest &manifest,
                                std::to_string(file.size()) +
                                " bytes, which this artifact does not have");
     std::ifstream data(dir / file.file(), std::ios::binary);
-    data.read(static_cast<char *>(ctx.arenaBase(arena)), file.size());
+    // A CUDA arena is device memory: read and check a host copy first.
+    std::vector<char> staged;
+    if (ctx.device() != Device::Cpu)
+      staged.resize(file.size());
+    char *target = staged.empty() ? static_cast<char *>(ctx.arenaBase(arena))
+                                  : staged.data();
+    data.read(target, file.size());
     if (!data || static_cast<uint64_t>(data.gcount()) != file.size())
       throw std::runtime_error("checkpoint file " +
                                (dir / file.file()).string() +
                                " is shorter than " +
                                std::to_string(file.size()) +
                                " bytes: resume from another checkpoint");
-    const char *restored = static_cast<const char *>(ctx.arenaBase(arena));
+    const char *restored = target;
     if (fnv1a64(std::string_view(restored, file.size())) != file.fnv1a64())
       throw std::runtime_error("checkpoint file " +
                                (dir / file.file()).string() +
                                " does not match its checksum: it is corrupt; "
                                "resume from another checkpoint");
+    if (!staged.empty())
+      ctx.copyIn(ctx.arenaBase(arena), staged.data(), staged.size());
   }
   return index;
 }

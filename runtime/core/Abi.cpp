@@ -14,6 +14,7 @@
 #include "runtime/cpu/Bf16.h"
 #include "runtime/cpu/Fp8.h"
 #include "runtime/cpu/Kernels.h"
+#include "runtime/cuda/Backend.h"
 
 #include <dlfcn.h>
 
@@ -24,6 +25,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 // Exported even if the build ever switches to -fvisibility=hidden.
@@ -51,18 +53,28 @@ Context &contextOf(gptrt_context *ctx, const char *fn) {
   return Context::fromHandle(ctx);
 }
 
-template <typename Body>
-void guarded(gptrt_context *ctx, const char *fn, Body &&body) {
+// Dispatch: `body` runs on Device::Cpu; `cudaBody(c, gpu)` on Device::Cuda.
+// A function without a CUDA body records that it has none on a Cuda
+// context: its CPU body would dereference device pointers.
+struct NoCudaBody {};
+
+template <typename Body, typename CudaBody = NoCudaBody>
+void guarded(gptrt_context *ctx, const char *fn, Body &&body,
+             CudaBody &&cudaBody = {}) {
   Context &c = contextOf(ctx, fn);
   if (c.failed())
     return;
   try {
-    // Only the CPU backend exists; a CUDA Context cannot be constructed yet.
-    // When runtime/cuda lands, dispatch on c.device() here.
-    if (c.device() != Device::Cpu)
-      throw std::logic_error(std::string("device ") +
-                             gptrt::deviceName(c.device()) +
-                             " has no kernels in this runtime");
+    if (c.device() == Device::Cuda) {
+      if constexpr (std::is_same_v<std::decay_t<CudaBody>, NoCudaBody>) {
+        c.recordError(std::string(fn) +
+                      " has no CUDA kernel yet: run this artifact with "
+                      "--device cpu until runtime/cuda implements it");
+      } else {
+        cudaBody(c, *c.cudaDevice());
+      }
+      return;
+    }
     body(c);
   } catch (const std::exception &e) {
     c.recordError(std::string(fn) + ": " + e.what());
@@ -70,6 +82,8 @@ void guarded(gptrt_context *ctx, const char *fn, Body &&body) {
     c.recordError(std::string(fn) + ": unknown exception");
   }
 }
+
+using Gpu = gptrt::cuda::Device;
 
 void requireNonNegative(int64_t v, const char *name) {
   if (v < 0)
@@ -94,10 +108,14 @@ GPTRT_EXPORT void *gptrt_arena_base(gptrt_context *ctx, int64_t index) {
 
 GPTRT_EXPORT void gptrt_step_scalar(gptrt_context *ctx, float *out,
                                     int64_t which) {
-  // NaN first, so a failed lookup never leaves an old value looking valid.
-  if (out != nullptr)
+  // NaN first, so a failed lookup never leaves an old value looking valid
+  // (on the CPU; on CUDA `out` is device memory).
+  if (out != nullptr &&
+      contextOf(ctx, "gptrt_step_scalar").device() == Device::Cpu)
     *out = std::nanf("");
-  guarded(ctx, "gptrt_step_scalar", [&](Context &c) { *out = c.stepScalar(which); });
+  guarded(
+      ctx, "gptrt_step_scalar", [&](Context &c) { *out = c.stepScalar(which); },
+      [&](Context &c, Gpu &g) { g.setScalar(out, c.stepScalar(which)); });
 }
 
 // ------------------------------------------------------------------ kernels
@@ -122,6 +140,9 @@ GPTRT_EXPORT void gptrt_convert(gptrt_context *ctx, const void *src,
           "converts dtype " + std::to_string(from) + " to " +
           std::to_string(to) + ", expected f32 (1) <-> bf16 (2)");
     }
+  }, [&](Context &, Gpu &g) {
+    requireNonNegative(n, "n");
+    g.convert(src, dst, n, from, to);
   });
 }
 
@@ -204,6 +225,9 @@ GPTRT_EXPORT void gptrt_amax(gptrt_context *ctx, const float *x, float *out,
   guarded(ctx, "gptrt_amax", [&](Context &) {
     requireNonNegative(n, "n");
     out[0] = amaxOf(x, n);
+  }, [&](Context &, Gpu &g) {
+    requireNonNegative(n, "n");
+    g.amax(x, out, n);
   });
 }
 
@@ -232,6 +256,8 @@ GPTRT_EXPORT void gptrt_scale_from_amax(gptrt_context *ctx, const float *amax,
                                         double eps) {
   guarded(ctx, "gptrt_scale_from_amax", [&](Context &) {
     out[0] = scaleFromAmax(amax[0], fp8Max, margin, powerOfTwo, eps);
+  }, [&](Context &, Gpu &g) {
+    g.scaleFromAmax(amax, out, fp8Max, margin, powerOfTwo != 0, eps);
   });
 }
 
@@ -252,6 +278,9 @@ GPTRT_EXPORT void gptrt_fp8_state_scale(gptrt_context *ctx,
       return;
     }
     out[0] = scaleFromAmax(amax, fp8Max, margin, powerOfTwo, eps);
+  }, [&](Context &, Gpu &g) {
+    g.fp8StateScale(history, out, length, fp8Max, margin, powerOfTwo != 0,
+                    eps, mostRecent != 0);
   });
 }
 
@@ -265,7 +294,7 @@ GPTRT_EXPORT void gptrt_fp8_state_update(gptrt_context *ctx, const float *amax,
       return;
     std::memmove(history + 1, history, (length - 1) * sizeof(float));
     history[0] = amax[0];
-  });
+  }, [&](Context &, Gpu &g) { g.fp8StateUpdate(amax, history, length); });
 }
 
 GPTRT_EXPORT void gptrt_quantize_fp8(gptrt_context *ctx, const float *x,
@@ -280,6 +309,13 @@ GPTRT_EXPORT void gptrt_quantize_fp8(gptrt_context *ctx, const float *x,
       cpu::quantizeE5M2(x, n, scale[0], q);
     recordCastStats(c, statSlot, x, n, [&](int64_t) { return scale[0]; },
                     format);
+  }, [&](Context &c, Gpu &g) {
+    requireNonNegative(n, "n");
+    if (statSlot >= 0 && c.collectingFp8Stats())
+      throw std::runtime_error(
+          "FP8 cast statistics are not collected on CUDA yet: run without "
+          "--fp8-stats-every, or on --device cpu");
+    g.quantizeFp8(x, scale, q, n, format);
   });
 }
 
@@ -307,6 +343,9 @@ GPTRT_EXPORT void gptrt_scaled_matmul(
     int64_t cElems = batch == 1 ? m * n : (batch - 1) * strideC + m * n;
     for (int64_t i = 0; i < cElems; ++i)
       c[i] /= dequant;
+  }, [&](Context &, Gpu &g) {
+    g.scaledMatmul(a, b, scaleA, scaleB, c, batch, m, n, k, transA != 0,
+                   transB != 0, strideA, strideB, strideC, formatA, formatB);
   });
 }
 
@@ -399,6 +438,9 @@ GPTRT_EXPORT void gptrt_fill(gptrt_context *ctx, float *out, int64_t n,
   guarded(ctx, "gptrt_fill", [&](Context &) {
     requireNonNegative(n, "n");
     cpu::fill(out, static_cast<float>(value), n);
+  }, [&](Context &, Gpu &g) {
+    requireNonNegative(n, "n");
+    g.fill(out, n, static_cast<float>(value));
   });
 }
 
@@ -408,11 +450,16 @@ GPTRT_EXPORT void gptrt_accumulate(gptrt_context *ctx, const float *src,
     requireNonNegative(n, "n");
     // add's output may alias its first operand.
     cpu::add(dst, dst, src, 1, n, false);
+  }, [&](Context &, Gpu &g) {
+    requireNonNegative(n, "n");
+    g.accumulate(src, dst, n);
   });
 }
 
 GPTRT_EXPORT void gptrt_arange(gptrt_context *ctx, int32_t *out, int64_t n) {
-  guarded(ctx, "gptrt_arange", [&](Context &) { cpu::arange(out, n); });
+  guarded(
+      ctx, "gptrt_arange", [&](Context &) { cpu::arange(out, n); },
+      [&](Context &, Gpu &g) { g.arange(out, n); });
 }
 
 GPTRT_EXPORT void gptrt_embedding_fwd(gptrt_context *ctx, const float *table,
@@ -423,6 +470,8 @@ GPTRT_EXPORT void gptrt_embedding_fwd(gptrt_context *ctx, const float *table,
   // writes the inputs (writeBatch).
   guarded(ctx, "gptrt_embedding_fwd", [&](Context &) {
     cpu::embeddingForward(out, table, ids, rows, width);
+  }, [&](Context &, Gpu &g) {
+    g.embeddingForward(table, ids, out, rows, width);
   });
 }
 
@@ -441,6 +490,9 @@ GPTRT_EXPORT void gptrt_embedding_bwd(gptrt_context *ctx, const float *dout,
     // The ABI writes dtable; the kernel accumulates.
     cpu::fill(dtable, 0.0f, table_rows * width);
     cpu::embeddingBackward(dtable, dout, ids, rows, width);
+  }, [&](Context &, Gpu &g) {
+    requireNonNegative(table_rows, "table_rows");
+    g.embeddingBackward(dout, ids, dtable, rows, table_rows, width);
   });
 }
 
@@ -452,6 +504,9 @@ GPTRT_EXPORT void gptrt_layernorm_fwd(gptrt_context *ctx, const float *x,
   guarded(ctx, "gptrt_layernorm_fwd", [&](Context &) {
     cpu::layerNormForward(out, mean, rstd, x, w, b, rows, width,
                           static_cast<float>(eps));
+  }, [&](Context &, Gpu &g) {
+    g.layerNormForward(x, w, b, out, mean, rstd, rows, width,
+                       static_cast<float>(eps));
   });
 }
 
@@ -466,6 +521,9 @@ GPTRT_EXPORT void gptrt_layernorm_bwd(gptrt_context *ctx, const float *dout,
     cpu::fill(dw, 0.0f, width);
     cpu::fill(db, 0.0f, width);
     cpu::layerNormBackward(dx, dw, db, dout, x, mean, rstd, w, rows, width);
+  }, [&](Context &, Gpu &g) {
+    requireNonNegative(width, "width");
+    g.layerNormBackward(dout, x, w, mean, rstd, dx, dw, db, rows, width);
   });
 }
 
@@ -479,13 +537,18 @@ GPTRT_EXPORT void gptrt_matmul(gptrt_context *ctx, const float *a,
     requireNonNegative(batch, "batch");
     cpu::gemmBatched(c, a, b, batch, m, n, k, trans_a != 0, trans_b != 0,
                      0.0f, stride_a, stride_b, stride_c);
+  }, [&](Context &, Gpu &g) {
+    g.matmul(a, b, c, batch, m, n, k, trans_a != 0, trans_b != 0, stride_a,
+             stride_b, stride_c);
   });
 }
 
 GPTRT_EXPORT void gptrt_bias_add(gptrt_context *ctx, const float *bias,
                                  float *c, int64_t rows, int64_t cols) {
-  guarded(ctx, "gptrt_bias_add",
-          [&](Context &) { cpu::addBias(c, bias, rows, cols); });
+  guarded(
+      ctx, "gptrt_bias_add",
+      [&](Context &) { cpu::addBias(c, bias, rows, cols); },
+      [&](Context &, Gpu &g) { g.biasAdd(bias, c, rows, cols); });
 }
 
 GPTRT_EXPORT void gptrt_reduce_rows(gptrt_context *ctx, const float *x,
@@ -493,6 +556,9 @@ GPTRT_EXPORT void gptrt_reduce_rows(gptrt_context *ctx, const float *x,
   guarded(ctx, "gptrt_reduce_rows", [&](Context &) {
     requireNonNegative(cols, "cols");
     cpu::sumRows(out, x, rows, cols, false);
+  }, [&](Context &, Gpu &g) {
+    requireNonNegative(cols, "cols");
+    g.reduceRows(x, out, rows, cols);
   });
 }
 
@@ -501,25 +567,32 @@ GPTRT_EXPORT void gptrt_add(gptrt_context *ctx, const float *a,
                             int64_t inner, int64_t broadcast_b) {
   guarded(ctx, "gptrt_add", [&](Context &) {
     cpu::add(out, a, b, outer, inner, broadcast_b != 0);
+  }, [&](Context &, Gpu &g) {
+    g.add(a, b, out, outer, inner, broadcast_b != 0);
   });
 }
 
 GPTRT_EXPORT void gptrt_scale(gptrt_context *ctx, const float *x, float *out,
                               int64_t n, double s) {
-  guarded(ctx, "gptrt_scale",
-          [&](Context &) { cpu::scale(out, x, static_cast<float>(s), n); });
+  guarded(
+      ctx, "gptrt_scale",
+      [&](Context &) { cpu::scale(out, x, static_cast<float>(s), n); },
+      [&](Context &, Gpu &g) { g.scale(x, out, n, static_cast<float>(s)); });
 }
 
 GPTRT_EXPORT void gptrt_gelu_fwd(gptrt_context *ctx, const float *x,
                                  float *out, int64_t n) {
-  guarded(ctx, "gptrt_gelu_fwd",
-          [&](Context &) { cpu::geluForward(out, x, n); });
+  guarded(
+      ctx, "gptrt_gelu_fwd", [&](Context &) { cpu::geluForward(out, x, n); },
+      [&](Context &, Gpu &g) { g.geluForward(x, out, n); });
 }
 
 GPTRT_EXPORT void gptrt_gelu_bwd(gptrt_context *ctx, const float *dout,
                                  const float *x, float *dx, int64_t n) {
-  guarded(ctx, "gptrt_gelu_bwd",
-          [&](Context &) { cpu::geluBackward(dx, x, dout, n); });
+  guarded(
+      ctx, "gptrt_gelu_bwd",
+      [&](Context &) { cpu::geluBackward(dx, x, dout, n); },
+      [&](Context &, Gpu &g) { g.geluBackward(dout, x, dx, n); });
 }
 
 GPTRT_EXPORT void gptrt_copy_blocks(gptrt_context *ctx, const float *src,
@@ -529,6 +602,9 @@ GPTRT_EXPORT void gptrt_copy_blocks(gptrt_context *ctx, const float *src,
   guarded(ctx, "gptrt_copy_blocks", [&](Context &) {
     cpu::copyBlocks(dst, src, outer, len, dst_stride, src_stride, dst_offset,
                     src_offset);
+  }, [&](Context &, Gpu &g) {
+    g.copyBlocks(src, dst, outer, len, dst_stride, src_stride, dst_offset,
+                 src_offset);
   });
 }
 
@@ -545,6 +621,13 @@ GPTRT_EXPORT void gptrt_permute(gptrt_context *ctx, const float *src,
     const int64_t shape[6] = {s0, s1, s2, s3, s4, s5};
     const int64_t perm[6] = {p0, p1, p2, p3, p4, p5};
     cpu::permute(dst, src, shape, perm, static_cast<int>(rank));
+  }, [&](Context &, Gpu &g) {
+    if (rank < 0 || rank > 6)
+      throw std::invalid_argument("rank " + std::to_string(rank) +
+                                  " is out of range, expected 0..6");
+    const int64_t shape[6] = {s0, s1, s2, s3, s4, s5};
+    const int64_t perm[6] = {p0, p1, p2, p3, p4, p5};
+    g.permute(src, dst, shape, perm, static_cast<int>(rank));
   });
 }
 
@@ -556,6 +639,9 @@ GPTRT_EXPORT void gptrt_attention_fwd(gptrt_context *ctx, const float *q,
   guarded(ctx, "gptrt_attention_fwd", [&](Context &) {
     cpu::attentionForward(out, lse, q, k, v, batch, seq, width, heads,
                           causal != 0);
+  }, [&](Context &, Gpu &g) {
+    g.attentionForward(q, k, v, out, lse, batch, seq, width, heads,
+                       causal != 0);
   });
 }
 
@@ -569,6 +655,9 @@ GPTRT_EXPORT void gptrt_attention_bwd(gptrt_context *ctx, const float *dout,
   guarded(ctx, "gptrt_attention_bwd", [&](Context &) {
     cpu::attentionBackward(dq, dk, dv, dout, q, k, v, out, lse, batch, seq,
                            width, heads, causal != 0);
+  }, [&](Context &, Gpu &g) {
+    g.attentionBackward(dout, q, k, v, out, lse, dq, dk, dv, batch, seq,
+                        width, heads, causal != 0);
   });
 }
 
@@ -581,6 +670,9 @@ GPTRT_EXPORT void gptrt_cross_entropy_fwd(gptrt_context *ctx,
   guarded(ctx, "gptrt_cross_entropy_fwd", [&](Context &) {
     *loss = cpu::crossEntropyForward(lse, logits, targets, rows, vocab,
                                      padded_vocab, ignore_index);
+  }, [&](Context &, Gpu &g) {
+    g.crossEntropyForward(logits, targets, loss, lse, rows, vocab,
+                          padded_vocab, ignore_index);
   });
 }
 
@@ -595,6 +687,9 @@ GPTRT_EXPORT void gptrt_cross_entropy_bwd(gptrt_context *ctx,
   guarded(ctx, "gptrt_cross_entropy_bwd", [&](Context &) {
     cpu::crossEntropyBackward(dlogits, logits, lse, targets, dloss[0], rows,
                               vocab, padded_vocab, ignore_index);
+  }, [&](Context &, Gpu &g) {
+    g.crossEntropyBackward(dloss, logits, targets, lse, dlogits, rows, vocab,
+                           padded_vocab, ignore_index);
   });
 }
 
@@ -602,6 +697,9 @@ GPTRT_EXPORT void gptrt_global_norm(gptrt_context *ctx, const float *x,
                                     float *out, int64_t n) {
   guarded(ctx, "gptrt_global_norm", [&](Context &) {
     *out = static_cast<float>(std::sqrt(cpu::sumSquares(x, n)));
+  }, [&](Context &, Gpu &g) {
+    requireNonNegative(n, "n");
+    g.globalNorm(x, out, n);
   });
 }
 
@@ -619,6 +717,8 @@ GPTRT_EXPORT void gptrt_clip_scale(gptrt_context *ctx, const float *norm,
     const float denom = norm[0] + 1e-6f;
     const float coef = (1.0f / denom) * static_cast<float>(max_norm);
     *out = std::isnan(coef) ? coef : std::min(coef, 1.0f);
+  }, [&](Context &, Gpu &g) {
+    g.clipScale(norm, out, max_norm <= 0 ? 0.0f : static_cast<float>(max_norm));
   });
 }
 
@@ -644,6 +744,17 @@ GPTRT_EXPORT void gptrt_adamw(gptrt_context *ctx, const float *grad,
     }
     cpu::adamw(param, g, m, v, n, static_cast<double>(lr[0]), beta1, beta2,
                eps, weight_decay, static_cast<int64_t>(s));
+  }, [&](Context &c, Gpu &gpu) {
+    requireNonNegative(n, "n");
+    // `step` is device memory; the value the runner set is checked here
+    // (the kernel reads the pointer, so a captured step replays).
+    if (c.step() < 1)
+      throw std::invalid_argument(
+          "optimizer step is " + std::to_string(c.step()) +
+          ", expected an integer >= 1: set it with Context::setStep before "
+          "optimizer_step");
+    gpu.adamw(grad, grad_scale, lr, step, param, m, v, n, beta1, beta2, eps,
+              weight_decay);
   });
 }
 
@@ -694,7 +805,17 @@ void runEpilogue(Context &c, const void *out, const Epilogue &e) {
 /// Runs `epilogue` after the base kernel, unless the base kernel failed.
 void finish(gptrt_context *ctx, const char *fn, const void *out,
             const Epilogue &epilogue) {
-  guarded(ctx, fn, [&](Context &c) { runEpilogue(c, out, epilogue); });
+  guarded(
+      ctx, fn, [&](Context &c) { runEpilogue(c, out, epilogue); },
+      [&](Context &c, Gpu &g) {
+        if (epilogue.q && epilogue.statSlot >= 0 && c.collectingFp8Stats())
+          throw std::runtime_error(
+              "FP8 cast statistics are not collected on CUDA yet: run "
+              "without --fp8-stats-every, or on --device cpu");
+        g.castEpilogue(out, epilogue.dtype, epilogue.rows, epilogue.cols,
+                       epilogue.amax, epilogue.scale, epilogue.q,
+                       epilogue.format, epilogue.transpose != 0);
+      });
 }
 
 } // namespace
@@ -832,6 +953,37 @@ GPTRT_EXPORT void gptrt_scaled_matmul_cast(
          {rows, cols, outDtype, amax, scale, q, format, transpose, statSlot});
 }
 
+// ------------------------------------------------------- data parallelism
+
+GPTRT_EXPORT void gptrt_grad_bucket_ready(gptrt_context *ctx, float *grads,
+                                          int64_t n, int64_t bucket,
+                                          int64_t fp8Format) {
+  guarded(ctx, "gptrt_grad_bucket_ready", [&](Context &c) {
+    requireNonNegative(n, "n");
+    if (fp8Format != -1)
+      requireFormat(fp8Format);
+    if (c.gradientExchange() && c.lastMicroStep())
+      c.gradientExchange()->start(grads, n, bucket, fp8Format);
+  }, [&](Context &c, Gpu &) {
+    // One rank needs nothing; several need NCCL (runtime/cuda, to come).
+    if (c.gradientExchange() && c.lastMicroStep())
+      throw std::runtime_error("summing gradients across ranks on CUDA is "
+                               "not built yet (NCCL): train on one GPU");
+  });
+}
+
+GPTRT_EXPORT void gptrt_grad_sync(gptrt_context *ctx, float *,
+                                  int64_t buckets) {
+  guarded(ctx, "gptrt_grad_sync", [&](Context &c) {
+    if (c.gradientExchange() && c.lastMicroStep())
+      c.gradientExchange()->finish(buckets);
+  }, [&](Context &c, Gpu &) {
+    if (c.gradientExchange() && c.lastMicroStep())
+      throw std::runtime_error("summing gradients across ranks on CUDA is "
+                               "not built yet (NCCL): train on one GPU");
+  });
+}
+
 // ------------------------------------------------------- export check
 
 namespace gptrt {
@@ -864,6 +1016,7 @@ const std::vector<AbiSymbol> &abiSymbols() {
       GPTRT_SYM(gptrt_add_amax),         GPTRT_SYM(gptrt_add_cast),
       GPTRT_SYM(gptrt_matmul_amax),      GPTRT_SYM(gptrt_matmul_cast),
       GPTRT_SYM(gptrt_scaled_matmul_amax), GPTRT_SYM(gptrt_scaled_matmul_cast),
+      GPTRT_SYM(gptrt_grad_bucket_ready), GPTRT_SYM(gptrt_grad_sync),
   };
 #undef GPTRT_SYM
   return symbols;

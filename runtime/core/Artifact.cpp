@@ -167,6 +167,14 @@ void Artifact::run(EntryKind kind, Context &ctx) const {
                     path_);
   fn(ctx.handle());
   ctx.throwIfFailed(std::string(entryName(kind)) + " of artifact " + path_);
+  // On CUDA the kernels ran asynchronously: a fault in one surfaces here,
+  // attributed to this entry (a no-op on the CPU).
+  try {
+    ctx.synchronize();
+  } catch (const std::exception &e) {
+    throw std::runtime_error(std::string(entryName(kind)) + " of artifact " +
+                             path_ + ": " + e.what());
+  }
 }
 
 } // namespace gptrt

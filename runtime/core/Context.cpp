@@ -3,6 +3,7 @@
 
 #include "runtime/abi/manifest.pb.h"
 #include "runtime/core/ManifestCheck.h"
+#include "runtime/cuda/Backend.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -44,11 +45,29 @@ std::vector<ArenaSpec> arenaSpecs(const gptc::manifest::Manifest &manifest) {
 
 Context::Context(Device device, const std::vector<ArenaSpec> &arenas)
     : device_(device), handle_{this} {
-  if (device != Device::Cpu)
-    throw std::runtime_error(
-        std::string("device '") + deviceName(device) +
-        "' is not built into this runtime yet, expected 'cpu': run with "
-        "--device cpu");
+  if (device == Device::Cuda) {
+    // Throws the one-line reason when there is no GPU or no backend.
+    cuda_ = cuda::openDevice();
+    for (const ArenaSpec &spec : arenas) {
+      uint64_t align = spec.alignment == 0 ? kDefaultArenaAlignment
+                                           : spec.alignment;
+      // cudaMalloc returns 256-byte aligned memory.
+      if ((align & (align - 1)) != 0 || align > 256)
+        throw std::runtime_error("arena '" + spec.name + "' has alignment " +
+                                 std::to_string(align) +
+                                 ", expected a power of two up to 256 on "
+                                 "CUDA: rebuild the artifact with a fixed "
+                                 "gptc");
+      Arena arena;
+      arena.name = spec.name;
+      arena.size = spec.size;
+      arena.base = std::unique_ptr<void, void (*)(void *)>(
+          cuda_->allocZeroed(spec.size, "arena '" + spec.name + "'"),
+          cuda_->freeFunction());
+      arenas_.push_back(std::move(arena));
+    }
+    return;
+  }
   for (const ArenaSpec &spec : arenas) {
     uint64_t align = spec.alignment == 0 ? kDefaultArenaAlignment
                                          : spec.alignment;
@@ -78,10 +97,38 @@ Context::Context(Device device, const std::vector<ArenaSpec> &arenas)
   }
 }
 
-Context::Context(const gptc::manifest::Manifest &manifest, Device device)
-    : Context(device, arenaSpecs(manifest)) {}
+namespace {
 
-Context::~Context() = default;
+// FP8 GEMMs need Ada (8.9) or Hopper (9.0) tensor cores. Checked before any
+// arena is allocated, so the user gets this line and not an obscure
+// cuBLASLt error at the first FP8 GEMM.
+void checkFp8Capable(const gptc::manifest::Manifest &manifest, Device device) {
+  if (device != Device::Cuda || manifest.precision().rfind("fp8", 0) != 0)
+    return;
+  std::unique_ptr<cuda::Device> gpu = cuda::openDevice();
+  if (gpu->computeCapability() < 89)
+    throw std::runtime_error(
+        "artifact precision '" + manifest.precision() + "' needs FP8 tensor "
+        "cores, compute capability 8.9 or higher; found " +
+        gpu->description() +
+        ": use a bf16 artifact on this GPU, or an Ada/Hopper GPU");
+}
+
+std::vector<ArenaSpec> checkedSpecs(const gptc::manifest::Manifest &manifest,
+                                    Device device) {
+  checkFp8Capable(manifest, device);
+  return arenaSpecs(manifest);
+}
+
+} // namespace
+
+Context::Context(const gptc::manifest::Manifest &manifest, Device device)
+    : Context(device, checkedSpecs(manifest, device)) {}
+
+Context::~Context() {
+  // Arenas first: their deleter needs the device still open.
+  arenas_.clear();
+}
 
 void *Context::arenaBase(size_t index) {
   return const_cast<void *>(std::as_const(*this).arenaBase(index));
@@ -107,6 +154,10 @@ const std::string &Context::arenaName(size_t index) const {
 }
 
 void Context::zeroArena(size_t index) {
+  if (cuda_) {
+    cuda_->zero(arenaBase(index), arenas_[index].size);
+    return;
+  }
   std::memset(arenaBase(index), 0, arenas_[index].size);
 }
 
@@ -173,6 +224,26 @@ void Context::throwIfFailed(const std::string &during) {
   std::string message = during + ": " + error_;
   error_.clear();
   throw std::runtime_error(message);
+}
+
+void Context::copyIn(void *arenaDst, const void *hostSrc, size_t bytes) {
+  if (cuda_)
+    cuda_->toDevice(arenaDst, hostSrc, bytes);
+  else if (bytes > 0)
+    std::memcpy(arenaDst, hostSrc, bytes);
+}
+
+void Context::copyOut(void *hostDst, const void *arenaSrc,
+                      size_t bytes) const {
+  if (cuda_)
+    cuda_->toHost(hostDst, arenaSrc, bytes);
+  else if (bytes > 0)
+    std::memcpy(hostDst, arenaSrc, bytes);
+}
+
+void Context::synchronize() {
+  if (cuda_)
+    cuda_->synchronize();
 }
 
 float *Context::scratch(size_t count) {

@@ -22,6 +22,10 @@ namespace gptrt {
 
 class Context;
 
+namespace cuda {
+class Device;
+} // namespace cuda
+
 } // namespace gptrt
 
 // The C ABI's handle. Its only member points back at the owning Context, so
@@ -32,8 +36,8 @@ struct gptrt_context {
 
 namespace gptrt {
 
-// Where kernels run. Only Cpu exists today; Cuda is reserved for runtime/cuda
-// and a Context refuses it until that backend is built.
+// Where kernels run. Cuda needs a runtime built with the toolkit
+// (runtime/cuda) and a GPU; its arenas live in device memory.
 enum class Device { Cpu, Cuda };
 
 const char *deviceName(Device device);
@@ -54,6 +58,21 @@ struct Fp8CastStats {
   int64_t elements = 0;
 };
 
+// Sums buckets of gradients across ranks for gptrt_grad_bucket_ready and
+// gptrt_grad_sync. runtime/train implements it over a Communicator, in the
+// background, so the backward continues while a bucket travels.
+class GradientExchange {
+public:
+  virtual ~GradientExchange() = default;
+  // Starts summing n floats at `grads` (in place) across ranks; sent as
+  // f32 (fp8Format -1) or as FP8 codes with a scale shared by all ranks.
+  virtual void start(float *grads, int64_t n, int64_t bucket,
+                     int64_t fp8Format) = 0;
+  // Waits for every started bucket; throws std::runtime_error if one failed
+  // or if not exactly `buckets` were started this step.
+  virtual void finish(int64_t buckets) = 0;
+};
+
 // One arena to allocate. alignment 0 means the default (64 bytes).
 struct ArenaSpec {
   std::string name;
@@ -65,11 +84,15 @@ constexpr uint64_t kDefaultArenaAlignment = 64;
 
 class Context {
 public:
-  // Allocates every arena zero-filled, aligned to max(64, its alignment).
-  // Throws std::runtime_error for Device::Cuda (not built yet), a bad
-  // alignment or a failed allocation.
+  // Allocates every arena zero-filled, aligned to max(64, its alignment);
+  // on Device::Cuda with cudaMalloc (256-byte aligned) on GPU 0. Throws
+  // std::runtime_error for a bad alignment, a failed allocation, or Cuda
+  // without a GPU ("no CUDA device found (cudaGetDeviceCount: ...)") or
+  // without the backend built in.
   Context(Device device, const std::vector<ArenaSpec> &arenas);
-  // The arenas of a manifest, in its order.
+  // The arenas of a manifest, in its order. On Cuda it also refuses an FP8
+  // artifact (precision "fp8...") on a GPU below compute capability 8.9,
+  // naming the capability found.
   explicit Context(const gptc::manifest::Manifest &manifest,
                    Device device = Device::Cpu);
   ~Context();
@@ -83,6 +106,8 @@ public:
   static Context &fromHandle(gptrt_context *handle) { return *handle->owner; }
 
   size_t numArenas() const { return arenas_.size(); }
+  // Arena addresses are device pointers on Cuda: host code must move data
+  // with copyIn/copyOut below, never dereference them.
   // Throw std::out_of_range naming the index and the arena count.
   void *arenaBase(size_t index);
   const void *arenaBase(size_t index) const;
@@ -122,6 +147,14 @@ public:
   // Throws std::runtime_error("<during>: <error>") and clears the error.
   void throwIfFailed(const std::string &during);
 
+  // Data parallelism: the exchange the compiled step's gradient buckets go
+  // through (null: one rank, the kernels do nothing), and whether this
+  // train_step call is the last micro-step before the optimizer step.
+  void setGradientExchange(GradientExchange *exchange) { exchange_ = exchange; }
+  GradientExchange *gradientExchange() const { return exchange_; }
+  void setLastMicroStep(bool last) { lastMicroStep_ = last; }
+  bool lastMicroStep() const { return lastMicroStep_; }
+
   // FP8 statistics: between begin and end, quantize_fp8 calls with a stat
   // slot record into fp8Stats()[slot] (`slots` entries, cleared by begin);
   // otherwise they skip the extra work.
@@ -137,6 +170,16 @@ public:
   // shrunk; contents unspecified).
   float *scratch(size_t count);
 
+  // --- host <-> arena copies (the same on every device) ------------------
+  // dst/src inside an arena (from data() or arenaBase()); the other side is
+  // host memory. A memcpy on Cpu; a synchronous copy on Cuda.
+  void copyIn(void *arenaDst, const void *hostSrc, size_t bytes);
+  void copyOut(void *hostDst, const void *arenaSrc, size_t bytes) const;
+  // Waits for queued device work; throws its first error (no-op on Cpu).
+  void synchronize();
+  // The CUDA backend of a Cuda context, null on Cpu.
+  cuda::Device *cudaDevice() const { return cuda_.get(); }
+
 private:
   struct Arena {
     std::string name;
@@ -145,6 +188,9 @@ private:
   };
 
   Device device_;
+  // Declared before arenas_ so that it outlives them (their deleter frees
+  // device memory).
+  std::unique_ptr<cuda::Device> cuda_;
   gptrt_context handle_;
   std::vector<Arena> arenas_;
   float lossScale_ = 1.0f;
@@ -153,6 +199,8 @@ private:
   std::string error_;
   std::vector<float> scratch_;
   bool collectFp8Stats_ = false;
+  GradientExchange *exchange_ = nullptr;
+  bool lastMicroStep_ = true;
   std::vector<Fp8CastStats> fp8Stats_;
 };
 

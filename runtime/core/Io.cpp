@@ -60,7 +60,7 @@ void writeInput(Context &ctx, const mf::Manifest &manifest, EntryKind entry,
         shapeString(want) + ", the batch given is " + shapeString(shape) +
         ": use the micro-batch and sequence length the artifact was compiled "
         "for, or recompile it for this batch");
-  std::memcpy(ctx.data(b), values, bufferBytes(b));
+  ctx.copyIn(ctx.data(b), values, bufferBytes(b));
 }
 
 void writeBatch(Context &ctx, const mf::Manifest &manifest, EntryKind entry,
@@ -93,7 +93,7 @@ std::vector<float> readOutput(const Context &ctx, const mf::Manifest &manifest,
                              name + "' is " + dtypeName(b.dtype()) +
                              ", expected f32 to read it as float");
   std::vector<float> out(static_cast<size_t>(numElements(b.shape())));
-  std::memcpy(out.data(), ctx.data(b), out.size() * sizeof(float));
+  ctx.copyOut(out.data(), ctx.data(b), out.size() * sizeof(float));
   return out;
 }
 

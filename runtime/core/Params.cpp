@@ -86,9 +86,13 @@ void initParams(const mf::Manifest &manifest, Context &ctx, uint64_t seed) {
   for (const mf::Param &p : manifest.params()) {
     if (!p.tied_to().empty())
       continue;
-    float *v = valueOf(p, ctx);
     const int64_t n = numElements(p.shape());
     const int64_t real = realElements(p);
+    // On CUDA the values are made in host memory and copied in at the end.
+    std::vector<float> staged;
+    if (ctx.device() != Device::Cpu)
+      staged.resize(static_cast<size_t>(n));
+    float *v = staged.empty() ? valueOf(p, ctx) : staged.data();
     switch (p.init().kind()) {
     case mf::Init::NORMAL: {
       NormalRng rng(paramSeed(seed, p.name()));
@@ -112,6 +116,8 @@ void initParams(const mf::Manifest &manifest, Context &ctx, uint64_t seed) {
     // Padding rows (e.g. vocabulary padded to a multiple of 64) must stay
     // zero so they never contribute to logits or norms.
     std::fill(v + real, v + n, 0.0f);
+    if (!staged.empty())
+      ctx.copyIn(valueOf(p, ctx), staged.data(), staged.size() * sizeof(float));
   }
 }
 
@@ -139,6 +145,12 @@ void exportParams(const mf::Manifest &manifest, const Context &ctx,
     const int64_t n = numElements(p.shape());
     const void *data = which == ParamBuffer::Value ? ctx.data(p.value())
                                                    : ctx.data(p.grad());
+    std::vector<float> staged;  // device arenas are read through the host
+    if (ctx.device() != Device::Cpu) {
+      staged.resize(static_cast<size_t>(n));
+      ctx.copyOut(staged.data(), data, staged.size() * sizeof(float));
+      data = staged.data();
+    }
     writeFileAtomically(fs::path(dir) / file, data,
                         static_cast<size_t>(n) * sizeof(float));
     index << p.name() << ' ' << file << ' ' << p.real_rows();
@@ -229,12 +241,18 @@ void importParams(const mf::Manifest &manifest, Context &ctx,
                                " f32) for param '" + p.name() +
                                "': re-export the parameters");
     std::ifstream data(file, std::ios::binary);
-    data.read(static_cast<char *>(static_cast<void *>(valueOf(p, ctx))),
+    std::vector<float> staged;  // device arenas are written through the host
+    if (ctx.device() != Device::Cpu)
+      staged.resize(bytes / sizeof(float));
+    float *dst = staged.empty() ? valueOf(p, ctx) : staged.data();
+    data.read(static_cast<char *>(static_cast<void *>(dst)),
               static_cast<std::streamsize>(bytes));
     if (!data || static_cast<uint64_t>(data.gcount()) != bytes)
       throw std::runtime_error("cannot read " + std::to_string(bytes) +
                                " bytes from " + file.string() +
                                ": re-export the parameters");
+    if (!staged.empty())
+      ctx.copyIn(valueOf(p, ctx), staged.data(), bytes);
   }
   for (const auto &[name, e] : entries)
     if (!used.count(name))

@@ -9,6 +9,7 @@
 #include "runtime/core/Params.h"
 #include "runtime/data/Shards.h"
 #include "runtime/dist/Communicators.h"
+#include "runtime/train/GradientBuckets.h"
 #include "runtime/train/RankSync.h"
 #include "runtime/train/Validation.h"
 
@@ -358,6 +359,20 @@ float train(const TrainOptions &o, dist::Communicator &comm) {
     std::fflush(stdout);
   }
 
+  // An artifact compiled with gpt-data-parallel sums its gradient buckets
+  // itself, during the last micro-step's backward; others get the whole
+  // gradient arena summed after the micro-steps.
+  std::unique_ptr<BackgroundGradientExchange> exchange;
+  const bool bucketed = manifest.grad_buckets_size() > 0;
+  if (world > 1 && bucketed) {
+    exchange = std::make_unique<BackgroundGradientExchange>(comm);
+    ctx.setGradientExchange(exchange.get());
+  }
+  struct Detach {
+    Context &ctx;
+    ~Detach() { ctx.setGradientExchange(nullptr); }
+  } detach{ctx};
+
   Clock::time_point start = Clock::now();
   float loss = NAN;
   for (int64_t step = firstStep; step < o.steps; ++step) {
@@ -371,6 +386,7 @@ float train(const TrainOptions &o, dist::Communicator &comm) {
       ctx.beginFp8Stats(manifest.fp8_stats_size());
     double lossSum = 0;
     for (int64_t micro = 0; micro < accumulation; ++micro) {
+      ctx.setLastMicroStep(micro + 1 == accumulation);
       data::Batch batch = loader.next();
       writeBatch(ctx, manifest, EntryKind::TrainStep, batch.tokens.data(),
                  batch.targets.data(), B, T);
@@ -379,7 +395,8 @@ float train(const TrainOptions &o, dist::Communicator &comm) {
     }
     ctx.endFp8Stats();
     if (world > 1) {
-      allReduceGradients(comm, manifest, ctx);
+      if (!bucketed)
+        allReduceGradients(comm, manifest, ctx);
       allReduceFp8State(comm, manifest, ctx);
       loss = static_cast<float>(globalMeanLoss(comm, lossSum, accumulation));
       if (fp8Stats)

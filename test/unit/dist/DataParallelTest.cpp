@@ -11,6 +11,11 @@
 #include "runtime/train/RankSync.h"
 #include "runtime/train/Worker.h"
 #include "test/unit/dist/ForkRanks.h"
+#include "runtime/cpu/Fp8.h"
+#include "runtime/train/GradientBuckets.h"
+
+#include <cmath>
+#include <sstream>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -208,6 +213,82 @@ TEST_P(StepCollectives, AgreeOnEveryRank) {
 }
 
 INSTANTIATE_TEST_SUITE_P(WorldSizes, StepCollectives, ::testing::Values(2, 3));
+
+// The compiled step's gradient buckets (gpt-data-parallel) through the
+// background exchange: f32 buckets sum exactly (whole numbers), FP8 buckets
+// sum each rank's E4M3 codes under one shared scale, in rank order, the same
+// on every rank; a step that starts a different number of buckets than
+// grad_sync expects is an error.
+std::string bucketExchange(int rank, uint16_t port, int world) {
+  std::unique_ptr<dist::StoreClient> store;
+  auto comm = join(rank, port, world, store);
+  std::vector<float> a(1000), b(37);
+  for (size_t i = 0; i < a.size(); ++i)
+    a[i] = static_cast<float>((rank + 1) * static_cast<int>(i % 11) - 5);
+  for (size_t i = 0; i < b.size(); ++i)
+    b[i] = 0.001f * static_cast<float>(i) * (rank + 1) - 0.01f;
+  std::vector<float> bLocal = b;
+  {
+    BackgroundGradientExchange exchange(*comm);
+    exchange.start(a.data(), a.size(), 0, -1);
+    exchange.start(b.data(), b.size(), 1, GPTRT_FP8_E4M3);
+    exchange.finish(2);
+    const float ranks = static_cast<float>(world * (world + 1) / 2);
+    for (size_t i = 0; i < a.size(); ++i)
+      check(a[i] == ranks * static_cast<float>(i % 11) - 5.0f * world,
+            "f32 bucket element " + std::to_string(i));
+    // The FP8 sum: each rank's value rounded to E4M3 at the shared scale
+    // 448 / max |b| over all ranks (rank world-1 holds the largest).
+    float amax = 0;
+    for (size_t i = 0; i < b.size(); ++i)
+      amax = std::max(amax, std::fabs(0.001f * i * world - 0.01f));
+    const float scale = 448.0f / amax;
+    for (size_t i = 0; i < b.size(); ++i) {
+      float want = 0, exact = 0;
+      for (int r = 0; r < world; ++r) {
+        float v = 0.001f * static_cast<float>(i) * (r + 1) - 0.01f;
+        want += cpu::e4m3ToFloat(cpu::floatToE4M3(v * scale)) / scale;
+        exact += v;
+      }
+      check(b[i] == want, "fp8 bucket element " + std::to_string(i) + " is " +
+                              std::to_string(b[i]) + ", expected " +
+                              std::to_string(want));
+      // E4M3 keeps 3 mantissa bits: each term within 2^-4 of itself, plus
+      // the subnormal step (2^-9 / scale) for small terms.
+      check(std::fabs(b[i] - exact) <= world * (std::fabs(exact) / 16 + 0.002f / scale + amax / 16),
+            "fp8 bucket element " + std::to_string(i) + " too far from the exact sum");
+    }
+    exchange.start(a.data(), a.size(), 0, -1);
+    try {
+      exchange.finish(2);
+      return "finish(2) after one bucket did not throw";
+    } catch (const std::runtime_error &e) {
+      check(std::string(e.what()).find("started 1 gradient buckets, train_step "
+                                       "expected 2") != std::string::npos,
+            std::string("unexpected error: ") + e.what());
+    }
+  }
+  std::ostringstream digest;
+  digest.precision(9);
+  for (float v : b)
+    digest << v << ' ';
+  return digest.str();
+}
+
+class BucketExchange : public ::testing::TestWithParam<int> {};
+
+TEST_P(BucketExchange, SumsF32AndFp8BucketsAlikeOnEveryRank) {
+  const int world = GetParam();
+  auto results = test::runRanks(world, [world](int rank, uint16_t port) {
+    return bucketExchange(rank, port, world);
+  });
+  for (int r = 0; r < world; ++r) {
+    ASSERT_TRUE(results[r].ok()) << "rank " << r << ": " << results[r].report;
+    EXPECT_EQ(results[r].report, results[0].report);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(WorldSizes, BucketExchange, ::testing::Values(2, 3));
 
 TEST(CheckSameRun, EveryRankRefusesWithTheDifference) {
   auto results = test::runRanks(3, [](int rank, uint16_t port) -> std::string {

@@ -1,0 +1,192 @@
+// Causal (or full) scaled dot-product attention, forward and backward:
+// one warp per (batch, head, query), an online softmax over the keys in
+// the forward, and the flash-attention backward recomputing probabilities
+// from the saved log-sum-exp (dK and dV through atomics). O(T^2 D) work with
+// no tiling or tensor cores: the correct baseline that a tiled
+// (wgmma/cuDNN) kernel must match later, not the fast path.
+#include "runtime/cuda/DeviceImpl.h"
+#include "runtime/cuda/Reduce.cuh"
+
+#include <cmath>
+
+namespace gptrt::cuda {
+
+namespace {
+
+// Head dimension up to 32 * kPerLane; each lane keeps its slice in registers
+// (constant indices only, so the arrays stay out of local memory).
+constexpr int kPerLane = 8;
+
+struct Dims {
+  int64_t B, T, C, H, D;
+  bool causal;
+  float scale;
+};
+
+__device__ bool warpRow(const Dims &d, int64_t &b, int64_t &h, int64_t &i) {
+  const int64_t w = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) / 32;
+  if (w >= d.B * d.H * d.T)
+    return false;
+  i = w % d.T;
+  h = (w / d.T) % d.H;
+  b = w / (d.T * d.H);
+  return true;
+}
+
+__global__ void attentionForwardKernel(const float *q, const float *k,
+                                       const float *v, float *out, float *lse,
+                                       Dims d) {
+  int64_t b, h, i;
+  if (!warpRow(d, b, h, i))
+    return;  // whole warps leave together: rows are warp-aligned
+  const int lane = threadIdx.x % 32;
+  const int64_t rowI = (b * d.T + i) * d.C + h * d.D;
+  float qr[kPerLane], acc[kPerLane];
+#pragma unroll
+  for (int e = 0; e < kPerLane; ++e) {
+    const int64_t c = lane + 32 * e;
+    qr[e] = c < d.D ? q[rowI + c] : 0.0f;
+    acc[e] = 0.0f;
+  }
+  float m = -INFINITY, l = 0.0f;
+  const int64_t jEnd = d.causal ? i + 1 : d.T;
+  for (int64_t j = 0; j < jEnd; ++j) {
+    const int64_t rowJ = (b * d.T + j) * d.C + h * d.D;
+    float part = 0.0f;
+#pragma unroll
+    for (int e = 0; e < kPerLane; ++e) {
+      const int64_t c = lane + 32 * e;
+      if (c < d.D)
+        part += qr[e] * k[rowJ + c];
+    }
+    const float s = warpSum(part) * d.scale;
+    const float mNew = fmaxf(m, s);
+    const float corr = expf(m - mNew);  // 0 on the first key (m = -inf)
+    const float p = expf(s - mNew);
+    l = l * corr + p;
+#pragma unroll
+    for (int e = 0; e < kPerLane; ++e) {
+      const int64_t c = lane + 32 * e;
+      if (c < d.D)
+        acc[e] = acc[e] * corr + p * v[rowJ + c];
+    }
+    m = mNew;
+  }
+#pragma unroll
+  for (int e = 0; e < kPerLane; ++e) {
+    const int64_t c = lane + 32 * e;
+    if (c < d.D)
+      out[rowI + c] = acc[e] / l;
+  }
+  if (lane == 0)
+    lse[(b * d.H + h) * d.T + i] = m + logf(l);
+}
+
+__global__ void attentionBackwardKernel(const float *dout, const float *q,
+                                        const float *k, const float *v,
+                                        const float *out, const float *lse,
+                                        float *dq, float *dk, float *dv,
+                                        Dims d) {
+  int64_t b, h, i;
+  if (!warpRow(d, b, h, i))
+    return;
+  const int lane = threadIdx.x % 32;
+  const int64_t rowI = (b * d.T + i) * d.C + h * d.D;
+  float qr[kPerLane], dor[kPerLane], dqr[kPerLane];
+  float diPart = 0.0f;
+#pragma unroll
+  for (int e = 0; e < kPerLane; ++e) {
+    const int64_t c = lane + 32 * e;
+    const bool in = c < d.D;
+    qr[e] = in ? q[rowI + c] : 0.0f;
+    dor[e] = in ? dout[rowI + c] : 0.0f;
+    diPart += in ? dor[e] * out[rowI + c] : 0.0f;
+    dqr[e] = 0.0f;
+  }
+  const float Di = warpSum(diPart);
+  const float lseI = lse[(b * d.H + h) * d.T + i];
+  const int64_t jEnd = d.causal ? i + 1 : d.T;
+  for (int64_t j = 0; j < jEnd; ++j) {
+    const int64_t rowJ = (b * d.T + j) * d.C + h * d.D;
+    float sPart = 0.0f, dpPart = 0.0f;
+#pragma unroll
+    for (int e = 0; e < kPerLane; ++e) {
+      const int64_t c = lane + 32 * e;
+      if (c < d.D) {
+        sPart += qr[e] * k[rowJ + c];
+        dpPart += dor[e] * v[rowJ + c];
+      }
+    }
+    const float s = warpSum(sPart), dp = warpSum(dpPart);
+    const float p = expf(s * d.scale - lseI);
+    const float ds = p * (dp - Di) * d.scale;  // the scale folded in once
+#pragma unroll
+    for (int e = 0; e < kPerLane; ++e) {
+      const int64_t c = lane + 32 * e;
+      if (c < d.D) {
+        dqr[e] += ds * k[rowJ + c];
+        atomicAdd(&dk[rowJ + c], ds * qr[e]);
+        atomicAdd(&dv[rowJ + c], p * dor[e]);
+      }
+    }
+  }
+#pragma unroll
+  for (int e = 0; e < kPerLane; ++e) {
+    const int64_t c = lane + 32 * e;
+    if (c < d.D)
+      dq[rowI + c] = dqr[e];
+  }
+}
+
+Dims dimsOf(int64_t B, int64_t T, int64_t C, int64_t H, bool causal) {
+  if (B < 0 || T < 0 || C < 0 || H <= 0 || C % H != 0)
+    throw std::invalid_argument(
+        "batch " + std::to_string(B) + ", seq " + std::to_string(T) +
+        ", width " + std::to_string(C) + ", heads " + std::to_string(H) +
+        ": expected non-negative sizes and heads dividing width");
+  const int64_t D = C / H;
+  if (D > 32 * kPerLane)
+    throw std::invalid_argument("head dimension " + std::to_string(D) +
+                                ", expected at most " +
+                                std::to_string(32 * kPerLane) +
+                                " for this CUDA attention kernel");
+  return {B, T, C, H, D, causal, float(1.0 / std::sqrt(double(D)))};
+}
+
+unsigned blocksFor(const Dims &d) {
+  const int64_t warps = d.B * d.H * d.T;
+  return unsigned((warps * 32 + 255) / 256);
+}
+
+} // namespace
+
+void DeviceImpl::attentionForward(const float *q, const float *k,
+                                  const float *v, float *out, float *lse,
+                                  int64_t batch, int64_t seq, int64_t width,
+                                  int64_t heads, bool causal) {
+  const Dims d = dimsOf(batch, seq, width, heads, causal);
+  if (d.B * d.H * d.T == 0)
+    return;
+  attentionForwardKernel<<<blocksFor(d), 256, 0, stream_>>>(q, k, v, out, lse,
+                                                            d);
+  checkLaunch("gptrt_attention_fwd");
+}
+
+void DeviceImpl::attentionBackward(const float *dout, const float *q,
+                                   const float *k, const float *v,
+                                   const float *out, const float *lse,
+                                   float *dq, float *dk, float *dv,
+                                   int64_t batch, int64_t seq, int64_t width,
+                                   int64_t heads, bool causal) {
+  const Dims d = dimsOf(batch, seq, width, heads, causal);
+  const size_t bytes = size_t(d.B * d.T * d.C) * sizeof(float);
+  zero(dk, bytes);
+  zero(dv, bytes);
+  if (d.B * d.H * d.T == 0)
+    return;
+  attentionBackwardKernel<<<blocksFor(d), 256, 0, stream_>>>(
+      dout, q, k, v, out, lse, dq, dk, dv, d);
+  checkLaunch("gptrt_attention_bwd");
+}
+
+} // namespace gptrt::cuda

@@ -1,0 +1,160 @@
+// The CUDA backend as the rest of the runtime sees it: plain C++ with no CUDA
+// headers, so runtime/core compiles the same with or without a toolkit.
+//
+// A cuda::Device is one GPU, one stream, one cuBLASLt handle and workspace,
+// owned by one Context. Its kernels take device pointers (arena addresses)
+// and are launched asynchronously on that stream; errors in a launch are
+// thrown as std::runtime_error naming the kernel. The kernels follow the
+// semantics of the gptrt_* functions of runtime/abi/gptrt.h one to one (same
+// argument names), so gptrt.h is their documentation.
+//
+// openDevice() is defined by runtime/cuda (Device.cu) when the toolkit was
+// found at configure time, and by runtime/core/NoCuda.cpp otherwise.
+#ifndef GPTRT_CUDA_BACKEND_H
+#define GPTRT_CUDA_BACKEND_H
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace gptrt::cuda {
+
+class Device {
+public:
+  virtual ~Device() = default;
+
+  // --- the device and its memory --------------------------------------
+  // "NVIDIA H200 (compute capability 9.0)".
+  virtual std::string description() const = 0;
+  // major * 10 + minor, e.g. 90 for Hopper, 89 for Ada.
+  virtual int computeCapability() const = 0;
+  // cudaMalloc'ed and zeroed; throws naming `what` and the size on failure.
+  virtual void *allocZeroed(size_t bytes, const std::string &what) = 0;
+  // The function that frees what allocZeroed returned (for unique_ptr).
+  using FreeFn = void (*)(void *);
+  virtual FreeFn freeFunction() const = 0;
+  virtual void zero(void *dst, size_t bytes) = 0;
+  // Host <-> device copies ordered on the stream; they return once the data
+  // has arrived (they synchronise the stream).
+  virtual void toDevice(void *dst, const void *src, size_t bytes) = 0;
+  virtual void toHost(void *dst, const void *src, size_t bytes) = 0;
+  // Waits for the stream; throws the first asynchronous error.
+  virtual void synchronize() = 0;
+
+  // --- kernels (gptrt.h semantics) ---------------------------------------
+  virtual void convert(const void *src, void *dst, int64_t n, int64_t from,
+                       int64_t to) = 0;
+  virtual void fill(float *out, int64_t n, float value) = 0;
+  virtual void accumulate(const float *src, float *dst, int64_t n) = 0;
+  virtual void add(const float *a, const float *b, float *out, int64_t outer,
+                   int64_t inner, bool broadcastB) = 0;
+  virtual void scale(const float *x, float *out, int64_t n, float s) = 0;
+  virtual void geluForward(const float *x, float *out, int64_t n) = 0;
+  virtual void geluBackward(const float *dout, const float *x, float *dx,
+                            int64_t n) = 0;
+  virtual void layerNormForward(const float *x, const float *w,
+                                const float *b, float *out, float *mean,
+                                float *rstd, int64_t rows, int64_t width,
+                                float eps) = 0;
+  virtual void layerNormBackward(const float *dout, const float *x,
+                                 const float *w, const float *mean,
+                                 const float *rstd, float *dx, float *dw,
+                                 float *db, int64_t rows, int64_t width) = 0;
+  virtual void embeddingForward(const float *table, const int32_t *ids,
+                                float *out, int64_t rows, int64_t width) = 0;
+  virtual void embeddingBackward(const float *dout, const int32_t *ids,
+                                 float *dtable, int64_t rows,
+                                 int64_t tableRows, int64_t width) = 0;
+  virtual void crossEntropyForward(const float *logits, const int32_t *targets,
+                                   float *loss, float *lse, int64_t rows,
+                                   int64_t vocab, int64_t paddedVocab,
+                                   int64_t ignoreIndex) = 0;
+  virtual void crossEntropyBackward(const float *dloss, const float *logits,
+                                    const int32_t *targets, const float *lse,
+                                    float *dlogits, int64_t rows,
+                                    int64_t vocab, int64_t paddedVocab,
+                                    int64_t ignoreIndex) = 0;
+  virtual void globalNorm(const float *x, float *out, int64_t n) = 0;
+  virtual void clipScale(const float *norm, float *out, float maxNorm) = 0;
+  virtual void adamw(const float *grad, const float *gradScale,
+                     const float *lr, const float *step, float *param,
+                     float *m, float *v, int64_t n, double beta1,
+                     double beta2, double eps, double weightDecay) = 0;
+  virtual void arange(int32_t *out, int64_t n) = 0;
+  virtual void copyBlocks(const float *src, float *dst, int64_t outer,
+                          int64_t len, int64_t dstStride, int64_t srcStride,
+                          int64_t dstOffset, int64_t srcOffset) = 0;
+  // shape/perm: `rank` entries each (host memory).
+  virtual void permute(const float *src, float *dst, const int64_t *shape,
+                       const int64_t *perm, int rank) = 0;
+  virtual void biasAdd(const float *bias, float *c, int64_t rows,
+                       int64_t cols) = 0;
+  virtual void reduceRows(const float *x, float *out, int64_t rows,
+                          int64_t cols) = 0;
+  // Baseline attention (Attention.cu); head dimension <= 256.
+  virtual void attentionForward(const float *q, const float *k,
+                                const float *v, float *out, float *lse,
+                                int64_t batch, int64_t seq, int64_t width,
+                                int64_t heads, bool causal) = 0;
+  virtual void attentionBackward(const float *dout, const float *q,
+                                 const float *k, const float *v,
+                                 const float *out, const float *lse,
+                                 float *dq, float *dk, float *dv,
+                                 int64_t batch, int64_t seq, int64_t width,
+                                 int64_t heads, bool causal) = 0;
+  // Writes one f32 scalar to device memory (gptrt_step_scalar).
+  virtual void setScalar(float *out, float value) = 0;
+
+  // FP8 tensorwise scaling.
+  virtual void amax(const float *x, float *out, int64_t n) = 0;
+  virtual void scaleFromAmax(const float *amax, float *out, double fp8Max,
+                             int64_t margin, bool powerOfTwo, double eps) = 0;
+  virtual void quantizeFp8(const float *x, const float *scale, uint8_t *q,
+                           int64_t n, int64_t format) = 0;
+  virtual void fp8StateScale(const float *history, float *out,
+                             int64_t length, double fp8Max, int64_t margin,
+                             bool powerOfTwo, double eps,
+                             bool mostRecent) = 0;
+  virtual void fp8StateUpdate(const float *amax, float *history,
+                              int64_t length) = 0;
+
+  // The epilogue of the fused FP8 kernels (gptrt_*_amax / *_cast), over
+  // `out` (rows x cols of f32 or bf16, dtype as gptrt.h's out_dtype):
+  // amax[0] = max |value|, and with q non-null q = fp8(value * scale[0]),
+  // transposed on request. Today a separate pass after the base kernel:
+  // correct, not yet fused into the producer.
+  virtual void castEpilogue(const void *out, int64_t dtype, int64_t rows,
+                            int64_t cols, float *amax, const float *scale,
+                            uint8_t *q, int64_t format, bool transpose) = 0;
+
+  // GEMMs through cuBLASLt (Gemm.cu). matmul: f32 in, f32 out, f32
+  // arithmetic; matmulBf16: a, b are bf16 codes (uint16), c f32, f32
+  // accumulation (not in the ABI yet: for bf16 artifacts to come).
+  virtual void matmul(const float *a, const float *b, float *c, int64_t batch,
+                      int64_t m, int64_t n, int64_t k, bool transA,
+                      bool transB, int64_t strideA, int64_t strideB,
+                      int64_t strideC) = 0;
+  virtual void matmulBf16(const uint16_t *a, const uint16_t *b, float *c,
+                          int64_t batch, int64_t m, int64_t n, int64_t k,
+                          bool transA, bool transB, int64_t strideA,
+                          int64_t strideB, int64_t strideC) = 0;
+  virtual void scaledMatmul(const uint8_t *a, const uint8_t *b,
+                            const float *scaleA, const float *scaleB,
+                            float *c, int64_t batch, int64_t m, int64_t n,
+                            int64_t k, bool transA, bool transB,
+                            int64_t strideA, int64_t strideB, int64_t strideC,
+                            int64_t formatA, int64_t formatB) = 0;
+};
+
+// Opens device 0. Throws std::runtime_error with one line for the user:
+// "no CUDA device found (cudaGetDeviceCount: <CUDA's reason>)" where there
+// is none, or that the runtime was built without CUDA.
+std::unique_ptr<Device> openDevice();
+
+// True when this runtime was built with the CUDA backend.
+bool built();
+
+} // namespace gptrt::cuda
+
+#endif // GPTRT_CUDA_BACKEND_H

@@ -1,0 +1,188 @@
+// The CUDA backend's implementation class, shared by its .cu files: each
+// file defines the methods of one job (Device.cu memory and streams,
+// Elementwise.cu, Layout.cu, Attention.cu, LayerNorm.cu, Loss.cu, Fp8.cu,
+// Optimizer.cu, Gemm.cu). Included by .cu files only.
+#ifndef GPTRT_CUDA_DEVICEIMPL_H
+#define GPTRT_CUDA_DEVICEIMPL_H
+
+#include "runtime/cuda/Backend.h"
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+
+namespace gptrt::cuda {
+
+// Throws std::runtime_error("<what>: <CUDA's name and text of the error>").
+void check(cudaError_t status, const char *what);
+void check(cublasStatus_t status, const char *what);
+// After a launch: a bad configuration is reported here, a fault in the
+// kernel only at the next synchronisation (Device::synchronize).
+inline void checkLaunch(const char *kernel) {
+  check(cudaGetLastError(), kernel);
+}
+
+// Blocks of 256 threads over n items, at most 65535 * 16 blocks: kernels
+// use grid-stride loops, so any n is covered.
+inline unsigned gridFor(int64_t n, int threads = 256) {
+  int64_t blocks = (n + threads - 1) / threads;
+  if (blocks < 1)
+    blocks = 1;
+  return static_cast<unsigned>(blocks > 65535 * 16 ? 65535 * 16 : blocks);
+}
+
+// One cached cuBLASLt plan: descriptors and the heuristic's algorithm for a
+// shape, so a training step asks the heuristic once per GEMM shape.
+struct GemmKey {
+  int kind;  // 0 f32, 1 bf16, 2 fp8
+  int64_t batch, m, n, k, strideA, strideB, strideC;
+  bool transA, transB;
+  // FP8 formats in the low byte; the operand's pointer alignment << 8.
+  int64_t formatA, formatB;
+  int64_t alignC;  // c's pointer alignment in bytes
+  bool operator<(const GemmKey &o) const {
+    return std::tie(kind, batch, m, n, k, strideA, strideB, strideC, transA,
+                    transB, formatA, formatB, alignC) <
+           std::tie(o.kind, o.batch, o.m, o.n, o.k, o.strideA, o.strideB,
+                    o.strideC, o.transA, o.transB, o.formatA, o.formatB,
+                    o.alignC);
+  }
+};
+
+struct GemmPlan {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  ~GemmPlan();
+};
+
+class DeviceImpl final : public Device {
+public:
+  explicit DeviceImpl(int ordinal);
+  ~DeviceImpl() override;
+
+  std::string description() const override;
+  int computeCapability() const override { return cc_; }
+  void *allocZeroed(size_t bytes, const std::string &what) override;
+  FreeFn freeFunction() const override;
+  void zero(void *dst, size_t bytes) override;
+  void toDevice(void *dst, const void *src, size_t bytes) override;
+  void toHost(void *dst, const void *src, size_t bytes) override;
+  void synchronize() override;
+
+  void convert(const void *src, void *dst, int64_t n, int64_t from,
+               int64_t to) override;
+  void fill(float *out, int64_t n, float value) override;
+  void accumulate(const float *src, float *dst, int64_t n) override;
+  void add(const float *a, const float *b, float *out, int64_t outer,
+           int64_t inner, bool broadcastB) override;
+  void scale(const float *x, float *out, int64_t n, float s) override;
+  void geluForward(const float *x, float *out, int64_t n) override;
+  void geluBackward(const float *dout, const float *x, float *dx,
+                    int64_t n) override;
+  void layerNormForward(const float *x, const float *w, const float *b,
+                        float *out, float *mean, float *rstd, int64_t rows,
+                        int64_t width, float eps) override;
+  void layerNormBackward(const float *dout, const float *x, const float *w,
+                         const float *mean, const float *rstd, float *dx,
+                         float *dw, float *db, int64_t rows,
+                         int64_t width) override;
+  void embeddingForward(const float *table, const int32_t *ids, float *out,
+                        int64_t rows, int64_t width) override;
+  void embeddingBackward(const float *dout, const int32_t *ids, float *dtable,
+                         int64_t rows, int64_t tableRows,
+                         int64_t width) override;
+  void crossEntropyForward(const float *logits, const int32_t *targets,
+                           float *loss, float *lse, int64_t rows,
+                           int64_t vocab, int64_t paddedVocab,
+                           int64_t ignoreIndex) override;
+  void crossEntropyBackward(const float *dloss, const float *logits,
+                            const int32_t *targets, const float *lse,
+                            float *dlogits, int64_t rows, int64_t vocab,
+                            int64_t paddedVocab, int64_t ignoreIndex) override;
+  void globalNorm(const float *x, float *out, int64_t n) override;
+  void clipScale(const float *norm, float *out, float maxNorm) override;
+  void adamw(const float *grad, const float *gradScale, const float *lr,
+             const float *step, float *param, float *m, float *v, int64_t n,
+             double beta1, double beta2, double eps,
+             double weightDecay) override;
+  void setScalar(float *out, float value) override;
+  void attentionForward(const float *q, const float *k, const float *v,
+                        float *out, float *lse, int64_t batch, int64_t seq,
+                        int64_t width, int64_t heads, bool causal) override;
+  void attentionBackward(const float *dout, const float *q, const float *k,
+                         const float *v, const float *out, const float *lse,
+                         float *dq, float *dk, float *dv, int64_t batch,
+                         int64_t seq, int64_t width, int64_t heads,
+                         bool causal) override;
+  void arange(int32_t *out, int64_t n) override;
+  void copyBlocks(const float *src, float *dst, int64_t outer, int64_t len,
+                  int64_t dstStride, int64_t srcStride, int64_t dstOffset,
+                  int64_t srcOffset) override;
+  void permute(const float *src, float *dst, const int64_t *shape,
+               const int64_t *perm, int rank) override;
+  void biasAdd(const float *bias, float *c, int64_t rows,
+               int64_t cols) override;
+  void reduceRows(const float *x, float *out, int64_t rows,
+                  int64_t cols) override;
+
+  void amax(const float *x, float *out, int64_t n) override;
+  void scaleFromAmax(const float *amax, float *out, double fp8Max,
+                     int64_t margin, bool powerOfTwo, double eps) override;
+  void quantizeFp8(const float *x, const float *scale, uint8_t *q, int64_t n,
+                   int64_t format) override;
+  void fp8StateScale(const float *history, float *out, int64_t length,
+                     double fp8Max, int64_t margin, bool powerOfTwo,
+                     double eps, bool mostRecent) override;
+  void fp8StateUpdate(const float *amax, float *history,
+                      int64_t length) override;
+
+  void castEpilogue(const void *out, int64_t dtype, int64_t rows,
+                    int64_t cols, float *amax, const float *scale, uint8_t *q,
+                    int64_t format, bool transpose) override;
+
+  void matmul(const float *a, const float *b, float *c, int64_t batch,
+              int64_t m, int64_t n, int64_t k, bool transA, bool transB,
+              int64_t strideA, int64_t strideB, int64_t strideC) override;
+  void matmulBf16(const uint16_t *a, const uint16_t *b, float *c,
+                  int64_t batch, int64_t m, int64_t n, int64_t k, bool transA,
+                  bool transB, int64_t strideA, int64_t strideB,
+                  int64_t strideC) override;
+  void scaledMatmul(const uint8_t *a, const uint8_t *b, const float *scaleA,
+                    const float *scaleB, float *c, int64_t batch, int64_t m,
+                    int64_t n, int64_t k, bool transA, bool transB,
+                    int64_t strideA, int64_t strideB, int64_t strideC,
+                    int64_t formatA, int64_t formatB) override;
+
+  cudaStream_t stream() const { return stream_; }
+  // A device buffer of at least `bytes`, reused by every kernel that needs
+  // a temporary (block partial sums, transposed FP8 operands). Grown with a
+  // synchronisation, so steady-state steps allocate nothing.
+  void *scratch(size_t bytes);
+
+private:
+  // Gemm.cu: shared by the three GEMM entry points.
+  void runGemm(const GemmKey &key, const void *a, const void *b, float *c,
+               const float *scaleA, const float *scaleB);
+  GemmPlan &planFor(const GemmKey &key);
+
+  int ordinal_;
+  int cc_ = 0;
+  std::string name_;
+  cudaStream_t stream_ = nullptr;
+  cublasLtHandle_t lt_ = nullptr;
+  void *workspace_ = nullptr;
+  size_t workspaceBytes_ = 0;
+  float *gemmScales_ = nullptr;  // 2 floats: FP8 dequantisation scales
+  void *scratch_ = nullptr;
+  size_t scratchBytes_ = 0;
+  std::map<GemmKey, GemmPlan> plans_;
+};
+
+} // namespace gptrt::cuda
+
+#endif // GPTRT_CUDA_DEVICEIMPL_H

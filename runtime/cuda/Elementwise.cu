@@ -1,0 +1,176 @@
+// Elementwise kernels: convert (f32 <-> bf16), fill, accumulate, add (with
+// broadcast), scale, GELU forward/backward, embedding gather/scatter.
+// llm.c style: one thread per element (or per 4 elements with 16-byte
+// vector accesses when every pointer allows it), grid-stride loops.
+#include "runtime/abi/gptrt.h"
+#include "runtime/cuda/DeviceImpl.h"
+
+#include <cuda_bf16.h>
+
+namespace gptrt::cuda {
+
+namespace {
+
+// GPT-2's tanh GELU constants, as runtime/cpu/Kernels.cpp uses them.
+constexpr float kSqrt2OverPi = 0.7978845608028654f;
+constexpr float kCubic = 0.044715f;
+
+bool aligned16(const void *p) {
+  return (reinterpret_cast<uintptr_t>(p) & 15) == 0;
+}
+
+// out[i] = f(i) over n elements; f gets the element index. The float4 path
+// runs when n and every pointer the caller names allow 16-byte accesses.
+template <typename F>
+__global__ void mapKernel(int64_t n, F f) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    f(i);
+}
+
+template <typename F> void launchMap(cudaStream_t s, int64_t n, F f,
+                                     const char *name) {
+  if (n <= 0)
+    return;
+  mapKernel<<<gridFor(n), 256, 0, s>>>(n, f);
+  checkLaunch(name);
+}
+
+__device__ float gelu(float x) {
+  float u = kSqrt2OverPi * (x + kCubic * x * x * x);
+  return 0.5f * x * (1.0f + tanhf(u));
+}
+
+__device__ float geluGrad(float x) {
+  float u = kSqrt2OverPi * (x + kCubic * x * x * x);
+  float t = tanhf(u);
+  float du = kSqrt2OverPi * (1.0f + 3.0f * kCubic * x * x);
+  return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du;
+}
+
+} // namespace
+
+void DeviceImpl::convert(const void *src, void *dst, int64_t n, int64_t from,
+                         int64_t to) {
+  if (from == GPTRT_DTYPE_F32 && to == GPTRT_DTYPE_BF16) {
+    const float *in = static_cast<const float *>(src);
+    __nv_bfloat16 *out = static_cast<__nv_bfloat16 *>(dst);
+    // __float2bfloat16 rounds to nearest even and canonicalises NaN to
+    // 0x7FFF, exactly what runtime/cpu/Bf16.h emulates.
+    launchMap(stream_, n,
+              [=] __device__(int64_t i) { out[i] = __float2bfloat16(in[i]); },
+              "gptrt_convert f32->bf16");
+  } else if (from == GPTRT_DTYPE_BF16 && to == GPTRT_DTYPE_F32) {
+    const __nv_bfloat16 *in = static_cast<const __nv_bfloat16 *>(src);
+    float *out = static_cast<float *>(dst);
+    launchMap(stream_, n,
+              [=] __device__(int64_t i) { out[i] = __bfloat162float(in[i]); },
+              "gptrt_convert bf16->f32");
+  } else {
+    throw std::invalid_argument("converts dtype " + std::to_string(from) +
+                                " to " + std::to_string(to) +
+                                ", expected f32 (1) <-> bf16 (2)");
+  }
+}
+
+void DeviceImpl::fill(float *out, int64_t n, float value) {
+  launchMap(stream_, n, [=] __device__(int64_t i) { out[i] = value; },
+            "gptrt_fill");
+}
+
+void DeviceImpl::accumulate(const float *src, float *dst, int64_t n) {
+  if (n % 4 == 0 && aligned16(src) && aligned16(dst)) {
+    const float4 *s4 = reinterpret_cast<const float4 *>(src);
+    float4 *d4 = reinterpret_cast<float4 *>(dst);
+    launchMap(stream_, n / 4,
+              [=] __device__(int64_t i) {
+                float4 a = d4[i], b = s4[i];
+                d4[i] = make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
+              },
+              "gptrt_accumulate");
+    return;
+  }
+  launchMap(stream_, n, [=] __device__(int64_t i) { dst[i] += src[i]; },
+            "gptrt_accumulate");
+}
+
+void DeviceImpl::add(const float *a, const float *b, float *out,
+                     int64_t outer, int64_t inner, bool broadcastB) {
+  const int64_t n = outer * inner;
+  if (!broadcastB && n % 4 == 0 && aligned16(a) && aligned16(b) &&
+      aligned16(out)) {
+    const float4 *a4 = reinterpret_cast<const float4 *>(a);
+    const float4 *b4 = reinterpret_cast<const float4 *>(b);
+    float4 *o4 = reinterpret_cast<float4 *>(out);
+    launchMap(stream_, n / 4,
+              [=] __device__(int64_t i) {
+                float4 x = a4[i], y = b4[i];
+                o4[i] = make_float4(x.x + y.x, x.y + y.y, x.z + y.z, x.w + y.w);
+              },
+              "gptrt_add");
+    return;
+  }
+  launchMap(stream_, n,
+            [=] __device__(int64_t i) {
+              out[i] = a[i] + (broadcastB ? b[i % inner] : b[i]);
+            },
+            "gptrt_add");
+}
+
+void DeviceImpl::scale(const float *x, float *out, int64_t n, float s) {
+  launchMap(stream_, n, [=] __device__(int64_t i) { out[i] = x[i] * s; },
+            "gptrt_scale");
+}
+
+void DeviceImpl::geluForward(const float *x, float *out, int64_t n) {
+  if (n % 4 == 0 && aligned16(x) && aligned16(out)) {
+    const float4 *x4 = reinterpret_cast<const float4 *>(x);
+    float4 *o4 = reinterpret_cast<float4 *>(out);
+    launchMap(stream_, n / 4,
+              [=] __device__(int64_t i) {
+                float4 v = x4[i];
+                o4[i] = make_float4(gelu(v.x), gelu(v.y), gelu(v.z), gelu(v.w));
+              },
+              "gptrt_gelu_fwd");
+    return;
+  }
+  launchMap(stream_, n, [=] __device__(int64_t i) { out[i] = gelu(x[i]); },
+            "gptrt_gelu_fwd");
+}
+
+void DeviceImpl::geluBackward(const float *dout, const float *x, float *dx,
+                              int64_t n) {
+  launchMap(stream_, n,
+            [=] __device__(int64_t i) { dx[i] = geluGrad(x[i]) * dout[i]; },
+            "gptrt_gelu_bwd");
+}
+
+void DeviceImpl::embeddingForward(const float *table, const int32_t *ids,
+                                  float *out, int64_t rows, int64_t width) {
+  launchMap(stream_, rows * width,
+            [=] __device__(int64_t i) {
+              int64_t r = i / width, j = i % width;
+              out[i] = table[int64_t(ids[r]) * width + j];
+            },
+            "gptrt_embedding_fwd");
+}
+
+void DeviceImpl::embeddingBackward(const float *dout, const int32_t *ids,
+                                   float *dtable, int64_t rows,
+                                   int64_t tableRows, int64_t width) {
+  zero(dtable, size_t(tableRows * width) * sizeof(float));
+  // Atomics: repeated ids add up in an unspecified order (results differ
+  // from the CPU's in-order sums by rounding only). Ids outside the table
+  // are skipped rather than written out of bounds; the host checks token
+  // ids against the vocabulary when it writes a batch (Io.cpp).
+  launchMap(stream_, rows * width,
+            [=] __device__(int64_t i) {
+              int64_t r = i / width, j = i % width;
+              int32_t id = ids[r];
+              if (id >= 0 && id < tableRows)
+                atomicAdd(&dtable[int64_t(id) * width + j], dout[i]);
+            },
+            "gptrt_embedding_bwd");
+}
+
+} // namespace gptrt::cuda

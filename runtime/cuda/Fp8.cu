@@ -1,0 +1,237 @@
+// FP8 tensorwise scaling on the device: amax (block max + one atomic),
+// scale_from_amax, quantize (CUDA's own SATFINITE conversion, which
+// runtime/cpu/Fp8.h emulates bit for bit), and the delayed-scaling history.
+// The scalar kernels run one thread: they exist so that scales never leave
+// the GPU (no host sync inside a step, DESIGN.md section 5).
+#include "runtime/abi/gptrt.h"
+#include "runtime/cuda/DeviceImpl.h"
+#include "runtime/cuda/Reduce.cuh"
+
+#include <cuda_bf16.h>
+#include <cuda_fp8.h>
+
+namespace gptrt::cuda {
+
+namespace {
+
+// |x| as bits: for non-negative floats the unsigned order is the float
+// order, and every NaN (sign cleared) is above +inf, so an unsigned max
+// over the bits is amax with NaN winning, as gptrt.h asks.
+__global__ void amaxKernel(const float *x, int64_t n, unsigned *out) {
+  unsigned m = 0;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    m = max(m, __float_as_uint(fabsf(x[i])));
+  m = blockMax(m, 0u);
+  if (threadIdx.x == 0 && m != 0)
+    atomicMax(out, m);
+}
+
+// As scaleFromAmax in runtime/core/Abi.cpp, operation for operation in f32.
+__device__ float scaleOf(float amax, float fp8Max, int margin,
+                         bool powerOfTwo, float eps) {
+  // std::max(amax, eps): a NaN amax stays NaN (fmaxf would drop it).
+  float scale = fp8Max / (amax < eps ? eps : amax);
+  scale = ldexpf(scale, -margin);
+  if (powerOfTwo && isfinite(scale) && scale > 0.0f) {
+    int exponent;
+    frexpf(scale, &exponent);
+    scale = ldexpf(1.0f, exponent - 1);
+  }
+  return scale;
+}
+
+__global__ void scaleFromAmaxKernel(const float *amax, float *out,
+                                    float fp8Max, int margin, bool powerOfTwo,
+                                    float eps) {
+  *out = scaleOf(*amax, fp8Max, margin, powerOfTwo, eps);
+}
+
+__global__ void stateScaleKernel(const float *history, float *out,
+                                 int64_t length, float fp8Max, int margin,
+                                 bool powerOfTwo, float eps,
+                                 bool mostRecent) {
+  float amax = history[0];
+  if (!mostRecent)
+    for (int64_t i = 1; i < length; ++i)
+      amax = amax < history[i] ? history[i] : amax;  // std::max_element
+  // Amaxes are >= 0 and only finite ones are recorded: 0 means none yet.
+  *out = amax == 0.0f ? 1.0f : scaleOf(amax, fp8Max, margin, powerOfTwo, eps);
+}
+
+__global__ void stateUpdateKernel(const float *amax, float *history,
+                                  int64_t length) {
+  const float a = *amax;
+  if (!isfinite(a))
+    return;
+  for (int64_t i = length - 1; i > 0; --i)
+    history[i] = history[i - 1];
+  history[0] = a;
+}
+
+template <__nv_fp8_interpretation_t Format>
+__global__ void quantizeKernel(const float *x, const float *scale,
+                               uint8_t *q, int64_t n) {
+  const float s = *scale;
+  // x * s is one rounded f32 multiply, as on the CPU; then the conversion.
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    q[i] = __nv_cvt_float_to_fp8(__fmul_rn(x[i], s), __NV_SATFINITE, Format);
+}
+
+// Four elements per thread: a 16-byte load and a 4-byte store.
+template <__nv_fp8_interpretation_t Format>
+__global__ void quantize4Kernel(const float4 *x, const float *scale,
+                                uchar4 *q, int64_t n4) {
+  const float s = *scale;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n4;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    float4 v = x[i];
+    q[i] = make_uchar4(
+        __nv_cvt_float_to_fp8(__fmul_rn(v.x, s), __NV_SATFINITE, Format),
+        __nv_cvt_float_to_fp8(__fmul_rn(v.y, s), __NV_SATFINITE, Format),
+        __nv_cvt_float_to_fp8(__fmul_rn(v.z, s), __NV_SATFINITE, Format),
+        __nv_cvt_float_to_fp8(__fmul_rn(v.w, s), __NV_SATFINITE, Format));
+  }
+}
+
+// Value i of a tensor stored as f32 or bf16 (the fused epilogues' out_dtype).
+__device__ float valueAt(const void *x, bool bf16, int64_t i) {
+  return bf16 ? __bfloat162float(static_cast<const __nv_bfloat16 *>(x)[i])
+              : static_cast<const float *>(x)[i];
+}
+
+__global__ void amaxAnyKernel(const void *x, bool bf16, int64_t n,
+                              unsigned *out) {
+  unsigned m = 0;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    m = max(m, __float_as_uint(fabsf(valueAt(x, bf16, i))));
+  m = blockMax(m, 0u);
+  if (threadIdx.x == 0 && m != 0)
+    atomicMax(out, m);
+}
+
+// q = fp8(value * scale), at [c][r] when transposed (rows x cols values).
+// Transposed stores are uncoalesced: a tiled version comes with fusion.
+template <__nv_fp8_interpretation_t Format>
+__global__ void castKernel(const void *x, bool bf16, const float *scale,
+                           uint8_t *q, int64_t rows, int64_t cols,
+                           bool transpose) {
+  const float s = *scale;
+  const int64_t n = rows * cols;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t at = transpose ? (i % cols) * rows + i / cols : i;
+    q[at] = __nv_cvt_float_to_fp8(__fmul_rn(valueAt(x, bf16, i), s),
+                                  __NV_SATFINITE, Format);
+  }
+}
+
+void requireFormat(int64_t format) {
+  if (format != GPTRT_FP8_E4M3 && format != GPTRT_FP8_E5M2)
+    throw std::invalid_argument("fp8 format " + std::to_string(format) +
+                                ", expected 0 (E4M3) or 1 (E5M2)");
+}
+
+void requireLength(int64_t length) {
+  if (length <= 0)
+    throw std::invalid_argument("history_length " + std::to_string(length) +
+                                ", expected >= 1");
+}
+
+} // namespace
+
+void DeviceImpl::amax(const float *x, float *out, int64_t n) {
+  // The result is built in place: zero, then atomic maxima of the blocks.
+  zero(out, sizeof(float));
+  if (n <= 0)
+    return;
+  unsigned blocks = gridFor(n, 512);
+  if (blocks > 1024)
+    blocks = 1024;  // a grid-stride loop covers the rest
+  amaxKernel<<<blocks, 512, 0, stream_>>>(x, n, reinterpret_cast<unsigned *>(out));
+  checkLaunch("gptrt_amax");
+}
+
+void DeviceImpl::scaleFromAmax(const float *amax, float *out, double fp8Max,
+                               int64_t margin, bool powerOfTwo, double eps) {
+  scaleFromAmaxKernel<<<1, 1, 0, stream_>>>(amax, out, float(fp8Max),
+                                            int(margin), powerOfTwo,
+                                            float(eps));
+  checkLaunch("gptrt_scale_from_amax");
+}
+
+void DeviceImpl::quantizeFp8(const float *x, const float *scale, uint8_t *q,
+                             int64_t n, int64_t format) {
+  requireFormat(format);
+  if (n <= 0)
+    return;
+  const bool e4m3 = format == GPTRT_FP8_E4M3;
+  const bool vec = n % 4 == 0 &&
+                   (reinterpret_cast<uintptr_t>(x) & 15) == 0 &&
+                   (reinterpret_cast<uintptr_t>(q) & 3) == 0;
+  if (vec) {
+    const float4 *x4 = reinterpret_cast<const float4 *>(x);
+    uchar4 *q4 = reinterpret_cast<uchar4 *>(q);
+    if (e4m3)
+      quantize4Kernel<__NV_E4M3><<<gridFor(n / 4), 256, 0, stream_>>>(x4, scale, q4, n / 4);
+    else
+      quantize4Kernel<__NV_E5M2><<<gridFor(n / 4), 256, 0, stream_>>>(x4, scale, q4, n / 4);
+  } else if (e4m3) {
+    quantizeKernel<__NV_E4M3><<<gridFor(n), 256, 0, stream_>>>(x, scale, q, n);
+  } else {
+    quantizeKernel<__NV_E5M2><<<gridFor(n), 256, 0, stream_>>>(x, scale, q, n);
+  }
+  checkLaunch("gptrt_quantize_fp8");
+}
+
+void DeviceImpl::fp8StateScale(const float *history, float *out,
+                               int64_t length, double fp8Max, int64_t margin,
+                               bool powerOfTwo, double eps, bool mostRecent) {
+  requireLength(length);
+  stateScaleKernel<<<1, 1, 0, stream_>>>(history, out, length, float(fp8Max),
+                                         int(margin), powerOfTwo, float(eps),
+                                         mostRecent);
+  checkLaunch("gptrt_fp8_state_scale");
+}
+
+void DeviceImpl::fp8StateUpdate(const float *amax, float *history,
+                                int64_t length) {
+  requireLength(length);
+  stateUpdateKernel<<<1, 1, 0, stream_>>>(amax, history, length);
+  checkLaunch("gptrt_fp8_state_update");
+}
+
+void DeviceImpl::castEpilogue(const void *out, int64_t dtype, int64_t rows,
+                              int64_t cols, float *amax, const float *scale,
+                              uint8_t *q, int64_t format, bool transpose) {
+  if (dtype != GPTRT_DTYPE_F32 && dtype != GPTRT_DTYPE_BF16)
+    throw std::invalid_argument("out_dtype " + std::to_string(dtype) +
+                                ", expected f32 (1) or bf16 (2)");
+  if (rows < 0 || cols < 0)
+    throw std::invalid_argument("rows, cols = " + std::to_string(rows) +
+                                ", " + std::to_string(cols) +
+                                ", expected >= 0");
+  const bool bf16 = dtype == GPTRT_DTYPE_BF16;
+  const int64_t n = rows * cols;
+  zero(amax, sizeof(float));
+  if (n > 0) {
+    unsigned blocks = gridFor(n, 512);
+    amaxAnyKernel<<<blocks > 1024 ? 1024 : blocks, 512, 0, stream_>>>(
+        out, bf16, n, reinterpret_cast<unsigned *>(amax));
+    checkLaunch("fused epilogue amax");
+  }
+  if (q == nullptr || n == 0)
+    return;
+  requireFormat(format);
+  if (format == GPTRT_FP8_E4M3)
+    castKernel<__NV_E4M3><<<gridFor(n), 256, 0, stream_>>>(
+        out, bf16, scale, q, rows, cols, transpose);
+  else
+    castKernel<__NV_E5M2><<<gridFor(n), 256, 0, stream_>>>(
+        out, bf16, scale, q, rows, cols, transpose);
+  checkLaunch("fused epilogue cast");
+}
+
+} // namespace gptrt::cuda

@@ -1,0 +1,332 @@
+// GEMMs through cuBLASLt: gptrt_matmul (f32), a bf16 variant, and FP8
+// gptrt_scaled_matmul, each plan (descriptors + the heuristic's algorithm)
+// cached per shape, one workspace for all.
+//
+// Row-major vs column-major. gptrt.h's matrices are row-major; cuBLAS's
+// are column-major. A row-major [r, c] buffer read column-major is the
+// [c, r] matrix, its transpose. So for C = op(A) op(B) (row-major, C
+// [m, n]) we ask cuBLAS for C^T = op(B)^T op(A)^T, i.e. a column-major
+// [n, m] product whose first operand is our B and second our A, with the
+// same transpose flags: our b stored [k, n] (transB 0) is, column-major,
+// the [n, k] matrix op(B)^T already (cuBLAS op N); stored [n, k] (transB 1)
+// it reads as [k, n] and needs op T. Likewise for a. No data moves.
+//
+// FP8 on Hopper: cuBLASLt's FP8 kernels take only the "TN" form, cuBLAS
+// operand 1 transposed and operand 2 not. With the swap above that is our
+// transB = 1 and transA = 0: c = a [m, k] times b stored [n, k], i.e.
+// x W^T with W [out, in], the layout of every forward linear layer. Other
+// layouts (the backward's dX = dY W and dW = dY^T X) are handled by
+// transposing the FP8 operand into scratch first with transposeBytes below
+// (one extra pass over the operand; fp8-fuse-cast's cast+transpose removes
+// it later). E5M2 x E5M2 is refused: cuBLASLt has no such kernel, and the
+// "hybrid" policy never produces it.
+#include "runtime/abi/gptrt.h"
+#include "runtime/cuda/DeviceImpl.h"
+
+#include <cuda_fp8.h>
+
+namespace gptrt::cuda {
+
+namespace {
+
+// dst[b][c][r] = src[b][r][c] for rows x cols bytes per batch, 32x32 tiles
+// through shared memory (padded by one to avoid bank conflicts on columns).
+__global__ void transposeBytesKernel(const uint8_t *src, uint8_t *dst,
+                                     int64_t rows, int64_t cols,
+                                     int64_t srcStride) {
+  __shared__ uint8_t tile[32][33];
+  const uint8_t *s = src + blockIdx.z * srcStride;
+  uint8_t *d = dst + blockIdx.z * rows * cols;
+  const int64_t r0 = int64_t(blockIdx.y) * 32, c0 = int64_t(blockIdx.x) * 32;
+  for (int i = threadIdx.y; i < 32; i += blockDim.y) {
+    int64_t r = r0 + i, c = c0 + threadIdx.x;
+    if (r < rows && c < cols)
+      tile[i][threadIdx.x] = s[r * cols + c];
+  }
+  __syncthreads();
+  for (int i = threadIdx.y; i < 32; i += blockDim.y) {
+    int64_t c = c0 + i, r = r0 + threadIdx.x;
+    if (r < rows && c < cols)
+      d[c * rows + r] = tile[threadIdx.x][i];
+  }
+}
+
+__global__ void reciprocalKernel(const float *a, const float *b, float *out) {
+  out[0] = 1.0f / *a;
+  out[1] = 1.0f / *b;
+}
+
+cudaDataType fp8Type(int64_t format) {
+  return format == GPTRT_FP8_E4M3 ? CUDA_R_8F_E4M3 : CUDA_R_8F_E5M2;
+}
+
+// Largest power of two (<= 256) dividing the address: the heuristic must
+// know it, or it may pick a kernel that needs more alignment than we have.
+int64_t alignmentOf(const void *p) {
+  uintptr_t u = reinterpret_cast<uintptr_t>(p);
+  int64_t a = 256;
+  while (a > 1 && (u % a) != 0)
+    a >>= 1;
+  return a;
+}
+
+// A batch sharing one b (stride_b 0) over contiguous, untransposed a and
+// c is a single GEMM with batch * m rows: fewer, larger launches, and no
+// reliance on cuBLASLt accepting a zero batch stride.
+void foldSharedB(int64_t &batch, int64_t &m, int64_t k, int64_t n,
+                 bool transA, int64_t strideA, int64_t strideB,
+                 int64_t strideC) {
+  if (batch > 1 && strideB == 0 && !transA && strideA == m * k &&
+      strideC == m * n) {
+    m *= batch;
+    batch = 1;
+  }
+}
+
+void requireDims(int64_t batch, int64_t m, int64_t n, int64_t k) {
+  if (batch < 0 || m < 0 || n < 0 || k < 0)
+    throw std::invalid_argument(
+        "batch, m, n, k = " + std::to_string(batch) + ", " +
+        std::to_string(m) + ", " + std::to_string(n) + ", " +
+        std::to_string(k) + ", expected all >= 0");
+}
+
+} // namespace
+
+GemmPlan::~GemmPlan() {
+  if (a)
+    cublasLtMatrixLayoutDestroy(a);
+  if (b)
+    cublasLtMatrixLayoutDestroy(b);
+  if (c)
+    cublasLtMatrixLayoutDestroy(c);
+  if (op)
+    cublasLtMatmulDescDestroy(op);
+}
+
+GemmPlan &DeviceImpl::planFor(const GemmKey &key) {
+  auto found = plans_.find(key);
+  if (found != plans_.end())
+    return found->second;
+  GemmPlan &plan = plans_[key];
+  try {
+    // cuBLAS operand 1 is our b, operand 2 our a (see the file comment).
+    const cudaDataType ab = key.kind == 0   ? CUDA_R_32F
+                            : key.kind == 1 ? CUDA_R_16BF
+                                            : CUDA_R_8F_E4M3;
+    const cudaDataType type1 = key.kind == 2 ? fp8Type(key.formatB & 0xFF) : ab;
+    const cudaDataType type2 = key.kind == 2 ? fp8Type(key.formatA & 0xFF) : ab;
+    check(cublasLtMatmulDescCreate(&plan.op, CUBLAS_COMPUTE_32F, CUDA_R_32F),
+          "cublasLtMatmulDescCreate");
+    cublasOperation_t op1 = key.transB ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasOperation_t op2 = key.transA ? CUBLAS_OP_T : CUBLAS_OP_N;
+    check(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_TRANSA,
+                                         &op1, sizeof op1),
+          "set TRANSA");
+    check(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_TRANSB,
+                                         &op2, sizeof op2),
+          "set TRANSB");
+    // Stored shapes, column-major: operand 1 is n x k (op N) or k x n (op T).
+    const uint64_t rows1 = key.transB ? key.k : key.n;
+    const uint64_t cols1 = key.transB ? key.n : key.k;
+    const uint64_t rows2 = key.transA ? key.m : key.k;
+    const uint64_t cols2 = key.transA ? key.k : key.m;
+    check(cublasLtMatrixLayoutCreate(&plan.a, type1, rows1, cols1, rows1),
+          "layout of b");
+    check(cublasLtMatrixLayoutCreate(&plan.b, type2, rows2, cols2, rows2),
+          "layout of a");
+    check(cublasLtMatrixLayoutCreate(&plan.c, CUDA_R_32F, key.n, key.m, key.n),
+          "layout of c");
+    if (key.batch > 1) {
+      const int32_t count = static_cast<int32_t>(key.batch);
+      const int64_t s1 = key.strideB, s2 = key.strideA, s3 = key.strideC;
+      struct {
+        cublasLtMatrixLayout_t layout;
+        int64_t stride;
+      } all[3] = {{plan.a, s1}, {plan.b, s2}, {plan.c, s3}};
+      for (auto &l : all) {
+        check(cublasLtMatrixLayoutSetAttribute(
+                  l.layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
+                  sizeof count),
+              "set BATCH_COUNT");
+        check(cublasLtMatrixLayoutSetAttribute(
+                  l.layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                  &l.stride, sizeof l.stride),
+              "set STRIDED_BATCH_OFFSET");
+      }
+    }
+    cublasLtMatmulPreference_t pref = nullptr;
+    check(cublasLtMatmulPreferenceCreate(&pref), "preference");
+    uint64_t ws = workspaceBytes_;
+    cublasLtMatmulPreferenceSetAttribute(
+        pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+    // The key's alignment fields hold the pointers' alignments (runGemm).
+    const uint32_t alignA = uint32_t(key.formatA >> 8),
+                   alignB = uint32_t(key.formatB >> 8);
+    cublasLtMatmulPreferenceSetAttribute(
+        pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &alignB,
+        sizeof alignB);
+    cublasLtMatmulPreferenceSetAttribute(
+        pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &alignA,
+        sizeof alignA);
+    const uint32_t alignC = uint32_t(key.alignC);
+    cublasLtMatmulPreferenceSetAttribute(
+        pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &alignC,
+        sizeof alignC);
+    cublasLtMatmulPreferenceSetAttribute(
+        pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &alignC,
+        sizeof alignC);
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(
+        lt_, plan.op, plan.a, plan.b, plan.c, plan.c, pref, 1, &result,
+        &found);
+    cublasLtMatmulPreferenceDestroy(pref);
+    if (st != CUBLAS_STATUS_SUCCESS || found == 0)
+      throw std::runtime_error(
+          "cuBLASLt has no algorithm for this GEMM (batch " +
+          std::to_string(key.batch) + ", m " + std::to_string(key.m) +
+          ", n " + std::to_string(key.n) + ", k " + std::to_string(key.k) +
+          ", trans_a " + std::to_string(key.transA) + ", trans_b " +
+          std::to_string(key.transB) + ", kind " + std::to_string(key.kind) +
+          "): check the shapes; FP8 needs m, n, k multiples of 16");
+    plan.algo = result.algo;
+  } catch (...) {
+    plans_.erase(key);
+    throw;
+  }
+  return plan;
+}
+
+void DeviceImpl::runGemm(const GemmKey &key, const void *a, const void *b,
+                         float *c, const float *scaleA,
+                         const float *scaleB) {
+  GemmPlan &plan = planFor(key);
+  const float alpha = 1.0f, beta = 0.0f;
+  if (key.kind == 2) {
+    // cuBLASLt multiplies by the scales it is given; ours divide (q = x *
+    // scale), so it gets their reciprocals, operand 1 (our b) first.
+    // Its own small buffer: scratch may hold the transposed operands.
+    float *inv = gemmScales_;
+    reciprocalKernel<<<1, 1, 0, stream_>>>(scaleB, scaleA, inv);
+    checkLaunch("gptrt_scaled_matmul (scale reciprocals)");
+    const float *inv1 = inv, *inv2 = inv + 1;
+    check(cublasLtMatmulDescSetAttribute(plan.op,
+                                         CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
+                                         &inv1, sizeof inv1),
+          "set A_SCALE_POINTER");
+    check(cublasLtMatmulDescSetAttribute(plan.op,
+                                         CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
+                                         &inv2, sizeof inv2),
+          "set B_SCALE_POINTER");
+  }
+  check(cublasLtMatmul(lt_, plan.op, &alpha, b, plan.a, a, plan.b, &beta, c,
+                       plan.c, c, plan.c, &plan.algo, workspace_,
+                       workspaceBytes_, stream_),
+        "cublasLtMatmul");
+}
+
+void DeviceImpl::matmul(const float *a, const float *b, float *c,
+                        int64_t batch, int64_t m, int64_t n, int64_t k,
+                        bool transA, bool transB, int64_t strideA,
+                        int64_t strideB, int64_t strideC) {
+  requireDims(batch, m, n, k);
+  if (batch == 0 || m == 0 || n == 0)
+    return;
+  if (k == 0) {
+    fill(c, (batch - 1) * strideC + m * n, 0.0f);
+    return;
+  }
+  // Alignments travel in the format fields' upper bits (unused for f32).
+  foldSharedB(batch, m, k, n, transA, strideA, strideB, strideC);
+  GemmKey key{0,      batch,   m,       n,      k,
+              strideA, strideB, strideC, transA, transB,
+              alignmentOf(a) << 8, alignmentOf(b) << 8, alignmentOf(c)};
+  runGemm(key, a, b, c, nullptr, nullptr);
+}
+
+void DeviceImpl::matmulBf16(const uint16_t *a, const uint16_t *b, float *c,
+                            int64_t batch, int64_t m, int64_t n, int64_t k,
+                            bool transA, bool transB, int64_t strideA,
+                            int64_t strideB, int64_t strideC) {
+  requireDims(batch, m, n, k);
+  if (batch == 0 || m == 0 || n == 0)
+    return;
+  if (k == 0) {
+    fill(c, (batch - 1) * strideC + m * n, 0.0f);
+    return;
+  }
+  foldSharedB(batch, m, k, n, transA, strideA, strideB, strideC);
+  GemmKey key{1,      batch,   m,       n,      k,
+              strideA, strideB, strideC, transA, transB,
+              alignmentOf(a) << 8, alignmentOf(b) << 8, alignmentOf(c)};
+  runGemm(key, a, b, c, nullptr, nullptr);
+}
+
+void DeviceImpl::scaledMatmul(const uint8_t *a, const uint8_t *b,
+                              const float *scaleA, const float *scaleB,
+                              float *c, int64_t batch, int64_t m, int64_t n,
+                              int64_t k, bool transA, bool transB,
+                              int64_t strideA, int64_t strideB,
+                              int64_t strideC, int64_t formatA,
+                              int64_t formatB) {
+  requireDims(batch, m, n, k);
+  for (int64_t f : {formatA, formatB})
+    if (f != GPTRT_FP8_E4M3 && f != GPTRT_FP8_E5M2)
+      throw std::invalid_argument("fp8 format " + std::to_string(f) +
+                                  ", expected 0 (E4M3) or 1 (E5M2)");
+  if (formatA == GPTRT_FP8_E5M2 && formatB == GPTRT_FP8_E5M2)
+    throw std::invalid_argument(
+        "format_a and format_b are both E5M2, expected at least one E4M3: "
+        "cuBLASLt has no E5M2 x E5M2 kernel; choose a policy that casts one "
+        "operand to E4M3");
+  if (m % 16 || n % 16 || k % 16)
+    throw std::invalid_argument(
+        "FP8 GEMM of m " + std::to_string(m) + ", n " + std::to_string(n) +
+        ", k " + std::to_string(k) +
+        ", expected multiples of 16 (cuBLASLt FP8): the precision policy "
+        "must keep this layer in bf16");
+  if (batch == 0)
+    return;
+  // Bring both operands to the TN form (see the file comment): a as
+  // [m, k] and b as [n, k], each batch contiguous, in scratch.
+  const uint8_t *aT = a, *bT = b;
+  int64_t sA = strideA, sB = strideB;
+  const bool moveA = transA, moveB = !transB;
+  const int64_t bBatches = strideB == 0 ? 1 : batch;
+  size_t bytesA = moveA ? size_t(batch * m * k) : 0;
+  size_t bytesB = moveB ? size_t(bBatches * n * k) : 0;
+  if (moveA || moveB) {
+    // 256-byte boundaries keep both copies aligned for cuBLASLt.
+    size_t offB = (bytesA + 255) / 256 * 256;
+    uint8_t *tmp = static_cast<uint8_t *>(scratch(offB + bytesB + 256));
+    dim3 threads(32, 8);
+    if (moveA) {  // stored [k, m] per batch -> [m, k]
+      dim3 grid(unsigned((m + 31) / 32), unsigned((k + 31) / 32),
+                unsigned(batch));
+      transposeBytesKernel<<<grid, threads, 0, stream_>>>(a, tmp, k, m,
+                                                          strideA);
+      checkLaunch("gptrt_scaled_matmul (transpose a)");
+      aT = tmp;
+      sA = m * k;
+    }
+    if (moveB) {  // stored [k, n] per batch -> [n, k]
+      dim3 grid(unsigned((n + 31) / 32), unsigned((k + 31) / 32),
+                unsigned(bBatches));
+      transposeBytesKernel<<<grid, threads, 0, stream_>>>(b, tmp + offB, k,
+                                                          n, strideB);
+      checkLaunch("gptrt_scaled_matmul (transpose b)");
+      bT = tmp + offB;
+      sB = strideB == 0 ? 0 : n * k;
+    }
+  }
+  foldSharedB(batch, m, k, n, false, sA, sB, strideC);
+  GemmKey key{2,  batch, m,    n,
+              k,  sA,    sB,   strideC,
+              false, true,
+              formatA | (alignmentOf(aT) << 8),
+              formatB | (alignmentOf(bT) << 8), alignmentOf(c)};
+  runGemm(key, aT, bT, c, scaleA, scaleB);
+}
+
+} // namespace gptrt::cuda

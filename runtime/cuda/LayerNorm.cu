@@ -1,0 +1,126 @@
+// LayerNorm forward and backward: one block per row for the statistics and
+// dx; dweight and dbias are summed across rows through per-block partial
+// rows in scratch and a second pass, so they are deterministic (no atomics).
+#include "runtime/cuda/DeviceImpl.h"
+#include "runtime/cuda/Reduce.cuh"
+
+namespace gptrt::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+
+// Two passes over the row as the CPU reference does (E[x^2] - E[x]^2
+// cancels badly when |mean| >> std); the row is re-read from L2/L1.
+__global__ void layerNormForwardKernel(const float *x, const float *w,
+                                       const float *b, float *out,
+                                       float *mean, float *rstd,
+                                       int64_t width, float eps) {
+  const int64_t r = blockIdx.x;
+  const float *xr = x + r * width;
+  float sum = 0;
+  for (int64_t j = threadIdx.x; j < width; j += blockDim.x)
+    sum += xr[j];
+  const float mu = blockSum(sum) / width;
+  float sq = 0;
+  for (int64_t j = threadIdx.x; j < width; j += blockDim.x) {
+    float d = xr[j] - mu;
+    sq += d * d;
+  }
+  const float var = blockSum(sq) / width;
+  const float s = rsqrtf(var + eps);
+  float *o = out + r * width;
+  for (int64_t j = threadIdx.x; j < width; j += blockDim.x)
+    o[j] = (xr[j] - mu) * s * w[j] + b[j];
+  if (threadIdx.x == 0) {
+    mean[r] = mu;
+    rstd[r] = s;
+  }
+}
+
+// Block `blockIdx.x` handles rows blockIdx.x, + gridDim.x, ...: dx of each,
+// and its own partial sums of dweight and dbias in partial[blockIdx.x].
+__global__ void layerNormBackwardKernel(const float *dout, const float *x,
+                                        const float *w, const float *mean,
+                                        const float *rstd, float *dx,
+                                        float *partial, int64_t rows,
+                                        int64_t width) {
+  float *pw = partial + int64_t(blockIdx.x) * 2 * width;
+  float *pb = pw + width;
+  for (int64_t j = threadIdx.x; j < width; j += blockDim.x)
+    pw[j] = pb[j] = 0;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const float *xr = x + r * width, *dr = dout + r * width;
+    const float m = mean[r], s = rstd[r];
+    float dsum = 0, dnsum = 0;
+    for (int64_t j = threadIdx.x; j < width; j += blockDim.x) {
+      float norm = (xr[j] - m) * s;
+      float dnorm = w[j] * dr[j];
+      dsum += dnorm;
+      dnsum += dnorm * norm;
+    }
+    const float dmean = blockSum(dsum) / width;
+    const float dnmean = blockSum(dnsum) / width;
+    float *dxr = dx + r * width;
+    // Each thread owns the same columns in every row, so its partial sums
+    // need no synchronisation.
+    for (int64_t j = threadIdx.x; j < width; j += blockDim.x) {
+      float norm = (xr[j] - m) * s;
+      float dnorm = w[j] * dr[j];
+      pb[j] += dr[j];
+      pw[j] += norm * dr[j];
+      dxr[j] = (dnorm - dmean - norm * dnmean) * s;
+    }
+  }
+}
+
+// dw[j] = sum over blocks of partial[block][0][j], db likewise.
+__global__ void sumPartialsKernel(const float *partial, float *dw, float *db,
+                                  int blocks, int64_t width) {
+  for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < width;
+       j += int64_t(gridDim.x) * blockDim.x) {
+    float sw = 0, sb = 0;
+    for (int g = 0; g < blocks; ++g) {
+      sw += partial[int64_t(g) * 2 * width + j];
+      sb += partial[int64_t(g) * 2 * width + width + j];
+    }
+    dw[j] = sw;
+    db[j] = sb;
+  }
+}
+
+} // namespace
+
+void DeviceImpl::layerNormForward(const float *x, const float *w,
+                                  const float *b, float *out, float *mean,
+                                  float *rstd, int64_t rows, int64_t width,
+                                  float eps) {
+  if (rows <= 0)
+    return;
+  if (rows > 2147483647)
+    throw std::invalid_argument("rows = " + std::to_string(rows) +
+                                ", expected < 2^31 (one block per row)");
+  layerNormForwardKernel<<<unsigned(rows), kThreads, 0, stream_>>>(
+      x, w, b, out, mean, rstd, width, eps);
+  checkLaunch("gptrt_layernorm_fwd");
+}
+
+void DeviceImpl::layerNormBackward(const float *dout, const float *x,
+                                   const float *w, const float *mean,
+                                   const float *rstd, float *dx, float *dw,
+                                   float *db, int64_t rows, int64_t width) {
+  if (width <= 0)
+    return;
+  // Enough blocks to fill the GPU, few enough that the partials stay small.
+  const int blocks = int(rows < 512 ? (rows < 1 ? 1 : rows) : 512);
+  float *partial = static_cast<float *>(
+      scratch(size_t(blocks) * 2 * size_t(width) * sizeof(float)));
+  layerNormBackwardKernel<<<blocks, kThreads, 0, stream_>>>(
+      dout, x, w, mean, rstd, dx, partial, rows, width);
+  checkLaunch("gptrt_layernorm_bwd");
+  sumPartialsKernel<<<gridFor(width), 256, 0, stream_>>>(partial, dw, db,
+                                                         blocks, width);
+  checkLaunch("gptrt_layernorm_bwd (sum of partials)");
+}
+
+} // namespace gptrt::cuda

@@ -1,0 +1,142 @@
+// Data-movement kernels: arange, copy_blocks (one piece of a split or
+// concat), permute (rank <= 6 transpose), bias_add and reduce_rows (the
+// bias and its gradient). Simple one-thread-per-element versions: correct
+// first; the GEMM epilogues will absorb bias and its reduction later.
+#include "runtime/cuda/DeviceImpl.h"
+
+namespace gptrt::cuda {
+
+namespace {
+
+constexpr int kMaxRank = 6;
+
+// Shapes and strides travel by value in the kernel's parameters.
+struct PermuteArgs {
+  int rank;
+  int64_t dstShape[kMaxRank];
+  int64_t srcStrideOfDst[kMaxRank];  // src stride of dst dimension i
+};
+
+__global__ void permuteKernel(const float *src, float *dst, int64_t n,
+                              PermuteArgs p) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    int64_t rest = i, from = 0;
+    for (int d = p.rank - 1; d >= 0; --d) {
+      from += (rest % p.dstShape[d]) * p.srcStrideOfDst[d];
+      rest /= p.dstShape[d];
+    }
+    dst[i] = src[from];
+  }
+}
+
+__global__ void arangeKernel(int32_t *out, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    out[i] = int32_t(i);
+}
+
+__global__ void copyBlocksKernel(const float *src, float *dst, int64_t outer,
+                                 int64_t len, int64_t dstStride,
+                                 int64_t srcStride, int64_t dstOffset,
+                                 int64_t srcOffset) {
+  const int64_t n = outer * len;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t o = i / len, j = i % len;
+    dst[o * dstStride + dstOffset + j] = src[o * srcStride + srcOffset + j];
+  }
+}
+
+__global__ void biasAddKernel(const float *bias, float *c, int64_t rows,
+                              int64_t cols) {
+  const int64_t n = rows * cols;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    c[i] += bias[i % cols];
+}
+
+// One thread per column, rows in index order: deterministic, and the CPU
+// reference's summation order (sumRows).
+__global__ void reduceRowsKernel(const float *x, float *out, int64_t rows,
+                                 int64_t cols) {
+  for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < cols;
+       j += int64_t(gridDim.x) * blockDim.x) {
+    float s = 0;
+    for (int64_t r = 0; r < rows; ++r)
+      s += x[r * cols + j];
+    out[j] = s;
+  }
+}
+
+} // namespace
+
+void DeviceImpl::arange(int32_t *out, int64_t n) {
+  if (n > 2147483647)
+    throw std::invalid_argument("n = " + std::to_string(n) +
+                                ", expected < 2^31 (int32 positions)");
+  if (n <= 0)
+    return;
+  arangeKernel<<<gridFor(n), 256, 0, stream_>>>(out, n);
+  checkLaunch("gptrt_arange");
+}
+
+void DeviceImpl::copyBlocks(const float *src, float *dst, int64_t outer,
+                            int64_t len, int64_t dstStride, int64_t srcStride,
+                            int64_t dstOffset, int64_t srcOffset) {
+  if (outer <= 0 || len <= 0)
+    return;
+  copyBlocksKernel<<<gridFor(outer * len), 256, 0, stream_>>>(
+      src, dst, outer, len, dstStride, srcStride, dstOffset, srcOffset);
+  checkLaunch("gptrt_copy_blocks");
+}
+
+void DeviceImpl::permute(const float *src, float *dst, const int64_t *shape,
+                         const int64_t *perm, int rank) {
+  if (rank < 0 || rank > kMaxRank)
+    throw std::invalid_argument("rank " + std::to_string(rank) +
+                                " is out of range, expected 0..6");
+  bool seen[kMaxRank] = {};
+  for (int i = 0; i < rank; ++i) {
+    if (perm[i] < 0 || perm[i] >= rank || seen[perm[i]])
+      throw std::invalid_argument("perm is not a permutation of [0, " +
+                                  std::to_string(rank) + ")");
+    seen[perm[i]] = true;
+  }
+  int64_t srcStride[kMaxRank];
+  int64_t n = 1;
+  for (int d = rank - 1; d >= 0; --d) {
+    srcStride[d] = n;
+    n *= shape[d];
+  }
+  PermuteArgs p{};
+  p.rank = rank;
+  for (int i = 0; i < rank; ++i) {
+    p.dstShape[i] = shape[perm[i]];
+    p.srcStrideOfDst[i] = srcStride[perm[i]];
+  }
+  if (n <= 0)
+    return;
+  permuteKernel<<<gridFor(n), 256, 0, stream_>>>(src, dst, n, p);
+  checkLaunch("gptrt_permute");
+}
+
+void DeviceImpl::biasAdd(const float *bias, float *c, int64_t rows,
+                         int64_t cols) {
+  if (rows <= 0 || cols <= 0)
+    return;
+  biasAddKernel<<<gridFor(rows * cols), 256, 0, stream_>>>(bias, c, rows,
+                                                           cols);
+  checkLaunch("gptrt_bias_add");
+}
+
+void DeviceImpl::reduceRows(const float *x, float *out, int64_t rows,
+                            int64_t cols) {
+  if (cols <= 0)
+    return;
+  reduceRowsKernel<<<gridFor(cols, 128), 128, 0, stream_>>>(x, out, rows,
+                                                            cols);
+  checkLaunch("gptrt_reduce_rows");
+}
+
+} // namespace gptrt::cuda

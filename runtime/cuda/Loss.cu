@@ -1,0 +1,164 @@
+// Cross-entropy forward and backward over padded logits. The softmax is
+// never materialised: the forward keeps one log-sum-exp per row (an online
+// max/sum in one pass over the row), and the backward recomputes each
+// probability from it while it writes the gradient.
+#include "runtime/cuda/DeviceImpl.h"
+#include "runtime/cuda/Reduce.cuh"
+
+#include <cfloat>
+
+namespace gptrt::cuda {
+
+namespace {
+
+constexpr int kThreads = 512;
+
+// Running (max, sum of exp(x - max)) pairs, merged as in online softmax.
+struct MaxSum {
+  float m, s;
+};
+
+__device__ MaxSum merge(MaxSum a, MaxSum b) {
+  if (a.m == -INFINITY)
+    return b;
+  if (b.m == -INFINITY)
+    return a;
+  float m = fmaxf(a.m, b.m);
+  return {m, a.s * expf(a.m - m) + b.s * expf(b.m - m)};
+}
+
+// One block per row: lse[r], and rowLoss[r] = lse - logit[target] (NaN for
+// a counted target outside the vocabulary, so a bad id poisons the loss
+// instead of reading out of bounds) or 0 with counted[r] = 0 when ignored.
+__global__ void crossEntropyRowKernel(const float *logits,
+                                      const int32_t *targets, float *lse,
+                                      float *rowLoss, int *counted,
+                                      int64_t vocab, int64_t paddedVocab,
+                                      int64_t ignoreIndex) {
+  const int64_t r = blockIdx.x;
+  const float *row = logits + r * paddedVocab;
+  MaxSum acc{-INFINITY, 0.0f};
+  for (int64_t j = threadIdx.x; j < vocab; j += blockDim.x)
+    acc = merge(acc, MaxSum{row[j], 1.0f});
+  // Block-wide merge: max first, then the sums rescaled to it.
+  const float m = blockMax(acc.m, -INFINITY);
+  const float mine = acc.m == -INFINITY ? 0.0f : acc.s * expf(acc.m - m);
+  const float s = blockSum(mine);
+  if (threadIdx.x != 0)
+    return;
+  const float l = m + logf(s);
+  lse[r] = l;
+  const int32_t t = targets[r];
+  const bool isCounted = int64_t(t) != ignoreIndex;
+  counted[r] = isCounted;
+  rowLoss[r] = !isCounted ? 0.0f
+               : (t < 0 || t >= vocab) ? NAN
+                                       : l - row[t];
+}
+
+// One block: loss = mean of rowLoss over counted rows (0 when none), summed
+// in double as the CPU reference does.
+__global__ void crossEntropyMeanKernel(const float *rowLoss,
+                                       const int *counted, float *loss,
+                                       int64_t rows) {
+  double total = 0;
+  long long count = 0;
+  for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) {
+    total += rowLoss[r];
+    count += counted[r];
+  }
+  total = blockSum(total);
+  count = blockSum(count);
+  if (threadIdx.x == 0)
+    *loss = count == 0 ? 0.0f : float(total / double(count));
+}
+
+// One block: count of counted rows, for the backward's 1 / count.
+__global__ void countKernel(const int32_t *targets, int64_t rows,
+                            int64_t ignoreIndex, long long *count) {
+  long long c = 0;
+  for (int64_t r = threadIdx.x; r < rows; r += blockDim.x)
+    c += int64_t(targets[r]) != ignoreIndex;
+  c = blockSum(c);
+  if (threadIdx.x == 0)
+    *count = c;
+}
+
+// One block per row: dlogits = (softmax - onehot) * dloss / count on
+// counted rows and real columns, exactly 0 elsewhere.
+__global__ void crossEntropyBackwardKernel(
+    const float *dloss, const float *logits, const int32_t *targets,
+    const float *lse, const long long *count, float *dlogits, int64_t vocab,
+    int64_t paddedVocab, int64_t ignoreIndex) {
+  const int64_t r = blockIdx.x;
+  float *drow = dlogits + r * paddedVocab;
+  const int32_t t = targets[r];
+  const long long c = *count;
+  if (int64_t(t) == ignoreIndex || c == 0) {
+    for (int64_t j = threadIdx.x; j < paddedVocab; j += blockDim.x)
+      drow[j] = 0.0f;
+    return;
+  }
+  const float factor = float(double(*dloss) / double(c));
+  const float *row = logits + r * paddedVocab;
+  const float l = lse[r];
+  for (int64_t j = threadIdx.x; j < paddedVocab; j += blockDim.x) {
+    float g = j < vocab ? expf(row[j] - l) * factor : 0.0f;
+    if (j == t)
+      g -= factor;
+    drow[j] = g;
+  }
+}
+
+void checkVocab(int64_t vocab, int64_t paddedVocab, int64_t rows) {
+  if (vocab <= 0 || vocab > paddedVocab)
+    throw std::invalid_argument(
+        "vocab = " + std::to_string(vocab) + ", padded_vocab = " +
+        std::to_string(paddedVocab) + ", expected 0 < vocab <= padded_vocab");
+  if (rows < 0 || rows > 2147483647)
+    throw std::invalid_argument("rows = " + std::to_string(rows) +
+                                ", expected 0..2^31-1 (one block per row)");
+}
+
+} // namespace
+
+void DeviceImpl::crossEntropyForward(const float *logits,
+                                     const int32_t *targets, float *loss,
+                                     float *lse, int64_t rows, int64_t vocab,
+                                     int64_t paddedVocab,
+                                     int64_t ignoreIndex) {
+  checkVocab(vocab, paddedVocab, rows);
+  char *tmp = static_cast<char *>(
+      scratch(size_t(rows) * (sizeof(float) + sizeof(int)) + 16));
+  float *rowLoss = reinterpret_cast<float *>(tmp);
+  int *counted = reinterpret_cast<int *>(tmp + size_t(rows) * sizeof(float));
+  if (rows > 0) {
+    crossEntropyRowKernel<<<unsigned(rows), kThreads, 0, stream_>>>(
+        logits, targets, lse, rowLoss, counted, vocab, paddedVocab,
+        ignoreIndex);
+    checkLaunch("gptrt_cross_entropy_fwd");
+  }
+  crossEntropyMeanKernel<<<1, 1024, 0, stream_>>>(rowLoss, counted, loss,
+                                                  rows);
+  checkLaunch("gptrt_cross_entropy_fwd (mean)");
+}
+
+void DeviceImpl::crossEntropyBackward(const float *dloss, const float *logits,
+                                      const int32_t *targets,
+                                      const float *lse, float *dlogits,
+                                      int64_t rows, int64_t vocab,
+                                      int64_t paddedVocab,
+                                      int64_t ignoreIndex) {
+  checkVocab(vocab, paddedVocab, rows);
+  if (rows == 0)
+    return;
+  long long *count = static_cast<long long *>(scratch(sizeof(long long)));
+  countKernel<<<1, 1024, 0, stream_>>>(targets, rows, ignoreIndex, count);
+  checkLaunch("gptrt_cross_entropy_bwd (count)");
+  crossEntropyBackwardKernel<<<unsigned(rows), kThreads, 0, stream_>>>(
+      dloss, logits, targets, lse, count, dlogits, vocab, paddedVocab,
+      ignoreIndex);
+  checkLaunch("gptrt_cross_entropy_bwd");
+}
+
+} // namespace gptrt::cuda

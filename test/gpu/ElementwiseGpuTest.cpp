@@ -1,0 +1,152 @@
+// CUDA elementwise kernels against the CPU reference: convert (bit-exact
+// with runtime/cpu/Bf16.h), fill, accumulate, add, scale, GELU forward and
+// backward (float64 reference through the double CPU kernels).
+#include "runtime/cpu/Bf16.h"
+#include "runtime/cpu/Kernels.h"
+#include "test/gpu/GpuTestUtil.h"
+
+namespace gptrt::gputest {
+namespace {
+
+// Odd sizes take the scalar path, multiples of 4 the 16-byte one.
+const int64_t kSizes[] = {1, 7, 4096, 100003};
+
+TEST_F(GpuTest, ConvertF32ToBf16IsBitExact) {
+  for (int64_t n : kSizes) {
+    std::vector<float> x = randn(n, 3.0f);
+    // Specials: NaN (any payload -> 0x7FFF), infinities, ties, subnormals.
+    const uint32_t specials[] = {0x7FC00001u, 0xFF800000u, 0x7F800000u,
+                                 0x3F808000u, 0x3F818000u, 0x00000001u,
+                                 0x80000000u, 0x7F7FFFFFu};
+    for (size_t i = 0; i < std::size(specials) && i < x.size(); ++i)
+      x[i] = cpu::floatFromBits(specials[i]);
+    const float *dx = upload(x);
+    uint16_t *dy = alloc<uint16_t>(n);
+    gptrt_convert(g(), dx, dy, n, GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16);
+    expectOk();
+    std::vector<uint16_t> y = download(dy, n);
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_EQ(y[i], cpu::floatToBf16(x[i])) << "element " << i;
+    // And back: exact widening.
+    float *dz = alloc<float>(n);
+    gptrt_convert(g(), dy, dz, n, GPTRT_DTYPE_BF16, GPTRT_DTYPE_F32);
+    expectOk();
+    std::vector<float> z = download(dz, n);
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_EQ(cpu::floatBits(z[i]), cpu::floatBits(cpu::bf16ToFloat(y[i])))
+          << "element " << i;
+  }
+}
+
+TEST_F(GpuTest, FillAccumulateScale) {
+  for (int64_t n : kSizes) {
+    float *d = alloc<float>(n);
+    gptrt_fill(g(), d, n, 0.25);
+    expectOk();
+    for (float v : download(d, n))
+      ASSERT_EQ(v, 0.25f);
+
+    std::vector<float> a = randn(n), b = randn(n);
+    float *da = upload(a);
+    gptrt_accumulate(g(), upload(b), da, n);
+    expectOk();
+    std::vector<double> ref(n);
+    for (int64_t i = 0; i < n; ++i)
+      ref[i] = double(a[i]) + b[i];
+    EXPECT_LT(relErr(download(da, n), ref), kF32Tol) << "accumulate n=" << n;
+
+    float *ds = alloc<float>(n);
+    gptrt_scale(g(), upload(a), ds, n, -1.5);
+    expectOk();
+    for (int64_t i = 0; i < n; ++i)
+      ref[i] = double(a[i]) * -1.5;
+    EXPECT_LT(relErr(download(ds, n), ref), kF32Tol) << "scale n=" << n;
+  }
+}
+
+TEST_F(GpuTest, AddWithAndWithoutBroadcast) {
+  for (auto [outer, inner] : {std::pair<int64_t, int64_t>{3, 5},
+                              {64, 768}, {1, 100003}}) {
+    for (int64_t bcast : {0, 1}) {
+      std::vector<float> a = randn(outer * inner);
+      std::vector<float> b = randn(bcast ? inner : outer * inner);
+      float *dout = alloc<float>(outer * inner);
+      gptrt_add(g(), upload(a), upload(b), dout, outer, inner, bcast);
+      expectOk();
+      std::vector<double> ref(outer * inner);
+      for (int64_t i = 0; i < outer * inner; ++i)
+        ref[i] = double(a[i]) + b[bcast ? i % inner : i];
+      EXPECT_LT(relErr(download(dout, outer * inner), ref), kF32Tol)
+          << outer << "x" << inner << " broadcast " << bcast;
+    }
+  }
+}
+
+TEST_F(GpuTest, GeluForwardBackward) {
+  for (int64_t n : kSizes) {
+    std::vector<float> x = randn(n, 2.0f), dy = randn(n);
+    float *dout = alloc<float>(n), *ddx = alloc<float>(n);
+    const float *dx = upload(x);
+    gptrt_gelu_fwd(g(), dx, dout, n);
+    gptrt_gelu_bwd(g(), upload(dy), dx, ddx, n);
+    expectOk();
+    std::vector<double> xd = toDouble(x), dyd = toDouble(dy), y(n), gx(n);
+    cpu::geluForward<double>(y.data(), xd.data(), n);
+    cpu::geluBackward<double>(gx.data(), xd.data(), dyd.data(), n);
+    EXPECT_LT(relErr(download(dout, n), y), kF32Tol) << "gelu fwd n=" << n;
+    EXPECT_LT(relErr(download(ddx, n), gx), kF32Tol) << "gelu bwd n=" << n;
+  }
+}
+
+} // namespace
+} // namespace gptrt::gputest
+
+namespace gptrt::gputest {
+namespace {
+
+TEST_F(GpuTest, LayoutKernelsMatchCpu) {
+  Context cpuCtx(Device::Cpu, {});
+  // arange
+  int32_t *pos = alloc<int32_t>(1000);
+  gptrt_arange(g(), pos, 1000);
+  expectOk();
+  std::vector<int32_t> p = download(pos, 1000);
+  for (int32_t i = 0; i < 1000; ++i)
+    ASSERT_EQ(p[i], i);
+  // copy_blocks: the middle third of each row of a [5, 48] into a [5, 16].
+  std::vector<float> src = randn(5 * 48);
+  float *dst = alloc<float>(5 * 16);
+  gptrt_copy_blocks(g(), upload(src), dst, 5, 16, 16, 48, 0, 16);
+  expectOk();
+  std::vector<float> got = download(dst, 5 * 16);
+  for (int o = 0; o < 5; ++o)
+    for (int j = 0; j < 16; ++j)
+      ASSERT_EQ(got[o * 16 + j], src[o * 48 + 16 + j]);
+  // permute [2, 3, 4, 5] -> perm (0, 2, 1, 3), the attention head split.
+  std::vector<float> x = randn(2 * 3 * 4 * 5);
+  float *y = alloc<float>(x.size());
+  gptrt_permute(g(), upload(x), y, 4, 2, 3, 4, 5, 1, 1, 0, 2, 1, 3, 4, 5);
+  expectOk();
+  std::vector<float> ref(x.size());
+  gptrt_permute(cpuCtx.handle(), x.data(), ref.data(), 4, 2, 3, 4, 5, 1, 1, 0,
+                2, 1, 3, 4, 5);
+  EXPECT_EQ(download(y, x.size()), ref);
+  // bias_add and reduce_rows.
+  const int64_t rows = 300, cols = 77;
+  std::vector<float> c = randn(rows * cols), bias = randn(cols);
+  float *dc = upload(c);
+  gptrt_bias_add(g(), upload(bias), dc, rows, cols);
+  float *sum = alloc<float>(cols);
+  gptrt_reduce_rows(g(), dc, sum, rows, cols);
+  expectOk();
+  std::vector<double> rc(rows * cols), rs(cols, 0.0);
+  for (int64_t i = 0; i < rows * cols; ++i) {
+    rc[i] = double(c[i]) + bias[i % cols];
+    rs[i % cols] += rc[i];
+  }
+  EXPECT_LT(relErr(download(dc, rows * cols), rc), kF32Tol);
+  EXPECT_LT(relErr(download(sum, cols), rs), kF32Tol);
+}
+
+} // namespace
+} // namespace gptrt::gputest

@@ -1,0 +1,159 @@
+// cuBLASLt GEMMs against the CPU: gptrt_matmul (f32, every transpose
+// combination, batched, broadcast b) and the bf16 variant against float64;
+// FP8 gptrt_scaled_matmul against the CPU ABI's exact emulation (decoded
+// codes, f32 accumulation: equal up to accumulation order), including the
+// layouts that need the transpose kernel, and its refusals.
+#include "runtime/cpu/Bf16.h"
+#include "runtime/cpu/Fp8.h"
+#include "runtime/cpu/Kernels.h"
+#include "test/gpu/GpuTestUtil.h"
+
+#include <gmock/gmock.h>
+
+#include <algorithm>
+#include <cstdio>
+
+namespace gptrt::gputest {
+namespace {
+
+struct Shape {
+  int64_t batch, m, n, k;
+  bool broadcastB;
+};
+
+const Shape kShapes[] = {
+    {1, 1, 1, 1, false},      {1, 33, 17, 65, false},
+    {4, 64, 96, 128, false},  {3, 128, 48, 80, true},
+    {1, 512, 768, 768, false}};
+
+// double reference of one gptrt_matmul call on f32 (or decoded) inputs.
+std::vector<double> refGemm(const std::vector<float> &a,
+                            const std::vector<float> &b, const Shape &s,
+                            bool ta, bool tb) {
+  std::vector<double> ad = toDouble(a), bd = toDouble(b),
+                      c(s.batch * s.m * s.n);
+  cpu::gemmBatched<double>(c.data(), ad.data(), bd.data(), s.batch, s.m, s.n,
+                           s.k, ta, tb, 0.0, s.m * s.k,
+                           s.broadcastB ? 0 : s.n * s.k, s.m * s.n);
+  return c;
+}
+
+TEST_F(GpuTest, MatmulF32AllLayouts) {
+  for (const Shape &s : kShapes)
+    for (int ta : {0, 1})
+      for (int tb : {0, 1}) {
+        std::vector<float> a = randn(s.batch * s.m * s.k),
+                           b = randn((s.broadcastB ? 1 : s.batch) * s.n * s.k);
+        float *c = alloc<float>(s.batch * s.m * s.n);
+        gptrt_matmul(g(), upload(a), upload(b), c, s.batch, s.m, s.n, s.k, ta,
+                     tb, s.m * s.k, s.broadcastB ? 0 : s.n * s.k, s.m * s.n);
+        expectOk();
+        EXPECT_LT(relErr(download(c, s.batch * s.m * s.n),
+                         refGemm(a, b, s, ta, tb)),
+                  kF32Tol)
+            << s.batch << "x" << s.m << "x" << s.n << "x" << s.k << " ta "
+            << ta << " tb " << tb;
+      }
+}
+
+TEST_F(GpuTest, MatmulBf16AllLayouts) {
+  for (const Shape &s : kShapes)
+    for (int ta : {0, 1})
+      for (int tb : {0, 1}) {
+        std::vector<float> a = randn(s.batch * s.m * s.k),
+                           b = randn((s.broadcastB ? 1 : s.batch) * s.n * s.k);
+        std::vector<uint16_t> ah(a.size()), bh(b.size());
+        for (size_t i = 0; i < a.size(); ++i)
+          ah[i] = cpu::floatToBf16(a[i]);
+        for (size_t i = 0; i < b.size(); ++i)
+          bh[i] = cpu::floatToBf16(b[i]);
+        float *c = alloc<float>(s.batch * s.m * s.n);
+        dev().matmulBf16(upload(ah), upload(bh), c, s.batch, s.m, s.n, s.k,
+                         ta, tb, s.m * s.k, s.broadcastB ? 0 : s.n * s.k,
+                         s.m * s.n);
+        expectOk();
+        // Against the exact product of the f32 inputs: bf16 tolerance.
+        EXPECT_LT(relErr(download(c, s.batch * s.m * s.n),
+                         refGemm(a, b, s, ta, tb)),
+                  kBf16Tol)
+            << s.batch << "x" << s.m << "x" << s.n << "x" << s.k;
+      }
+}
+
+// See the comment at its use.
+constexpr double kFp8GemmTol = 1e-4;
+
+TEST_F(GpuTest, ScaledMatmulFp8MatchesEmulation) {
+  Context cpuCtx(Device::Cpu, {});
+  double worst = 0;
+  const Shape shapes[] = {{1, 16, 16, 16, false},
+                          {2, 64, 128, 96, false},
+                          {3, 128, 64, 256, true},
+                          {1, 512, 768, 768, false}};
+  const std::pair<int64_t, int64_t> formats[] = {
+      {GPTRT_FP8_E4M3, GPTRT_FP8_E4M3},
+      {GPTRT_FP8_E5M2, GPTRT_FP8_E4M3},
+      {GPTRT_FP8_E4M3, GPTRT_FP8_E5M2}};
+  for (const Shape &s : shapes)
+    for (auto [fa, fb] : formats)
+      for (int ta : {0, 1})
+        for (int tb : {0, 1}) {
+          // Random codes of finite values: quantized normal data.
+          const float sa = 16.0f, sb = 0.5f;
+          auto codes = [&](size_t n, int64_t f, float scale) {
+            std::vector<float> x = randn(n);
+            std::vector<uint8_t> q(n);
+            for (size_t i = 0; i < n; ++i)
+              q[i] = f == GPTRT_FP8_E4M3 ? cpu::floatToE4M3(x[i] * scale)
+                                         : cpu::floatToE5M2(x[i] * scale);
+            return q;
+          };
+          std::vector<uint8_t> a = codes(s.batch * s.m * s.k, fa, sa);
+          std::vector<uint8_t> b =
+              codes((s.broadcastB ? 1 : s.batch) * s.n * s.k, fb, sb);
+          const int64_t sA = s.m * s.k, sB = s.broadcastB ? 0 : s.n * s.k,
+                        sC = s.m * s.n;
+          float *c = alloc<float>(s.batch * sC);
+          gptrt_scaled_matmul(g(), upload(a), upload(b),
+                              upload(std::vector<float>{sa}),
+                              upload(std::vector<float>{sb}), c, s.batch, s.m,
+                              s.n, s.k, ta, tb, sA, sB, sC, fa, fb);
+          expectOk();
+          std::vector<float> ref(s.batch * sC);
+          gptrt_scaled_matmul(cpuCtx.handle(), a.data(), b.data(), &sa, &sb,
+                              ref.data(), s.batch, s.m, s.n, s.k, ta, tb, sA,
+                              sB, sC, fa, fb);
+          ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
+          // Same exact products (FP8 x FP8 fits f32; power-of-two scales
+          // make the reciprocals exact); what differs is the summation: f32
+          // in another order, and Hopper's FP8 tensor cores add each MMA's
+          // products with fewer mantissa bits before cuBLASLt promotes them
+          // into the f32 accumulator. Hence kFp8GemmTol; the error is
+          // printed so the first GPU run records what the hardware gives.
+          const double err = relErr(download(c, s.batch * sC), toDouble(ref));
+          worst = std::max(worst, err);
+          EXPECT_LT(err, kFp8GemmTol)
+              << s.batch << "x" << s.m << "x" << s.n << "x" << s.k
+              << " formats " << fa << "," << fb << " ta " << ta << " tb "
+              << tb;
+        }
+  std::printf("FP8 GEMM vs CPU emulation: worst norm-wise error %.3g\n",
+              worst);
+}
+
+TEST_F(GpuTest, ScaledMatmulRefusesWhatCublasLtCannotDo) {
+  uint8_t *a = alloc<uint8_t>(64 * 64), *b = alloc<uint8_t>(64 * 64);
+  float *s = upload(std::vector<float>{1.0f, 1.0f});
+  float *c = alloc<float>(64 * 64);
+  gptrt_scaled_matmul(g(), a, b, s, s + 1, c, 1, 64, 64, 64, 0, 1, 0, 0, 0,
+                      GPTRT_FP8_E5M2, GPTRT_FP8_E5M2);
+  EXPECT_THAT(gpu().error(), ::testing::HasSubstr("both E5M2"));
+  gpu().clearError();
+  gptrt_scaled_matmul(g(), a, b, s, s + 1, c, 1, 24, 64, 64, 0, 1, 0, 0, 0,
+                      GPTRT_FP8_E4M3, GPTRT_FP8_E4M3);
+  EXPECT_THAT(gpu().error(), ::testing::HasSubstr("multiples of 16"));
+  gpu().clearError();
+}
+
+} // namespace
+} // namespace gptrt::gputest

@@ -1,0 +1,146 @@
+// Shared fixture of the GPU tests: one CUDA Context for the whole binary
+// (its single arena is a bump allocator the tests carve device buffers
+// from), fresh random inputs per test, NaN-poisoned outputs, host<->device
+// copies and the norm-wise relative error of DESIGN.md section 7 / the
+// device notes' METHOD.md. Every test SKIPS, with the reason, where no CUDA
+// device can be opened (or the runtime was built without CUDA).
+#ifndef GPTC_TEST_GPU_GPUTESTUTIL_H
+#define GPTC_TEST_GPU_GPUTESTUTIL_H
+
+#include "runtime/abi/gptrt.h"
+#include "runtime/core/Context.h"
+#include "runtime/cuda/Backend.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace gptrt::gputest {
+
+// One arena of this many bytes holds every device buffer of a test.
+constexpr uint64_t kArenaBytes = uint64_t(1) << 30;
+
+struct Shared {
+  std::unique_ptr<Context> ctx;
+  std::string why;  // why there is no context
+};
+
+inline Shared &shared() {
+  static Shared s = [] {
+    Shared r;
+    try {
+      r.ctx = std::make_unique<Context>(Device::Cuda,
+                                        std::vector<ArenaSpec>{
+                                            {"gpu-test", kArenaBytes, 256}});
+    } catch (const std::exception &e) {
+      r.why = e.what();
+    }
+    return r;
+  }();
+  return s;
+}
+
+class GpuTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    Shared &s = shared();
+    if (!s.ctx)
+      GTEST_SKIP() << "no CUDA device: " << s.why;
+    ctx_ = s.ctx.get();
+    ctx_->clearError();
+    next_ = 0;
+    // Fresh inputs every run (METHOD.md); the seed is printed to replay.
+    seed_ = std::random_device{}();
+    rng_.seed(seed_);
+    RecordProperty("seed", std::to_string(seed_));
+  }
+
+  Context &gpu() { return *ctx_; }
+  gptrt_context *g() { return ctx_->handle(); }
+  cuda::Device &dev() { return *ctx_->cudaDevice(); }
+
+  // `count` elements of T in the arena, 256-byte aligned, NaN-poisoned
+  // (all bytes 0xFF: a NaN in f32 and in both FP8 formats).
+  template <typename T> T *alloc(size_t count) {
+    const size_t bytes = count * sizeof(T);
+    char *base = static_cast<char *>(ctx_->arenaBase(0));
+    if (next_ + bytes > kArenaBytes)
+      throw std::runtime_error("GPU test arena exhausted");
+    T *p = reinterpret_cast<T *>(base + next_);
+    next_ = (next_ + bytes + 255) / 256 * 256;
+    std::vector<unsigned char> poison(bytes, 0xFF);
+    ctx_->copyIn(p, poison.data(), bytes);
+    return p;
+  }
+  template <typename T> T *upload(const std::vector<T> &host) {
+    T *p = alloc<T>(host.size());
+    ctx_->copyIn(p, host.data(), host.size() * sizeof(T));
+    return p;
+  }
+  template <typename T> std::vector<T> download(const T *p, size_t count) {
+    std::vector<T> host(count);
+    ctx_->copyOut(host.data(), p, count * sizeof(T));
+    return host;
+  }
+  // Kernel errors recorded by guarded, then asynchronous ones.
+  void expectOk() {
+    ASSERT_FALSE(ctx_->failed()) << ctx_->error();
+    ASSERT_NO_THROW(ctx_->synchronize());
+  }
+
+  std::vector<float> randn(size_t n, float scale = 1.0f) {
+    std::normal_distribution<float> d(0.0f, scale);
+    std::vector<float> v(n);
+    for (float &x : v)
+      x = d(rng_);
+    return v;
+  }
+  std::vector<int32_t> randint(size_t n, int32_t lo, int32_t hi) {
+    std::uniform_int_distribution<int32_t> d(lo, hi - 1);
+    std::vector<int32_t> v(n);
+    for (int32_t &x : v)
+      x = d(rng_);
+    return v;
+  }
+
+  Context *ctx_ = nullptr;
+  size_t next_ = 0;
+  unsigned seed_ = 0;
+  std::mt19937 rng_;
+};
+
+template <typename T> std::vector<double> toDouble(const std::vector<T> &v) {
+  return std::vector<double>(v.begin(), v.end());
+}
+
+// ||got - ref|| / ||ref|| (||ref|| taken as 1 when it is 0); infinity if
+// got holds a NaN anywhere, so unwritten (poisoned) elements always fail.
+template <typename G>
+double relErr(const std::vector<G> &got, const std::vector<double> &ref) {
+  if (got.size() != ref.size())
+    return std::numeric_limits<double>::infinity();
+  double num = 0, den = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(static_cast<double>(got[i])))
+      return std::numeric_limits<double>::infinity();
+    double d = static_cast<double>(got[i]) - ref[i];
+    num += d * d;
+    den += ref[i] * ref[i];
+  }
+  return std::sqrt(num) / (den == 0 ? 1.0 : std::sqrt(den));
+}
+
+// Tolerances of the task (norm-wise, against float64).
+constexpr double kF32Tol = 1e-5;
+constexpr double kBf16Tol = 1e-2;
+
+} // namespace gptrt::gputest
+
+#endif // GPTC_TEST_GPU_GPUTESTUTIL_H

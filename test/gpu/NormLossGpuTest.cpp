@@ -1,0 +1,181 @@
+// CUDA layernorm, embedding, cross-entropy and optimizer kernels against
+// the CPU reference kernels run in float64.
+#include "runtime/cpu/Kernels.h"
+#include "test/gpu/GpuTestUtil.h"
+
+namespace gptrt::gputest {
+namespace {
+
+TEST_F(GpuTest, LayerNormForwardBackward) {
+  for (auto [rows, width] : {std::pair<int64_t, int64_t>{1, 3}, {37, 768},
+                             {1024, 1600}}) {
+    std::vector<float> x = randn(rows * width, 2.0f), w = randn(width),
+                       b = randn(width), dy = randn(rows * width);
+    for (float &v : x)
+      v += 3.0f;  // a mean far from 0, where one-pass variance fails
+    const float *dx = upload(x), *dw = upload(w), *db = upload(b);
+    float *out = alloc<float>(rows * width), *mean = alloc<float>(rows),
+          *rstd = alloc<float>(rows);
+    gptrt_layernorm_fwd(g(), dx, dw, db, out, mean, rstd, rows, width, 1e-5);
+    float *gx = alloc<float>(rows * width), *gw = alloc<float>(width),
+          *gb = alloc<float>(width);
+    gptrt_layernorm_bwd(g(), upload(dy), dx, dw, mean, rstd, gx, gw, gb, rows,
+                        width);
+    expectOk();
+
+    std::vector<double> xd = toDouble(x), wd = toDouble(w), bd = toDouble(b),
+                        dyd = toDouble(dy), o(rows * width), m(rows), s(rows),
+                        rx(rows * width), rw(width, 0.0), rb(width, 0.0);
+    cpu::layerNormForward<double>(o.data(), m.data(), s.data(), xd.data(),
+                                  wd.data(), bd.data(), rows, width, 1e-5);
+    cpu::layerNormBackward<double>(rx.data(), rw.data(), rb.data(), dyd.data(),
+                                   xd.data(), m.data(), s.data(), wd.data(),
+                                   rows, width);
+    SCOPED_TRACE(std::to_string(rows) + "x" + std::to_string(width));
+    EXPECT_LT(relErr(download(out, rows * width), o), kF32Tol);
+    EXPECT_LT(relErr(download(mean, rows), m), kF32Tol);
+    EXPECT_LT(relErr(download(rstd, rows), s), kF32Tol);
+    EXPECT_LT(relErr(download(gx, rows * width), rx), kF32Tol);
+    EXPECT_LT(relErr(download(gw, width), rw), kF32Tol);
+    EXPECT_LT(relErr(download(gb, width), rb), kF32Tol);
+  }
+}
+
+TEST_F(GpuTest, EmbeddingForwardBackward) {
+  const int64_t tableRows = 50, width = 96, rows = 512;
+  std::vector<float> table = randn(tableRows * width), dy = randn(rows * width);
+  std::vector<int32_t> ids = randint(rows, 0, tableRows);  // many repeats
+  const int32_t *did = upload(ids);
+  float *out = alloc<float>(rows * width), *dt = alloc<float>(tableRows * width);
+  gptrt_embedding_fwd(g(), upload(table), did, out, rows, width);
+  gptrt_embedding_bwd(g(), upload(dy), did, dt, rows, tableRows, width);
+  expectOk();
+  std::vector<float> o = download(out, rows * width);
+  for (int64_t i = 0; i < rows * width; ++i)
+    ASSERT_EQ(o[i], table[ids[i / width] * width + i % width]) << i;
+  std::vector<double> dyd = toDouble(dy), ref(tableRows * width, 0.0);
+  cpu::embeddingBackward<double>(ref.data(), dyd.data(), ids.data(), rows,
+                                 width);
+  EXPECT_LT(relErr(download(dt, tableRows * width), ref), kF32Tol);
+}
+
+TEST_F(GpuTest, CrossEntropyForwardBackward) {
+  const int64_t rows = 300, vocab = 1000, padded = 1024, ignore = -1;
+  std::vector<float> logits = randn(rows * padded, 4.0f);
+  std::vector<int32_t> targets = randint(rows, 0, vocab);
+  for (int64_t r = 0; r < rows; r += 7)
+    targets[r] = ignore;
+  const float *dl = upload(logits);
+  const int32_t *dt = upload(targets);
+  float *loss = alloc<float>(1), *lse = alloc<float>(rows),
+        *grad = alloc<float>(rows * padded);
+  const float *dloss = upload(std::vector<float>{0.75f});
+  gptrt_cross_entropy_fwd(g(), dl, dt, loss, lse, rows, vocab, padded, ignore);
+  gptrt_cross_entropy_bwd(g(), dloss, dl, dt, lse, grad, rows, vocab, padded,
+                          ignore);
+  expectOk();
+  std::vector<double> ld = toDouble(logits), rl(rows), rg(rows * padded);
+  double refLoss = cpu::crossEntropyForward<double>(
+      rl.data(), ld.data(), targets.data(), rows, vocab, padded, ignore);
+  cpu::crossEntropyBackward<double>(rg.data(), ld.data(), rl.data(),
+                                    targets.data(), 0.75, rows, vocab, padded,
+                                    ignore);
+  EXPECT_LT(relErr(download(loss, 1), {refLoss}), kF32Tol);
+  EXPECT_LT(relErr(download(lse, rows), rl), kF32Tol);
+  std::vector<float> got = download(grad, rows * padded);
+  EXPECT_LT(relErr(got, rg), kF32Tol);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < padded; ++j)
+      if (j >= vocab || targets[r] == ignore)
+        ASSERT_EQ(got[r * padded + j], 0.0f) << "row " << r << " col " << j;
+}
+
+TEST_F(GpuTest, GlobalNormAndClipScale) {
+  const int64_t n = 1000003;
+  std::vector<float> x = randn(n, 0.01f);
+  float *norm = alloc<float>(1), *coef = alloc<float>(1);
+  gptrt_global_norm(g(), upload(x), norm, n);
+  gptrt_clip_scale(g(), norm, coef, 0.5);
+  expectOk();
+  std::vector<double> xd = toDouble(x);
+  const double ref = std::sqrt(cpu::sumSquares<double>(xd.data(), n));
+  const float gotNorm = download(norm, 1)[0];
+  EXPECT_LT(relErr(std::vector<float>{gotNorm}, {ref}), kF32Tol);
+  // clip_scale: the same f32 operations as the CPU ABI, bit for bit.
+  Context cpuCtx(Device::Cpu, {});
+  float cpuCoef = 0;
+  gptrt_clip_scale(cpuCtx.handle(), &gotNorm, &cpuCoef, 0.5);
+  EXPECT_EQ(download(coef, 1)[0], cpuCoef);
+}
+
+TEST_F(GpuTest, AdamWMatchesCpu) {
+  const int64_t n = 100003;
+  std::vector<float> grad = randn(n), param = randn(n), m = randn(n, 0.1f),
+                     v = randn(n, 0.1f);
+  for (float &x : v)
+    x = x * x;
+  const float gradScale = 0.5f, lr = 3e-4f;
+  const int64_t step = 7;
+  float *dp = upload(param), *dm = upload(m), *dv = upload(v);
+  gpu().setStep(step);
+  gptrt_adamw(g(), upload(grad), upload(std::vector<float>{gradScale}),
+              upload(std::vector<float>{lr}),
+              upload(std::vector<float>{float(step)}), dp, dm, dv, n, 0.9,
+              0.95, 1e-8, 0.1);
+  expectOk();
+  // Reference: the CPU ABI in f32 (PyTorch's operation order).
+  Context cpuCtx(Device::Cpu, {});
+  cpuCtx.setStep(step);
+  std::vector<float> cp = param, cm = m, cv = v;
+  const float stepF = float(step);
+  gptrt_adamw(cpuCtx.handle(), grad.data(), &gradScale, &lr, &stepF,
+              cp.data(), cm.data(), cv.data(), n, 0.9, 0.95, 1e-8, 0.1);
+  ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
+  EXPECT_LT(relErr(download(dp, n), toDouble(cp)), kF32Tol);
+  EXPECT_LT(relErr(download(dm, n), toDouble(cm)), kF32Tol);
+  EXPECT_LT(relErr(download(dv, n), toDouble(cv)), kF32Tol);
+}
+
+} // namespace
+} // namespace gptrt::gputest
+
+namespace gptrt::gputest {
+namespace {
+
+TEST_F(GpuTest, AttentionForwardBackward) {
+  struct Case {
+    int64_t B, T, C, H;
+    bool causal;
+  };
+  for (Case s : {Case{1, 1, 32, 1, true}, Case{2, 64, 96, 3, true},
+                 Case{2, 50, 128, 2, false}, Case{1, 256, 768, 12, true}}) {
+    const int64_t n = s.B * s.T * s.C, nl = s.B * s.H * s.T;
+    std::vector<float> q = randn(n), k = randn(n), v = randn(n),
+                       dy = randn(n);
+    const float *dq_in = upload(q), *dk_in = upload(k), *dv_in = upload(v);
+    float *out = alloc<float>(n), *lse = alloc<float>(nl);
+    float *gq = alloc<float>(n), *gk = alloc<float>(n), *gv = alloc<float>(n);
+    gptrt_attention_fwd(g(), dq_in, dk_in, dv_in, out, lse, s.B, s.T, s.C,
+                        s.H, s.causal);
+    gptrt_attention_bwd(g(), upload(dy), dq_in, dk_in, dv_in, out, lse, gq,
+                        gk, gv, s.B, s.T, s.C, s.H, s.causal);
+    expectOk();
+    std::vector<double> qd = toDouble(q), kd = toDouble(k), vd = toDouble(v),
+                        dyd = toDouble(dy), o(n), l(nl), rq(n), rk(n), rv(n);
+    cpu::attentionForward<double>(o.data(), l.data(), qd.data(), kd.data(),
+                                  vd.data(), s.B, s.T, s.C, s.H, s.causal);
+    cpu::attentionBackward<double>(rq.data(), rk.data(), rv.data(), dyd.data(),
+                                   qd.data(), kd.data(), vd.data(), o.data(),
+                                   l.data(), s.B, s.T, s.C, s.H, s.causal);
+    SCOPED_TRACE("B " + std::to_string(s.B) + " T " + std::to_string(s.T) +
+                 " C " + std::to_string(s.C) + " H " + std::to_string(s.H));
+    EXPECT_LT(relErr(download(out, n), o), kF32Tol);
+    EXPECT_LT(relErr(download(lse, nl), l), kF32Tol);
+    EXPECT_LT(relErr(download(gq, n), rq), kF32Tol);
+    EXPECT_LT(relErr(download(gk, n), rk), kF32Tol);
+    EXPECT_LT(relErr(download(gv, n), rv), kF32Tol);
+  }
+}
+
+} // namespace
+} // namespace gptrt::gputest
