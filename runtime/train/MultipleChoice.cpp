@@ -213,10 +213,15 @@ ChoiceScore scoreChoices(const Artifact &artifact, Context &ctx,
       const Row &r = rows[first + b];
       const ChoiceExample &e = all[r.example];
       const auto &completion = e.completions[r.completion];
-      // Position p's logits predict token p + 1 of the row.
+      // Position p's logits predict token p + 1 of the row; only the
+      // completion's positions leave the arena (device memory on CUDA).
+      std::vector<float> span(completion.size() * padded);
+      ctx.copyOut(span.data(),
+                  logits + (b * T + e.context.size() - 1) * padded,
+                  span.size() * sizeof(float));
       double sum = 0;
       for (size_t k = 0; k < completion.size(); ++k) {
-        const float *z = logits + (b * T + e.context.size() - 1 + k) * padded;
+        const float *z = span.data() + k * padded;
         double top = *std::max_element(z, z + vocab), total = 0;
         for (int64_t v = 0; v < vocab; ++v)
           total += std::exp(static_cast<double>(z[v]) - top);

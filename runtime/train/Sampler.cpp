@@ -90,6 +90,7 @@ std::string sample(const Artifact &artifact, Context &ctx,
 
   Xoshiro256StarStar rng(o.seed);
   std::vector<int32_t> window(B * T, data::kEndOfText);
+  std::vector<float> next(padded);  // the logits of the last position
   for (int64_t step = 0; step < o.tokens; ++step) {
     // The last T tokens at the start of every row; causal attention makes
     // what follows them irrelevant to the logits we read.
@@ -98,9 +99,11 @@ std::string sample(const Artifact &artifact, Context &ctx,
       std::copy(ids.end() - length, ids.end(), window.begin() + row * T);
     writeInput(ctx, manifest, EntryKind::Logits, "tokens", window.data(), {B, T});
     artifact.run(EntryKind::Logits, ctx);
-    const float *logits = static_cast<const float *>(ctx.data(out->buffer())) +
-                          (length - 1) * padded;
-    ids.push_back(drawToken(logits, vocab, o.temperature, o.topK, rng));
+    // Only the one row we need leaves the arena (device memory on CUDA).
+    const float *logits = static_cast<const float *>(ctx.data(out->buffer()));
+    ctx.copyOut(next.data(), logits + (length - 1) * padded,
+                next.size() * sizeof(float));
+    ids.push_back(drawToken(next.data(), vocab, o.temperature, o.topK, rng));
   }
   // An empty prompt starts from end-of-text, which is not printed.
   size_t first = o.prompt.empty() ? 1 : 0;
