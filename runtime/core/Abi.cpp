@@ -319,6 +319,31 @@ GPTRT_EXPORT void gptrt_quantize_fp8(gptrt_context *ctx, const float *x,
   });
 }
 
+namespace {
+
+/// The CPU emulation of an FP8 GEMM before its scales are divided out: FP8
+/// codes decode exactly to f32, so an f32 GEMM of the decoded values is the
+/// FP8 product up to accumulation order.
+void fp8GemmUnscaled(const uint8_t *a, const uint8_t *b, float *c,
+                     int64_t batch, int64_t m, int64_t n, int64_t k,
+                     int64_t transA, int64_t transB, int64_t strideA,
+                     int64_t strideB, int64_t strideC, int64_t formatA,
+                     int64_t formatB) {
+  requireFormat(formatA);
+  requireFormat(formatB);
+  int64_t aElems = batch == 1 ? m * k : (batch - 1) * strideA + m * k;
+  int64_t bElems = strideB == 0 ? n * k : (batch - 1) * strideB + n * k;
+  std::vector<float> fa(aElems), fb(bElems);
+  for (int64_t i = 0; i < aElems; ++i)
+    fa[i] = fp8Decode(a[i], formatA);
+  for (int64_t i = 0; i < bElems; ++i)
+    fb[i] = fp8Decode(b[i], formatB);
+  cpu::gemmBatched(c, fa.data(), fb.data(), batch, m, n, k, transA != 0,
+                   transB != 0, 0.0f, strideA, strideB, strideC);
+}
+
+} // namespace
+
 GPTRT_EXPORT void gptrt_scaled_matmul(
     gptrt_context *ctx, const uint8_t *a, const uint8_t *b,
     const float *scaleA, const float *scaleB, float *c, int64_t batch,
@@ -326,19 +351,8 @@ GPTRT_EXPORT void gptrt_scaled_matmul(
     int64_t strideA, int64_t strideB, int64_t strideC, int64_t formatA,
     int64_t formatB) {
   guarded(ctx, "gptrt_scaled_matmul", [&](Context &) {
-    requireFormat(formatA);
-    requireFormat(formatB);
-    // The CPU emulation: FP8 codes decode exactly to f32, so an f32 GEMM of
-    // the decoded values is the FP8 product up to accumulation order.
-    int64_t aElems = batch == 1 ? m * k : (batch - 1) * strideA + m * k;
-    int64_t bElems = strideB == 0 ? n * k : (batch - 1) * strideB + n * k;
-    std::vector<float> fa(aElems), fb(bElems);
-    for (int64_t i = 0; i < aElems; ++i)
-      fa[i] = fp8Decode(a[i], formatA);
-    for (int64_t i = 0; i < bElems; ++i)
-      fb[i] = fp8Decode(b[i], formatB);
-    cpu::gemmBatched(c, fa.data(), fb.data(), batch, m, n, k, transA != 0,
-                     transB != 0, 0.0f, strideA, strideB, strideC);
+    fp8GemmUnscaled(a, b, c, batch, m, n, k, transA, transB, strideA,
+                    strideB, strideC, formatA, formatB);
     const float dequant = scaleA[0] * scaleB[0];
     int64_t cElems = batch == 1 ? m * n : (batch - 1) * strideC + m * n;
     for (int64_t i = 0; i < cElems; ++i)
@@ -408,22 +422,13 @@ GPTRT_EXPORT void gptrt_scaled_matmul_rowwise(
     int64_t strideA, int64_t strideB, int64_t strideC, int64_t formatA,
     int64_t formatB, int64_t rowwiseA, int64_t rowwiseB) {
   guarded(ctx, "gptrt_scaled_matmul_rowwise", [&](Context &) {
-    requireFormat(formatA);
-    requireFormat(formatB);
     if (batch > 1 && strideC != m * n)
       throw std::invalid_argument("stride_c " + std::to_string(strideC) +
                                   ", expected m * n = " +
                                   std::to_string(m * n) +
                                   " (rowwise scales index contiguous rows)");
-    int64_t aElems = batch == 1 ? m * k : (batch - 1) * strideA + m * k;
-    int64_t bElems = strideB == 0 ? n * k : (batch - 1) * strideB + n * k;
-    std::vector<float> fa(aElems), fb(bElems);
-    for (int64_t i = 0; i < aElems; ++i)
-      fa[i] = fp8Decode(a[i], formatA);
-    for (int64_t i = 0; i < bElems; ++i)
-      fb[i] = fp8Decode(b[i], formatB);
-    cpu::gemmBatched(c, fa.data(), fb.data(), batch, m, n, k, transA != 0,
-                     transB != 0, 0.0f, strideA, strideB, strideC);
+    fp8GemmUnscaled(a, b, c, batch, m, n, k, transA, transB, strideA,
+                    strideB, strideC, formatA, formatB);
     // Row r of all batch x m rows of c, column j: divided by a's scale of
     // its row and b's of its column (each a scalar when not rowwise).
     for (int64_t r = 0; r < batch * m; ++r)

@@ -165,6 +165,12 @@ public:
   void *scratch(size_t bytes);
 
 private:
+  // Gemm.cu: matmul (kind 0, f32) and matmulBf16 (kind 1) differ only in
+  // the input type.
+  template <typename T>
+  void plainGemm(int kind, const T *a, const T *b, float *c, int64_t batch,
+                 int64_t m, int64_t n, int64_t k, bool transA, bool transB,
+                 int64_t strideA, int64_t strideB, int64_t strideC);
   // Gemm.cu: shared by the three GEMM entry points.
   void runGemm(const GemmKey &key, const void *a, const void *b, float *c,
                const float *scaleA, const float *scaleB);

@@ -226,10 +226,11 @@ void DeviceImpl::runGemm(const GemmKey &key, const void *a, const void *b,
         "cublasLtMatmul");
 }
 
-void DeviceImpl::matmul(const float *a, const float *b, float *c,
-                        int64_t batch, int64_t m, int64_t n, int64_t k,
-                        bool transA, bool transB, int64_t strideA,
-                        int64_t strideB, int64_t strideC) {
+template <typename T>
+void DeviceImpl::plainGemm(int kind, const T *a, const T *b, float *c,
+                           int64_t batch, int64_t m, int64_t n, int64_t k,
+                           bool transA, bool transB, int64_t strideA,
+                           int64_t strideB, int64_t strideC) {
   requireDims(batch, m, n, k);
   if (batch == 0 || m == 0 || n == 0)
     return;
@@ -237,30 +238,28 @@ void DeviceImpl::matmul(const float *a, const float *b, float *c,
     fill(c, (batch - 1) * strideC + m * n, 0.0f);
     return;
   }
-  // Alignments travel in the format fields' upper bits (unused for f32).
+  // Alignments travel in the format fields' upper bits (unused here).
   foldSharedB(batch, m, k, n, transA, strideA, strideB, strideC);
-  GemmKey key{0,      batch,   m,       n,      k,
+  GemmKey key{kind,    batch,   m,       n,      k,
               strideA, strideB, strideC, transA, transB,
               alignmentOf(a) << 8, alignmentOf(b) << 8, alignmentOf(c)};
   runGemm(key, a, b, c, nullptr, nullptr);
+}
+
+void DeviceImpl::matmul(const float *a, const float *b, float *c,
+                        int64_t batch, int64_t m, int64_t n, int64_t k,
+                        bool transA, bool transB, int64_t strideA,
+                        int64_t strideB, int64_t strideC) {
+  plainGemm(0, a, b, c, batch, m, n, k, transA, transB, strideA,
+            strideB, strideC);
 }
 
 void DeviceImpl::matmulBf16(const uint16_t *a, const uint16_t *b, float *c,
                             int64_t batch, int64_t m, int64_t n, int64_t k,
                             bool transA, bool transB, int64_t strideA,
                             int64_t strideB, int64_t strideC) {
-  requireDims(batch, m, n, k);
-  if (batch == 0 || m == 0 || n == 0)
-    return;
-  if (k == 0) {
-    fill(c, (batch - 1) * strideC + m * n, 0.0f);
-    return;
-  }
-  foldSharedB(batch, m, k, n, transA, strideA, strideB, strideC);
-  GemmKey key{1,      batch,   m,       n,      k,
-              strideA, strideB, strideC, transA, transB,
-              alignmentOf(a) << 8, alignmentOf(b) << 8, alignmentOf(c)};
-  runGemm(key, a, b, c, nullptr, nullptr);
+  plainGemm(1, a, b, c, batch, m, n, k, transA, transB, strideA,
+            strideB, strideC);
 }
 
 void DeviceImpl::scaledMatmul(const uint8_t *a, const uint8_t *b,

@@ -273,7 +273,8 @@ bool StoreServer::Impl::handleFrames(Connection &c) {
 
 void StoreServer::Impl::handle(Connection &c, const std::string &body) {
   protocol::Reader r(body);
-  switch (r.op()) {
+  const Op op = r.op();
+  switch (op) {
   case Op::Hello: {
     uint32_t magic = r.u32();
     r.u32(); // the client's version: it compares ours with its own
@@ -292,20 +293,12 @@ void StoreServer::Impl::handle(Connection &c, const std::string &body) {
     reply(c, protocol::Writer(Op::Ok));
     return;
   }
-  case Op::Get: {
-    Parked p;
-    p.isGet = true;
-    p.keys.push_back(r.str());
-    p.deadline = deadlineAfter(r.u64());
-    r.end();
-    c.parked = std::move(p);
-    if (!answerParked(c))
-      expireParked(c);
-    return;
-  }
+  case Op::Get:
   case Op::Wait: {
+    // Get waits for one key and returns it; Wait for several, returning none.
     Parked p;
-    uint32_t count = r.u32();
+    p.isGet = op == Op::Get;
+    uint32_t count = p.isGet ? 1 : r.u32();
     for (uint32_t i = 0; i < count; ++i)
       p.keys.push_back(r.str());
     p.deadline = deadlineAfter(r.u64());
