@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The one GPU check (DESIGN.md section 7): runs every CUDA test, a gptrun
-# smoke test and (later) the benchmarks on the GPU machine, prints one table
-# at the end and exits non-zero on any failure. Budget: under 8 minutes.
+# smoke test and the benchmarks (today the PyTorch side only; gptc's is a
+# TODO row) on the GPU machine, prints one table at the end and exits
+# non-zero on any failure. Budget: under 8 minutes.
 #
 # The GPU machine starts bare and has no build of ours, and the whole build
 # directory is far over what travels with a device run (64 MiB), so the
@@ -10,7 +11,8 @@
 #   here:        tools/device-check.sh --pack [BUILD_DIR]     (default build)
 #                -> BUILD_DIR/devcheck: test binaries, gptrun, the shared
 #                   libraries the GPU image may lack (OpenBLAS and its
-#                   Fortran runtime), tiny artifacts compiled by gptc, data
+#                   Fortran runtime), tiny artifacts compiled by gptc, data,
+#                   bench/torch_gpt2.py (the benchmark's PyTorch side)
 #   GPU machine: tools/device-check.sh [PACK_DIR]   (default build/devcheck)
 #                run with carry: ["build/devcheck"]; logs and the gtest XML
 #                go to $OUT (or /tmp/device-check) and come back.
@@ -45,6 +47,10 @@ if [[ "${1:-}" == "--pack" ]]; then
     -o "$pack/artifacts/tiny-fp8.so" || exit 1
   data=$(ls "$build"/test/e2e/train-tiny/data/train_*.bin 2>/dev/null | head -1)
   [[ -n $data ]] && cp "$data" "$pack/data/"
+  # The PyTorch side of the benchmark travels in the pack too: the run step
+  # uses this copy, so what was packed is what ran.
+  mkdir -p "$pack/bench"
+  cp "$here/tools/bench/torch_gpt2.py" "$pack/bench/" || exit 1
   du -sh "$pack"
   echo "device-check: packed into $pack; on the GPU machine run"
   echo "  tools/device-check.sh ${pack#$here/}   with carry [\"${pack#$here/}\"]"
@@ -61,6 +67,9 @@ start=$(date +%s)
 # cuBLASLt comes from the machine's CUDA 13 (too large to carry).
 cublas_dirs=/usr/local/cuda/lib64:/usr/local/cuda/lib
 py_cublas=$(python3 -c 'import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], "lib"))' 2>/dev/null || true)
+# PyTorch runs with the machine's own library path: the Debian libraries
+# packed for our binaries are not for its wheels.
+machine_ld_library_path=${LD_LIBRARY_PATH-}
 export LD_LIBRARY_PATH=$pack/lib:$cublas_dirs${py_cublas:+:$py_cublas}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
 names=(); states=(); notes=()
@@ -146,19 +155,101 @@ done
 
 # 6. Benchmarks (DESIGN.md section 8): GPT-2 124M tokens/s, bf16 and FP8,
 # side by side with PyTorch (+ torch.compile) in the same run.
-# TODO: needs fast attention (today's is an O(T^2) baseline), fused
-# epilogues and CUDA-graph capture of the step; no numbers until then.
-echo "== benchmarks: not implemented yet"
-record "bench-gpt2-124m" TODO "not implemented yet"
+#
+# PyTorch side (tools/bench/torch_gpt2.py, from the pack): 124M bf16 and
+# fp8, both compiled, then bf16-vs-FP8 GEMM timings of the 124M and 774M
+# shapes. Budget about 3 minutes: torch.compile of 124M takes about a
+# minute per variant, so only 10 warm-up and 30 timed steps (about 2 s of
+# steps at 16 x 1024 tokens). The timeouts are caps for a hung or runaway
+# run, not the expected times.
+# BENCH_MICRO_BATCH (sequences of 1024 tokens per step): 16 is a safe fill
+# of the H200's 141 GB for 124M, not a tuned one; raise it to find the
+# fastest fill, and give gptc the same micro-batch when its row arrives.
+bench_py=$pack/bench/torch_gpt2.py
+bench_python=${BENCH_PYTHON:-python3}
+bench_micro_batch=${BENCH_MICRO_BATCH:-16}
+# A command line, not a function: run_step hands it to timeout.
+torch_python=(env LD_LIBRARY_PATH="$machine_ld_library_path" "$bench_python")
+# The last RESULT line of a training log as "X tok/s, Y ms/step, MFU Z%, loss L".
+training_note() {
+  "$bench_python" - "$1" <<'EOF'
+import json, sys
+rows = [json.loads(line[len("RESULT "):]) for line in open(sys.argv[1]) if line.startswith("RESULT ")]
+r = rows[-1]
+print("%.0f tok/s, %.2f ms/step, MFU %.1f%%, loss %.4f (micro-batch %d x %d, peak %.1f GiB)"
+      % (r["tokens_per_s"], r["step_ms"], 100 * r["mfu"], r["final_loss"], r["micro_batch"], r["seq"],
+         r["peak_mem_gib"] or 0.0))
+EOF
+}
+# The GEMM table's RESULT lines as FP8 speed-ups over bf16, geometric mean per config.
+gemm_note() {
+  "$bench_python" - "$1" <<'EOF'
+import json, math, sys
+rows = [json.loads(line[len("RESULT "):]) for line in open(sys.argv[1]) if line.startswith("RESULT ")]
+parts = []
+for config in dict.fromkeys(r["config"] for r in rows):
+    mine = [r for r in rows if r["config"] == config]
+    def speedup(key):
+        return math.exp(sum(math.log(r["bf16_us"] / r[key]) for r in mine) / len(mine))
+    parts.append("%s fp8 %.2fx bf16 (%.2fx with cast)" % (config, speedup("fp8_us"), speedup("fp8_with_cast_us")))
+print("; ".join(parts) + " (geomean of %d GEMMs)" % len(rows))
+EOF
+}
+# bench_row NAME LOG RC NOTE_FUNCTION: one table row from a finished run.
+# Exit status 2 with a last line "torch_gpt2: ..." is the script refusing
+# (this machine or its torch lacks what the run needs): not applicable
+# here, so SKIP with that line. argparse's usage errors exit 2 too, but
+# print "torch_gpt2.py: error: ...": those are failures.
+bench_row() {
+  local name=$1 log=$2 rc=$3 note_fn=$4
+  if [[ $rc == 0 ]] && grep -q '^RESULT ' "$log"; then
+    record "$name" PASS "$("$note_fn" "$log" 2>&1 | tail -n 1)"
+  elif [[ $rc == 2 ]] && tail -n 1 "$log" | grep -q '^torch_gpt2: '; then
+    record "$name" SKIP "$(tail -n 1 "$log" | cut -c1-160)"
+  else
+    record "$name" "$([[ $rc == 124 ]] && echo TIMEOUT || echo FAIL)" "rc $rc: $(tail -n 1 "$log" | cut -c1-120)"
+  fi
+}
+
+torch_skip=""
+if ! command -v "$bench_python" >/dev/null; then
+  torch_skip="$bench_python not on PATH"
+elif ! "${torch_python[@]}" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
+  torch_skip="no torch with CUDA under $bench_python"
+fi
+if [[ -n $torch_skip ]]; then
+  for name in bench-torch-124m-bf16 bench-torch-124m-fp8 bench-torch-gemm; do
+    record "$name" SKIP "$torch_skip"
+  done
+elif [[ ! -f $bench_py ]]; then
+  record "bench-torch" FAIL "$bench_py missing: the pack predates it; rerun tools/device-check.sh --pack"
+else
+  for variant in bf16 fp8; do
+    run_step "bench-torch-124m-$variant" 120 "bench-torch-124m-$variant.log" \
+      "${torch_python[@]}" "$bench_py" --config 124m --variant "$variant" \
+      --micro-batch "$bench_micro_batch" --warmup 10 --steps 30
+    rc=$?
+    bench_row "bench-torch-124m-$variant" "$out/bench-torch-124m-$variant.log" $rc training_note
+  done
+  run_step bench-torch-gemm 60 bench-torch-gemm.log \
+    "${torch_python[@]}" "$bench_py" --gemm-table --micro-batch "$bench_micro_batch"
+  rc=$?
+  bench_row bench-torch-gemm "$out/bench-torch-gemm.log" $rc gemm_note
+fi
+
+# gptc side. TODO: needs fast attention (today's is an O(T^2) baseline),
+# fused epilogues and CUDA-graph capture of the step; no numbers until then.
+echo "== bench-gptc-124m: not implemented yet"
+record "bench-gptc-124m" TODO "not implemented yet"
 
 # ---------------------------------------------------------------- table
 elapsed=$(( $(date +%s) - start ))
 echo
 echo "device-check summary ($elapsed s; logs in $out)"
-printf '%-18s %-8s %s\n' STEP STATUS NOTE
+printf '%-22s %-8s %s\n' STEP STATUS NOTE
 status=0
 for i in "${!names[@]}"; do
-  printf '%-18s %-8s %s\n' "${names[$i]}" "${states[$i]}" "${notes[$i]}"
+  printf '%-22s %-8s %s\n' "${names[$i]}" "${states[$i]}" "${notes[$i]}"
   case ${states[$i]} in FAIL|TIMEOUT) status=1 ;; esac
 done
 exit $status

@@ -43,12 +43,13 @@ enum class Phase { None, Gpt, Autodiff, Fp8, Rt, Llvm, Obj, So };
 /// itself (gpt-data-parallel, counted after rt-bufferize).
 void printGradientBuckets(ModuleOp module, llvm::raw_ostream &os) {
   int64_t buckets = 0, floats = 0, largest = 0;
-  bool fp8 = false;
+  bool fp8 = false, scatter = false;
   module.walk([&](rt::KernelOp kernel) {
     if (kernel.getKernel() != "grad_bucket_ready")
       return;
     int64_t n = cast<IntegerAttr>(kernel.getConsts()[0]).getInt();
     fp8 = cast<IntegerAttr>(kernel.getConsts()[2]).getInt() >= 0;
+    scatter = cast<IntegerAttr>(kernel.getConsts()[3]).getInt() != 0;
     ++buckets;
     floats += n;
     largest = std::max(largest, n);
@@ -67,6 +68,14 @@ void printGradientBuckets(ModuleOp module, llvm::raw_ostream &os) {
                    " MiB per rank)"
              : std::string("as f32"))
      << ", each bucket as soon as the backward has finished it\n";
+  if (scatter)
+    os << "ZeRO-1: each bucket is reduce-scattered (a rank receives the sums "
+          "of its 1/ranks slice), AdamW runs on those slices with moments for "
+          "them only ("
+       << llvm::format("%.1f", 2 * floats * mib)
+       << " MiB / ranks per rank instead of all of it), then the parameters "
+          "are all-gathered ("
+       << llvm::format("%.1f", floats * mib) << " MiB)\n";
 }
 
 int fail(const llvm::Twine &message) {
@@ -190,6 +199,12 @@ int gptcMain(int argc, char **argv) {
                      "backward finishes it (default 25); 0: the runtime sums "
                      "all gradients after the step"),
       llvm::cl::init(25.0), llvm::cl::cat(category));
+  llvm::cl::opt<int> zeroStage(
+      "zero",
+      llvm::cl::desc("Data parallelism: 0 (default) all-reduces gradients; 1 "
+                     "is ZeRO-1: reduce-scatter, AdamW and its moments sharded "
+                     "across ranks, parameters all-gathered"),
+      llvm::cl::init(0), llvm::cl::cat(category));
   llvm::cl::opt<bool> fp8Fusion(
       "fp8-fusion",
       llvm::cl::desc("Compute each amax, and under fp8-delayed each FP8 cast, "
@@ -327,6 +342,7 @@ int gptcMain(int argc, char **argv) {
     GptDataParallelOptions dataParallel;
     dataParallel.bucketMb = gradBucketMb;
     dataParallel.gradComm = gradComm;
+    dataParallel.zero = zeroStage;
     pm.addPass(createGptDataParallel(dataParallel));
     if (failed(pm.run(work)))
       return 1;

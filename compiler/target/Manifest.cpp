@@ -236,6 +236,12 @@ private:
         o->set_beta2(real(2));
         o->set_eps(real(3));
         o->set_weight_decay(std::max(o->weight_decay(), real(4)));
+      } else if (kernel.getKernel() == "adamw_sharded") {
+        o->set_beta1(real(3));
+        o->set_beta2(real(4));
+        o->set_eps(real(5));
+        o->set_weight_decay(std::max(o->weight_decay(), real(6)));
+        o->set_zero_stage(1);
       }
     }
   }

@@ -110,9 +110,12 @@ private:
                 MemRefType::get({static_cast<int64_t>(state.getHistory())},
                                 b.getF32Type()));
   }
-  Value gradsBlock() {
-    return view("grads", 0,
-                MemRefType::get({gradsBytes / 4}, b.getF32Type()));
+  Value gradsBlock() { return arenaBlock("grads"); }
+  /// A whole persistent arena of f32 (params and grads have the same size,
+  /// the optimizer's moments twice that).
+  Value arenaBlock(StringRef arena, int64_t copies = 1) {
+    return view(arena, 0,
+                MemRefType::get({copies * gradsBytes / 4}, b.getF32Type()));
   }
 
   // -- op by op -------------------------------------------------------------
@@ -634,7 +637,8 @@ LogicalResult EntryLowering::lowerOp(Operation *op) {
                {view("grads", begin,
                      MemRefType::get({(end - begin) / 4}, b.getF32Type()))},
                {i64((end - begin) / 4), i64(o.getBucket()),
-                i64(o.getFp8() ? GPTRT_FP8_E4M3 : -1)});
+                i64(o.getFp8() ? GPTRT_FP8_E4M3 : -1),
+                i64(o.getScatter() ? 1 : 0)});
         return success();
       })
       .Case([&](gpt::GradSyncOp o) {
@@ -648,8 +652,8 @@ LogicalResult EntryLowering::lowerOp(Operation *op) {
         return success();
       })
       .Case([&](gpt::GradNormOp o) {
-        kernel("global_norm", {gradsBlock()}, {define(o.getResult())},
-               {i64(gradsBytes / 4)});
+        kernel(o.getSharded() ? "global_norm_sharded" : "global_norm",
+               {gradsBlock()}, {define(o.getResult())}, {i64(gradsBytes / 4)});
         return success();
       })
       .Case([&](gpt::ClipScaleOp o) {
@@ -661,6 +665,22 @@ LogicalResult EntryLowering::lowerOp(Operation *op) {
         auto param = module.lookupSymbol<gpt::ParamOp>(o.getParam());
         MemRefType type = bufferType(param.getType());
         const ParamPlacement &at = placement(o.getParam());
+        if (o.getSharded()) {
+          // The runtime places this rank's moments (its shard of the
+          // optimizer arena); it needs the gradient's place in the arena
+          // to know which elements the rank owns.
+          kernel("adamw_sharded",
+                 {view("grads", at.grad, type), lookup(o.getGradScale()),
+                  lookup(o.getLr()), lookup(o.getStep())},
+                 {view("params", at.value, type), arenaBlock("optimizer", 2)},
+                 {i64(numElements(type)), i64(at.grad / 4),
+                  i64(gradsBytes / 4),
+                  f64(o.getBeta1().convertToDouble()),
+                  f64(o.getBeta2().convertToDouble()),
+                  f64(o.getEps().convertToDouble()),
+                  f64(o.getWeightDecay().convertToDouble())});
+          return success();
+        }
         kernel("adamw",
                {view("grads", at.grad, type), lookup(o.getGradScale()),
                 lookup(o.getLr()), lookup(o.getStep())},
@@ -671,6 +691,11 @@ LogicalResult EntryLowering::lowerOp(Operation *op) {
                 f64(o.getBeta2().convertToDouble()),
                 f64(o.getEps().convertToDouble()),
                 f64(o.getWeightDecay().convertToDouble())});
+        return success();
+      })
+      .Case([&](gpt::GatherParamsOp) {
+        kernel("gather_params", {}, {arenaBlock("params")},
+               {i64(gradsBytes / 4)});
         return success();
       })
       .Case([&](gpt::ZeroGradsOp) {

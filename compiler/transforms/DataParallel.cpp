@@ -41,6 +41,25 @@ public:
                          << "' is not a format; use f32 or fp8";
       return signalPassFailure();
     }
+    if (zero != 0 && zero != 1) {
+      module.emitError() << "gpt-data-parallel zero=" << static_cast<int>(zero)
+                         << " is not a ZeRO stage this compiler has; use 0 "
+                            "(all-reduce) or 1 (sharded optimizer)";
+      return signalPassFailure();
+    }
+    if (zero == 1 && bucketMb == 0) {
+      module.emitError() << "gpt-data-parallel zero=1 shards along the "
+                            "gradient buckets, but bucket-mb=0 makes none; "
+                            "set bucket-mb > 0 (e.g. 25)";
+      return signalPassFailure();
+    }
+    if (zero == 1 && gradComm == "fp8") {
+      module.emitError() << "gpt-data-parallel zero=1 with grad-comm=fp8 is "
+                            "not built yet (the FP8 exchange all-gathers codes "
+                            "and has no reduce-scatter form); use "
+                            "grad-comm=f32 with zero=1";
+      return signalPassFailure();
+    }
     auto train = module.lookupSymbol<func::FuncOp>("train_step");
     if (!train || bucketMb == 0)
       return;
@@ -73,9 +92,18 @@ public:
     // Greedy buckets in the order gradients become final, each a run of
     // consecutive parameters (one contiguous range of the grads arena).
     SmallVector<ParamInfo *> order;
-    for (ParamInfo &p : params)
-      if (p.ready)
+    for (ParamInfo &p : params) {
+      if (p.ready) {
         order.push_back(&p);
+      } else if (zero == 1) {
+        // Its elements would be in no bucket, so no rank would own them.
+        p.op.emitError() << "parameter @" << p.op.getSymName()
+                         << " gets no gradient in train_step, so zero=1 "
+                            "cannot give it an owner; remove the parameter "
+                            "or compile with zero=0";
+        return signalPassFailure();
+      }
+    }
     llvm::stable_sort(order, [](ParamInfo *a, ParamInfo *b) {
       return a->readyAt < b->readyAt;
     });
@@ -111,13 +139,46 @@ public:
       gpt::GradBucketReadyOp::create(b, last->getLoc(),
                                      static_cast<uint64_t>(i),
                                      ArrayAttr::get(context, names),
-                                     /*fp8=*/gradComm == "fp8");
+                                     /*fp8=*/gradComm == "fp8",
+                                     /*scatter=*/zero == 1);
     }
     if (buckets.empty())
       return;
     OpBuilder b(train.front().getTerminator());
     gpt::GradSyncOp::create(b, train.getLoc(),
                             static_cast<uint64_t>(buckets.size()));
+    if (zero == 1 && failed(shardOptimizer(module)))
+      signalPassFailure();
+  }
+
+private:
+  // ZeRO-1: the optimizer reads only this rank's slices, then the updated
+  // parameters are gathered before the gradients are cleared.
+  LogicalResult shardOptimizer(ModuleOp module) {
+    auto optimizer = module.lookupSymbol<func::FuncOp>("optimizer_step");
+    if (!optimizer)
+      return module.emitError()
+             << "gpt-data-parallel zero=1 shards @optimizer_step, which this "
+                "module does not have; run gpt-optimizer first";
+    Operation *lastUpdate = nullptr;
+    bool normed = false;
+    for (Operation &op : optimizer.front()) {
+      if (auto norm = dyn_cast<gpt::GradNormOp>(op)) {
+        norm.setSharded(true);
+        normed = true;
+      } else if (auto adamw = dyn_cast<gpt::AdamWOp>(op)) {
+        adamw.setSharded(true);
+        lastUpdate = &op;
+      }
+    }
+    if (!lastUpdate || !normed)
+      return optimizer.emitError()
+             << "has no gpt.adamw or no gpt.grad_norm for zero=1 to shard; "
+                "expected gpt-optimizer's @optimizer_step";
+    OpBuilder b(lastUpdate->getContext());
+    b.setInsertionPointAfter(lastUpdate);
+    gpt::GatherParamsOp::create(b, optimizer.getLoc());
+    return success();
   }
 };
 

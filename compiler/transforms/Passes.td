@@ -222,6 +222,17 @@ def GptDataParallel : Pass<"gpt-data-parallel", "::mlir::ModuleOp"> {
     all of them. With one rank, or on other micro-steps, both do nothing,
     so the same artifact runs anywhere. `bucket-mb=0` inserts nothing: the
     runtime then sums the whole gradient arena after the step.
+
+    `zero=1` (ZeRO-1, as llm.c does it) shards the optimizer: each bucket is
+    reduce-scattered (`scatter`) instead of all-reduced, each rank computes
+    the gradient norm from its slices (`gpt.grad_norm sharded`, partial sums
+    added across ranks), runs AdamW on its slices only and keeps AdamW
+    moments for those only (`gpt.adamw ... sharded`: 1/ranks of the
+    optimizer memory), and `gpt.gather_params` all-gathers the updated
+    parameters before the gradients are cleared. Needs gpt-optimizer to
+    have run, buckets (`bucket-mb` > 0), f32 gradient communication, and a
+    gradient for every parameter. Checkpoints hold the whole optimizer
+    state, as without ZeRO.
   }];
   let dependentDialects = ["::gptc::gpt::GptDialect"];
   let options = [
@@ -233,6 +244,11 @@ def GptDataParallel : Pass<"gpt-data-parallel", "::mlir::ModuleOp"> {
            "Largest bucket in MiB of f32 gradients (PyTorch DDP's default "
            "bucket_cap_mb is 25); smaller buckets start communicating "
            "earlier but pay more per-message latency; 0 disables the pass">,
+    Option<"zero", "zero", "int", "0",
+           "ZeRO stage: 0 all-reduces gradients and every rank runs the whole "
+           "optimizer; 1 reduce-scatters them, shards AdamW and its moments "
+           "across ranks and all-gathers the parameters (less optimizer "
+           "memory per rank, same result up to the norm's summation order)">,
   ];
 }
 

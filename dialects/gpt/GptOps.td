@@ -393,10 +393,16 @@ def Gpt_GradBucketReadyOp : Gpt_Op<"grad_bucket_ready", [
     buffers must be contiguous (consecutive parameters). With `fp8` the
     bucket travels as E4M3 with one scale shared by all ranks (from a
     max-all-reduce of their amaxes) and is summed in f32 after it arrives.
+    With `scatter` (ZeRO-1) it is a reduce-scatter instead: the bucket is cut
+    into one slice per rank (ceil(elements / ranks) each, the last one
+    shorter) and each rank receives the sums of its own slice only, which is
+    all its shard of the optimizer reads (`gpt.adamw ... sharded`).
   }];
   let arguments = (ins I64Attr:$bucket, FlatSymbolRefArrayAttr:$params,
-                       UnitAttr:$fp8);
-  let assemblyFormat = "$bucket $params (`fp8` $fp8^)? attr-dict";
+                       UnitAttr:$fp8, UnitAttr:$scatter);
+  let assemblyFormat =
+      "$bucket $params (`fp8` $fp8^)? (`scatter` $scatter^)? attr-dict";
+  let hasVerifier = 1;
 }
 
 def Gpt_GradSyncOp : Gpt_Op<"grad_sync", [MemoryEffects<[MemRead, MemWrite]>]> {
@@ -432,8 +438,14 @@ def Gpt_StepScalarOp : Gpt_Op<"step_scalar", [MemoryEffects<[MemRead]>]> {
 
 def Gpt_GradNormOp : Gpt_Op<"grad_norm", [MemoryEffects<[MemRead]>]> {
   let summary = "global L2 norm of every parameter's accumulated gradient";
+  let description = [{
+    With `sharded` (ZeRO-1) each rank squares only the gradient slices it
+    owns (the only ones a reduce-scatter summed) and the partial sums are
+    added across ranks, so every rank gets the same global norm.
+  }];
+  let arguments = (ins UnitAttr:$sharded);
   let results = (outs Gpt_LossTensor:$result);
-  let assemblyFormat = "attr-dict";
+  let assemblyFormat = "(`sharded` $sharded^)? attr-dict";
 }
 
 def Gpt_ClipScaleOp : Gpt_Op<"clip_scale", [Pure]> {
@@ -452,16 +464,31 @@ def Gpt_AdamWOp : Gpt_Op<"adamw", [
     PyTorch's AdamW (bias-corrected moments, decoupled weight decay) on the
     fp32 master copy of `param`, with the gradient multiplied by
     `grad_scale` (gradient clipping). The moments are persistent fp32 state
-    of the parameter.
+    of the parameter. With `sharded` (ZeRO-1) a rank updates only the
+    elements whose gradient slice it owns, and keeps moments for those
+    only; `gpt.gather_params` then hands every rank the others' updates.
   }];
   let arguments = (ins FlatSymbolRefAttr:$param, Gpt_LossTensor:$lr,
                        Gpt_LossTensor:$step, Gpt_LossTensor:$grad_scale,
                        F64Attr:$beta1, F64Attr:$beta2, F64Attr:$eps,
-                       F64Attr:$weight_decay);
+                       F64Attr:$weight_decay, UnitAttr:$sharded);
   let assemblyFormat = [{
-    $param `lr` `=` $lr `step` `=` $step `grad_scale` `=` $grad_scale attr-dict
+    $param `lr` `=` $lr `step` `=` $step `grad_scale` `=` $grad_scale
+    (`sharded` $sharded^)? attr-dict
   }];
   let hasVerifier = 1;
+}
+
+def Gpt_GatherParamsOp : Gpt_Op<"gather_params", [
+    MemoryEffects<[MemRead, MemWrite]>]> {
+  let summary = "all-gathers the parameter slices each rank updated (ZeRO-1)";
+  let description = [{
+    Inserted by gpt-data-parallel with `zero=1` after the sharded AdamW
+    updates: every rank sends the parameter elements it owns and receives
+    everyone else's, so all ranks start the next step with the same
+    weights. With one rank it does nothing.
+  }];
+  let assemblyFormat = "attr-dict";
 }
 
 def Gpt_ZeroGradsOp : Gpt_Op<"zero_grads", [MemoryEffects<[MemWrite]>]> {

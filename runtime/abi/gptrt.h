@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below or the manifest's meaning changes. */
-#define GPTRT_ABI_VERSION 8
+#define GPTRT_ABI_VERSION 9
 
 typedef struct gptrt_context gptrt_context;
 
@@ -298,11 +298,34 @@ void gptrt_scaled_matmul_cast(gptrt_context *ctx, const uint8_t *a,
  * starts summing it across ranks in the background, else nothing happens.
  * fp8_format -1 sends f32; GPTRT_FP8_E4M3 sends E4M3 codes with a scale
  * shared by all ranks (max-all-reduce of the bucket's amax), summed in f32.
+ * scatter 1 (ZeRO-1): a reduce-scatter instead; afterwards this rank's
+ * slice of the bucket holds the sums (slices of ceil(n / ranks) elements,
+ * rank r owns slice r).
  * grad_sync: waits until all `buckets` sums of this step are done (grads:
  * the whole gradient arena, which then holds them). */
 void gptrt_grad_bucket_ready(gptrt_context *ctx, float *grads, int64_t n,
-                             int64_t bucket, int64_t fp8_format);
+                             int64_t bucket, int64_t fp8_format,
+                             int64_t scatter);
 void gptrt_grad_sync(gptrt_context *ctx, float *grads, int64_t buckets);
+
+/* ZeRO-1's optimizer step (gpt-data-parallel zero=1). With one rank (no
+ * shard set on the context) each is its unsharded counterpart.
+ * global_norm_sharded: like global_norm over the owned gradient elements,
+ * squares summed across ranks. adamw_sharded: gptrt_adamw on the owned
+ * elements of one parameter (n elements whose gradient starts at element
+ * grad_offset of the grads arena, which has grad_elements); `optimizer` is
+ * the optimizer arena's base: unsharded m at [grad_offset], v at
+ * [grad_elements + grad_offset]; sharded, the runtime's shard layout. gather_params: every
+ * rank's updated elements of the params arena (n f32) to every rank. */
+void gptrt_global_norm_sharded(gptrt_context *ctx, const float *grads,
+                               float *out, int64_t n);
+void gptrt_adamw_sharded(gptrt_context *ctx, const float *grad,
+                         const float *grad_scale, const float *lr,
+                         const float *step, float *param, float *optimizer,
+                         int64_t n, int64_t grad_offset, int64_t grad_elements,
+                         double beta1,
+                         double beta2, double eps, double weight_decay);
+void gptrt_gather_params(gptrt_context *ctx, float *params, int64_t n);
 
 #ifdef __cplusplus
 }

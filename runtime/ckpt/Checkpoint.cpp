@@ -98,7 +98,17 @@ void checkWritable(const std::string &dir) {
 }
 
 std::string save(const std::string &dir, const mf::Manifest &manifest,
-                 const Context &ctx, cp::Checkpoint index, int keep) {
+                 const Context &ctx, cp::Checkpoint index, int keep,
+                 std::string_view unshardedOptimizer) {
+  const bool sharded = ctx.optimizerShard() != nullptr;
+  if (sharded &&
+      unshardedOptimizer.size() !=
+          manifest.arenas(static_cast<int>(ctx.optimizerShardArena())).size())
+    throw std::logic_error(
+        "saving a ZeRO-1 context needs the unsharded optimizer arena (" +
+        std::to_string(manifest.arenas(static_cast<int>(ctx.optimizerShardArena()))
+                           .size()) +
+        " bytes), got " + std::to_string(unshardedOptimizer.size()));
   fs::path root(dir);
   std::error_code ec;
   fs::create_directories(root, ec);
@@ -119,17 +129,21 @@ std::string save(const std::string &dir, const mf::Manifest &manifest,
     cp::ArenaFile *file = index.add_arenas();
     file->set_name(arena.name());
     file->set_file(arena.name() + ".bin");
-    file->set_size(ctx.arenaSize(i));
     const char *bytes = static_cast<const char *>(ctx.arenaBase(i));
+    uint64_t size = ctx.arenaSize(i);
     // A CUDA arena is device memory: checksum and write a host copy.
     std::vector<char> staged;
-    if (ctx.device() != Device::Cpu) {
-      staged.resize(ctx.arenaSize(i));
+    if (sharded && static_cast<size_t>(i) == ctx.optimizerShardArena()) {
+      bytes = unshardedOptimizer.data();
+      size = unshardedOptimizer.size();
+    } else if (ctx.device() != Device::Cpu) {
+      staged.resize(size);
       ctx.copyOut(staged.data(), bytes, staged.size());
       bytes = staged.data();
     }
-    file->set_fnv1a64(fnv1a64(std::string_view(bytes, ctx.arenaSize(i))));
-    writeDurably(tmp / file->file(), bytes, ctx.arenaSize(i));
+    file->set_size(size);
+    file->set_fnv1a64(fnv1a64(std::string_view(bytes, size)));
+    writeDurably(tmp / file->file(), bytes, size);
   }
   std::string serialized;
   index.SerializeToString(&serialized);

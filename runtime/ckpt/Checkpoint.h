@@ -8,6 +8,7 @@
 #include "runtime/ckpt/checkpoint.pb.h"
 
 #include <string>
+#include <string_view>
 
 namespace gptc::manifest {
 class Manifest;
@@ -29,9 +30,13 @@ void checkWritable(const std::string &dir);
 
 /// Writes DIR/step_NNNNNNNN (atomically) and points DIR/latest at it; keeps
 /// the `keep` newest checkpoints (0: all). Returns the checkpoint's path.
+/// A context whose optimizer is sharded (ZeRO-1) needs `unshardedOptimizer`:
+/// the whole optimizer arena as one rank would hold it (RankSync's
+/// gatherOptimizer), written in place of this rank's shard, so that the
+/// checkpoint is the same whatever the sharding.
 std::string save(const std::string &dir, const gptc::manifest::Manifest &manifest,
                  const Context &ctx, gptc::checkpoint::Checkpoint index,
-                 int keep);
+                 int keep, std::string_view unshardedOptimizer = {});
 
 /// The checkpoint `path` names: a checkpoint directory, or a checkpoint
 /// root whose `latest` file names one.

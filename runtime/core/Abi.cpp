@@ -11,6 +11,7 @@
 
 #include "runtime/core/Abi.h"
 #include "runtime/core/Context.h"
+#include "runtime/core/OptimizerShard.h"
 #include "runtime/cpu/Bf16.h"
 #include "runtime/cpu/Fp8.h"
 #include "runtime/cpu/Kernels.h"
@@ -35,6 +36,7 @@ namespace {
 
 using gptrt::Context;
 using gptrt::Device;
+using gptrt::OptimizerShard;
 namespace cpu = gptrt::cpu;
 
 // Contract violations with no way to continue (no context to record into,
@@ -727,39 +729,174 @@ GPTRT_EXPORT void gptrt_clip_scale(gptrt_context *ctx, const float *norm,
   });
 }
 
+namespace {
+
+// gptrt_adamw's bodies, shared with gptrt_adamw_sharded.
+void adamwCpu(Context &c, const float *grad, const float *grad_scale,
+              const float *lr, const float *step, float *param, float *m,
+              float *v, int64_t n, double beta1, double beta2, double eps,
+              double weight_decay) {
+  requireNonNegative(n, "n");
+  const float s = step[0];
+  if (!(s >= 1.0f) || s != std::floor(s))
+    throw std::invalid_argument(
+        "step scalar is " + std::to_string(s) +
+        ", expected an integer >= 1: set it with Context::setStep before "
+        "optimizer_step");
+  const float scale = grad_scale[0];
+  const float *g = grad;
+  if (scale != 1.0f) {
+    float *scaled = c.scratch(static_cast<size_t>(n));
+    cpu::scale(scaled, grad, scale, n);
+    g = scaled;
+  }
+  cpu::adamw(param, g, m, v, n, static_cast<double>(lr[0]), beta1, beta2, eps,
+             weight_decay, static_cast<int64_t>(s));
+}
+
+void checkStepSet(const Context &c) {
+  // On CUDA `step` is device memory; the value the runner set is checked
+  // here (the kernel reads the pointer, so a captured step replays).
+  if (c.step() < 1)
+    throw std::invalid_argument(
+        "optimizer step is " + std::to_string(c.step()) +
+        ", expected an integer >= 1: set it with Context::setStep before "
+        "optimizer_step");
+}
+
+// Calls update(first, count, mIndex, vIndex) for each run of the n elements
+// of a parameter (gradient at element gradOffset) that this rank owns:
+// elements [first, first + count) of the parameter, whose moments are at
+// those indices of the optimizer arena. Unsharded, that is all of it.
+template <typename Update>
+void forEachOwnedRun(const Context &c, int64_t gradOffset, int64_t n,
+                     int64_t gradElements, Update &&update) {
+  const OptimizerShard *shard = c.optimizerShard();
+  if (shard == nullptr) {
+    update(0, n, gradOffset, gradElements + gradOffset);
+    return;
+  }
+  for (const OptimizerShard::Range &r : shard->owned()) {
+    const int64_t lo = std::max(r.gradBegin, gradOffset);
+    const int64_t hi = std::min(r.gradBegin + r.count, gradOffset + n);
+    if (lo >= hi)
+      continue;
+    const int64_t local = r.localBegin + (lo - r.gradBegin);
+    update(lo - gradOffset, hi - lo, local, shard->localElements() + local);
+  }
+}
+
+[[noreturn]] void noMultiRankCuda() {
+  throw std::runtime_error("ZeRO-1 across ranks on CUDA is not built yet "
+                           "(NCCL): train on one GPU, or on CPU ranks");
+}
+
+} // namespace
+
 GPTRT_EXPORT void gptrt_adamw(gptrt_context *ctx, const float *grad,
                               const float *grad_scale, const float *lr,
                               const float *step, float *param, float *m,
                               float *v, int64_t n, double beta1, double beta2,
                               double eps, double weight_decay) {
   guarded(ctx, "gptrt_adamw", [&](Context &c) {
-    requireNonNegative(n, "n");
-    const float s = step[0];
-    if (!(s >= 1.0f) || s != std::floor(s))
-      throw std::invalid_argument(
-          "step scalar is " + std::to_string(s) +
-          ", expected an integer >= 1: set it with Context::setStep before "
-          "optimizer_step");
-    const float scale = grad_scale[0];
-    const float *g = grad;
-    if (scale != 1.0f) {
-      float *scaled = c.scratch(static_cast<size_t>(n));
-      cpu::scale(scaled, grad, scale, n);
-      g = scaled;
-    }
-    cpu::adamw(param, g, m, v, n, static_cast<double>(lr[0]), beta1, beta2,
-               eps, weight_decay, static_cast<int64_t>(s));
+    adamwCpu(c, grad, grad_scale, lr, step, param, m, v, n, beta1, beta2, eps,
+             weight_decay);
   }, [&](Context &c, Gpu &gpu) {
     requireNonNegative(n, "n");
-    // `step` is device memory; the value the runner set is checked here
-    // (the kernel reads the pointer, so a captured step replays).
-    if (c.step() < 1)
-      throw std::invalid_argument(
-          "optimizer step is " + std::to_string(c.step()) +
-          ", expected an integer >= 1: set it with Context::setStep before "
-          "optimizer_step");
+    checkStepSet(c);
     gpu.adamw(grad, grad_scale, lr, step, param, m, v, n, beta1, beta2, eps,
               weight_decay);
+  });
+}
+
+GPTRT_EXPORT void gptrt_global_norm_sharded(gptrt_context *ctx,
+                                            const float *grads, float *out,
+                                            int64_t n) {
+  guarded(ctx, "gptrt_global_norm_sharded", [&](Context &c) {
+    requireNonNegative(n, "n");
+    const OptimizerShard *shard = c.optimizerShard();
+    if (shard == nullptr) {
+      *out = static_cast<float>(std::sqrt(cpu::sumSquares(grads, n)));
+      return;
+    }
+    if (shard->gradElements() != n)
+      throw std::invalid_argument(
+          "the grads arena has " + std::to_string(n) +
+          " elements, the optimizer shard was made for " +
+          std::to_string(shard->gradElements()) + ": the context was "
+          "sharded for another artifact");
+    double sum = 0;
+    for (const OptimizerShard::Range &r : shard->owned())
+      sum += cpu::sumSquares(grads + r.gradBegin, r.count);
+    if (shard->world() > 1) {
+      if (c.gradientExchange() == nullptr)
+        throw std::logic_error("a sharded optimizer over " +
+                               std::to_string(shard->world()) +
+                               " ranks needs the gradient exchange set");
+      sum = c.gradientExchange()->sumOverRanks(sum);
+    }
+    *out = static_cast<float>(std::sqrt(sum));
+  }, [&](Context &c, Gpu &g) {
+    requireNonNegative(n, "n");
+    if (c.optimizerShard() != nullptr)
+      noMultiRankCuda();
+    g.globalNorm(grads, out, n);
+  });
+}
+
+GPTRT_EXPORT void gptrt_adamw_sharded(gptrt_context *ctx, const float *grad,
+                                      const float *grad_scale, const float *lr,
+                                      const float *step, float *param,
+                                      float *optimizer, int64_t n,
+                                      int64_t grad_offset,
+                                      int64_t grad_elements, double beta1,
+                                      double beta2, double eps,
+                                      double weight_decay) {
+  guarded(ctx, "gptrt_adamw_sharded", [&](Context &c) {
+    requireNonNegative(n, "n");
+    requireNonNegative(grad_offset, "grad_offset");
+    forEachOwnedRun(c, grad_offset, n, grad_elements,
+                    [&](int64_t first, int64_t count, int64_t mAt,
+                        int64_t vAt) {
+                      adamwCpu(c, grad + first, grad_scale, lr, step,
+                               param + first, optimizer + mAt,
+                               optimizer + vAt, count, beta1, beta2, eps,
+                               weight_decay);
+                    });
+  }, [&](Context &c, Gpu &gpu) {
+    requireNonNegative(n, "n");
+    checkStepSet(c);
+    forEachOwnedRun(c, grad_offset, n, grad_elements,
+                    [&](int64_t first, int64_t count, int64_t mAt,
+                        int64_t vAt) {
+                      gpu.adamw(grad + first, grad_scale, lr, step,
+                                param + first, optimizer + mAt,
+                                optimizer + vAt, count, beta1, beta2, eps,
+                                weight_decay);
+                    });
+  });
+}
+
+GPTRT_EXPORT void gptrt_gather_params(gptrt_context *ctx, float *params,
+                                      int64_t n) {
+  guarded(ctx, "gptrt_gather_params", [&](Context &c) {
+    requireNonNegative(n, "n");
+    const OptimizerShard *shard = c.optimizerShard();
+    if (shard == nullptr || shard->world() == 1)
+      return;
+    if (shard->gradElements() != n)
+      throw std::invalid_argument(
+          "the params arena has " + std::to_string(n) +
+          " elements, the optimizer shard was made for " +
+          std::to_string(shard->gradElements()));
+    if (c.gradientExchange() == nullptr)
+      throw std::logic_error("a sharded optimizer over " +
+                             std::to_string(shard->world()) +
+                             " ranks needs the gradient exchange set");
+    c.gradientExchange()->gatherParams(params, *shard);
+  }, [&](Context &c, Gpu &) {
+    if (c.optimizerShard() != nullptr && c.optimizerShard()->world() > 1)
+      noMultiRankCuda();
   });
 }
 
@@ -962,13 +1099,19 @@ GPTRT_EXPORT void gptrt_scaled_matmul_cast(
 
 GPTRT_EXPORT void gptrt_grad_bucket_ready(gptrt_context *ctx, float *grads,
                                           int64_t n, int64_t bucket,
-                                          int64_t fp8Format) {
+                                          int64_t fp8Format, int64_t scatter) {
   guarded(ctx, "gptrt_grad_bucket_ready", [&](Context &c) {
     requireNonNegative(n, "n");
     if (fp8Format != -1)
       requireFormat(fp8Format);
+    if (scatter != 0 && scatter != 1)
+      throw std::invalid_argument("scatter = " + std::to_string(scatter) +
+                                  ", expected 0 or 1");
+    if (scatter && fp8Format != -1)
+      throw std::invalid_argument("an FP8 bucket cannot be reduce-scattered "
+                                  "(scatter = 1 needs fp8_format -1)");
     if (c.gradientExchange() && c.lastMicroStep())
-      c.gradientExchange()->start(grads, n, bucket, fp8Format);
+      c.gradientExchange()->start(grads, n, bucket, fp8Format, scatter == 1);
   }, [&](Context &c, Gpu &) {
     // One rank needs nothing; several need NCCL (runtime/cuda, to come).
     if (c.gradientExchange() && c.lastMicroStep())
@@ -1022,6 +1165,8 @@ const std::vector<AbiSymbol> &abiSymbols() {
       GPTRT_SYM(gptrt_matmul_amax),      GPTRT_SYM(gptrt_matmul_cast),
       GPTRT_SYM(gptrt_scaled_matmul_amax), GPTRT_SYM(gptrt_scaled_matmul_cast),
       GPTRT_SYM(gptrt_grad_bucket_ready), GPTRT_SYM(gptrt_grad_sync),
+      GPTRT_SYM(gptrt_global_norm_sharded), GPTRT_SYM(gptrt_adamw_sharded),
+      GPTRT_SYM(gptrt_gather_params),
   };
 #undef GPTRT_SYM
   return symbols;

@@ -3,6 +3,7 @@
 
 #include "runtime/abi/manifest.pb.h"
 #include "runtime/core/ManifestCheck.h"
+#include "runtime/core/OptimizerShard.h"
 #include "runtime/cuda/Backend.h"
 
 #include <cstdlib>
@@ -45,56 +46,77 @@ std::vector<ArenaSpec> arenaSpecs(const gptc::manifest::Manifest &manifest) {
 
 Context::Context(Device device, const std::vector<ArenaSpec> &arenas)
     : device_(device), handle_{this} {
-  if (device == Device::Cuda) {
-    // Throws the one-line reason when there is no GPU or no backend.
+  // Throws the one-line reason when there is no GPU or no backend.
+  if (device == Device::Cuda)
     cuda_ = cuda::openDevice();
-    for (const ArenaSpec &spec : arenas) {
-      uint64_t align = spec.alignment == 0 ? kDefaultArenaAlignment
-                                           : spec.alignment;
-      // cudaMalloc returns 256-byte aligned memory.
-      if ((align & (align - 1)) != 0 || align > 256)
-        throw std::runtime_error("arena '" + spec.name + "' has alignment " +
-                                 std::to_string(align) +
-                                 ", expected a power of two up to 256 on "
-                                 "CUDA: rebuild the artifact with a fixed "
-                                 "gptc");
-      Arena arena;
-      arena.name = spec.name;
-      arena.size = spec.size;
-      arena.base = std::unique_ptr<void, void (*)(void *)>(
-          cuda_->allocZeroed(spec.size, "arena '" + spec.name + "'"),
-          cuda_->freeFunction());
-      arenas_.push_back(std::move(arena));
-    }
-    return;
-  }
-  for (const ArenaSpec &spec : arenas) {
-    uint64_t align = spec.alignment == 0 ? kDefaultArenaAlignment
-                                         : spec.alignment;
-    if ((align & (align - 1)) != 0)
+  for (const ArenaSpec &spec : arenas)
+    arenas_.push_back(allocate(spec));
+}
+
+Context::Arena Context::allocate(const ArenaSpec &spec) {
+  uint64_t align = spec.alignment == 0 ? kDefaultArenaAlignment
+                                       : spec.alignment;
+  Arena arena;
+  arena.name = spec.name;
+  arena.size = spec.size;
+  arena.alignment = spec.alignment;
+  if (cuda_) {
+    // cudaMalloc returns 256-byte aligned memory.
+    if ((align & (align - 1)) != 0 || align > 256)
       throw std::runtime_error("arena '" + spec.name + "' has alignment " +
                                std::to_string(align) +
-                               ", expected a power of two: rebuild the "
-                               "artifact with a fixed gptc");
-    if (align < kDefaultArenaAlignment)
-      align = kDefaultArenaAlignment;
-    // aligned_alloc wants a multiple of the alignment, and a zero-size arena
-    // still gets a distinct, valid base address.
-    uint64_t bytes = (spec.size + align - 1) / align * align;
-    if (bytes == 0)
-      bytes = align;
-    void *p = std::aligned_alloc(align, bytes);
-    if (p == nullptr)
-      throw std::runtime_error("cannot allocate arena '" + spec.name +
-                               "' of " + std::to_string(spec.size) +
-                               " bytes: free memory or use a smaller batch");
-    std::memset(p, 0, bytes);
-    Arena arena;
-    arena.name = spec.name;
-    arena.size = spec.size;
-    arena.base = std::unique_ptr<void, void (*)(void *)>(p, std::free);
-    arenas_.push_back(std::move(arena));
+                               ", expected a power of two up to 256 on "
+                               "CUDA: rebuild the artifact with a fixed "
+                               "gptc");
+    arena.base = std::unique_ptr<void, void (*)(void *)>(
+        cuda_->allocZeroed(spec.size, "arena '" + spec.name + "'"),
+        cuda_->freeFunction());
+    return arena;
   }
+  if ((align & (align - 1)) != 0)
+    throw std::runtime_error("arena '" + spec.name + "' has alignment " +
+                             std::to_string(align) +
+                             ", expected a power of two: rebuild the "
+                             "artifact with a fixed gptc");
+  if (align < kDefaultArenaAlignment)
+    align = kDefaultArenaAlignment;
+  // aligned_alloc wants a multiple of the alignment, and a zero-size arena
+  // still gets a distinct, valid base address.
+  uint64_t bytes = (spec.size + align - 1) / align * align;
+  if (bytes == 0)
+    bytes = align;
+  void *p = std::aligned_alloc(align, bytes);
+  if (p == nullptr)
+    throw std::runtime_error("cannot allocate arena '" + spec.name + "' of " +
+                             std::to_string(spec.size) +
+                             " bytes: free memory or use a smaller batch");
+  std::memset(p, 0, bytes);
+  arena.base = std::unique_ptr<void, void (*)(void *)>(p, std::free);
+  return arena;
+}
+
+void Context::shardOptimizer(const OptimizerShard &shard, size_t index) {
+  if (shard_)
+    throw std::logic_error("the optimizer arena is already sharded");
+  Arena &old = arenas_.at(index);
+  const uint64_t fullBytes = 2 * static_cast<uint64_t>(shard.gradElements()) * 4;
+  if (old.size < fullBytes)
+    throw std::runtime_error(
+        "arena '" + old.name + "' has " + std::to_string(old.size) +
+        " bytes, expected at least " + std::to_string(fullBytes) +
+        " (two moments per gradient element) to shard it for ZeRO-1: "
+        "rebuild the artifact with this gptc");
+  std::vector<float> full(2 * static_cast<size_t>(shard.gradElements()));
+  copyOut(full.data(), old.base.get(), fullBytes);
+  std::vector<float> mine(2 * static_cast<size_t>(shard.localElements()));
+  shard.extract(full.data(), mine.data());
+  full = {};
+  Arena sharded = allocate({old.name, shard.optimizerBytes(), old.alignment});
+  copyIn(sharded.base.get(), mine.data(), mine.size() * sizeof(float));
+  // The whole-model moments are freed here: that is ZeRO-1's saving.
+  old = std::move(sharded);
+  shard_ = std::make_unique<OptimizerShard>(shard);
+  shardArena_ = index;
 }
 
 namespace {
@@ -164,9 +186,13 @@ void Context::zeroArena(size_t index) {
 bool Context::matches(const gptc::manifest::Manifest &manifest) const {
   if (static_cast<size_t>(manifest.arenas_size()) != arenas_.size())
     return false;
-  for (size_t i = 0; i < arenas_.size(); ++i)
-    if (manifest.arenas(static_cast<int>(i)).size() != arenas_[i].size)
+  for (size_t i = 0; i < arenas_.size(); ++i) {
+    uint64_t expected = manifest.arenas(static_cast<int>(i)).size();
+    if (shard_ && i == shardArena_)
+      expected = shard_->optimizerBytes();
+    if (expected != arenas_[i].size)
       return false;
+  }
   return true;
 }
 

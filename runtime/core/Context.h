@@ -21,6 +21,7 @@ class Manifest;
 namespace gptrt {
 
 class Context;
+class OptimizerShard;
 
 namespace cuda {
 class Device;
@@ -66,11 +67,20 @@ public:
   virtual ~GradientExchange() = default;
   // Starts summing n floats at `grads` (in place) across ranks; sent as
   // f32 (fp8Format -1) or as FP8 codes with a scale shared by all ranks.
+  // With `scatter` (ZeRO-1) it reduce-scatters instead: afterwards only
+  // this rank's slice of the bucket (bucketSlice in OptimizerShard.h)
+  // holds the sums, the rest keeps this rank's own values.
   virtual void start(float *grads, int64_t n, int64_t bucket,
-                     int64_t fp8Format) = 0;
+                     int64_t fp8Format, bool scatter) = 0;
   // Waits for every started bucket; throws std::runtime_error if one failed
   // or if not exactly `buckets` were started this step.
   virtual void finish(int64_t buckets) = 0;
+  // ZeRO-1's optimizer step, on the calling thread once finish() returned:
+  // the sum of every rank's `local` (the same on every rank), and the
+  // parameters (the whole f32 params arena) with every rank's owned
+  // elements copied from that rank.
+  virtual double sumOverRanks(double local) = 0;
+  virtual void gatherParams(float *params, const OptimizerShard &shard) = 0;
 };
 
 // One arena to allocate. alignment 0 means the default (64 bytes).
@@ -155,6 +165,15 @@ public:
   void setLastMicroStep(bool last) { lastMicroStep_ = last; }
   bool lastMicroStep() const { return lastMicroStep_; }
 
+  // ZeRO-1: replaces arena `index` (the optimizer's, unsharded: every
+  // gradient element's m, then v) by this rank's shard of it, keeping the
+  // moments the rank owns. Done once, after a checkpoint is restored; the
+  // sharded kernels then place moments through optimizerShard() (null:
+  // not sharded, one rank owns everything).
+  void shardOptimizer(const OptimizerShard &shard, size_t index);
+  const OptimizerShard *optimizerShard() const { return shard_.get(); }
+  size_t optimizerShardArena() const { return shardArena_; }
+
   // FP8 statistics: between begin and end, quantize_fp8 calls with a stat
   // slot record into fp8Stats()[slot] (`slots` entries, cleared by begin);
   // otherwise they skip the extra work.
@@ -184,8 +203,11 @@ private:
   struct Arena {
     std::string name;
     uint64_t size = 0;
+    uint64_t alignment = 0;
     std::unique_ptr<void, void (*)(void *)> base{nullptr, nullptr};
   };
+  // Zero-filled, on this context's device.
+  Arena allocate(const ArenaSpec &spec);
 
   Device device_;
   // Declared before arenas_ so that it outlives them (their deleter frees
@@ -200,6 +222,8 @@ private:
   std::vector<float> scratch_;
   bool collectFp8Stats_ = false;
   GradientExchange *exchange_ = nullptr;
+  std::unique_ptr<OptimizerShard> shard_;
+  size_t shardArena_ = 0;
   bool lastMicroStep_ = true;
   std::vector<Fp8CastStats> fp8Stats_;
 };

@@ -1,9 +1,12 @@
 // Background all-reduce of gradient buckets (see GradientBuckets.h).
 #include "runtime/train/GradientBuckets.h"
 
+#include "runtime/core/OptimizerShard.h"
 #include "runtime/cpu/Fp8.h"
+#include "runtime/train/RankSync.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <stdexcept>
 #include <vector>
@@ -23,18 +26,38 @@ BackgroundGradientExchange::~BackgroundGradientExchange() {
 }
 
 void BackgroundGradientExchange::start(float *grads, int64_t n,
-                                       int64_t bucket, int64_t fp8Format) {
+                                       int64_t bucket, int64_t fp8Format,
+                                       bool scatter) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    queue_.push_back({grads, n, bucket, fp8Format});
+    queue_.push_back({grads, n, bucket, fp8Format, scatter});
     ++started_;
   }
   changed_.notify_all();
 }
 
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+} // namespace
+
+BackgroundGradientExchange::Timing BackgroundGradientExchange::takeTiming() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Timing t = timing_;
+  timing_ = {};
+  return t;
+}
+
 void BackgroundGradientExchange::finish(int64_t buckets) {
   std::unique_lock<std::mutex> lock(mutex_);
+  const Clock::time_point waiting = Clock::now();
   changed_.wait(lock, [&] { return queue_.empty() && !busy_; });
+  timing_.exposedSeconds += secondsSince(waiting);
   int64_t started = started_;
   started_ = 0;
   if (!error_.empty()) {
@@ -80,6 +103,53 @@ void BackgroundGradientExchange::sumAsFp8(const Job &job) {
   }
 }
 
+void BackgroundGradientExchange::scatterSum(const Job &job) {
+  const int world = comm_.worldSize(), rank = comm_.rank();
+  const BucketSlice mine = bucketSlice(job.n, rank, world);
+  if (mine.stride == 0)
+    return;
+  // Padded to equal slices in a copy: in place, the padding would be the
+  // next bucket's gradients, which the backward may still be writing.
+  const size_t padded = static_cast<size_t>(mine.stride) * world;
+  staging_.assign(padded, 0.0f);
+  std::copy_n(job.grads, job.n, staging_.begin());
+  float *slice = staging_.data() + static_cast<size_t>(rank) * mine.stride;
+  comm_.reduceScatterSum(staging_.data(), slice, padded);
+  std::copy_n(slice, mine.count, job.grads + mine.begin);
+}
+
+double BackgroundGradientExchange::sumOverRanks(double local) {
+  const Clock::time_point start = Clock::now();
+  double sum = train::sumOverRanks(comm_, local);
+  std::lock_guard<std::mutex> lock(mutex_);
+  timing_.busySeconds += secondsSince(start);
+  timing_.exposedSeconds += secondsSince(start);
+  return sum;
+}
+
+void BackgroundGradientExchange::gatherParams(float *params,
+                                              const OptimizerShard &shard) {
+  if (shard.world() != comm_.worldSize() || shard.rank() != comm_.rank())
+    throw std::logic_error("the optimizer shard is rank " +
+                           std::to_string(shard.rank()) + " of " +
+                           std::to_string(shard.world()) +
+                           ", the communicator rank " +
+                           std::to_string(comm_.rank()) + " of " +
+                           std::to_string(comm_.worldSize()));
+  const Clock::time_point start = Clock::now();
+  // One all-gather for the whole step: each rank packs its slices in shard
+  // order, every rank places everyone's.
+  const size_t local = static_cast<size_t>(shard.localElements());
+  std::vector<float> mine(local, 0.0f), all(local * comm_.worldSize());
+  for (const OptimizerShard::Range &r : shard.owned())
+    std::copy_n(params + r.gradBegin, r.count, mine.begin() + r.localBegin);
+  comm_.allGather(mine.data(), all.data(), local);
+  shard.place(all.data(), local, params);
+  std::lock_guard<std::mutex> lock(mutex_);
+  timing_.busySeconds += secondsSince(start);
+  timing_.exposedSeconds += secondsSince(start);
+}
+
 void BackgroundGradientExchange::run() {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
@@ -91,10 +161,13 @@ void BackgroundGradientExchange::run() {
     busy_ = true;
     lock.unlock();
     std::string error;
+    const Clock::time_point started = Clock::now();
     try {
       // Buckets go in the order they are started, the same on every rank,
       // so the collectives match up.
-      if (job.fp8Format < 0)
+      if (job.scatter)
+        scatterSum(job);
+      else if (job.fp8Format < 0)
         comm_.allReduceSum(job.grads, static_cast<size_t>(job.n));
       else
         sumAsFp8(job);
@@ -103,6 +176,7 @@ void BackgroundGradientExchange::run() {
               " across ranks failed: " + e.what();
     }
     lock.lock();
+    timing_.busySeconds += secondsSince(started);
     busy_ = false;
     if (!error.empty() && error_.empty())
       error_ = error;

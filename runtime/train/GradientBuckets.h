@@ -2,7 +2,9 @@
 // buckets of finished gradients to this exchange (gptrt_grad_bucket_ready),
 // which sums each across ranks on a communication thread while the
 // backward goes on, and waits for them at the end of the step
-// (gptrt_grad_sync).
+// (gptrt_grad_sync). Under ZeRO-1 the buckets are reduce-scattered, and the
+// sharded optimizer step sums its norm and gathers the parameters through
+// the same communicator, on the caller's thread.
 #ifndef GPTRT_TRAIN_GRADIENTBUCKETS_H
 #define GPTRT_TRAIN_GRADIENTBUCKETS_H
 
@@ -14,6 +16,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace gptrt::train {
 
@@ -22,18 +25,32 @@ public:
   explicit BackgroundGradientExchange(dist::Communicator &comm);
   ~BackgroundGradientExchange() override;
 
-  void start(float *grads, int64_t n, int64_t bucket,
-             int64_t fp8Format) override;
+  void start(float *grads, int64_t n, int64_t bucket, int64_t fp8Format,
+             bool scatter) override;
   void finish(int64_t buckets) override;
+  double sumOverRanks(double local) override;
+  void gatherParams(float *params, const OptimizerShard &shard) override;
+
+  // Communication time since the last call: `busy` is what the collectives
+  // took in all (on the communication thread, overlapping the backward),
+  // `exposed` how long the training thread was blocked on them (finish(),
+  // including its wake-up, and the sharded optimizer's sum and gather).
+  struct Timing {
+    double busySeconds = 0, exposedSeconds = 0;
+  };
+  Timing takeTiming();
 
 private:
   struct Job {
     float *grads;
     int64_t n, bucket, fp8Format;
+    bool scatter;
   };
   void run();
   // One bucket as FP8: shared scale, all-gather of the codes, f32 sum.
   void sumAsFp8(const Job &job);
+  // One bucket reduce-scattered: this rank's slice gets the sums.
+  void scatterSum(const Job &job);
 
   dist::Communicator &comm_;
   std::mutex mutex_;
@@ -42,6 +59,8 @@ private:
   bool busy_ = false, stopping_ = false;
   int64_t started_ = 0;
   std::string error_;
+  std::vector<float> staging_;  // scatterSum's padded copy (comm thread only)
+  Timing timing_;               // guarded by mutex_
   std::thread thread_;  // last: starts once the members above exist
 };
 

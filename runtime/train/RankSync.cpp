@@ -1,6 +1,8 @@
 // The collectives of a data-parallel training step (see RankSync.h).
 #include "runtime/train/RankSync.h"
 
+#include "runtime/core/OptimizerShard.h"
+
 #include "runtime/abi/manifest.pb.h"
 #include "runtime/dist/Communicator.h"
 
@@ -76,13 +78,18 @@ void allReduceFp8State(dist::Communicator &comm, const mf::Manifest &manifest,
   allReduceArenas(comm, manifest, ctx, mf::FP8_STATE, /*max=*/true);
 }
 
+double sumOverRanks(dist::Communicator &comm, double local) {
+  std::vector<std::vector<double>> all = gatherDoubles(comm, {local});
+  double total = 0;
+  for (const std::vector<double> &rank : all)
+    total += rank[0];
+  return total;
+}
+
 double globalMeanLoss(dist::Communicator &comm, double localLossSum,
                       int64_t microSteps) {
-  std::vector<std::vector<double>> sums = gatherDoubles(comm, {localLossSum});
-  double total = 0;
-  for (const std::vector<double> &rank : sums)
-    total += rank[0];
-  return total / (static_cast<double>(microSteps) * comm.worldSize());
+  return sumOverRanks(comm, localLossSum) /
+         (static_cast<double>(microSteps) * comm.worldSize());
 }
 
 void reduceFp8Stats(dist::Communicator &comm, std::vector<Fp8CastStats> &stats) {
@@ -176,6 +183,21 @@ void checkSameRun(dist::Communicator &comm, const std::string &fingerprint) {
       "rank(s) " + ranks + " run another artifact, other options or other "
       "data than rank 0" + detail +
       ": start every node with the same gptrun command, artifact and shards");
+}
+
+std::string gatherOptimizer(dist::Communicator &comm, const Context &ctx) {
+  const OptimizerShard *shard = ctx.optimizerShard();
+  if (shard == nullptr)
+    throw std::logic_error("gatherOptimizer: the optimizer is not sharded");
+  const size_t index = ctx.optimizerShardArena();
+  const size_t local = 2 * static_cast<size_t>(shard->localElements());
+  std::vector<float> mine(local), all(local * comm.worldSize());
+  ctx.copyOut(mine.data(), ctx.arenaBase(index), local * sizeof(float));
+  comm.allGather(mine.data(), all.data(), local);
+  std::string full(2 * static_cast<size_t>(shard->gradElements()) * sizeof(float),
+                   '\0');
+  shard->assemble(all.data(), reinterpret_cast<float *>(full.data()));
+  return full;
 }
 
 } // namespace gptrt::train

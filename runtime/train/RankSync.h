@@ -40,6 +40,10 @@ void allReduceGradients(dist::Communicator &comm,
 void allReduceFp8State(dist::Communicator &comm,
                        const gptc::manifest::Manifest &manifest, Context &ctx);
 
+/// The sum of every rank's `local`, identical on every rank: gathered as
+/// two floats each (high and low part) and added in rank order in double.
+double sumOverRanks(dist::Communicator &comm, double local);
+
 /// The mean loss over the global batch, identical on every rank: each
 /// rank's `localLossSum` (the sum of its `microSteps` micro-step losses) is
 /// gathered as two floats (high and low part, so nothing of the double is
@@ -60,6 +64,11 @@ void broadcastBytes(dist::Communicator &comm, std::string &bytes, int root);
 void broadcastPersistentArenas(dist::Communicator &comm,
                                const gptc::manifest::Manifest &manifest,
                                Context &ctx);
+
+/// ZeRO-1: the whole optimizer arena (every gradient element's first
+/// moment, then every second moment: the unsharded layout checkpoints
+/// hold) assembled from every rank's shard, on every rank.
+std::string gatherOptimizer(dist::Communicator &comm, const Context &ctx);
 
 /// Throws on every rank, naming what differs on which rank, unless every
 /// rank passed the same `fingerprint` (a description of the artifact and

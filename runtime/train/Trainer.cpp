@@ -6,6 +6,7 @@
 #include "runtime/core/Artifact.h"
 #include "runtime/core/Context.h"
 #include "runtime/core/Io.h"
+#include "runtime/core/OptimizerShard.h"
 #include "runtime/core/Params.h"
 #include "runtime/data/Shards.h"
 #include "runtime/dist/Communicators.h"
@@ -322,6 +323,15 @@ float train(const TrainOptions &o, dist::Communicator &comm) {
                   prepared.resumePath.c_str(),
                   static_cast<long long>(firstStep));
   }
+  // ZeRO-1: each rank keeps the moments of its gradient slices only, cut
+  // from the unsharded arena just restored (the same on every rank).
+  const bool zero = manifest.optimizer().zero_stage() == 1 && world > 1;
+  if (zero) {
+    for (int i = 0; i < manifest.arenas_size(); ++i)
+      if (manifest.arenas(i).kind() == gptc::manifest::OPTIMIZER)
+        ctx.shardOptimizer(OptimizerShard(manifest, rank, world),
+                           static_cast<size_t>(i));
+  }
   namespace fs = std::filesystem;
   const bool dumping = lead && !o.dump.empty();
   if (dumping)
@@ -394,13 +404,18 @@ float train(const TrainOptions &o, dist::Communicator &comm) {
       lossSum += readScalarOutput(ctx, manifest, EntryKind::TrainStep, "loss");
     }
     ctx.endFp8Stats();
+    // Communication on this thread (blocking) plus the exchange's: what a
+    // step spends communicating, and how much of it the backward hid.
+    double commSeconds = 0, exposedSeconds = 0;
     if (world > 1) {
+      Clock::time_point commStart = Clock::now();
       if (!bucketed)
         allReduceGradients(comm, manifest, ctx);
       allReduceFp8State(comm, manifest, ctx);
       loss = static_cast<float>(globalMeanLoss(comm, lossSum, accumulation));
       if (fp8Stats)
         reduceFp8Stats(comm, ctx.fp8Stats());
+      commSeconds = exposedSeconds = secondsSince(commStart);
     } else {
       loss = static_cast<float>(lossSum / accumulation);
     }
@@ -417,6 +432,11 @@ float train(const TrainOptions &o, dist::Communicator &comm) {
     float norm = readScalarOutput(ctx, manifest, EntryKind::OptimizerStep,
                                   "grad_norm");
     double stepSeconds = secondsSince(stepStart);
+    if (exchange) {
+      BackgroundGradientExchange::Timing t = exchange->takeTiming();
+      commSeconds += t.busySeconds;
+      exposedSeconds += t.exposedSeconds;
+    }
     double tokensPerSecond = batchTokens / stepSeconds;
     // The loss is the same on every rank, so every rank stops here.
     if (!std::isfinite(loss))
@@ -483,6 +503,9 @@ float train(const TrainOptions &o, dist::Communicator &comm) {
           << ", \"lr\": " << lr << ", \"grad_norm\": " << norm
           << ", \"tokens_per_s\": " << tokensPerSecond
           << ", \"step_ms\": " << stepSeconds * 1e3;
+      if (world > 1)
+        log << ", \"comm_ms\": " << commSeconds * 1e3
+            << ", \"comm_exposed_ms\": " << exposedSeconds * 1e3;
       if (!std::isnan(valLoss))
         log << ", \"val_loss\": " << valLoss;
       if (fp8Stats)
@@ -494,8 +517,14 @@ float train(const TrainOptions &o, dist::Communicator &comm) {
       log << "}\n";
       log.flush();
     }
-    if (lead && !o.ckptDir.empty() &&
-        (last || (o.ckptEvery > 0 && (step + 1) % o.ckptEvery == 0))) {
+    const bool saving =
+        !o.ckptDir.empty() &&
+        (last || (o.ckptEvery > 0 && (step + 1) % o.ckptEvery == 0));
+    // Every rank holds a piece of the moments: all take part in gathering.
+    std::string unshardedOptimizer;
+    if (saving && zero)
+      unshardedOptimizer = gatherOptimizer(comm, ctx);
+    if (lead && saving) {
       gptc::checkpoint::Checkpoint state;
       state.set_step(step + 1);
       // Every rank's parameters, moments and FP8 state are the same (the
@@ -517,7 +546,8 @@ float train(const TrainOptions &o, dist::Communicator &comm) {
       std::string path;
       {
         DeferTermination hold;
-        path = ckpt::save(o.ckptDir, manifest, ctx, state, o.keep);
+        path = ckpt::save(o.ckptDir, manifest, ctx, state, o.keep,
+                          unshardedOptimizer);
       }
       if (!quiet && !live)
         std::printf("checkpoint %s\n", path.c_str());

@@ -3,6 +3,7 @@
 // CHECK-LABEL: func.func @train_step
 // CHECK: gpt.grad_bucket_ready 0 [@a, @b]
 // CHECK: gpt.grad_bucket_ready 1 [@c] fp8
+// CHECK: gpt.grad_bucket_ready 2 [@c] scatter
 // CHECK: gpt.grad_sync 2
 gpt.param @a : tensor<4xf32> init <zeros> layer "a"
 gpt.param @b : tensor<4xf32> init <zeros> layer "b"
@@ -10,7 +11,35 @@ gpt.param @c : tensor<4xf32> init <zeros> layer "c"
 func.func @train_step() {
   gpt.grad_bucket_ready 0 [@a, @b]
   gpt.grad_bucket_ready 1 [@c] fp8
+  gpt.grad_bucket_ready 2 [@c] scatter
   gpt.grad_sync 2
+  return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @optimizer_step
+// CHECK: gpt.grad_norm sharded
+// CHECK: gpt.adamw @w lr = %{{.*}} step = %{{.*}} grad_scale = %{{.*}} sharded {
+// CHECK: gpt.gather_params
+gpt.param @w : tensor<4xf32> init <zeros> layer "w"
+func.func @optimizer_step() -> tensor<f32> {
+  %n = gpt.grad_norm sharded
+  %s = gpt.clip_scale %n max_norm = 1.0
+  %lr = gpt.step_scalar learning_rate
+  %t = gpt.step_scalar step
+  gpt.adamw @w lr = %lr step = %t grad_scale = %s sharded {beta1 = 0.9 : f64, beta2 = 0.95 : f64, eps = 1.0e-8 : f64, weight_decay = 0.0 : f64}
+  gpt.gather_params
+  gpt.zero_grads
+  return %n : tensor<f32>
+}
+
+// -----
+
+gpt.param @f : tensor<4xf32> init <zeros> layer "f"
+func.func @fp8_scatter() {
+  // expected-error @+1 {{bucket 0 is both fp8 and scatter: FP8 gradient communication all-gathers codes and has no reduce-scatter form yet; drop one of them}}
+  gpt.grad_bucket_ready 0 [@f] fp8 scatter
   return
 }
 

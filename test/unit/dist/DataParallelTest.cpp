@@ -5,6 +5,7 @@
 // checkpoint index and arenas, and refusing ranks that run different jobs.
 #include "runtime/abi/manifest.pb.h"
 #include "runtime/core/Context.h"
+#include "runtime/core/OptimizerShard.h"
 #include "runtime/dist/Communicators.h"
 #include "runtime/dist/Store.h"
 #include "runtime/train/Launch.h"
@@ -16,6 +17,7 @@
 
 #include <cmath>
 #include <sstream>
+#include <tuple>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -230,8 +232,8 @@ std::string bucketExchange(int rank, uint16_t port, int world) {
   std::vector<float> bLocal = b;
   {
     BackgroundGradientExchange exchange(*comm);
-    exchange.start(a.data(), a.size(), 0, -1);
-    exchange.start(b.data(), b.size(), 1, GPTRT_FP8_E4M3);
+    exchange.start(a.data(), a.size(), 0, -1, false);
+    exchange.start(b.data(), b.size(), 1, GPTRT_FP8_E4M3, false);
     exchange.finish(2);
     const float ranks = static_cast<float>(world * (world + 1) / 2);
     for (size_t i = 0; i < a.size(); ++i)
@@ -258,7 +260,7 @@ std::string bucketExchange(int rank, uint16_t port, int world) {
       check(std::fabs(b[i] - exact) <= world * (std::fabs(exact) / 16 + 0.002f / scale + amax / 16),
             "fp8 bucket element " + std::to_string(i) + " too far from the exact sum");
     }
-    exchange.start(a.data(), a.size(), 0, -1);
+    exchange.start(a.data(), a.size(), 0, -1, false);
     try {
       exchange.finish(2);
       return "finish(2) after one bucket did not throw";
@@ -289,6 +291,99 @@ TEST_P(BucketExchange, SumsF32AndFp8BucketsAlikeOnEveryRank) {
 }
 
 INSTANTIATE_TEST_SUITE_P(WorldSizes, BucketExchange, ::testing::Values(2, 3));
+
+// ZeRO-1 through the exchange: reduce-scattered buckets leave the sums in
+// this rank's slices (and its own values elsewhere), the norm's partial
+// sums add up across ranks, the parameters each rank owns reach every
+// rank, and the sharded moments assemble into the unsharded layout.
+std::string shardedExchange(int rank, uint16_t port, int world) {
+  std::unique_ptr<dist::StoreClient> store;
+  auto comm = join(rank, port, world, store);
+  // Buckets: 1001 elements at 0, 37 at 1024 (a gap of padding between).
+  const int64_t elements = 1072;
+  mf::Manifest m = arenas(elements, elements, 0);
+  m.mutable_optimizer()->set_zero_stage(1);
+  for (auto [bucket, offset, n] : {std::tuple{0, 0, 1001}, std::tuple{1, 1024, 37}}) {
+    mf::GradBucket *b = m.add_grad_buckets();
+    b->set_bucket(bucket);
+    b->set_offset(4 * offset);
+    b->set_elements(n);
+  }
+  auto value = [](int r, int64_t i) {
+    return static_cast<float>((r + 1) * static_cast<int>(i % 13) - 6);
+  };
+  std::vector<float> grads(elements);
+  for (int64_t i = 0; i < elements; ++i)
+    grads[i] = value(rank, i);
+  OptimizerShard shard(m, rank, world);
+  BackgroundGradientExchange exchange(*comm);
+  exchange.start(grads.data(), 1001, 0, -1, true);
+  exchange.start(grads.data() + 1024, 37, 1, -1, true);
+  exchange.finish(2);
+  std::vector<bool> owned(elements, false);
+  for (const OptimizerShard::Range &r : shard.owned())
+    for (int64_t i = r.gradBegin; i < r.gradBegin + r.count; ++i)
+      owned[i] = true;
+  for (int64_t i = 0; i < elements; ++i) {
+    float sum = 0;
+    for (int r = 0; r < world; ++r)
+      sum += value(r, i);
+    check(grads[i] == (owned[i] ? sum : value(rank, i)),
+          "gradient element " + std::to_string(i) + " is " +
+              std::to_string(grads[i]) + (owned[i] ? " (owned)" : " (not owned)"));
+  }
+
+  check(exchange.sumOverRanks(rank + 0.25) ==
+            world * (world - 1) / 2.0 + 0.25 * world,
+        "sum over ranks");
+
+  // Each rank holds the true value only where it owns the element.
+  std::vector<float> params(elements, -1.0f);
+  for (int64_t i = 0; i < elements; ++i)
+    if (owned[i])
+      params[i] = 0.5f * static_cast<float>(i);
+  exchange.gatherParams(params.data(), shard);
+  for (int64_t i = 0; i < elements; ++i) {
+    bool inBucket = i < 1001 || (i >= 1024 && i < 1061);
+    check(params[i] == (inBucket ? 0.5f * static_cast<float>(i) : -1.0f),
+          "gathered parameter " + std::to_string(i));
+  }
+
+  // Moments: rank r's shard holds m = i and v = -i for the elements it owns.
+  Context ctx(m);
+  ctx.shardOptimizer(shard, 3);
+  std::vector<float> local(2 * shard.localElements(), 0.0f);
+  for (const OptimizerShard::Range &r : shard.owned())
+    for (int64_t i = 0; i < r.count; ++i) {
+      local[r.localBegin + i] = static_cast<float>(r.gradBegin + i);
+      local[shard.localElements() + r.localBegin + i] =
+          -static_cast<float>(r.gradBegin + i);
+    }
+  ctx.copyIn(ctx.arenaBase(3), local.data(), local.size() * 4);
+  std::string full = gatherOptimizer(*comm, ctx);
+  check(full.size() == 2 * elements * 4, "unsharded optimizer size");
+  const float *f = reinterpret_cast<const float *>(full.data());
+  for (int64_t i = 0; i < elements; ++i) {
+    bool inBucket = i < 1001 || (i >= 1024 && i < 1061);
+    check(f[i] == (inBucket ? static_cast<float>(i) : 0.0f) &&
+              f[elements + i] == (inBucket ? -static_cast<float>(i) : 0.0f),
+          "assembled moments of element " + std::to_string(i));
+  }
+  return "ok";
+}
+
+class ShardedExchange : public ::testing::TestWithParam<int> {};
+
+TEST_P(ShardedExchange, ReduceScattersGathersAndAssembles) {
+  const int world = GetParam();
+  auto results = test::runRanks(world, [world](int rank, uint16_t port) {
+    return shardedExchange(rank, port, world);
+  });
+  for (int r = 0; r < world; ++r)
+    ASSERT_TRUE(results[r].ok()) << "rank " << r << ": " << results[r].report;
+}
+
+INSTANTIATE_TEST_SUITE_P(WorldSizes, ShardedExchange, ::testing::Values(2, 3, 4));
 
 TEST(CheckSameRun, EveryRankRefusesWithTheDifference) {
   auto results = test::runRanks(3, [](int rank, uint16_t port) -> std::string {
