@@ -212,6 +212,12 @@ int gptcMain(int argc, char **argv) {
                      "fp8-fuse-cast; default true). =false keeps separate "
                      "kernels, with the same numbers"),
       llvm::cl::init(true), llvm::cl::cat(category));
+  llvm::cl::opt<bool> bf16Gemm(
+      "bf16-gemm",
+      llvm::cl::desc("GEMMs whose operands are stored in bf16 read them "
+                     "directly (gpt-bf16-gemm; default true). =false widens "
+                     "them to f32 first, with the same numbers"),
+      llvm::cl::init(true), llvm::cl::cat(category));
   llvm::cl::list<std::string> passPlugins(
       "load-pass-plugin",
       llvm::cl::desc("A precision-policy plugin (.so) whose policies "
@@ -378,6 +384,8 @@ int gptcMain(int argc, char **argv) {
     }
     if (runTo >= Phase::Rt) {
       PassManager lower(&context);
+      if (bf16Gemm)
+        lower.addPass(createGptBf16Gemm());
       lower.addPass(createRtBufferize());
       lower.addPass(createRtPlanMemory());
       if (failed(lower.run(work)))

@@ -120,7 +120,7 @@ private:
 
   // -- op by op -------------------------------------------------------------
   LogicalResult lowerOp(Operation *op);
-  void lowerMatmul(gpt::MatmulOp op);
+  LogicalResult lowerMatmul(gpt::MatmulOp op);
   void lowerScaledMatmul(fp8::ScaledMatmulOp op);
   void lowerCopies(Value src, ArrayRef<Value> parts, int64_t axis, bool split);
 
@@ -200,18 +200,25 @@ GemmShape gemmShape(ShapedType a, ShapedType w, ShapedType c, bool ta,
   return g;
 }
 
-void EntryLowering::lowerMatmul(gpt::MatmulOp op) {
+LogicalResult EntryLowering::lowerMatmul(gpt::MatmulOp op) {
   auto a = cast<ShapedType>(op.getA().getType());
+  if (!op.getType().getElementType().isF32())
+    return op.emitOpError() << "has a " << op.getType().getElementType()
+                            << " result; the runtime's GEMMs write f32 "
+                               "(store it in bf16 with a gpt.cast after)";
   auto w = cast<ShapedType>(op.getB().getType());
   auto c = cast<ShapedType>(op.getType());
   Value out = define(op.getResult());
   GemmShape g = gemmShape(a, w, c, op.getTransposeA(), op.getTransposeB());
-  kernel("matmul", {lookup(op.getA()), lookup(op.getB())}, {out},
+  // bf16 operands (gpt-bf16-gemm): the same GEMM, f32 accumulation.
+  kernel(a.getElementType().isBF16() ? "matmul_bf16" : "matmul",
+         {lookup(op.getA()), lookup(op.getB())}, {out},
          {i64(g.batch), i64(g.m), i64(g.n), i64(g.k), i64(g.ta), i64(g.tb),
           i64(g.strideA), i64(g.strideB), i64(g.strideC)});
   if (Value bias = op.getBias())
     kernel("bias_add", {lookup(bias)}, {out},
            {i64(numElements(c) / g.n), i64(g.n)});
+  return success();
 }
 
 int64_t EntryLowering::statSlot(Value quantized, StringAttr layer,
@@ -484,10 +491,7 @@ LogicalResult EntryLowering::lowerOp(Operation *op) {
                {i64(rowsOf(x)), i64(widthOf(x))});
         return success();
       })
-      .Case([&](gpt::MatmulOp o) {
-        lowerMatmul(o);
-        return success();
-      })
+      .Case([&](gpt::MatmulOp o) { return lowerMatmul(o); })
       .Case([&](gpt::ReduceLeadingOp o) {
         int64_t cols = numElements(o.getType());
         kernel("reduce_rows", {lookup(o.getInput())}, {define(o.getResult())},
@@ -810,11 +814,14 @@ private:
           return WalkResult::interrupt();
         }
         Type element = tensor.getElementType();
-        // bf16 is storage only (gpt.cast moves values in and out of it);
+        // bf16 is storage only (gpt.cast moves values in and out of it,
+        // GEMMs read it, reshapes alias it);
         // FP8 lives between fp8.quantize and fp8.scaled_matmul. An
         // fp8.fused passes on its producer's types and makes FP8 too.
         bool fused = isa<fp8::FusedOp, fp8::YieldOp>(op);
-        bool storage = (element.isBF16() && (isa<gpt::CastOp>(op) || fused)) ||
+        bool storage = (element.isBF16() &&
+                        (isa<gpt::CastOp, gpt::MatmulOp, gpt::ReshapeOp>(op) ||
+                         fused)) ||
                        (isa<Float8E4M3FNType, Float8E5M2Type>(element) &&
                         (isa<fp8::QuantizeOp, fp8::QuantizeRowsOp,
                              fp8::ScaledMatmulOp>(op) ||
@@ -822,7 +829,8 @@ private:
         if (!element.isF32() && !element.isInteger(32) && !storage) {
           op->emitOpError() << "has element type " << element
                             << "; the runtime kernels take f32 tensors and "
-                               "i32 ids (bf16 only through gpt.cast)";
+                               "i32 ids (bf16 only through gpt.cast and as "
+                               "GEMM operands)";
           return WalkResult::interrupt();
         }
       }

@@ -208,6 +208,24 @@ def Fp8FuseCast : Pass<"fp8-fuse-cast", "::mlir::ModuleOp"> {
   let dependentDialects = ["::gptc::fp8::Fp8Dialect"];
 }
 
+def GptBf16Gemm : Pass<"gpt-bf16-gemm", "::mlir::ModuleOp"> {
+  let summary = "Lets each bf16 GEMM read its bf16 operands directly";
+  let description = [{
+    gpt-precision stores activations and GEMM inputs in bf16 and widens them
+    back to f32 (`gpt.cast`) in front of every consumer. A `gpt.matmul`
+    whose two operands are both such widenings of bf16 values gets those
+    bf16 values instead (its result stays f32: bf16 products accumulate in
+    f32), and casts left without users are erased. rt-bufferize then calls
+    the runtime's bf16 GEMM (`gptrt_matmul_bf16`, tensor cores on a GPU)
+    on the stored bf16 buffers, without an f32 copy of either operand in
+    between. Widening is exact, so results are bit for bit those of the f32
+    GEMM on the widened values (the CPU kernel computes exactly that).
+    A bias stays f32. Runs after gpt-precision and the fp8 passes, before
+    rt-bufferize; a module without bf16 storage is left as it is.
+  }];
+  let dependentDialects = ["::gptc::gpt::GptDialect"];
+}
+
 def GptDataParallel : Pass<"gpt-data-parallel", "::mlir::ModuleOp"> {
   let summary = "Sums gradients across ranks in buckets, overlapped with the backward";
   let description = [{

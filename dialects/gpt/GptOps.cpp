@@ -199,8 +199,11 @@ LogicalResult MatmulOp::verify() {
       return emitOpError() << "bias must be 1-D of the output width [" << n
                            << "], got " << shapeString(biasType.getShape());
   }
-  if (failed(verifySameElementType(*this, a, b, "b")) ||
-      failed(verifySameElementType(*this, a, getType(), "result")))
+  if (failed(verifySameElementType(*this, a, b, "b")))
+    return failure();
+  // bf16 operands may accumulate into an f32 result (gpt-bf16-gemm).
+  bool widening = a.getElementType().isBF16() && getType().getElementType().isF32();
+  if (!widening && failed(verifySameElementType(*this, a, getType(), "result")))
     return failure();
   return verifyLayerName(*this, getLayer());
 }

@@ -550,6 +550,38 @@ GPTRT_EXPORT void gptrt_matmul(gptrt_context *ctx, const float *a,
   });
 }
 
+GPTRT_EXPORT void gptrt_matmul_bf16(gptrt_context *ctx, const uint16_t *a,
+                                    const uint16_t *b, float *c,
+                                    int64_t batch, int64_t m, int64_t n,
+                                    int64_t k, int64_t trans_a,
+                                    int64_t trans_b, int64_t stride_a,
+                                    int64_t stride_b, int64_t stride_c) {
+  guarded(ctx, "gptrt_matmul_bf16", [&](Context &ctxRef) {
+    requireNonNegative(batch, "batch");
+    requireNonNegative(m, "m");
+    requireNonNegative(n, "n");
+    requireNonNegative(k, "k");
+    requireNonNegative(stride_a, "stride_a");
+    requireNonNegative(stride_b, "stride_b");
+    if (batch == 0)
+      return;
+    // Widened in their own layout (strides included), then the f32 GEMM:
+    // widening is exact, so this is the f32 GEMM of the bf16 values.
+    const int64_t extentA = (batch - 1) * stride_a + m * k;
+    const int64_t extentB = (batch - 1) * stride_b + k * n;
+    float *wide = ctxRef.scratch(static_cast<size_t>(extentA + extentB));
+    for (int64_t i = 0; i < extentA; ++i)
+      wide[i] = cpu::bf16ToFloat(a[i]);
+    for (int64_t i = 0; i < extentB; ++i)
+      wide[extentA + i] = cpu::bf16ToFloat(b[i]);
+    cpu::gemmBatched(c, wide, wide + extentA, batch, m, n, k, trans_a != 0,
+                     trans_b != 0, 0.0f, stride_a, stride_b, stride_c);
+  }, [&](Context &, Gpu &g) {
+    g.matmulBf16(a, b, c, batch, m, n, k, trans_a != 0, trans_b != 0,
+                 stride_a, stride_b, stride_c);
+  });
+}
+
 GPTRT_EXPORT void gptrt_bias_add(gptrt_context *ctx, const float *bias,
                                  float *c, int64_t rows, int64_t cols) {
   guarded(
@@ -1145,6 +1177,7 @@ const std::vector<AbiSymbol> &abiSymbols() {
       GPTRT_SYM(gptrt_arange),           GPTRT_SYM(gptrt_embedding_fwd),
       GPTRT_SYM(gptrt_embedding_bwd),    GPTRT_SYM(gptrt_layernorm_fwd),
       GPTRT_SYM(gptrt_layernorm_bwd),    GPTRT_SYM(gptrt_matmul),
+      GPTRT_SYM(gptrt_matmul_bf16),
       GPTRT_SYM(gptrt_bias_add),         GPTRT_SYM(gptrt_reduce_rows),
       GPTRT_SYM(gptrt_add),              GPTRT_SYM(gptrt_scale),
       GPTRT_SYM(gptrt_gelu_fwd),         GPTRT_SYM(gptrt_gelu_bwd),

@@ -5,25 +5,17 @@ computed, never their values: the tiny GPT compiled with and without
 and identical per-cast FP8 statistics, for current (tensorwise) and
 delayed scaling. Also checks that fusion really happened: the fused
 artifact runs fewer separate amax kernels (gptc --emit=rt)."""
-import argparse
 import json
-import os
 import re
-import shutil
 import subprocess
 import sys
 
+import e2e_setup
+
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    for flag in ("--gptc", "--gptrun", "--model", "--shards-script", "--work"):
-        parser.add_argument(flag, required=True)
-    args = parser.parse_args()
+    args = e2e_setup.parse_and_prepare(__doc__.splitlines()[0])
     work = args.work
-    shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(work)
-    subprocess.run([sys.executable, args.shards_script, work + "/data",
-                    "--licenses"], check=True, stdout=subprocess.DEVNULL)
     failures, summary = [], []
     for policy in ("fp8-tensorwise", "fp8-delayed"):
         runs, kernels = {}, {}

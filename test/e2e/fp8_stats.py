@@ -6,24 +6,16 @@ saturation; with current (tensorwise) scaling each scale is 448 / amax
 (E4M3) or 57344 / amax (E5M2) as DESIGN.md section 4 defines it, so the
 statistics are checked against the formula, not just for presence. A bf16
 artifact asked for statistics is refused with the reason."""
-import argparse
 import json
-import os
-import shutil
 import subprocess
 import sys
 
+import e2e_setup
+
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    for flag in ("--gptc", "--gptrun", "--model", "--shards-script", "--work"):
-        parser.add_argument(flag, required=True)
-    args = parser.parse_args()
+    args = e2e_setup.parse_and_prepare(__doc__.splitlines()[0])
     work = args.work
-    shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(work)
-    subprocess.run([sys.executable, args.shards_script, work + "/data",
-                    "--licenses"], check=True, stdout=subprocess.DEVNULL)
     failures = []
 
     art = work + "/fp8.so"

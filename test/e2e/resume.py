@@ -4,25 +4,18 @@ checkpoint, and 20 more steps resumed from it -- the same losses (every bit
 of the f32 values printed) and the same final parameters, byte for byte.
 Resuming with another artifact or from a damaged checkpoint is refused with
 the reason."""
-import argparse
 import filecmp
 import json
 import os
-import shutil
 import subprocess
 import sys
 
+import e2e_setup
+
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    for flag in ("--gptc", "--gptrun", "--model", "--shards-script", "--work"):
-        parser.add_argument(flag, required=True)
-    args = parser.parse_args()
+    args = e2e_setup.parse_and_prepare(__doc__.splitlines()[0])
     work = args.work
-    shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(work)
-    subprocess.run([sys.executable, args.shards_script, work + "/data",
-                    "--licenses"], check=True, stdout=subprocess.DEVNULL)
     art = work + "/tiny.so"
     subprocess.run([args.gptc, args.model, "-o", art], check=True)
 

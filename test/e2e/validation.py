@@ -4,27 +4,18 @@ the compiled micro-batch: the same initial parameters compiled with
 micro-batch 2 and 3 (3 leaves a padded, partly ignored last micro-batch)
 give the same val loss, to float rounding of the per-batch means. Also
 checks that --samples-every prints and logs samples."""
-import argparse
 import json
 import struct
-import os
-import shutil
 import subprocess
 import sys
 
 import choicefile
+import e2e_setup
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    for flag in ("--gptc", "--gptrun", "--model", "--shards-script", "--work"):
-        parser.add_argument(flag, required=True)
-    args = parser.parse_args()
+    args = e2e_setup.parse_and_prepare(__doc__.splitlines()[0])
     work = args.work
-    shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(work)
-    subprocess.run([sys.executable, args.shards_script, work + "/data",
-                    "--licenses"], check=True, stdout=subprocess.DEVNULL)
 
     def val_loss(precision, micro_batch, val_tokens):
         art = "%s/%s-b%d.so" % (work, precision, micro_batch)

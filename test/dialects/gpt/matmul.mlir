@@ -226,3 +226,13 @@ func.func @role_out_of_range(%a: tensor<4x16xf32>, %b: tensor<16x32xf32>) -> ten
   %0 = "gpt.matmul"(%a, %b) <{layer = "mm", role = 3 : i32}> : (tensor<4x16xf32>, tensor<16x32xf32>) -> tensor<4x32xf32>
   return %0 : tensor<4x32xf32>
 }
+
+// -----
+
+// bf16 operands (gpt-bf16-gemm) accumulate into an f32 result.
+// CHECK-LABEL: func.func @bf16_operands
+// CHECK:         gpt.matmul "mm" %arg0, %arg1 : tensor<4x16xbf16>, tensor<16x32xbf16> -> tensor<4x32xf32>
+func.func @bf16_operands(%a: tensor<4x16xbf16>, %b: tensor<16x32xbf16>) -> tensor<4x32xf32> {
+  %0 = gpt.matmul "mm" %a, %b : tensor<4x16xbf16>, tensor<16x32xbf16> -> tensor<4x32xf32>
+  return %0 : tensor<4x32xf32>
+}

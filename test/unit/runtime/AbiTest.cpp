@@ -6,6 +6,7 @@
 #include "runtime/abi/gptrt.h"
 #include "runtime/core/Abi.h"
 #include "runtime/core/Context.h"
+#include "runtime/cpu/Bf16.h"
 #include "runtime/cpu/Kernels.h"
 #include "runtime/cuda/Backend.h"
 #include "test/unit/runtime/TempDir.h"
@@ -144,22 +145,60 @@ TEST_F(AbiTest, LayerNormBackwardWritesWeightAndBiasGrads) {
   expectSameBits(db, wDb, "db");
 }
 
-TEST_F(AbiTest, MatmulMatchesKernelForEveryTransposeAndBroadcast) {
-  const int64_t batch = 3, m = 4, n = 5, k = 6;
+// Calls body(trans_a, trans_b, stride_b) for every transpose and for a
+// broadcast b (stride 0) as well as a batched one (stride k * n).
+template <typename Body> void forEachGemmLayout(int64_t k, int64_t n, Body body) {
   for (int ta = 0; ta < 2; ++ta)
     for (int tb = 0; tb < 2; ++tb)
       for (int64_t strideB : {int64_t(0), k * n}) {
         SCOPED_TRACE("trans_a " + std::to_string(ta) + " trans_b " +
                      std::to_string(tb) + " stride_b " +
                      std::to_string(strideB));
-        F a = randomF(batch * m * k, 13 + ta), b = randomF(batch * k * n, 15 + tb);
-        F got = nanF(batch * m * n), want(batch * m * n, 0.0f);
-        gptrt_matmul(h, a.data(), b.data(), got.data(), batch, m, n, k, ta, tb,
-                     m * k, strideB, m * n);
-        cpu::gemmBatched(want.data(), a.data(), b.data(), batch, m, n, k,
-                         ta != 0, tb != 0, 0.0f, m * k, strideB, m * n);
-        expectSameBits(got, want, "c");
+        body(ta, tb, strideB);
       }
+}
+
+TEST_F(AbiTest, MatmulMatchesKernelForEveryTransposeAndBroadcast) {
+  const int64_t batch = 3, m = 4, n = 5, k = 6;
+  forEachGemmLayout(k, n, [&](int ta, int tb, int64_t strideB) {
+    F a = randomF(batch * m * k, 13 + ta), b = randomF(batch * k * n, 15 + tb);
+    F got = nanF(batch * m * n), want(batch * m * n, 0.0f);
+    gptrt_matmul(h, a.data(), b.data(), got.data(), batch, m, n, k, ta, tb,
+                 m * k, strideB, m * n);
+    cpu::gemmBatched(want.data(), a.data(), b.data(), batch, m, n, k,
+                     ta != 0, tb != 0, 0.0f, m * k, strideB, m * n);
+    expectSameBits(got, want, "c");
+  });
+}
+
+// The bf16 GEMM is the f32 GEMM of the widened operands, bit for bit: the
+// compiler swaps one for the other (gpt-bf16-gemm) promising exactly that.
+TEST_F(AbiTest, MatmulBf16IsTheF32GemmOfTheWidenedOperands) {
+  const int64_t batch = 3, m = 4, n = 5, k = 6;
+  forEachGemmLayout(k, n, [&](int ta, int tb, int64_t strideB) {
+    F a = randomF(batch * m * k, 23 + ta), b = randomF(batch * k * n, 25 + tb);
+    std::vector<uint16_t> a16(a.size()), b16(b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      a16[i] = cpu::floatToBf16(a[i]);
+      a[i] = cpu::bf16ToFloat(a16[i]);
+    }
+    for (size_t i = 0; i < b.size(); ++i) {
+      b16[i] = cpu::floatToBf16(b[i]);
+      b[i] = cpu::bf16ToFloat(b16[i]);
+    }
+    F got = nanF(batch * m * n), want(batch * m * n, 0.0f);
+    gptrt_matmul_bf16(h, a16.data(), b16.data(), got.data(), batch, m, n,
+                      k, ta, tb, m * k, strideB, m * n);
+    gptrt_matmul(h, a.data(), b.data(), want.data(), batch, m, n, k, ta,
+                 tb, m * k, strideB, m * n);
+    expectSameBits(got, want, "c");
+  });
+  // A negative stride would read before the operand: refused.
+  F c(4);
+  std::vector<uint16_t> x(4);
+  gptrt_matmul_bf16(h, x.data(), x.data(), c.data(), 2, 1, 1, 1, 0, 0, -1, 0, 1);
+  EXPECT_THAT(ctx.error(), ::testing::HasSubstr("stride_a = -1, expected >= 0"));
+  ctx.clearError();
 }
 
 TEST_F(AbiTest, BiasAddIsInPlace) {

@@ -1,0 +1,97 @@
+// gpt-bf16-gemm: GEMMs read their bf16-stored operands directly instead of
+// f32 widenings of them (see Passes.td).
+#include "compiler/transforms/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/SetVector.h"
+
+#include <optional>
+
+namespace gptc {
+#define GEN_PASS_DEF_GPTBF16GEMM
+#include "compiler/transforms/Passes.h.inc"
+} // namespace gptc
+
+using namespace mlir;
+using namespace gptc::gpt;
+
+namespace {
+
+/// The widening of a bf16 value that `value` is, if it is one.
+CastOp widening(Value value) {
+  auto widen = value.getDefiningOp<CastOp>();
+  if (!widen)
+    return {};
+  auto from = cast<RankedTensorType>(widen.getInput().getType());
+  auto to = cast<RankedTensorType>(widen.getType());
+  if (!from.getElementType().isBF16() || !to.getElementType().isF32())
+    return {};
+  return widen;
+}
+
+/// A GEMM operand that is a widened bf16 value, possibly reshaped after
+/// the widening (the weight-gradient GEMMs flatten [B, T, C] to [B*T, C]).
+struct Bf16Operand {
+  CastOp widen;
+  ReshapeOp reshape;  // null: the widening feeds the GEMM directly
+};
+
+std::optional<Bf16Operand> bf16Operand(Value operand) {
+  if (CastOp widen = widening(operand))
+    return Bf16Operand{widen, {}};
+  if (auto reshape = operand.getDefiningOp<ReshapeOp>())
+    if (CastOp widen = widening(reshape.getInput()))
+      return Bf16Operand{widen, reshape};
+  return std::nullopt;
+}
+
+/// The bf16 value to multiply instead: the widening's input, reshaped
+/// like the operand was (a reshape is an alias, in bf16 as in f32).
+Value bf16Value(OpBuilder &b, Bf16Operand operand) {
+  if (!operand.reshape)
+    return operand.widen.getInput();
+  b.setInsertionPoint(operand.reshape);
+  auto shape = cast<RankedTensorType>(operand.reshape.getType()).getShape();
+  return ReshapeOp::create(b, operand.reshape.getLoc(),
+                           RankedTensorType::get(shape, b.getBF16Type()),
+                           operand.reshape.getLayer(),
+                           operand.widen.getInput());
+}
+
+class GptBf16GemmPass : public gptc::impl::GptBf16GemmBase<GptBf16GemmPass> {
+public:
+  using Base::Base;
+
+  void runOnOperation() override {
+    // A widening can feed several GEMMs (or both operands of one).
+    llvm::SetVector<Operation *> unique;
+    OpBuilder builder(&getContext());
+    getOperation().walk([&](MatmulOp matmul) {
+      std::optional<Bf16Operand> a = bf16Operand(matmul.getA());
+      std::optional<Bf16Operand> b = bf16Operand(matmul.getB());
+      if (!a || !b)
+        return;
+      for (const Bf16Operand &operand : {*a, *b}) {
+        if (operand.reshape)
+          unique.insert(operand.reshape);
+        unique.insert(operand.widen);
+      }
+      matmul.getAMutable().assign(bf16Value(builder, *a));
+      matmul.getBMutable().assign(bf16Value(builder, *b));
+    });
+    SmallVector<Operation *> maybeDead(unique.begin(), unique.end());
+    // A widening dies once the reshapes reading it have: repeat until
+    // nothing more goes.
+    for (bool erased = true; erased;) {
+      erased = false;
+      for (Operation *&op : maybeDead)
+        if (op && op->use_empty()) {
+          op->erase();
+          op = nullptr;
+          erased = true;
+        }
+    }
+  }
+};
+
+} // namespace

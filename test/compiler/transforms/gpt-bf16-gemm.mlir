@@ -1,0 +1,92 @@
+// RUN: gpt-opt %s -split-input-file -gpt-bf16-gemm | FileCheck %s
+// RUN: gpt-opt %s -split-input-file -gpt-bf16-gemm -rt-bufferize | FileCheck %s --check-prefix=RT
+
+// Both operands are widened bf16 values: the GEMM reads the bf16 values,
+// the widenings go, the f32 bias stays as it is.
+// CHECK-LABEL: func.func @logits
+// CHECK:       %[[X:.*]] = gpt.cast "x" %{{.*}} : tensor<4x16xf32> -> tensor<4x16xbf16>
+// CHECK:       %[[W:.*]] = gpt.cast "w" %{{.*}} : tensor<32x16xf32> -> tensor<32x16xbf16>
+// CHECK-NOT:   gpt.cast
+// CHECK:       gpt.matmul "fc" %[[X]], %[[W]] bias %{{.*}} transpose_b : tensor<4x16xbf16>, tensor<32x16xbf16>, tensor<32xf32> -> tensor<4x32xf32>
+// The runtime's bf16 GEMM gets the bf16 buffers; the bias is added after.
+// RT-LABEL: func.func @logits
+// RT: rt.kernel "matmul_bf16" ins(%{{.*}}, %{{.*}} : memref<4x16xbf16>, memref<32x16xbf16>) outs(%{{.*}} : memref<4x32xf32>) consts [1, 4, 32, 16, 0, 1, 0, 0, 0]
+// RT-NEXT: rt.kernel "bias_add"
+func.func @logits() -> (tensor<4x32xf32> {gpt.output = "logits"}) {
+  %x = gpt.fill "x" 1.0 : tensor<4x16xf32>
+  %w = gpt.fill "w" 0.5 : tensor<32x16xf32>
+  %bias = gpt.fill "bias" 0.25 : tensor<32xf32>
+  %x16 = gpt.cast "x" %x : tensor<4x16xf32> -> tensor<4x16xbf16>
+  %w16 = gpt.cast "w" %w : tensor<32x16xf32> -> tensor<32x16xbf16>
+  %x32 = gpt.cast "x" %x16 : tensor<4x16xbf16> -> tensor<4x16xf32>
+  %w32 = gpt.cast "w" %w16 : tensor<32x16xbf16> -> tensor<32x16xf32>
+  %y = gpt.matmul "fc" %x32, %w32 bias %bias transpose_b : tensor<4x16xf32>, tensor<32x16xf32>, tensor<32xf32> -> tensor<4x32xf32>
+  return %y : tensor<4x32xf32>
+}
+
+// -----
+
+// A widening that another op still reads stays for that op; one widened
+// value used as both operands is read twice.
+// CHECK-LABEL: func.func @logits
+// CHECK:       %[[X16:.*]] = gpt.cast "x" %{{.*}} : tensor<4x16xf32> -> tensor<4x16xbf16>
+// CHECK:       %[[X32:.*]] = gpt.cast "x" %[[X16]]
+// CHECK:       gpt.matmul "gram" %[[X16]], %[[X16]] transpose_b : tensor<4x16xbf16>, tensor<4x16xbf16> -> tensor<4x4xf32>
+// CHECK:       gpt.gelu "act" %[[X32]]
+// RT-LABEL: func.func @logits
+// RT: rt.kernel "convert"
+// RT: rt.kernel "convert"
+// RT: rt.kernel "matmul_bf16"
+// RT: rt.kernel "gelu_fwd"
+func.func @logits() -> (tensor<4x4xf32> {gpt.output = "logits"}, tensor<4x16xf32> {gpt.output = "act"}) {
+  %x = gpt.fill "x" 1.0 : tensor<4x16xf32>
+  %x16 = gpt.cast "x" %x : tensor<4x16xf32> -> tensor<4x16xbf16>
+  %x32 = gpt.cast "x" %x16 : tensor<4x16xbf16> -> tensor<4x16xf32>
+  %g = gpt.matmul "gram" %x32, %x32 transpose_b : tensor<4x16xf32>, tensor<4x16xf32> -> tensor<4x4xf32>
+  %a = gpt.gelu "act" %x32 : tensor<4x16xf32>
+  return %g, %a : tensor<4x4xf32>, tensor<4x16xf32>
+}
+
+// -----
+
+// Only one operand is stored in bf16 (the other is f32 from a kernel):
+// the GEMM stays f32 and so does its widening.
+// CHECK-LABEL: func.func @logits
+// CHECK:       %[[X32:.*]] = gpt.cast "x" %{{.*}} : tensor<4x16xbf16> -> tensor<4x16xf32>
+// CHECK:       gpt.matmul "mm" %[[X32]], %{{.*}} : tensor<4x16xf32>, tensor<16x8xf32> -> tensor<4x8xf32>
+// RT-LABEL: func.func @logits
+// RT: rt.kernel "matmul" ins
+func.func @logits() -> (tensor<4x8xf32> {gpt.output = "logits"}) {
+  %x = gpt.fill "x" 1.0 : tensor<4x16xf32>
+  %w = gpt.fill "w" 0.5 : tensor<16x8xf32>
+  %x16 = gpt.cast "x" %x : tensor<4x16xf32> -> tensor<4x16xbf16>
+  %x32 = gpt.cast "x" %x16 : tensor<4x16xbf16> -> tensor<4x16xf32>
+  %y = gpt.matmul "mm" %x32, %w : tensor<4x16xf32>, tensor<16x8xf32> -> tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+
+// -----
+
+// The weight-gradient GEMMs read activations flattened after widening:
+// the reshape moves to the bf16 value (a reshape is an alias either way).
+// CHECK-LABEL: func.func @logits
+// CHECK:       %[[X16:.*]] = gpt.cast "x" %{{.*}} : tensor<2x4x16xf32> -> tensor<2x4x16xbf16>
+// CHECK:       %[[G16:.*]] = gpt.cast "g" %{{.*}} : tensor<8x8xf32> -> tensor<8x8xbf16>
+// CHECK-NOT:   gpt.cast
+// CHECK:       %[[FLAT:.*]] = gpt.reshape "fc" %[[X16]] : tensor<2x4x16xbf16> -> tensor<8x16xbf16>
+// CHECK-NOT:   gpt.reshape
+// CHECK:       gpt.matmul "fc" %[[FLAT]], %[[G16]] transpose_a : tensor<8x16xbf16>, tensor<8x8xbf16> -> tensor<16x8xf32>
+// RT-LABEL: func.func @logits
+// RT: rt.reshape %{{.*}} : memref<2x4x16xbf16> -> memref<8x16xbf16>
+// RT: rt.kernel "matmul_bf16"
+func.func @logits() -> (tensor<16x8xf32> {gpt.output = "logits"}) {
+  %x = gpt.fill "x" 1.0 : tensor<2x4x16xf32>
+  %g = gpt.fill "g" 0.5 : tensor<8x8xf32>
+  %x16 = gpt.cast "x" %x : tensor<2x4x16xf32> -> tensor<2x4x16xbf16>
+  %g16 = gpt.cast "g" %g : tensor<8x8xf32> -> tensor<8x8xbf16>
+  %x32 = gpt.cast "x" %x16 : tensor<2x4x16xbf16> -> tensor<2x4x16xf32>
+  %flat = gpt.reshape "fc" %x32 : tensor<2x4x16xf32> -> tensor<8x16xf32>
+  %g32 = gpt.cast "g" %g16 : tensor<8x8xbf16> -> tensor<8x8xf32>
+  %dw = gpt.matmul "fc" %flat, %g32 transpose_a : tensor<8x16xf32>, tensor<8x8xf32> -> tensor<16x8xf32>
+  return %dw : tensor<16x8xf32>
+}
