@@ -5,6 +5,8 @@
 #include "runtime/core/Context.h"
 #include "runtime/core/Io.h"
 #include "runtime/core/ManifestCheck.h"
+#include "runtime/dist/Communicator.h"
+#include "runtime/train/RankSync.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -138,8 +140,10 @@ std::vector<ChoiceExample> readChoiceFile(const std::string &path) {
 }
 
 ChoiceScore scoreChoices(const Artifact &artifact, Context &ctx,
-                         const std::vector<ChoiceExample> &all,
-                         int64_t limit) {
+                         const std::vector<ChoiceExample> &all, int64_t limit,
+                         dist::Communicator *comm) {
+  const int world = comm ? comm->worldSize() : 1;
+  const int rank = comm ? comm->rank() : 0;
   const auto &manifest = artifact.manifest();
   if (!artifact.hasEntry(EntryKind::Logits))
     throw std::runtime_error("artifact " + artifact.path() +
@@ -184,8 +188,10 @@ ChoiceScore scoreChoices(const Artifact &artifact, Context &ctx,
                 ", expected ids below " + std::to_string(vocab) +
                 " (the model's vocabulary)");
     }
-    for (size_t c = 0; c < e.completions.size(); ++c)
-      rows.push_back({i, static_cast<int64_t>(c)});
+    // Every rank checks every example (so all throw alike), scores its own.
+    if (i % world == rank)
+      for (size_t c = 0; c < e.completions.size(); ++c)
+        rows.push_back({i, static_cast<int64_t>(c)});
   }
 
   ChoiceScore score;
@@ -231,12 +237,18 @@ ChoiceScore scoreChoices(const Artifact &artifact, Context &ctx,
       score.meanLoss[r.example][r.completion] = sum / completion.size();
     }
   }
-  for (int64_t i = 0; i < count; ++i) {
+  for (int64_t i = rank; i < count; i += world) {
     auto argmin = [](const std::vector<double> &v) {
       return std::min_element(v.begin(), v.end()) - v.begin();
     };
     score.correct += argmin(sumLoss[i]) == all[i].label;
     score.correctNorm += argmin(score.meanLoss[i]) == all[i].label;
+  }
+  if (world > 1) {
+    score.correct = static_cast<int64_t>(
+        sumOverRanks(*comm, static_cast<double>(score.correct)));
+    score.correctNorm = static_cast<int64_t>(
+        sumOverRanks(*comm, static_cast<double>(score.correctNorm)));
   }
   return score;
 }

@@ -26,6 +26,10 @@ class Artifact;
 class Context;
 } // namespace gptrt
 
+namespace gptrt::dist {
+class Communicator;
+}
+
 namespace gptrt::train {
 
 constexpr int32_t kEvalFileMagic = 20240522;
@@ -59,10 +63,13 @@ struct ChoiceScore {
 /// Scores the first `limit` examples (0: all) through the artifact's
 /// compiled logits entry, B rows (one completion each) per call. Throws when
 /// an example does not fit the compiled sequence length or names tokens
-/// outside the model's vocabulary.
+/// outside the model's vocabulary. With a communicator of several ranks (a
+/// collective) each rank scores every world-th example and the counts are
+/// added across ranks; meanLoss then holds this rank's examples only.
 ChoiceScore scoreChoices(const Artifact &artifact, Context &ctx,
                          const std::vector<ChoiceExample> &examples,
-                         int64_t limit = 0);
+                         int64_t limit = 0,
+                         dist::Communicator *comm = nullptr);
 
 } // namespace gptrt::train
 

@@ -445,15 +445,17 @@ float train(const TrainOptions &o, dist::Communicator &comm) {
                                ": lower --lr or check the data");
 
     bool last = step + 1 == o.steps;
-    // Every rank evaluates (the parameters are the same everywhere): no
-    // rank waits in a collective for rank 0's evaluation, however long.
+    // Every rank evaluates its share (the parameters are the same
+    // everywhere) and the sums are combined: each result on every rank.
     float valLoss = NAN;
     bool evaluating = (o.evalEvery > 0 && (step + 1) % o.evalEvery == 0) || last;
     if (validation && evaluating)
-      valLoss = validationLoss(artifact, ctx, *validation);
+      valLoss = validationLoss(artifact, ctx, *validation,
+                               world > 1 ? &comm : nullptr);
     double choiceAccuracy = NAN;
     if (!choices.empty() && evaluating)
-      choiceAccuracy = scoreChoices(artifact, ctx, choices, o.choicesLimit)
+      choiceAccuracy = scoreChoices(artifact, ctx, choices, o.choicesLimit,
+                                    world > 1 ? &comm : nullptr)
                            .accuracyNorm();
 
     std::string sampled;
@@ -573,8 +575,11 @@ namespace {
 std::unique_ptr<Context> restore(const Artifact &artifact,
                                  const std::string &checkpoint) {
   auto ctx = std::make_unique<Context>(artifact.manifest());
-  ckpt::load(ckpt::resolve(checkpoint), artifact.manifest(), *ctx,
-             /*worldSize=*/1);
+  // Evaluating or sampling does not continue the run: a checkpoint of any
+  // world size will do (the parameters are the same on every rank).
+  std::string path = ckpt::resolve(checkpoint);
+  ckpt::load(path, artifact.manifest(), *ctx,
+             static_cast<int>(ckpt::readIndex(path).world_size()));
   return ctx;
 }
 

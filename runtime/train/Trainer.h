@@ -7,8 +7,9 @@
 // then the gradient arena is summed over ranks (RankSync.h) before the
 // optimizer step, so the parameters stay the same on every rank and a step
 // means the same global batch at any world size. Rank 0 alone prints, logs,
-// dumps, samples and writes checkpoints; every rank evaluates, so no rank
-// waits for another's evaluation. Checkpoints record the world size and a
+// dumps, samples and writes checkpoints; every rank evaluates its share of
+// the validation micro-batches and multiple-choice examples, combined so
+// that all log the same numbers. Checkpoints record the world size and a
 // run resumes only on the same one (ckpt::load): another world size would
 // sum the gradients in another order and cut the shards into other windows,
 // so the run could not continue exactly.

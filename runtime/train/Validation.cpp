@@ -5,6 +5,8 @@
 #include "runtime/core/Context.h"
 #include "runtime/core/Io.h"
 #include "runtime/data/Shards.h"
+#include "runtime/dist/Communicator.h"
+#include "runtime/train/RankSync.h"
 
 #include <stdexcept>
 
@@ -52,7 +54,9 @@ ValidationSet::ValidationSet(const std::string &pattern, int64_t seq,
 }
 
 float validationLoss(const Artifact &artifact, Context &ctx,
-                     const ValidationSet &set) {
+                     const ValidationSet &set, dist::Communicator *comm) {
+  const int world = comm ? comm->worldSize() : 1;
+  const int rank = comm ? comm->rank() : 0;
   const auto &manifest = artifact.manifest();
   const int64_t B = manifest.micro_batch(), T = manifest.seq();
   if (set.seq() != T)
@@ -63,7 +67,7 @@ float validationLoss(const Artifact &artifact, Context &ctx,
   std::vector<int32_t> tokens(B * T), targets(B * T);
   double weighted = 0;
   int64_t counted = 0;
-  for (int64_t first = 0; first < set.rows(); first += B) {
+  for (int64_t first = rank * B; first < set.rows(); first += world * B) {
     // Rows past the end pad the last micro-batch: token 0, nothing counted.
     int64_t count = 0;
     for (int64_t i = 0; i < B * T; ++i) {
@@ -81,6 +85,10 @@ float validationLoss(const Artifact &artifact, Context &ctx,
                     readScalarOutput(ctx, manifest, EntryKind::EvalStep, "loss")) *
                 count;
     counted += count;
+  }
+  if (world > 1) {
+    weighted = sumOverRanks(*comm, weighted);
+    counted = static_cast<int64_t>(sumOverRanks(*comm, static_cast<double>(counted)));
   }
   return static_cast<float>(weighted / counted);
 }

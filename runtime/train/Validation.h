@@ -20,6 +20,10 @@ class Artifact;
 class Context;
 } // namespace gptrt
 
+namespace gptrt::dist {
+class Communicator;
+}
+
 namespace gptrt::train {
 
 class ValidationSet {
@@ -45,9 +49,13 @@ private:
 
 /// Mean eval_step loss of `artifact` (with the parameters in `ctx`) over
 /// every target token of `set`. Throws when the set's row length is not the
-/// artifact's sequence length.
+/// artifact's sequence length. With a communicator of several ranks (a
+/// collective: every rank calls it) each rank evaluates every world-th
+/// micro-batch and the sums are added across ranks: the same micro-batches
+/// as one rank evaluates, so the same loss up to the order of a double sum.
 float validationLoss(const Artifact &artifact, Context &ctx,
-                     const ValidationSet &set);
+                     const ValidationSet &set,
+                     dist::Communicator *comm = nullptr);
 
 } // namespace gptrt::train
 

@@ -3,7 +3,9 @@
 
   equivalence  the tiny GPT (fp32) trained by 2 workers equals 1 worker with
                the same global batch (2 accumulation steps); 4 workers and
-               2 workers x 2 micro-steps equal 1 worker x 4 micro-steps.
+               2 workers x 2 micro-steps equal 1 worker x 4 micro-steps;
+               validation and multiple-choice scoring shared by the ranks
+               give the numbers one rank does.
   multinode    two launchers on this machine (--nodes 2 --node-rank 0/1
                --master 127.0.0.1:PORT --procs 1) equal --procs 2 bit for
                bit; killing the worker of node 1 ends node 0's launcher too.
@@ -49,16 +51,20 @@ Every run pins OPENBLAS_NUM_THREADS=1: the BLAS thread count changes its
 summation order too (1 vs 2 threads alone differ more than 1 vs 2 workers).
 """
 import argparse
+import glob
 import json
 import os
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import time
 
 import numpy as np
+
+import choicefile
 
 STEPS = 8
 
@@ -183,10 +189,28 @@ def wait_for_steps(path, count, proc, limit=120):
     raise SystemExit("FAILED: no step %d within %d s" % (count, limit))
 
 
+def choices_from(val_shard, path, examples=11):
+    """A multiple-choice file from held-out text: the true 8-token
+    continuation of a 16-token context against 3 shuffles of it."""
+    with open(val_shard, "rb") as f:
+        count = struct.unpack("<256i", f.read(1024))[2]
+        tokens = list(struct.unpack("<%dH" % count, f.read(2 * count)))
+    out = []
+    for i in range(examples):
+        at = 1 + i * 37
+        context, truth = tokens[at:at + 16], tokens[at + 16:at + 24]
+        wrong = [truth[k:] + truth[:k] for k in (1, 3, 5)]
+        out.append((i % 4, context, wrong[:i % 4] + [truth] + wrong[i % 4:]))
+    choicefile.write(path, out)
+
+
 def equivalence(r):
     failures, notes = [], []
+    # 11 examples: 2 and 4 ranks score unequal shares of them.
+    choices = r.work + "/choices.bin"
+    choices_from(sorted(glob.glob(r.work + "/data/val_*.bin"))[0], choices)
     val = ["--val-data", r.work + "/data/val_*.bin", "--val-tokens", "1024",
-           "--eval-every", "4"]
+           "--eval-every", "4", "--choices", choices]
 
     def train(name, batch, *extra):
         run = r.run("--steps", str(STEPS), "--total-batch-tokens", str(batch),
@@ -197,10 +221,36 @@ def equivalence(r):
 
     train("w1x2", 512)
     # Rank 0 alone samples (the others wait in the next all-reduce).
-    train("w2x1", 512, "--procs", "2", "--samples-every", "4", "--sample-tokens", "4")
+    train("w2x1", 512, "--procs", "2", "--samples-every", "4", "--sample-tokens", "4",
+          "--ckpt-dir", r.work + "/w2x1-ckpt")
+    train("w4x1", 1024, "--procs", "4", "--ckpt-dir", r.work + "/w4x1-ckpt")
     train("w1x4", 1024)
-    train("w4x1", 1024, "--procs", "4")
     train("w2x2", 1024, "--procs", "2")
+
+    # The ranks share validation and multiple-choice scoring; one process
+    # evaluating the same final parameters (gptrun eval of the checkpoint)
+    # gets the same numbers: the same validation micro-batches, and each
+    # completion scored in a row of its own (fp32: rows do not interact).
+    for name in ("w2x1", "w4x1"):
+        final = log("%s/%s.jsonl" % (r.work, name))[-1]
+        result = subprocess.run([r.args.gptrun, "eval", r.art, r.work + "/%s-ckpt" % name,
+                                 *val[:4], "--choices", choices],
+                                capture_output=True, text=True, env=r.env)
+        out = result.stdout.split()
+        try:
+            val_loss = float(out[out.index("loss") + 1])
+            acc_norm = float(out[out.index("acc_norm") + 1])
+        except ValueError:
+            failures.append("gptrun eval of %s: %s%s" % (name, result.stdout, result.stderr))
+            continue
+        if abs(val_loss - final["val_loss"]) > 1e-6 * val_loss or \
+                abs(acc_norm - final["choices_acc_norm"]) > 5e-5:
+            failures.append("%s: shared evaluation gave val loss %.7f, acc_norm %.4f; "
+                            "one process on its checkpoint %.7f, %.4f" % (
+                                name, final["val_loss"], final["choices_acc_norm"],
+                                val_loss, acc_norm))
+        notes.append("%s shared eval: val loss %.6f, acc_norm %.4f as one process" % (
+            name, val_loss, acc_norm))
 
     worst = {"loss": 0.0, "grads": 0.0, "abs": 0.0, "l2": 0.0}
     for ref, other in (("w1x2", "w2x1"), ("w1x4", "w4x1"), ("w1x4", "w2x2")):
