@@ -80,6 +80,11 @@ start=$(date +%s)
 # cuBLASLt comes from the machine's CUDA 13 (too large to carry).
 cublas_dirs=/usr/local/cuda/lib64:/usr/local/cuda/lib
 py_cublas=$(python3 -c 'import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], "lib"))' 2>/dev/null || true)
+# NCCL (dlopened by GPU workers): the CUDA image's, else PyTorch's wheel.
+if [[ ! -e /usr/local/cuda/lib/libnccl.so.2 && ! -e /usr/local/cuda/lib64/libnccl.so.2 ]]; then
+  py_nccl=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib", "libnccl.so.2"))' 2>/dev/null || true)
+  [[ -n $py_nccl && -e $py_nccl ]] && export GPTRT_NCCL_LIB=$py_nccl
+fi
 # PyTorch runs with the machine's own library path: the Debian libraries
 # packed for our binaries are not for its wheels.
 machine_ld_library_path=${LD_LIBRARY_PATH-}
@@ -154,6 +159,7 @@ fi
 # no CUDA kernel yet") is reported as TODO, anything else (a crash, a CUDA
 # error) as FAIL. Loss values are in the log: compare with --device cpu.
 data=$(ls "$pack"/data/train_*.bin 2>/dev/null | head -1)
+lastLoss() { grep -o '"loss": *[-0-9.eE+naif]*' "$1" 2>/dev/null | tail -1 | sed 's/.*: *//'; }
 for art in tiny tiny-fp8; do
   if [[ ! -f $pack/artifacts/$art.so || -z $data ]]; then
     record "gptrun-$art" SKIP "artifact or data not packed"; continue
@@ -166,7 +172,6 @@ for art in tiny tiny-fp8; do
     --device cuda --data "$pack/data/train_*.bin" --steps 3 --seed 7 \
     --log "$out/run-$art-cuda.jsonl"
   rc=$?
-  lastLoss() { grep -o '"loss": *[-0-9.eE+naif]*' "$1" 2>/dev/null | tail -1 | sed 's/.*: *//'; }
   if [[ $rc == 0 ]]; then
     record "gptrun-$art" PASS "3 steps; loss cuda $(lastLoss "$out/run-$art-cuda.jsonl") cpu $(lastLoss "$out/run-$art-cpu.jsonl")"
   elif grep -q "has no CUDA kernel yet" "$out/gptrun-$art.log"; then
@@ -175,6 +180,27 @@ for art in tiny tiny-fp8; do
     record "gptrun-$art" "$([[ $rc == 124 ]] && echo TIMEOUT || echo FAIL)" "rc $rc: $(tail -n 1 "$out/gptrun-$art.log" | cut -c1-100)"
   fi
 done
+
+# 5b. The GPU worker path: gptrun --gpus 1 launches one worker that takes
+# its GPU and joins NCCL (world size 1: the bootstrap, the staging of host
+# buffers and every per-step collective run, nothing crosses a wire), then
+# trains the tiny f32 artifact 3 steps; the loss must match the plain
+# --device cuda run above. Several GPUs would need a bigger machine.
+if [[ -f $pack/artifacts/tiny.so && -n $data ]]; then
+  run_step gptrun-gpus1 120 gptrun-gpus1.log "$pack/bin/gptrun" "$pack/artifacts/tiny.so" \
+    --gpus 1 --data "$pack/data/train_*.bin" --steps 3 --seed 7 \
+    --log "$out/run-tiny-gpus1.jsonl"
+  rc=$?
+  if [[ $rc == 0 ]]; then
+    record gptrun-gpus1 PASS "3 steps over NCCL; loss $(lastLoss "$out/run-tiny-gpus1.jsonl") (plain cuda $(lastLoss "$out/run-tiny-cuda.jsonl"))"
+  elif grep -q "has no CUDA kernel yet" "$out/gptrun-gpus1.log"; then
+    record gptrun-gpus1 TODO "$(grep -o 'gptrt_[a-z0-9_]* has no CUDA kernel yet' "$out/gptrun-gpus1.log" | head -1)"
+  else
+    record gptrun-gpus1 "$([[ $rc == 124 ]] && echo TIMEOUT || echo FAIL)" "rc $rc: $(tail -n 1 "$out/gptrun-gpus1.log" | cut -c1-100)"
+  fi
+else
+  record gptrun-gpus1 SKIP "artifact or data not packed"
+fi
 
 # 6. Benchmarks (DESIGN.md section 8): GPT-2 124M tokens/s, bf16 and FP8,
 # side by side with PyTorch (+ torch.compile) in the same run.

@@ -1145,10 +1145,21 @@ GPTRT_EXPORT void gptrt_grad_bucket_ready(gptrt_context *ctx, float *grads,
     if (c.gradientExchange() && c.lastMicroStep())
       c.gradientExchange()->start(grads, n, bucket, fp8Format, scatter == 1);
   }, [&](Context &c, Gpu &) {
-    // One rank needs nothing; several need NCCL (runtime/cuda, to come).
-    if (c.gradientExchange() && c.lastMicroStep())
-      throw std::runtime_error("summing gradients across ranks on CUDA is "
-                               "not built yet (NCCL): train on one GPU");
+    if (!c.gradientExchange() || !c.lastMicroStep())
+      return;
+    // The exchange's collectives work on the arena in place (NCCL reads
+    // device memory); the host-side FP8 and reduce-scatter paths do not.
+    if (scatter || fp8Format != -1)
+      throw std::runtime_error(
+          std::string(scatter ? "ZeRO-1 (--zero=1)" : "FP8 gradient "
+                                                      "communication") +
+          " across GPU workers is not built yet: compile with --zero=0 "
+          "--grad-comm f32 for --gpus");
+    // The bucket must be final before the communication stream reads it.
+    // (Waiting here costs the overlap of kernel launches; an event the
+    // communication stream waits on would keep it.)
+    c.synchronize();
+    c.gradientExchange()->start(grads, n, bucket, fp8Format, false);
   });
 }
 
@@ -1159,8 +1170,7 @@ GPTRT_EXPORT void gptrt_grad_sync(gptrt_context *ctx, float *,
       c.gradientExchange()->finish(buckets);
   }, [&](Context &c, Gpu &) {
     if (c.gradientExchange() && c.lastMicroStep())
-      throw std::runtime_error("summing gradients across ranks on CUDA is "
-                               "not built yet (NCCL): train on one GPU");
+      c.gradientExchange()->finish(buckets);
   });
 }
 

@@ -59,12 +59,20 @@ std::string selfExecutable() {
 } // namespace
 
 void checkLaunchFlags(const LaunchFlags &flags, const std::string &device) {
-  if (flags.gpus)
+  if (flags.gpus && *flags.gpus < 1)
+    throw std::runtime_error("--gpus " + std::to_string(*flags.gpus) +
+                             ": expected at least 1 GPU worker per node");
+  if (flags.gpus && flags.procs)
     throw std::runtime_error(
-        "--gpus " + std::to_string(*flags.gpus) +
-        ": the CUDA backend is not built yet (runtime/cuda), so gptrun cannot "
-        "start GPU workers: train on the CPU with --device cpu --procs " +
-        std::to_string(std::max(1, *flags.gpus)));
+        "--gpus " + std::to_string(*flags.gpus) + " and --procs " +
+        std::to_string(*flags.procs) +
+        " both set the workers per node: use --gpus G for GPU workers or "
+        "--device cpu --procs P for CPU workers");
+  if (flags.gpus && device != "cuda")
+    throw std::runtime_error("--gpus " + std::to_string(*flags.gpus) +
+                             " starts GPU workers, but --device is " + device +
+                             ": drop --device (or use --device cuda), or use "
+                             "--procs for CPU workers");
   if (flags.procs && *flags.procs < 1)
     throw std::runtime_error("--procs " + std::to_string(*flags.procs) +
                              ": expected at least 1 CPU worker per node: use "
@@ -73,8 +81,7 @@ void checkLaunchFlags(const LaunchFlags &flags, const std::string &device) {
   if (flags.procs && *flags.procs > 1 && device != "cpu")
     throw std::runtime_error("--procs " + std::to_string(*flags.procs) +
                              " starts CPU workers, but --device is " + device +
-                             ": use --device cpu (GPU workers will come with "
-                             "--gpus)");
+                             ": use --device cpu, or --gpus G for GPU workers");
   if (flags.nodes && *flags.nodes < 1)
     throw std::runtime_error("--nodes " + std::to_string(*flags.nodes) +
                              ": expected at least 1 node");
@@ -96,7 +103,9 @@ void checkLaunchFlags(const LaunchFlags &flags, const std::string &device) {
 Role chooseRole(const LaunchFlags &flags, const dist::Environment &env) {
   if (has(env, "RANK") || has(env, "WORLD_SIZE"))
     return Role::Worker;
-  bool launcherFlags = flags.procs.value_or(1) > 1 ||
+  // --gpus always launches, even one worker: GPU workers pick their GPU
+  // and talk NCCL, which a plain run does not.
+  bool launcherFlags = flags.procs.value_or(1) > 1 || flags.gpus ||
                        flags.nodes.value_or(1) > 1 || flags.nodeRank ||
                        !flags.master.empty();
   if (has(env, "SLURM_PROCID") && has(env, "SLURM_NTASKS") && !launcherFlags) {
@@ -111,7 +120,7 @@ int runLauncher(const LaunchFlags &flags, const TrainOptions &options,
                 const std::vector<std::string> &arguments,
                 const dist::Environment &baseEnv) {
   dist::LaunchOptions launch;
-  launch.workersPerNode = flags.procs.value_or(1);
+  launch.workersPerNode = flags.gpus.value_or(flags.procs.value_or(1));
   launch.nodes = flags.nodes.value_or(0);
   launch.nodeRank = flags.nodeRank.value_or(-1);
   if (!flags.master.empty())
@@ -128,6 +137,9 @@ int runLauncher(const LaunchFlags &flags, const TrainOptions &options,
                     plan.nodeRank * plan.workersPerNode);
 
   dist::Environment env = baseEnv;
+  // Tells the workers they are GPU workers (each picks GPU LOCAL_RANK).
+  if (flags.gpus)
+    env[kGpuWorkersVariable] = std::to_string(*flags.gpus);
   // P workers each running as many BLAS threads as there are CPUs would
   // oversubscribe the machine P times over.
   if (!has(env, "OPENBLAS_NUM_THREADS"))
@@ -136,9 +148,10 @@ int runLauncher(const LaunchFlags &flags, const TrainOptions &options,
   launch.command.push_back(selfExecutable());
   launch.command.insert(launch.command.end(), arguments.begin(),
                         arguments.end());
-  std::printf("gptrun: starting %d CPU worker(s) on node %d of %d (world size "
+  std::printf("gptrun: starting %d %s worker(s) on node %d of %d (world size "
               "%d), store at %s:%d, %s BLAS thread(s) each\n",
-              plan.workersPerNode, plan.nodeRank, plan.nodes, plan.worldSize,
+              plan.workersPerNode, flags.gpus ? "GPU" : "CPU", plan.nodeRank,
+              plan.nodes, plan.worldSize,
               plan.masterAddr.c_str(), plan.masterPort,
               env["OPENBLAS_NUM_THREADS"].c_str());
   std::fflush(stdout);

@@ -4,7 +4,7 @@
 // one of those workers (told by its environment, WorkerInfo.h).
 //
 //   --procs P            CPU workers on this node (--device cpu)
-//   --gpus G             GPU workers: refused until the CUDA backend exists
+//   --gpus G             G GPU workers on this node (NCCL), worker i on GPU i
 //   --nodes N --node-rank R --master HOST:PORT   several nodes, torchrun's
 //                        semantics: run one launcher per node, each with
 //                        the same command and its own --node-rank
@@ -37,9 +37,13 @@ enum class Role { Single, Launcher, Worker };
 
 /// Checks the flags on their own (and against --device). Throws
 /// std::runtime_error with one line naming the flag, the value, what was
-/// expected and the fix; --gpus always throws, the CUDA backend not being
-/// built yet.
+/// expected and the fix (--gpus with --procs, or with a device other than
+/// cuda, among them).
 void checkLaunchFlags(const LaunchFlags &flags, const std::string &device);
+
+/// Set by the launcher in GPU workers' environment (the --gpus count): each
+/// worker then takes GPU LOCAL_RANK of CUDA_VISIBLE_DEVICES (or of all).
+inline constexpr const char *kGpuWorkersVariable = "GPTRT_GPU_WORKERS";
 
 /// Worker when the environment says so (RANK or WORLD_SIZE set, or Slurm
 /// tasks without launcher flags); Launcher when a flag asks for more than

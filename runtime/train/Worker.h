@@ -1,7 +1,7 @@
 // One worker process of a data-parallel gptrun job: joins the job (rank 0
 // hosts the rendezvous store; every rank connects to it and to a Gloo
-// communicator), trains as its rank, and waits for every rank at the end so
-// that rank 0's store outlives everyone's use of it.
+// communicator, or NCCL for GPU workers), trains as its rank, and waits for
+// every rank at the end so that rank 0's store outlives everyone's use of it.
 #ifndef GPTRT_TRAIN_WORKER_H
 #define GPTRT_TRAIN_WORKER_H
 
@@ -13,11 +13,20 @@
 namespace gptrt::train {
 
 /// Trains as rank `me.rank` of `me.worldSize` (a plain train() when the
-/// world has one rank). `timeout` bounds connecting to the store, the Gloo
-/// rendezvous and every collective: a rank that died or stalled longer than
-/// that makes the others throw instead of hang. Throws std::runtime_error.
+/// world has one CPU rank; a GPU worker first takes its GPU, see
+/// gpuForWorker, and joins NCCL even alone). `timeout` bounds connecting to
+/// the store, the rendezvous and every collective: a rank that died or
+/// stalled longer than that makes the others throw instead of hang. Throws
+/// std::runtime_error.
 float runWorker(const TrainOptions &options, const dist::WorkerInfo &me,
                 std::chrono::milliseconds timeout);
+
+/// The CUDA_VISIBLE_DEVICES entry GPU worker `localRank` of `gpuWorkers`
+/// takes: entry localRank of `visible` (the user's CUDA_VISIBLE_DEVICES),
+/// or GPU localRank when that is empty. Throws std::runtime_error when the
+/// list is too short.
+std::string gpuForWorker(int localRank, int gpuWorkers,
+                         const std::string &visible);
 
 /// Where rank 0's store listens for `masterAddr`: only on the loopback
 /// interface when the job is one machine's (127.x, localhost), else on every

@@ -89,8 +89,12 @@ const char *kUsage =
     "  --dist-timeout S           seconds a worker waits for the others before it\n"
     "                             fails (default 300); must exceed the longest\n"
     "                             checkpoint write or sample on rank 0\n"
-    "  --gpus G                   GPU workers: not available, the CUDA backend is\n"
-    "                             not built yet\n"
+    "  --gpus G                   start G GPU workers on this node (--device\n"
+    "                             cuda, worker i on GPU i of CUDA_VISIBLE_DEVICES),\n"
+    "                             NCCL between them; the CUDA backend has not run\n"
+    "                             on a GPU yet, and more than one worker needs\n"
+    "                             f32 gradient buckets (no --zero=1, --grad-comm\n"
+    "                             fp8 on GPUs yet)\n"
     "  Rank 0 prints, logs, dumps and checkpoints (which record the world size;\n"
     "  resume with the same one). Worker output is prefixed with [rank R]; when\n"
     "  a worker fails, the others are stopped and gptrun exits non-zero naming\n"
@@ -258,11 +262,12 @@ int main(int argc, char **argv) {
     }
 
     gptrt::train::TrainOptions o;
+    bool deviceGiven = false;
     gptrt::train::LaunchFlags launch;
     auto &s = o.schedule;
     parseFlags(
         argc, argv, 1,
-        {{"--device", [&](const std::string &v) { o.device = v; }},
+        {{"--device", [&](const std::string &v) { o.device = v; deviceGiven = true; }},
          {"--data", [&](const std::string &v) { o.data = v; }},
          {"--val-data", [&](const std::string &v) { o.valData = v; }},
          {"--steps", [&](const std::string &v) { o.steps = toInt("--steps", v); }},
@@ -311,6 +316,10 @@ int main(int argc, char **argv) {
     if (o.data.empty())
       usageError("--data is required (llm.c token shards)");
     s.totalSteps = o.steps;
+    // GPU workers train on their GPU unless told otherwise (which
+    // checkLaunchFlags then refuses).
+    if (launch.gpus && !deviceGiven)
+      o.device = "cuda";
     gptrt::train::checkLaunchFlags(launch, o.device);
     const gptrt::dist::Environment env = gptrt::dist::processEnvironment();
     switch (gptrt::train::chooseRole(launch, env)) {

@@ -71,8 +71,14 @@ TEST(LaunchFlags, BadValuesNameTheFix) {
                      "--procs 0: expected at least 1 CPU worker per node");
   f = {};
   f.gpus = 8;
+  EXPECT_NO_THROW(checkLaunchFlags(f, "cuda"));
   EXPECT_THROWS_WITH(checkLaunchFlags(f, "cpu"),
-                     "--gpus 8: the CUDA backend is not built yet");
+                     "--gpus 8 starts GPU workers, but --device is cpu");
+  f.procs = 2;
+  EXPECT_THROWS_WITH(checkLaunchFlags(f, "cuda"), "both set the workers per node");
+  f = {};
+  f.gpus = 0;
+  EXPECT_THROWS_WITH(checkLaunchFlags(f, "cuda"), "--gpus 0: expected at least 1");
   f = {};
   f.procs = 2;
   EXPECT_THROWS_WITH(checkLaunchFlags(f, "cuda"), "use --device cpu");
@@ -92,6 +98,20 @@ TEST(LaunchFlags, BadValuesNameTheFix) {
   f.procs = 4;
   f.master = "node0:29500";
   EXPECT_NO_THROW(checkLaunchFlags(f, "cpu"));
+}
+
+TEST(Worker, GpuWorkerTakesItsEntryOfTheVisibleDevices) {
+  EXPECT_EQ(gpuForWorker(0, 2, ""), "0");
+  EXPECT_EQ(gpuForWorker(1, 2, ""), "1");
+  EXPECT_EQ(gpuForWorker(1, 2, "4,6"), "6");
+  EXPECT_EQ(gpuForWorker(0, 1, "GPU-8f2a"), "GPU-8f2a");  // UUIDs too
+  EXPECT_THROWS_WITH(gpuForWorker(2, 3, "4,6"),
+                     "GPU worker 2 of 3 has no GPU: CUDA_VISIBLE_DEVICES=4,6 "
+                     "lists 2; use --gpus 2 or list more GPUs");
+  // --gpus 2 launches local ranks 0 and 1; chooseRole launches even one.
+  LaunchFlags one;
+  one.gpus = 1;
+  EXPECT_EQ(chooseRole(one, {}), Role::Launcher);
 }
 
 TEST(Worker, StoreBindsLoopbackOnlyForOneMachine) {
