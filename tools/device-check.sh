@@ -181,6 +181,27 @@ for art in tiny tiny-fp8; do
   fi
 done
 
+# 5a. CUDA graphs: the same 3 steps with every entry point replayed as a
+# graph after its first call; the kernels are the same, so the losses must
+# equal the eager run's bit for bit.
+if [[ -f $pack/artifacts/tiny.so && -n $data ]]; then
+  run_step gptrun-graphs 120 gptrun-graphs.log "$pack/bin/gptrun" "$pack/artifacts/tiny.so" \
+    --device cuda --cuda-graphs on --data "$pack/data/train_*.bin" --steps 3 --seed 7 \
+    --log "$out/run-tiny-graphs.jsonl"
+  rc=$?
+  eager=$(grep -o '"loss": *[-0-9.eE+naif]*' "$out/run-tiny-cuda.jsonl" 2>/dev/null | tr '\n' ' ')
+  graphs=$(grep -o '"loss": *[-0-9.eE+naif]*' "$out/run-tiny-graphs.jsonl" 2>/dev/null | tr '\n' ' ')
+  if [[ $rc == 0 && -n $graphs && $graphs == "$eager" ]]; then
+    record gptrun-graphs PASS "3 steps, losses equal the eager run's: $graphs"
+  elif [[ $rc == 0 ]]; then
+    record gptrun-graphs FAIL "losses differ from the eager run: graphs [$graphs] eager [$eager]"
+  else
+    record gptrun-graphs "$([[ $rc == 124 ]] && echo TIMEOUT || echo FAIL)" "rc $rc: $(tail -n 1 "$out/gptrun-graphs.log" | cut -c1-100)"
+  fi
+else
+  record gptrun-graphs SKIP "artifact or data not packed"
+fi
+
 # 5b. The GPU worker path: gptrun --gpus 1 launches one worker that takes
 # its GPU and joins NCCL (world size 1: the bootstrap, the staging of host
 # buffers and every per-step collective run, nothing crosses a wire), then

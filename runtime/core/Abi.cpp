@@ -117,7 +117,10 @@ GPTRT_EXPORT void gptrt_step_scalar(gptrt_context *ctx, float *out,
     *out = std::nanf("");
   guarded(
       ctx, "gptrt_step_scalar", [&](Context &c) { *out = c.stepScalar(which); },
-      [&](Context &c, Gpu &g) { g.setScalar(out, c.stepScalar(which)); });
+      [&](Context &c, Gpu &g) {
+        c.stepScalar(which);  // range check, with the CPU's message
+        g.copyStepScalar(out, which);
+      });
 }
 
 // ------------------------------------------------------------------ kernels

@@ -4,6 +4,7 @@
 
 #include "runtime/core/Abi.h"
 #include "runtime/core/Context.h"
+#include "runtime/cuda/Backend.h"
 
 #include <dlfcn.h>
 #include <sys/stat.h>
@@ -165,7 +166,27 @@ void Artifact::run(EntryKind kind, Context &ctx) const {
   // An error left by direct gptrt_* calls would silently disable this run.
   ctx.throwIfFailed("before " + std::string(entryName(kind)) + " of artifact " +
                     path_);
-  fn(ctx.handle());
+  // A graph replays the kernels a call enqueued, so it only stands for
+  // calls whose host-side decisions are the same: none while gradients are
+  // exchanged (the exchange waits and hands buckets over) or FP8
+  // statistics are collected.
+  if (ctx.cudaGraphs() && !ctx.gradientExchange() &&
+      !ctx.collectingFp8Stats()) {
+    cuda::Device &gpu = *ctx.cudaDevice();
+    const int slot = ctx.graphSlot(reinterpret_cast<const void *>(fn),
+                                   ctx.lastMicroStep());
+    if (!gpu.hasGraph(slot) && ctx.eagerRuns(slot)++ == 0) {
+      fn(ctx.handle());  // warm-up: sizes scratch, makes the GEMM plans
+    } else {
+      if (!gpu.hasGraph(slot))
+        gpu.captureGraph(slot, [&] { fn(ctx.handle()); });
+      ctx.throwIfFailed(std::string(entryName(kind)) + " of artifact " +
+                        path_ + " (capturing its CUDA graph)");
+      gpu.launchGraph(slot);
+    }
+  } else {
+    fn(ctx.handle());
+  }
   ctx.throwIfFailed(std::string(entryName(kind)) + " of artifact " + path_);
   // On CUDA the kernels ran asynchronously: a fault in one surfaces here,
   // attributed to this entry (a no-op on the CPU).

@@ -213,6 +213,32 @@ void *Context::data(const gptc::manifest::Buffer &buffer) {
   return const_cast<void *>(std::as_const(*this).data(buffer));
 }
 
+void Context::setLossScale(float scale) {
+  lossScale_ = scale;
+  uploadStepScalars();
+}
+
+void Context::setLearningRate(float lr) {
+  learningRate_ = lr;
+  uploadStepScalars();
+}
+
+void Context::uploadStepScalars() {
+  if (cuda_)
+    cuda_->uploadStepScalars(lossScale_, learningRate_,
+                             static_cast<float>(step_));
+}
+
+int Context::graphSlot(const void *entry, bool lastMicroStep) {
+  std::pair<const void *, bool> key{entry, lastMicroStep};
+  for (size_t i = 0; i < graphKeys_.size(); ++i)
+    if (graphKeys_[i] == key)
+      return static_cast<int>(i);
+  graphKeys_.push_back(key);
+  eagerRuns_.push_back(0);
+  return static_cast<int>(graphKeys_.size() - 1);
+}
+
 void Context::setStep(int64_t step) {
   // Above 2^24 consecutive integers are no longer all representable in f32.
   constexpr int64_t kMaxExact = int64_t(1) << 24;
@@ -222,6 +248,7 @@ void Context::setStep(int64_t step) {
                             std::to_string(kMaxExact) +
                             " (steps are 1-based and passed as exact f32)");
   step_ = step;
+  uploadStepScalars();
 }
 
 float Context::stepScalar(int64_t which) const {

@@ -136,8 +136,10 @@ public:
   // The scalars gptrt_step_scalar hands out, set by the runner before each
   // entry call. Defaults: loss scale 1, learning rate 0, step 0 (AdamW then
   // reports that no step was set).
-  void setLossScale(float scale) { lossScale_ = scale; }
-  void setLearningRate(float lr) { learningRate_ = lr; }
+  // On Cuda each setter also uploads the scalars to the device (see
+  // cuda::Device::uploadStepScalars); never call them inside an entry.
+  void setLossScale(float scale);
+  void setLearningRate(float lr);
   // step >= 1 and at most 2^24 (it travels as an exact f32); else throws.
   void setStep(int64_t step);
   float lossScale() const { return lossScale_; }
@@ -199,6 +201,17 @@ public:
   // The CUDA backend of a Cuda context, null on Cpu.
   cuda::Device *cudaDevice() const { return cuda_.get(); }
 
+  // CUDA graphs (Artifact::run on Cuda; ignored on Cpu): off by default.
+  // Each entry point gets one graph per value of lastMicroStep(), captured
+  // on its second call (the first, run eagerly, sizes the scratch buffer
+  // and the GEMM plans) and replayed from then on.
+  void setCudaGraphs(bool on) { cudaGraphs_ = on; }
+  bool cudaGraphs() const { return cudaGraphs_ && cuda_ != nullptr; }
+  // The graph slot of (entry function, lastMicroStep), and how many times
+  // that combination ran before its graph existed.
+  int graphSlot(const void *entry, bool lastMicroStep);
+  int64_t &eagerRuns(int slot) { return eagerRuns_.at(static_cast<size_t>(slot)); }
+
 private:
   struct Arena {
     std::string name;
@@ -224,6 +237,10 @@ private:
   GradientExchange *exchange_ = nullptr;
   std::unique_ptr<OptimizerShard> shard_;
   size_t shardArena_ = 0;
+  bool cudaGraphs_ = false;
+  std::vector<std::pair<const void *, bool>> graphKeys_;
+  std::vector<int64_t> eagerRuns_;
+  void uploadStepScalars();
   bool lastMicroStep_ = true;
   std::vector<Fp8CastStats> fp8Stats_;
 };

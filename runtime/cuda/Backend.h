@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -103,8 +104,23 @@ public:
                                  float *dq, float *dk, float *dv,
                                  int64_t batch, int64_t seq, int64_t width,
                                  int64_t heads, bool causal) = 0;
-  // Writes one f32 scalar to device memory (gptrt_step_scalar).
-  virtual void setScalar(float *out, float value) = 0;
+  // The step scalars (gptrt.h's gptrt_step_scalar: loss scale, learning
+  // rate, step) live in device memory: the host uploads them whenever the
+  // runner changes one (never inside an entry call), and step_scalar copies
+  // its slot device to device -- an operation a CUDA graph replays with the
+  // value of the moment, unlike a host value captured into a kernel launch.
+  virtual void uploadStepScalars(float lossScale, float learningRate,
+                                 float step) = 0;
+  virtual void copyStepScalar(float *out, int64_t which) = 0;
+
+  // CUDA graphs of whole entry points (gptrun --cuda-graphs). captureGraph
+  // records what `enqueue` puts on the stream into graph `slot` (replacing
+  // it) without running it; launchGraph replays it. Growing the scratch
+  // buffer drops every graph (they hold its old address): the runner then
+  // captures again.
+  virtual void captureGraph(int slot, const std::function<void()> &enqueue) = 0;
+  virtual bool hasGraph(int slot) const = 0;
+  virtual void launchGraph(int slot) = 0;
 
   // FP8 tensorwise scaling.
   virtual void amax(const float *x, float *out, int64_t n) = 0;

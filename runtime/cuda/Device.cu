@@ -62,6 +62,8 @@ DeviceImpl::DeviceImpl(int ordinal) : ordinal_(ordinal) {
   workspaceBytes_ = size_t(32) << 20;
   check(cudaMalloc(&workspace_, workspaceBytes_), "cudaMalloc(workspace)");
   check(cudaMalloc(&gemmScales_, 2 * sizeof(float)), "cudaMalloc(scales)");
+  check(cudaMalloc(&stepScalars_, 3 * sizeof(float)), "cudaMalloc(step scalars)");
+  uploadStepScalars(1.0f, 0.0f, 0.0f);
 }
 
 DeviceImpl::~DeviceImpl() {
@@ -72,6 +74,8 @@ DeviceImpl::~DeviceImpl() {
   if (lt_)
     cublasLtDestroy(lt_);
   cudaFree(workspace_);
+  dropGraphs();
+  cudaFree(stepScalars_);
   cudaFree(scratch_);
   cudaFree(gemmScales_);
   if (stream_)
@@ -124,19 +128,90 @@ void DeviceImpl::synchronize() {
   check(cudaStreamSynchronize(stream_), "a kernel of this step");
 }
 
-void DeviceImpl::setScalar(float *out, float value) {
+void DeviceImpl::uploadStepScalars(float lossScale, float learningRate,
+                                   float step) {
+  const float values[3] = {lossScale, learningRate, step};
   // Pageable source: cudaMemcpyAsync stages it before returning, so the
   // local may go out of scope.
-  check(cudaMemcpyAsync(out, &value, sizeof value, cudaMemcpyHostToDevice,
-                        stream_),
+  check(cudaMemcpyAsync(stepScalars_, values, sizeof values,
+                        cudaMemcpyHostToDevice, stream_),
+        "step scalars upload");
+}
+
+void DeviceImpl::copyStepScalar(float *out, int64_t which) {
+  if (which < 0 || which > 2)
+    throw std::out_of_range("step scalar " + std::to_string(which) +
+                            " is out of range, expected 0..2");
+  check(cudaMemcpyAsync(out, stepScalars_ + which, sizeof(float),
+                        cudaMemcpyDeviceToDevice, stream_),
         "gptrt_step_scalar copy");
+}
+
+void DeviceImpl::captureGraph(int slot, const std::function<void()> &enqueue) {
+  if (slot < 0)
+    throw std::out_of_range("graph slot " + std::to_string(slot));
+  // Thread-local mode: the communication thread's CUDA calls (NCCL) are
+  // not part of this capture.
+  check(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal),
+        "cudaStreamBeginCapture");
+  try {
+    enqueue();
+  } catch (...) {
+    cudaGraph_t abandoned = nullptr;
+    cudaStreamEndCapture(stream_, &abandoned);
+    if (abandoned)
+      cudaGraphDestroy(abandoned);
+    cudaGetLastError();
+    throw;
+  }
+  cudaGraph_t graph = nullptr;
+  check(cudaStreamEndCapture(stream_, &graph),
+        "cudaStreamEndCapture (an operation of this entry point cannot be "
+        "captured in a CUDA graph; run without --cuda-graphs)");
+  cudaGraphExec_t exec = nullptr;
+  cudaError_t status = cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphDestroy(graph);
+  check(status, "cudaGraphInstantiate");
+  if (static_cast<size_t>(slot) >= graphs_.size())
+    graphs_.resize(static_cast<size_t>(slot) + 1, nullptr);
+  if (graphs_[slot])
+    cudaGraphExecDestroy(graphs_[slot]);
+  graphs_[slot] = exec;
+}
+
+bool DeviceImpl::hasGraph(int slot) const {
+  return slot >= 0 && static_cast<size_t>(slot) < graphs_.size() &&
+         graphs_[slot] != nullptr;
+}
+
+void DeviceImpl::launchGraph(int slot) {
+  if (!hasGraph(slot))
+    throw std::logic_error("no CUDA graph in slot " + std::to_string(slot));
+  check(cudaGraphLaunch(graphs_[slot], stream_), "cudaGraphLaunch");
+}
+
+void DeviceImpl::dropGraphs() {
+  for (cudaGraphExec_t &exec : graphs_)
+    if (exec) {
+      cudaGraphExecDestroy(exec);
+      exec = nullptr;
+    }
 }
 
 void *DeviceImpl::scratch(size_t bytes) {
   if (bytes <= scratchBytes_)
     return scratch_;
-  // Kernels already queued may still read the old buffer.
+  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+  check(cudaStreamIsCapturing(stream_, &capturing), "cudaStreamIsCapturing");
+  if (capturing != cudaStreamCaptureStatusNone)
+    throw std::runtime_error(
+        "the scratch buffer must grow to " + std::to_string(bytes) +
+        " bytes while a CUDA graph is being captured (the warm-up call should "
+        "have sized it): run without --cuda-graphs");
+  // Kernels already queued may still read the old buffer, and graphs hold
+  // its address.
   synchronize();
+  dropGraphs();
   cudaFree(scratch_);
   scratch_ = nullptr;
   scratchBytes_ = 0;

@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 
 #include <map>
+#include <vector>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -110,7 +111,12 @@ public:
              const float *step, float *param, float *m, float *v, int64_t n,
              double beta1, double beta2, double eps,
              double weightDecay) override;
-  void setScalar(float *out, float value) override;
+  void uploadStepScalars(float lossScale, float learningRate,
+                         float step) override;
+  void copyStepScalar(float *out, int64_t which) override;
+  void captureGraph(int slot, const std::function<void()> &enqueue) override;
+  bool hasGraph(int slot) const override;
+  void launchGraph(int slot) override;
   void attentionForward(const float *q, const float *k, const float *v,
                         float *out, float *lse, int64_t batch, int64_t seq,
                         int64_t width, int64_t heads, bool causal) override;
@@ -186,6 +192,9 @@ private:
   float *gemmScales_ = nullptr;  // 2 floats: FP8 dequantisation scales
   void *scratch_ = nullptr;
   size_t scratchBytes_ = 0;
+  float *stepScalars_ = nullptr;  // 3 floats, see uploadStepScalars
+  std::vector<cudaGraphExec_t> graphs_;
+  void dropGraphs();
   std::map<GemmKey, GemmPlan> plans_;
 };
 

@@ -288,6 +288,7 @@ float train(const TrainOptions &o, dist::Communicator &comm) {
   Artifact artifact(o.artifact);
   const auto &manifest = artifact.manifest();
   Context ctx(manifest, parseDevice(o.device));
+  ctx.setCudaGraphs(o.cudaGraphs);
   const int64_t B = manifest.micro_batch(), T = manifest.seq();
   Prepared prepared = prepare(o, manifest, rank, world);
   const int64_t batchTokens = prepared.batchTokens;

@@ -39,6 +39,7 @@ namespace gptrt::train {
 struct TrainOptions {
   std::string artifact;
   std::string device = "cpu";
+  bool cudaGraphs = false;  ///< --cuda-graphs on (Context::setCudaGraphs)
   std::string data;          ///< glob or directory of llm.c shards
   std::string valData;       ///< empty: no evaluation
   int64_t steps = 100;

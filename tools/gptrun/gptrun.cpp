@@ -37,7 +37,12 @@ const char *kUsage =
     "       (CHECKPOINT: a checkpoint directory, or a --ckpt-dir for its latest)\n"
     "\n"
     "training options:\n"
-    "  --device cpu               where to run (cpu; cuda comes later)\n"
+    "  --device cpu|cuda          where to run (default cpu; the CUDA backend is\n"
+    "                             compiled but has not run on a GPU yet)\n"
+    "  --cuda-graphs on|off       replay each entry point as a CUDA graph after\n"
+    "                             one eager call (default off: not yet run on a\n"
+    "                             GPU); steps exchanging gradients or logging FP8\n"
+    "                             statistics run eagerly\n"
     "  --data GLOB                training shards (llm.c format) or a directory\n"
     "  --val-data GLOB            validation shards; evaluated with eval_step\n"
     "  --steps N                  optimizer steps (default 100)\n"
@@ -269,6 +274,12 @@ int main(int argc, char **argv) {
         argc, argv, 1,
         {{"--device", [&](const std::string &v) { o.device = v; deviceGiven = true; }},
          {"--data", [&](const std::string &v) { o.data = v; }},
+         {"--cuda-graphs",
+          [&](const std::string &v) {
+            if (v != "on" && v != "off")
+              usageError("--cuda-graphs '" + v + "': expected on or off");
+            o.cudaGraphs = v == "on";
+          }},
          {"--val-data", [&](const std::string &v) { o.valData = v; }},
          {"--steps", [&](const std::string &v) { o.steps = toInt("--steps", v); }},
          {"--total-batch-tokens",
@@ -320,6 +331,9 @@ int main(int argc, char **argv) {
     // checkLaunchFlags then refuses).
     if (launch.gpus && !deviceGiven)
       o.device = "cuda";
+    if (o.cudaGraphs && o.device != "cuda")
+      usageError("--cuda-graphs on needs --device cuda (or --gpus): graphs "
+                 "replay GPU work, the CPU has none to replay");
     gptrt::train::checkLaunchFlags(launch, o.device);
     const gptrt::dist::Environment env = gptrt::dist::processEnvironment();
     switch (gptrt::train::chooseRole(launch, env)) {

@@ -53,6 +53,9 @@ T referenceLoss(const std::vector<T> &wte, const std::vector<T> &bias,
                                   FX_N, FX_V, FX_VP, FX_IGNORE);
 }
 
+// An address to key graph slots by in tests.
+const int kGraphKeyMarker = 0;
+
 class ArtifactTest : public ::testing::Test {
 protected:
   ArtifactTest() : artifact(fixture("fixture-ok")), ctx(artifact.manifest()) {
@@ -83,6 +86,27 @@ TEST_F(ArtifactTest, TrainStepLossMatchesTheKernels) {
   EXPECT_NEAR(loss, std::log(double(FX_V)), 0.05) << "small init: ~ln(V)";
   artifact.run(EntryKind::EvalStep, ctx);
   EXPECT_EQ(readScalarOutput(ctx, m(), EntryKind::EvalStep, "loss"), loss);
+}
+
+// CUDA graphs are a GPU matter: on the CPU the flag changes nothing, every
+// call runs its entry (the loss of each of three calls is recomputed).
+TEST_F(ArtifactTest, CudaGraphsAreIgnoredOnTheCpu) {
+  ctx.setCudaGraphs(true);
+  EXPECT_FALSE(ctx.cudaGraphs());
+  for (int call = 0; call < 3; ++call) {
+    float *loss = static_cast<float *>(ctx.data(
+        entrySpec(m(), EntryKind::EvalStep).outputs(0).buffer()));
+    *loss = -1.0f;
+    artifact.run(EntryKind::EvalStep, ctx);
+    EXPECT_NEAR(readScalarOutput(ctx, m(), EntryKind::EvalStep, "loss"),
+                std::log(double(FX_V)), 0.05)
+        << "call " << call;
+  }
+  // The slots a Cuda context would key its graphs by.
+  int a = ctx.graphSlot(&kGraphKeyMarker, true);
+  EXPECT_EQ(ctx.graphSlot(&kGraphKeyMarker, true), a);
+  EXPECT_NE(ctx.graphSlot(&kGraphKeyMarker, false), a);
+  EXPECT_EQ(ctx.eagerRuns(a), 0);
 }
 
 // The gradients the artifact accumulates through gptrt_* calls agree with
