@@ -316,11 +316,9 @@ GPTRT_EXPORT void gptrt_quantize_fp8(gptrt_context *ctx, const float *x,
                     format);
   }, [&](Context &c, Gpu &g) {
     requireNonNegative(n, "n");
-    if (statSlot >= 0 && c.collectingFp8Stats())
-      throw std::runtime_error(
-          "FP8 cast statistics are not collected on CUDA yet: run without "
-          "--fp8-stats-every, or on --device cpu");
     g.quantizeFp8(x, scale, q, n, format);
+    if (statSlot >= 0 && c.collectingFp8Stats())
+      g.recordCastStats(x, GPTRT_DTYPE_F32, n, scale, format, statSlot);
   });
 }
 
@@ -985,13 +983,13 @@ void finish(gptrt_context *ctx, const char *fn, const void *out,
   guarded(
       ctx, fn, [&](Context &c) { runEpilogue(c, out, epilogue); },
       [&](Context &c, Gpu &g) {
-        if (epilogue.q && epilogue.statSlot >= 0 && c.collectingFp8Stats())
-          throw std::runtime_error(
-              "FP8 cast statistics are not collected on CUDA yet: run "
-              "without --fp8-stats-every, or on --device cpu");
         g.castEpilogue(out, epilogue.dtype, epilogue.rows, epilogue.cols,
                        epilogue.amax, epilogue.scale, epilogue.q,
                        epilogue.format, epilogue.transpose != 0);
+        if (epilogue.q && epilogue.statSlot >= 0 && c.collectingFp8Stats())
+          g.recordCastStats(out, epilogue.dtype,
+                            epilogue.rows * epilogue.cols, epilogue.scale,
+                            epilogue.format, epilogue.statSlot);
       });
 }
 

@@ -229,6 +229,29 @@ void Context::uploadStepScalars() {
                              static_cast<float>(step_));
 }
 
+void Context::beginFp8Stats(size_t slots) {
+  fp8Stats_.assign(slots, Fp8CastStats{});
+  if (cuda_)
+    cuda_->beginCastStats(slots);
+  collectFp8Stats_ = true;
+}
+
+void Context::endFp8Stats() {
+  if (cuda_ && collectFp8Stats_) {
+    std::vector<cuda::CastStats> counted;
+    cuda_->endCastStats(counted);
+    for (size_t i = 0; i < counted.size() && i < fp8Stats_.size(); ++i) {
+      Fp8CastStats &s = fp8Stats_[i];
+      s.amax = counted[i].amax;
+      s.scale = counted[i].scale;
+      s.underflow = counted[i].underflow;
+      s.saturated = counted[i].saturated;
+      s.elements = counted[i].elements;
+    }
+  }
+  collectFp8Stats_ = false;
+}
+
 int Context::graphSlot(const void *entry, bool lastMicroStep) {
   std::pair<const void *, bool> key{entry, lastMicroStep};
   for (size_t i = 0; i < graphKeys_.size(); ++i)

@@ -179,11 +179,10 @@ public:
   // FP8 statistics: between begin and end, quantize_fp8 calls with a stat
   // slot record into fp8Stats()[slot] (`slots` entries, cleared by begin);
   // otherwise they skip the extra work.
-  void beginFp8Stats(size_t slots) {
-    fp8Stats_.assign(slots, Fp8CastStats{});
-    collectFp8Stats_ = true;
-  }
-  void endFp8Stats() { collectFp8Stats_ = false; }
+  // On Cuda the device counts (cuda::Device::recordCastStats) and end
+  // copies its counts into fp8Stats() (a synchronisation).
+  void beginFp8Stats(size_t slots);
+  void endFp8Stats();
   bool collectingFp8Stats() const { return collectFp8Stats_; }
   std::vector<Fp8CastStats> &fp8Stats() { return fp8Stats_; }
 

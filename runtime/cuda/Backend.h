@@ -18,8 +18,16 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace gptrt::cuda {
+
+// One FP8 cast's statistics as the device collected them (see
+// Device::recordCastStats); Context copies them into its Fp8CastStats.
+struct CastStats {
+  float amax = 0, scale = 0;
+  int64_t underflow = 0, saturated = 0, elements = 0;
+};
 
 class Device {
 public:
@@ -112,6 +120,21 @@ public:
   virtual void uploadStepScalars(float lossScale, float learningRate,
                                  float step) = 0;
   virtual void copyStepScalar(float *out, int64_t which) = 0;
+
+  // FP8 cast statistics (gptrun --fp8-stats-every), counted on the device
+  // so that the casts stay asynchronous: beginCastStats zeroes `slots`
+  // counters; recordCastStats adds the cast of n values of x (f32 or bf16,
+  // gptrt.h's dtype) with *scale to `format` into `slot` -- amax of |x|,
+  // values that became zero codes, values clamped beyond rounding (> 464
+  // for E4M3, >= 61440 for E5M2), the element count, and the scale of the
+  // last cast; endCastStats copies them out (one synchronisation, on
+  // logging steps only). The same definitions as the CPU's (Abi.cpp),
+  // except that a NaN makes the device's amax NaN where the CPU's skips it.
+  virtual void beginCastStats(size_t slots) = 0;
+  virtual void recordCastStats(const void *x, int64_t dtype, int64_t n,
+                               const float *scale, int64_t format,
+                               int64_t slot) = 0;
+  virtual void endCastStats(std::vector<CastStats> &out) = 0;
 
   // CUDA graphs of whole entry points (gptrun --cuda-graphs). captureGraph
   // records what `enqueue` puts on the stream into graph `slot` (replacing

@@ -76,6 +76,7 @@ DeviceImpl::~DeviceImpl() {
   cudaFree(workspace_);
   dropGraphs();
   cudaFree(stepScalars_);
+  cudaFree(castStats_);
   cudaFree(scratch_);
   cudaFree(gemmScales_);
   if (stream_)

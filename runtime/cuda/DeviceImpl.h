@@ -114,6 +114,11 @@ public:
   void uploadStepScalars(float lossScale, float learningRate,
                          float step) override;
   void copyStepScalar(float *out, int64_t which) override;
+  void beginCastStats(size_t slots) override;
+  void recordCastStats(const void *x, int64_t dtype, int64_t n,
+                       const float *scale, int64_t format,
+                       int64_t slot) override;
+  void endCastStats(std::vector<CastStats> &out) override;
   void captureGraph(int slot, const std::function<void()> &enqueue) override;
   bool hasGraph(int slot) const override;
   void launchGraph(int slot) override;
@@ -193,6 +198,8 @@ private:
   void *scratch_ = nullptr;
   size_t scratchBytes_ = 0;
   float *stepScalars_ = nullptr;  // 3 floats, see uploadStepScalars
+  void *castStats_ = nullptr;     // Fp8.cu's per-slot counters
+  size_t castStatsSlots_ = 0, castStatsCapacity_ = 0;
   std::vector<cudaGraphExec_t> graphs_;
   void dropGraphs();
   std::map<GemmKey, GemmPlan> plans_;

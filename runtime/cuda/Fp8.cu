@@ -10,6 +10,9 @@
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
 
+#include <cstring>
+#include <vector>
+
 namespace gptrt::cuda {
 
 namespace {
@@ -128,6 +131,51 @@ __global__ void castKernel(const void *x, bool bf16, const float *scale,
   }
 }
 
+// The device side of CastStats, one per slot. amaxBits: |x| as bits,
+// max-reduced like amaxKernel's.
+struct SlotCounters {
+  unsigned amaxBits;
+  float scale;
+  unsigned long long underflow, saturated, elements;
+};
+
+// The statistics of one cast, as recordCastStats in runtime/core/Abi.cpp
+// computes them on the CPU: the same products (one rounded f32 multiply)
+// and the same conversion as castKernel.
+template <__nv_fp8_interpretation_t Format>
+__global__ void castStatsKernel(const void *x, bool bf16, int64_t n,
+                                const float *scale, SlotCounters *slot) {
+  const float s = *scale;
+  // Halfway between the largest finite value and the next power: what
+  // round-to-nearest would still have brought back (OCP FP8 formats).
+  const float limit = Format == __NV_E4M3 ? 464.0f : 61440.0f;
+  unsigned m = 0;
+  unsigned long long zeros = 0, clamped = 0;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const float v = valueAt(x, bf16, i);
+    const float magnitude = fabsf(v);
+    m = max(m, __float_as_uint(magnitude));
+    const float scaled = __fmul_rn(magnitude, s);
+    clamped += Format == __NV_E4M3 ? scaled > limit : scaled >= limit;
+    const unsigned code =
+        __nv_cvt_float_to_fp8(__fmul_rn(v, s), __NV_SATFINITE, Format);
+    zeros += v != 0.0f && (code & 0x7Fu) == 0;
+  }
+  m = blockMax(m, 0u);
+  if (threadIdx.x == 0 && m != 0)
+    atomicMax(&slot->amaxBits, m);
+  // Rare logging steps: one atomic per thread with a count is cheap enough.
+  if (zeros)
+    atomicAdd(&slot->underflow, zeros);
+  if (clamped)
+    atomicAdd(&slot->saturated, clamped);
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    slot->scale = s;
+    atomicAdd(&slot->elements, static_cast<unsigned long long>(n));
+  }
+}
+
 void requireFormat(int64_t format) {
   if (format != GPTRT_FP8_E4M3 && format != GPTRT_FP8_E5M2)
     throw std::invalid_argument("fp8 format " + std::to_string(format) +
@@ -201,6 +249,63 @@ void DeviceImpl::fp8StateUpdate(const float *amax, float *history,
   requireLength(length);
   stateUpdateKernel<<<1, 1, 0, stream_>>>(amax, history, length);
   checkLaunch("gptrt_fp8_state_update");
+}
+
+void DeviceImpl::beginCastStats(size_t slots) {
+  if (slots > castStatsCapacity_) {
+    check(cudaFree(castStats_), "cudaFree(cast statistics)");
+    castStats_ = nullptr;
+    castStatsCapacity_ = 0;
+    check(cudaMalloc(&castStats_, slots * sizeof(SlotCounters)),
+          "cudaMalloc(cast statistics)");
+    castStatsCapacity_ = slots;
+  }
+  castStatsSlots_ = slots;
+  if (slots)
+    zero(castStats_, slots * sizeof(SlotCounters));
+}
+
+void DeviceImpl::recordCastStats(const void *x, int64_t dtype, int64_t n,
+                                 const float *scale, int64_t format,
+                                 int64_t slot) {
+  requireFormat(format);
+  if (slot < 0 || static_cast<size_t>(slot) >= castStatsSlots_)
+    throw std::invalid_argument("stat_slot " + std::to_string(slot) +
+                                ", expected < " +
+                                std::to_string(castStatsSlots_) +
+                                " (the manifest's fp8_stats)");
+  if (dtype != GPTRT_DTYPE_F32 && dtype != GPTRT_DTYPE_BF16)
+    throw std::invalid_argument("dtype " + std::to_string(dtype) +
+                                ", expected f32 (1) or bf16 (2)");
+  if (n <= 0)
+    return;
+  const bool bf16 = dtype == GPTRT_DTYPE_BF16;
+  SlotCounters *counters = static_cast<SlotCounters *>(castStats_) + slot;
+  unsigned blocks = gridFor(n, 512);
+  blocks = blocks > 1024 ? 1024 : blocks;
+  if (format == GPTRT_FP8_E4M3)
+    castStatsKernel<__NV_E4M3><<<blocks, 512, 0, stream_>>>(x, bf16, n, scale,
+                                                            counters);
+  else
+    castStatsKernel<__NV_E5M2><<<blocks, 512, 0, stream_>>>(x, bf16, n, scale,
+                                                            counters);
+  checkLaunch("FP8 cast statistics");
+}
+
+void DeviceImpl::endCastStats(std::vector<CastStats> &out) {
+  std::vector<SlotCounters> counters(castStatsSlots_);
+  if (!counters.empty())
+    toHost(counters.data(), castStats_, counters.size() * sizeof(SlotCounters));
+  out.resize(counters.size());
+  for (size_t i = 0; i < counters.size(); ++i) {
+    const SlotCounters &c = counters[i];
+    unsigned bits = c.amaxBits;
+    std::memcpy(&out[i].amax, &bits, sizeof bits);
+    out[i].scale = c.scale;
+    out[i].underflow = static_cast<int64_t>(c.underflow);
+    out[i].saturated = static_cast<int64_t>(c.saturated);
+    out[i].elements = static_cast<int64_t>(c.elements);
+  }
 }
 
 void DeviceImpl::castEpilogue(const void *out, int64_t dtype, int64_t rows,

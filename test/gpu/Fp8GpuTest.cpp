@@ -168,5 +168,50 @@ TEST_F(GpuTest, FusedEpiloguesMatchCpu) {
   }
 }
 
+// FP8 cast statistics counted on the device equal the CPU's counts for the
+// same casts: two E4M3 casts into one slot (amax the max, counts summed,
+// scale the last: saturation from the first, underflow from the second),
+// an E5M2 cast of small values (underflow) into another.
+TEST_F(GpuTest, CastStatisticsMatchCpu) {
+  Context cpuCtx(Device::Cpu, {});
+  const int64_t n = 300001;
+  std::vector<float> a = randn(n, 200.0f), b = randn(n, 1e-3f);
+  for (int64_t i = 0; i < n; i += 101)
+    a[i] = 0.0f;  // zeros are not underflow
+  const std::vector<float> scales{2.0f, 0.5f};
+  for (Context *c : {&gpu(), &cpuCtx})
+    c->beginFp8Stats(2);
+  auto cast = [&](gptrt_context *h, const float *x, const float *scale,
+                  uint8_t *q, int64_t format, int64_t slot) {
+    gptrt_quantize_fp8(h, x, scale, q, n, format, slot);
+  };
+  std::vector<uint8_t> ref(n);
+  uint8_t *q = alloc<uint8_t>(n);
+  const float *ga = upload(a), *gb = upload(b);
+  const float *s0 = upload(std::vector<float>{scales[0]});
+  const float *s1 = upload(std::vector<float>{scales[1]});
+  cast(g(), ga, s0, q, GPTRT_FP8_E4M3, 0);
+  cast(g(), gb, s1, q, GPTRT_FP8_E4M3, 0);
+  cast(cpuCtx.handle(), a.data(), &scales[0], ref.data(), GPTRT_FP8_E4M3, 0);
+  cast(cpuCtx.handle(), b.data(), &scales[1], ref.data(), GPTRT_FP8_E4M3, 0);
+  cast(g(), gb, s0, q, GPTRT_FP8_E5M2, 1);
+  cast(cpuCtx.handle(), b.data(), &scales[0], ref.data(), GPTRT_FP8_E5M2, 1);
+  expectOk();
+  ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
+  for (Context *c : {&gpu(), &cpuCtx})
+    c->endFp8Stats();
+  for (size_t slot = 0; slot < 2; ++slot) {
+    const Fp8CastStats &got = gpu().fp8Stats()[slot];
+    const Fp8CastStats &want = cpuCtx.fp8Stats()[slot];
+    EXPECT_EQ(got.amax, want.amax) << "slot " << slot;
+    EXPECT_EQ(got.scale, want.scale) << "slot " << slot;
+    EXPECT_EQ(got.underflow, want.underflow) << "slot " << slot;
+    EXPECT_EQ(got.saturated, want.saturated) << "slot " << slot;
+    EXPECT_EQ(got.elements, want.elements) << "slot " << slot;
+    EXPECT_GT(want.underflow + want.saturated, 0)
+        << "slot " << slot << ": the data should exercise the counters";
+  }
+}
+
 } // namespace
 } // namespace gptrt::gputest
