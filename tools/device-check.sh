@@ -41,10 +41,12 @@ if [[ "${1:-}" == "--pack" ]]; then
       *) cp -L "$lib" "$pack/lib/" ;;
     esac
   done
-  # Tiny artifacts: f32 and FP8, from the checked-in tiny model.
+  # Tiny artifacts: f32, fp8-tensorwise and fp8-rowwise, from the checked-in tiny model.
   "$build/bin/gptc" "$here/models/gpt2-tiny.mlir" -o "$pack/artifacts/tiny.so" || exit 1
   "$build/bin/gptc" "$here/models/gpt2-tiny.mlir" --precision=fp8-tensorwise \
     -o "$pack/artifacts/tiny-fp8.so" || exit 1
+  "$build/bin/gptc" "$here/models/gpt2-tiny.mlir" --precision=fp8-rowwise \
+    -o "$pack/artifacts/tiny-rowwise.so" || exit 1
   data=$(ls "$build"/test/e2e/train-tiny/data/train_*.bin 2>/dev/null | head -1)
   [[ -n $data ]] && cp "$data" "$pack/data/"
   # gptc's side of the benchmark: GPT-2 124M at the benchmark's micro-batch
@@ -160,7 +162,7 @@ fi
 # error) as FAIL. Loss values are in the log: compare with --device cpu.
 data=$(ls "$pack"/data/train_*.bin 2>/dev/null | head -1)
 lastLoss() { grep -o '"loss": *[-0-9.eE+naif]*' "$1" 2>/dev/null | tail -1 | sed 's/.*: *//'; }
-for art in tiny tiny-fp8; do
+for art in tiny tiny-fp8 tiny-rowwise; do
   if [[ ! -f $pack/artifacts/$art.so || -z $data ]]; then
     record "gptrun-$art" SKIP "artifact or data not packed"; continue
   fi

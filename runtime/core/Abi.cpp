@@ -386,6 +386,8 @@ GPTRT_EXPORT void gptrt_amax_rows(gptrt_context *ctx, const float *x,
         // NaN wins, as in amaxOf.
         out[c] = std::isnan(out[c]) || std::isnan(a) ? NAN : std::max(out[c], a);
       }
+  }, [&](Context &, Gpu &g) {
+    g.amaxRows(x, out, rows, cols, alongCols != 0);
   });
 }
 
@@ -397,6 +399,8 @@ GPTRT_EXPORT void gptrt_row_scales(gptrt_context *ctx, const float *amax,
     requireNonNegative(n, "n");
     for (int64_t i = 0; i < n; ++i)
       out[i] = scaleFromAmax(amax[i], fp8Max, margin, powerOfTwo, eps);
+  }, [&](Context &, Gpu &g) {
+    g.rowScales(amax, out, n, fp8Max, margin, powerOfTwo != 0, eps);
   });
 }
 
@@ -415,6 +419,12 @@ GPTRT_EXPORT void gptrt_quantize_rows(gptrt_context *ctx, const float *x,
     for (int64_t i = 0; i < rows * cols; ++i)
       q[i] = fp8Encode(x[i] * scaleAt(i), format);
     recordCastStats(c, statSlot, x, rows * cols, scaleAt, format);
+  }, [&](Context &c, Gpu &g) {
+    if (statSlot >= 0 && c.collectingFp8Stats())
+      throw std::runtime_error(
+          "FP8 statistics of rowwise casts are not collected on CUDA yet: "
+          "run without --fp8-stats-every, or on --device cpu");
+    g.quantizeRows(x, scales, q, rows, cols, alongCols != 0, format);
   });
 }
 
@@ -438,6 +448,10 @@ GPTRT_EXPORT void gptrt_scaled_matmul_rowwise(
       for (int64_t j = 0; j < n; ++j)
         c[r * n + j] /= (rowwiseA ? scaleA[r] : scaleA[0]) *
                         (rowwiseB ? scaleB[j] : scaleB[0]);
+  }, [&](Context &, Gpu &g) {
+    g.scaledMatmulRowwise(a, b, scaleA, scaleB, c, batch, m, n, k,
+                          transA != 0, transB != 0, strideA, strideB, strideC,
+                          formatA, formatB, rowwiseA != 0, rowwiseB != 0);
   });
 }
 

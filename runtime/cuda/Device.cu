@@ -64,6 +64,10 @@ DeviceImpl::DeviceImpl(int ordinal) : ordinal_(ordinal) {
   check(cudaMalloc(&gemmScales_, 2 * sizeof(float)), "cudaMalloc(scales)");
   check(cudaMalloc(&stepScalars_, 3 * sizeof(float)), "cudaMalloc(step scalars)");
   uploadStepScalars(1.0f, 0.0f, 0.0f);
+  const float ones[2] = {1.0f, 1.0f};
+  check(cudaMalloc(&unitScales_, sizeof ones), "cudaMalloc(unit scales)");
+  check(cudaMemcpy(unitScales_, ones, sizeof ones, cudaMemcpyHostToDevice),
+        "cudaMemcpy(unit scales)");
 }
 
 DeviceImpl::~DeviceImpl() {
@@ -76,6 +80,7 @@ DeviceImpl::~DeviceImpl() {
   cudaFree(workspace_);
   dropGraphs();
   cudaFree(stepScalars_);
+  cudaFree(unitScales_);
   cudaFree(castStats_);
   cudaFree(scratch_);
   cudaFree(gemmScales_);

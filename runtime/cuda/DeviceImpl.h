@@ -114,6 +114,20 @@ public:
   void uploadStepScalars(float lossScale, float learningRate,
                          float step) override;
   void copyStepScalar(float *out, int64_t which) override;
+  void amaxRows(const float *x, float *out, int64_t rows, int64_t cols,
+                bool alongCols) override;
+  void rowScales(const float *amax, float *out, int64_t n, double fp8Max,
+                 int64_t margin, bool powerOfTwo, double eps) override;
+  void quantizeRows(const float *x, const float *scales, uint8_t *q,
+                    int64_t rows, int64_t cols, bool alongCols,
+                    int64_t format) override;
+  void scaledMatmulRowwise(const uint8_t *a, const uint8_t *b,
+                           const float *scaleA, const float *scaleB, float *c,
+                           int64_t batch, int64_t m, int64_t n, int64_t k,
+                           bool transA, bool transB, int64_t strideA,
+                           int64_t strideB, int64_t strideC, int64_t formatA,
+                           int64_t formatB, bool rowwiseA,
+                           bool rowwiseB) override;
   void beginCastStats(size_t slots) override;
   void recordCastStats(const void *x, int64_t dtype, int64_t n,
                        const float *scale, int64_t format,
@@ -198,6 +212,7 @@ private:
   void *scratch_ = nullptr;
   size_t scratchBytes_ = 0;
   float *stepScalars_ = nullptr;  // 3 floats, see uploadStepScalars
+  float *unitScales_ = nullptr;   // 2 floats of 1: the rowwise GEMM's
   void *castStats_ = nullptr;     // Fp8.cu's per-slot counters
   size_t castStatsSlots_ = 0, castStatsCapacity_ = 0;
   std::vector<cudaGraphExec_t> graphs_;

@@ -141,6 +141,82 @@ TEST_F(GpuTest, ScaledMatmulFp8MatchesEmulation) {
               worst);
 }
 
+// fp8-rowwise on the device: row/column amaxes, power-of-two scales and
+// the rowwise casts equal the CPU's bit for bit; the rowwise GEMM (unit-
+// scale FP8 GEMM, then each element divided by its row's and column's
+// scales) agrees within the FP8 GEMM tolerance.
+TEST_F(GpuTest, RowwiseFp8MatchesCpu) {
+  Context cpuCtx(Device::Cpu, {});
+  const int64_t batch = 2, m = 64, n = 128, k = 96;
+  std::vector<float> x = randn(batch * m * k, 3.0f), w = randn(n * k, 0.05f);
+  // a: one scale per row of the batch x m rows; b ([n, k], transposed in
+  // the GEMM): one per row too, i.e. per output column.
+  std::vector<float> amaxA(batch * m), amaxW(n), amaxCols(k);
+  gptrt_amax_rows(cpuCtx.handle(), x.data(), amaxA.data(), batch * m, k, 0);
+  gptrt_amax_rows(cpuCtx.handle(), w.data(), amaxW.data(), n, k, 0);
+  gptrt_amax_rows(cpuCtx.handle(), x.data(), amaxCols.data(), batch * m, k, 1);
+  float *dAmaxA = alloc<float>(batch * m), *dAmaxW = alloc<float>(n),
+        *dAmaxCols = alloc<float>(k);
+  const float *dx = upload(x), *dw = upload(w);
+  gptrt_amax_rows(g(), dx, dAmaxA, batch * m, k, 0);
+  gptrt_amax_rows(g(), dw, dAmaxW, n, k, 0);
+  gptrt_amax_rows(g(), dx, dAmaxCols, batch * m, k, 1);
+  expectOk();
+  EXPECT_EQ(download(dAmaxA, batch * m), amaxA);
+  EXPECT_EQ(download(dAmaxW, n), amaxW);
+  EXPECT_EQ(download(dAmaxCols, k), amaxCols);
+
+  std::vector<float> scaleA(batch * m), scaleW(n);
+  gptrt_row_scales(cpuCtx.handle(), amaxA.data(), scaleA.data(), batch * m,
+                   448.0, 0, 1, 1e-12);
+  gptrt_row_scales(cpuCtx.handle(), amaxW.data(), scaleW.data(), n, 448.0, 0,
+                   1, 1e-12);
+  float *dScaleA = alloc<float>(batch * m), *dScaleW = alloc<float>(n);
+  gptrt_row_scales(g(), dAmaxA, dScaleA, batch * m, 448.0, 0, 1, 1e-12);
+  gptrt_row_scales(g(), dAmaxW, dScaleW, n, 448.0, 0, 1, 1e-12);
+  expectOk();
+  EXPECT_EQ(download(dScaleA, batch * m), scaleA);
+  EXPECT_EQ(download(dScaleW, n), scaleW);
+
+  std::vector<uint8_t> qa(x.size()), qw(w.size()), qCols(x.size());
+  gptrt_quantize_rows(cpuCtx.handle(), x.data(), scaleA.data(), qa.data(),
+                      batch * m, k, 0, GPTRT_FP8_E4M3, -1);
+  gptrt_quantize_rows(cpuCtx.handle(), w.data(), scaleW.data(), qw.data(), n,
+                      k, 0, GPTRT_FP8_E4M3, -1);
+  // Along columns, with the column scales of x (scales from amaxCols).
+  std::vector<float> scaleCols(k);
+  gptrt_row_scales(cpuCtx.handle(), amaxCols.data(), scaleCols.data(), k,
+                   57344.0, 0, 1, 1e-12);
+  gptrt_quantize_rows(cpuCtx.handle(), x.data(), scaleCols.data(),
+                      qCols.data(), batch * m, k, 1, GPTRT_FP8_E5M2, -1);
+  uint8_t *dqa = alloc<uint8_t>(x.size()), *dqw = alloc<uint8_t>(w.size()),
+          *dqCols = alloc<uint8_t>(x.size());
+  gptrt_quantize_rows(g(), dx, dScaleA, dqa, batch * m, k, 0, GPTRT_FP8_E4M3, -1);
+  gptrt_quantize_rows(g(), dw, dScaleW, dqw, n, k, 0, GPTRT_FP8_E4M3, -1);
+  gptrt_quantize_rows(g(), dx, upload(scaleCols), dqCols, batch * m, k, 1,
+                      GPTRT_FP8_E5M2, -1);
+  expectOk();
+  ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
+  EXPECT_EQ(download(dqa, x.size()), qa);
+  EXPECT_EQ(download(dqw, w.size()), qw);
+  EXPECT_EQ(download(dqCols, x.size()), qCols);
+
+  std::vector<float> ref(batch * m * n);
+  gptrt_scaled_matmul_rowwise(cpuCtx.handle(), qa.data(), qw.data(),
+                              scaleA.data(), scaleW.data(), ref.data(), batch,
+                              m, n, k, 0, 1, m * k, 0, m * n, GPTRT_FP8_E4M3,
+                              GPTRT_FP8_E4M3, 1, 1);
+  float *c = alloc<float>(batch * m * n);
+  gptrt_scaled_matmul_rowwise(g(), dqa, dqw, dScaleA, dScaleW, c, batch, m, n,
+                              k, 0, 1, m * k, 0, m * n, GPTRT_FP8_E4M3,
+                              GPTRT_FP8_E4M3, 1, 1);
+  expectOk();
+  ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
+  const double err = relErr(download(c, batch * m * n), toDouble(ref));
+  std::printf("rowwise FP8 GEMM vs CPU emulation: norm-wise error %.3g\n", err);
+  EXPECT_LT(err, kFp8GemmTol);
+}
+
 TEST_F(GpuTest, ScaledMatmulRefusesWhatCublasLtCannotDo) {
   uint8_t *a = alloc<uint8_t>(64 * 64), *b = alloc<uint8_t>(64 * 64);
   float *s = upload(std::vector<float>{1.0f, 1.0f});
