@@ -80,6 +80,28 @@ public:
       matmul.getBMutable().assign(bf16Value(builder, *b));
     });
     SmallVector<Operation *> maybeDead(unique.begin(), unique.end());
+    // A bias-free bf16 GEMM whose f32 result is only ever stored as bf16
+    // writes bf16 itself (the same single rounding, without the f32 copy).
+    SmallVector<Operation *> narrowings;
+    getOperation().walk([&](MatmulOp matmul) {
+      auto type = cast<RankedTensorType>(matmul.getType());
+      if (matmul.getBias() || !type.getElementType().isF32() ||
+          !cast<RankedTensorType>(matmul.getA().getType())
+               .getElementType()
+               .isBF16() ||
+          !matmul->hasOneUse())
+        return;
+      auto narrow = dyn_cast<CastOp>(*matmul->getUsers().begin());
+      if (!narrow ||
+          !cast<RankedTensorType>(narrow.getType()).getElementType().isBF16())
+        return;
+      matmul.getResult().setType(
+          RankedTensorType::get(type.getShape(), narrow.getType().getElementType()));
+      narrow.getResult().replaceAllUsesWith(matmul.getResult());
+      narrowings.push_back(narrow);
+    });
+    for (Operation *narrow : narrowings)
+      narrow->erase();
     // A widening dies once the reshapes reading it have: repeat until
     // nothing more goes.
     for (bool erased = true; erased;) {

@@ -202,19 +202,26 @@ GemmShape gemmShape(ShapedType a, ShapedType w, ShapedType c, bool ta,
 
 LogicalResult EntryLowering::lowerMatmul(gpt::MatmulOp op) {
   auto a = cast<ShapedType>(op.getA().getType());
-  if (!op.getType().getElementType().isF32())
-    return op.emitOpError() << "has a " << op.getType().getElementType()
-                            << " result; the runtime's GEMMs write f32 "
-                               "(store it in bf16 with a gpt.cast after)";
+  const bool bf16Result = op.getType().getElementType().isBF16();
+  if (bf16Result && op.getBias())
+    return op.emitOpError()
+           << "has a bf16 result and a bias; the runtime adds a bias to an "
+              "f32 result: give the GEMM an f32 result and cast after the bias";
   auto w = cast<ShapedType>(op.getB().getType());
   auto c = cast<ShapedType>(op.getType());
   Value out = define(op.getResult());
   GemmShape g = gemmShape(a, w, c, op.getTransposeA(), op.getTransposeB());
-  // bf16 operands (gpt-bf16-gemm): the same GEMM, f32 accumulation.
-  kernel(a.getElementType().isBF16() ? "matmul_bf16" : "matmul",
-         {lookup(op.getA()), lookup(op.getB())}, {out},
-         {i64(g.batch), i64(g.m), i64(g.n), i64(g.k), i64(g.ta), i64(g.tb),
-          i64(g.strideA), i64(g.strideB), i64(g.strideC)});
+  SmallVector<Attribute> consts{i64(g.batch),   i64(g.m),       i64(g.n),
+                                i64(g.k),       i64(g.ta),      i64(g.tb),
+                                i64(g.strideA), i64(g.strideB), i64(g.strideC)};
+  if (a.getElementType().isBF16()) {
+    // bf16 operands (gpt-bf16-gemm): f32 accumulation, an f32 or bf16 result.
+    consts.push_back(i64(bf16Result ? GPTRT_DTYPE_BF16 : GPTRT_DTYPE_F32));
+    kernel("matmul_bf16", {lookup(op.getA()), lookup(op.getB())}, {out},
+           consts);
+  } else {
+    kernel("matmul", {lookup(op.getA()), lookup(op.getB())}, {out}, consts);
+  }
   if (Value bias = op.getBias())
     kernel("bias_add", {lookup(bias)}, {out},
            {i64(numElements(c) / g.n), i64(g.n)});

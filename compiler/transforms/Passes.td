@@ -220,8 +220,11 @@ def GptBf16Gemm : Pass<"gpt-bf16-gemm", "::mlir::ModuleOp"> {
     on the stored bf16 buffers, without an f32 copy of either operand in
     between. Widening is exact, so results are bit for bit those of the f32
     GEMM on the widened values (the CPU kernel computes exactly that).
-    A bias stays f32. Runs after gpt-precision and the fp8 passes, before
-    rt-bufferize; a module without bf16 storage is left as it is.
+    A bias stays f32. Such a GEMM without a bias whose f32 result is only
+    narrowed to bf16 (`gpt.cast`) gets a bf16 result instead: the runtime
+    rounds the f32 sum once, as the cast did. Runs after gpt-precision and
+    the fp8 passes, before rt-bufferize; a module without bf16 storage is
+    left as it is.
   }];
   let dependentDialects = ["::gptc::gpt::GptDialect"];
 }

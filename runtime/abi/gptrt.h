@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below or the manifest's meaning changes. */
-#define GPTRT_ABI_VERSION 10
+#define GPTRT_ABI_VERSION 11
 
 typedef struct gptrt_context gptrt_context;
 
@@ -76,12 +76,15 @@ void gptrt_matmul(gptrt_context *ctx, const float *a, const float *b,
                   float *c, int64_t batch, int64_t m, int64_t n, int64_t k,
                   int64_t trans_a, int64_t trans_b, int64_t stride_a,
                   int64_t stride_b, int64_t stride_c);
-/* gptrt_matmul on bf16 operands (codes as uint16), f32 result, f32
- * accumulation: exactly gptrt_matmul on the operands widened to f32. */
+/* gptrt_matmul on bf16 operands (codes as uint16), f32 accumulation:
+ * exactly gptrt_matmul on the operands widened to f32. c holds out_dtype
+ * values: f32, or bf16 (the f32 result rounded once, to nearest even, as
+ * gptrt_convert would). */
 void gptrt_matmul_bf16(gptrt_context *ctx, const uint16_t *a,
-                       const uint16_t *b, float *c, int64_t batch, int64_t m,
+                       const uint16_t *b, void *c, int64_t batch, int64_t m,
                        int64_t n, int64_t k, int64_t trans_a, int64_t trans_b,
-                       int64_t stride_a, int64_t stride_b, int64_t stride_c);
+                       int64_t stride_a, int64_t stride_b, int64_t stride_c,
+                       int64_t out_dtype);
 /* In place: c[i, j] += bias[j]. */
 void gptrt_bias_add(gptrt_context *ctx, const float *bias, float *c,
                     int64_t rows, int64_t cols);

@@ -566,11 +566,17 @@ GPTRT_EXPORT void gptrt_matmul(gptrt_context *ctx, const float *a,
 }
 
 GPTRT_EXPORT void gptrt_matmul_bf16(gptrt_context *ctx, const uint16_t *a,
-                                    const uint16_t *b, float *c,
+                                    const uint16_t *b, void *c,
                                     int64_t batch, int64_t m, int64_t n,
                                     int64_t k, int64_t trans_a,
                                     int64_t trans_b, int64_t stride_a,
-                                    int64_t stride_b, int64_t stride_c) {
+                                    int64_t stride_b, int64_t stride_c,
+                                    int64_t out_dtype) {
+  auto checkDtype = [&] {
+    if (out_dtype != GPTRT_DTYPE_F32 && out_dtype != GPTRT_DTYPE_BF16)
+      throw std::invalid_argument("out_dtype " + std::to_string(out_dtype) +
+                                  ", expected f32 (1) or bf16 (2)");
+  };
   guarded(ctx, "gptrt_matmul_bf16", [&](Context &ctxRef) {
     requireNonNegative(batch, "batch");
     requireNonNegative(m, "m");
@@ -578,22 +584,43 @@ GPTRT_EXPORT void gptrt_matmul_bf16(gptrt_context *ctx, const uint16_t *a,
     requireNonNegative(k, "k");
     requireNonNegative(stride_a, "stride_a");
     requireNonNegative(stride_b, "stride_b");
+    requireNonNegative(stride_c, "stride_c");
+    checkDtype();
     if (batch == 0)
       return;
     // Widened in their own layout (strides included), then the f32 GEMM:
     // widening is exact, so this is the f32 GEMM of the bf16 values.
     const int64_t extentA = (batch - 1) * stride_a + m * k;
     const int64_t extentB = (batch - 1) * stride_b + k * n;
-    float *wide = ctxRef.scratch(static_cast<size_t>(extentA + extentB));
+    const int64_t extentC = (batch - 1) * stride_c + m * n;
+    const bool narrow = out_dtype == GPTRT_DTYPE_BF16;
+    float *wide = ctxRef.scratch(
+        static_cast<size_t>(extentA + extentB + (narrow ? extentC : 0)));
     for (int64_t i = 0; i < extentA; ++i)
       wide[i] = cpu::bf16ToFloat(a[i]);
     for (int64_t i = 0; i < extentB; ++i)
       wide[extentA + i] = cpu::bf16ToFloat(b[i]);
-    cpu::gemmBatched(c, wide, wide + extentA, batch, m, n, k, trans_a != 0,
-                     trans_b != 0, 0.0f, stride_a, stride_b, stride_c);
+    float *result = narrow ? wide + extentA + extentB : static_cast<float *>(c);
+    cpu::gemmBatched(result, wide, wide + extentA, batch, m, n, k,
+                     trans_a != 0, trans_b != 0, 0.0f, stride_a, stride_b,
+                     stride_c);
+    if (narrow) {
+      // Only the result's own elements: the gaps between strided batches
+      // belong to someone else.
+      uint16_t *out = static_cast<uint16_t *>(c);
+      for (int64_t p = 0; p < batch; ++p)
+        for (int64_t i = 0; i < m * n; ++i)
+          out[p * stride_c + i] = cpu::floatToBf16(result[p * stride_c + i]);
+    }
   }, [&](Context &, Gpu &g) {
-    g.matmulBf16(a, b, c, batch, m, n, k, trans_a != 0, trans_b != 0,
-                 stride_a, stride_b, stride_c);
+    checkDtype();
+    if (out_dtype == GPTRT_DTYPE_BF16)
+      g.matmulBf16ToBf16(a, b, static_cast<uint16_t *>(c), batch, m, n, k,
+                         trans_a != 0, trans_b != 0, stride_a, stride_b,
+                         stride_c);
+    else
+      g.matmulBf16(a, b, static_cast<float *>(c), batch, m, n, k,
+                   trans_a != 0, trans_b != 0, stride_a, stride_b, stride_c);
   });
 }
 

@@ -199,6 +199,12 @@ public:
                           int64_t batch, int64_t m, int64_t n, int64_t k,
                           bool transA, bool transB, int64_t strideA,
                           int64_t strideB, int64_t strideC) = 0;
+  // The same with c stored as bf16 (cuBLASLt rounds the f32 result once).
+  virtual void matmulBf16ToBf16(const uint16_t *a, const uint16_t *b,
+                                uint16_t *c, int64_t batch, int64_t m,
+                                int64_t n, int64_t k, bool transA, bool transB,
+                                int64_t strideA, int64_t strideB,
+                                int64_t strideC) = 0;
   virtual void scaledMatmul(const uint8_t *a, const uint8_t *b,
                             const float *scaleA, const float *scaleB,
                             float *c, int64_t batch, int64_t m, int64_t n,

@@ -39,7 +39,7 @@ inline unsigned gridFor(int64_t n, int threads = 256) {
 // One cached cuBLASLt plan: descriptors and the heuristic's algorithm for a
 // shape, so a training step asks the heuristic once per GEMM shape.
 struct GemmKey {
-  int kind;  // 0 f32, 1 bf16, 2 fp8
+  int kind;  // 0 f32, 1 bf16, 2 fp8, 3 bf16 with a bf16 result
   int64_t batch, m, n, k, strideA, strideB, strideC;
   bool transA, transB;
   // FP8 formats in the low byte; the operand's pointer alignment << 8.
@@ -177,6 +177,10 @@ public:
                   int64_t batch, int64_t m, int64_t n, int64_t k, bool transA,
                   bool transB, int64_t strideA, int64_t strideB,
                   int64_t strideC) override;
+  void matmulBf16ToBf16(const uint16_t *a, const uint16_t *b, uint16_t *c,
+                        int64_t batch, int64_t m, int64_t n, int64_t k,
+                        bool transA, bool transB, int64_t strideA,
+                        int64_t strideB, int64_t strideC) override;
   void scaledMatmul(const uint8_t *a, const uint8_t *b, const float *scaleA,
                     const float *scaleB, float *c, int64_t batch, int64_t m,
                     int64_t n, int64_t k, bool transA, bool transB,
@@ -193,11 +197,11 @@ private:
   // Gemm.cu: matmul (kind 0, f32) and matmulBf16 (kind 1) differ only in
   // the input type.
   template <typename T>
-  void plainGemm(int kind, const T *a, const T *b, float *c, int64_t batch,
+  void plainGemm(int kind, const T *a, const T *b, void *c, int64_t batch,
                  int64_t m, int64_t n, int64_t k, bool transA, bool transB,
                  int64_t strideA, int64_t strideB, int64_t strideC);
   // Gemm.cu: shared by the three GEMM entry points.
-  void runGemm(const GemmKey &key, const void *a, const void *b, float *c,
+  void runGemm(const GemmKey &key, const void *a, const void *b, void *c,
                const float *scaleA, const float *scaleB);
   GemmPlan &planFor(const GemmKey &key);
 

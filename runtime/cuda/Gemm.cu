@@ -111,9 +111,9 @@ GemmPlan &DeviceImpl::planFor(const GemmKey &key) {
   GemmPlan &plan = plans_[key];
   try {
     // cuBLAS operand 1 is our b, operand 2 our a (see the file comment).
-    const cudaDataType ab = key.kind == 0   ? CUDA_R_32F
-                            : key.kind == 1 ? CUDA_R_16BF
-                                            : CUDA_R_8F_E4M3;
+    const cudaDataType ab = key.kind == 0                    ? CUDA_R_32F
+                            : key.kind == 1 || key.kind == 3 ? CUDA_R_16BF
+                                                             : CUDA_R_8F_E4M3;
     const cudaDataType type1 = key.kind == 2 ? fp8Type(key.formatB & 0xFF) : ab;
     const cudaDataType type2 = key.kind == 2 ? fp8Type(key.formatA & 0xFF) : ab;
     check(cublasLtMatmulDescCreate(&plan.op, CUBLAS_COMPUTE_32F, CUDA_R_32F),
@@ -135,7 +135,9 @@ GemmPlan &DeviceImpl::planFor(const GemmKey &key) {
           "layout of b");
     check(cublasLtMatrixLayoutCreate(&plan.b, type2, rows2, cols2, rows2),
           "layout of a");
-    check(cublasLtMatrixLayoutCreate(&plan.c, CUDA_R_32F, key.n, key.m, key.n),
+    check(cublasLtMatrixLayoutCreate(&plan.c,
+                                     key.kind == 3 ? CUDA_R_16BF : CUDA_R_32F,
+                                     key.n, key.m, key.n),
           "layout of c");
     if (key.batch > 1) {
       const int32_t count = static_cast<int32_t>(key.batch);
@@ -199,7 +201,7 @@ GemmPlan &DeviceImpl::planFor(const GemmKey &key) {
 }
 
 void DeviceImpl::runGemm(const GemmKey &key, const void *a, const void *b,
-                         float *c, const float *scaleA,
+                         void *c, const float *scaleA,
                          const float *scaleB) {
   GemmPlan &plan = planFor(key);
   const float alpha = 1.0f, beta = 0.0f;
@@ -227,7 +229,7 @@ void DeviceImpl::runGemm(const GemmKey &key, const void *a, const void *b,
 }
 
 template <typename T>
-void DeviceImpl::plainGemm(int kind, const T *a, const T *b, float *c,
+void DeviceImpl::plainGemm(int kind, const T *a, const T *b, void *c,
                            int64_t batch, int64_t m, int64_t n, int64_t k,
                            bool transA, bool transB, int64_t strideA,
                            int64_t strideB, int64_t strideC) {
@@ -235,7 +237,9 @@ void DeviceImpl::plainGemm(int kind, const T *a, const T *b, float *c,
   if (batch == 0 || m == 0 || n == 0)
     return;
   if (k == 0) {
-    fill(c, (batch - 1) * strideC + m * n, 0.0f);
+    // An empty sum: zeros, whose bits are 0 in f32 and in bf16.
+    const int64_t count = (batch - 1) * strideC + m * n;
+    zero(c, size_t(count) * (kind == 3 ? sizeof(uint16_t) : sizeof(float)));
     return;
   }
   // Alignments travel in the format fields' upper bits (unused here).
@@ -260,6 +264,15 @@ void DeviceImpl::matmulBf16(const uint16_t *a, const uint16_t *b, float *c,
                             int64_t strideB, int64_t strideC) {
   plainGemm(1, a, b, c, batch, m, n, k, transA, transB, strideA,
             strideB, strideC);
+}
+
+void DeviceImpl::matmulBf16ToBf16(const uint16_t *a, const uint16_t *b,
+                                  uint16_t *c, int64_t batch, int64_t m,
+                                  int64_t n, int64_t k, bool transA,
+                                  bool transB, int64_t strideA,
+                                  int64_t strideB, int64_t strideC) {
+  plainGemm(3, a, b, c, batch, m, n, k, transA, transB, strideA, strideB,
+            strideC);
 }
 
 void DeviceImpl::scaledMatmul(const uint8_t *a, const uint8_t *b,

@@ -10,7 +10,7 @@
 // CHECK:       gpt.matmul "fc" %[[X]], %[[W]] bias %{{.*}} transpose_b : tensor<4x16xbf16>, tensor<32x16xbf16>, tensor<32xf32> -> tensor<4x32xf32>
 // The runtime's bf16 GEMM gets the bf16 buffers; the bias is added after.
 // RT-LABEL: func.func @logits
-// RT: rt.kernel "matmul_bf16" ins(%{{.*}}, %{{.*}} : memref<4x16xbf16>, memref<32x16xbf16>) outs(%{{.*}} : memref<4x32xf32>) consts [1, 4, 32, 16, 0, 1, 0, 0, 0]
+// RT: rt.kernel "matmul_bf16" ins(%{{.*}}, %{{.*}} : memref<4x16xbf16>, memref<32x16xbf16>) outs(%{{.*}} : memref<4x32xf32>) consts [1, 4, 32, 16, 0, 1, 0, 0, 0, 1]
 // RT-NEXT: rt.kernel "bias_add"
 func.func @logits() -> (tensor<4x32xf32> {gpt.output = "logits"}) {
   %x = gpt.fill "x" 1.0 : tensor<4x16xf32>
@@ -89,4 +89,34 @@ func.func @logits() -> (tensor<16x8xf32> {gpt.output = "logits"}) {
   %g32 = gpt.cast "g" %g16 : tensor<8x8xbf16> -> tensor<8x8xf32>
   %dw = gpt.matmul "fc" %flat, %g32 transpose_a : tensor<8x16xf32>, tensor<8x8xf32> -> tensor<16x8xf32>
   return %dw : tensor<16x8xf32>
+}
+
+// -----
+
+// A bias-free bf16 GEMM whose f32 result is only stored back in bf16 (a
+// gradient flowing on) writes bf16 itself; with another reader it does not.
+// CHECK-LABEL: func.func @logits
+// CHECK:       %[[DX:.*]] = gpt.matmul "dx" %{{.*}}, %{{.*}} : tensor<4x16xbf16>, tensor<16x8xbf16> -> tensor<4x8xbf16>
+// CHECK-NOT:   gpt.cast "dx"
+// CHECK:       %[[Y:.*]] = gpt.matmul "y" %{{.*}}, %{{.*}} : tensor<4x16xbf16>, tensor<16x8xbf16> -> tensor<4x8xf32>
+// CHECK:       gpt.cast "y" %[[Y]] : tensor<4x8xf32> -> tensor<4x8xbf16>
+// CHECK:       gpt.gelu "act" %[[Y]]
+// RT-LABEL: func.func @logits
+// RT: rt.kernel "matmul_bf16" {{.*}} outs(%{{.*}} : memref<4x8xbf16>) consts [1, 4, 8, 16, 0, 0, 0, 0, 0, 2]
+// RT: rt.kernel "matmul_bf16" {{.*}} outs(%{{.*}} : memref<4x8xf32>) consts [1, 4, 8, 16, 0, 0, 0, 0, 0, 1]
+func.func @logits() -> (tensor<4x8xf32> {gpt.output = "logits"}, tensor<4x8xf32> {gpt.output = "y16"}, tensor<4x8xf32> {gpt.output = "act"}) {
+  %x = gpt.fill "x" 1.0 : tensor<4x16xf32>
+  %w = gpt.fill "w" 0.5 : tensor<16x8xf32>
+  %x16 = gpt.cast "x" %x : tensor<4x16xf32> -> tensor<4x16xbf16>
+  %w16 = gpt.cast "w" %w : tensor<16x8xf32> -> tensor<16x8xbf16>
+  %x32 = gpt.cast "x" %x16 : tensor<4x16xbf16> -> tensor<4x16xf32>
+  %w32 = gpt.cast "w" %w16 : tensor<16x8xbf16> -> tensor<16x8xf32>
+  %dx = gpt.matmul "dx" %x32, %w32 : tensor<4x16xf32>, tensor<16x8xf32> -> tensor<4x8xf32>
+  %dx16 = gpt.cast "dx" %dx : tensor<4x8xf32> -> tensor<4x8xbf16>
+  %y = gpt.matmul "y" %x32, %w32 : tensor<4x16xf32>, tensor<16x8xf32> -> tensor<4x8xf32>
+  %y16 = gpt.cast "y" %y : tensor<4x8xf32> -> tensor<4x8xbf16>
+  %a = gpt.gelu "act" %y : tensor<4x8xf32>
+  %dxw = gpt.cast "dx.out" %dx16 : tensor<4x8xbf16> -> tensor<4x8xf32>
+  %yw = gpt.cast "y.out" %y16 : tensor<4x8xbf16> -> tensor<4x8xf32>
+  return %dxw, %yw, %a : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
 }

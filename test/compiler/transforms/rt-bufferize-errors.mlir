@@ -54,14 +54,17 @@ func.func @eval_step(%x: tensor<32x16xf32> {gpt.input = "tokens"}) -> (tensor<f3
 
 // -----
 
-// The runtime's GEMMs write f32; bf16 storage of a product is a cast after.
+// The runtime adds a bias to an f32 GEMM result; a bf16 product with a
+// bias is a cast after the bias.
 func.func @logits() -> (tensor<4x8xf32> {gpt.output = "logits"}) {
   %a = gpt.fill "a" 1.0 : tensor<4x16xf32>
   %b = gpt.fill "b" 1.0 : tensor<16x8xf32>
+  %bias32 = gpt.fill "bias" 1.0 : tensor<8xf32>
+  %bias = gpt.cast "bias" %bias32 : tensor<8xf32> -> tensor<8xbf16>
   %a16 = gpt.cast "a" %a : tensor<4x16xf32> -> tensor<4x16xbf16>
   %b16 = gpt.cast "b" %b : tensor<16x8xf32> -> tensor<16x8xbf16>
-  // expected-error @+1 {{has a 'bf16' result; the runtime's GEMMs write f32 (store it in bf16 with a gpt.cast after)}}
-  %y = gpt.matmul "mm" %a16, %b16 : tensor<4x16xbf16>, tensor<16x8xbf16> -> tensor<4x8xbf16>
+  // expected-error @+1 {{has a bf16 result and a bias; the runtime adds a bias to an f32 result: give the GEMM an f32 result and cast after the bias}}
+  %y = gpt.matmul "mm" %a16, %b16 bias %bias : tensor<4x16xbf16>, tensor<16x8xbf16>, tensor<8xbf16> -> tensor<4x8xbf16>
   %y32 = gpt.cast "mm" %y : tensor<4x8xbf16> -> tensor<4x8xf32>
   return %y32 : tensor<4x8xf32>
 }

@@ -188,16 +188,35 @@ TEST_F(AbiTest, MatmulBf16IsTheF32GemmOfTheWidenedOperands) {
     }
     F got = nanF(batch * m * n), want(batch * m * n, 0.0f);
     gptrt_matmul_bf16(h, a16.data(), b16.data(), got.data(), batch, m, n,
-                      k, ta, tb, m * k, strideB, m * n);
+                      k, ta, tb, m * k, strideB, m * n, GPTRT_DTYPE_F32);
     gptrt_matmul(h, a.data(), b.data(), want.data(), batch, m, n, k, ta,
                  tb, m * k, strideB, m * n);
     expectSameBits(got, want, "c");
+    // A bf16 result is that f32 result rounded once; the gap between
+    // strided batches (stride_c > m * n) is left alone.
+    const int64_t strideC = m * n + 3;
+    std::vector<uint16_t> narrow(batch * strideC, 0xBEEF);
+    gptrt_matmul_bf16(h, a16.data(), b16.data(), narrow.data(), batch, m, n,
+                      k, ta, tb, m * k, strideB, strideC, GPTRT_DTYPE_BF16);
+    for (int64_t p = 0; p < batch; ++p) {
+      for (int64_t i = 0; i < m * n; ++i)
+        ASSERT_EQ(narrow[p * strideC + i], cpu::floatToBf16(want[p * m * n + i]))
+            << "batch " << p << " element " << i;
+      for (int64_t i = m * n; i < strideC && p + 1 < batch; ++i)
+        ASSERT_EQ(narrow[p * strideC + i], 0xBEEF) << "gap written";
+    }
   });
-  // A negative stride would read before the operand: refused.
+  // A negative stride would read before the operand: refused; so is an
+  // output type the kernel does not write.
   F c(4);
   std::vector<uint16_t> x(4);
-  gptrt_matmul_bf16(h, x.data(), x.data(), c.data(), 2, 1, 1, 1, 0, 0, -1, 0, 1);
+  gptrt_matmul_bf16(h, x.data(), x.data(), c.data(), 2, 1, 1, 1, 0, 0, -1, 0,
+                    1, GPTRT_DTYPE_F32);
   EXPECT_THAT(ctx.error(), ::testing::HasSubstr("stride_a = -1, expected >= 0"));
+  ctx.clearError();
+  gptrt_matmul_bf16(h, x.data(), x.data(), c.data(), 1, 1, 1, 1, 0, 0, 1, 1,
+                    1, 7);
+  EXPECT_THAT(ctx.error(), ::testing::HasSubstr("out_dtype 7, expected f32 (1) or bf16 (2)"));
   ctx.clearError();
 }
 
