@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <stdexcept>
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -176,6 +177,15 @@ uint16_t localPort(int fd) {
   if (::getsockname(fd, reinterpret_cast<sockaddr *>(&address), &len) != 0)
     return 0;
   return ntohs(address.sin_port);
+}
+
+uint16_t freeLoopbackPort() {
+  std::string error;
+  Socket probe = listenTcp("127.0.0.1", 0, error);
+  if (!probe.valid())
+    throw std::runtime_error("cannot find a free port on 127.0.0.1 (" + error +
+                             "): give one with --master 127.0.0.1:PORT");
+  return localPort(probe.fd());
 }
 
 std::string localAddress(int fd) {

@@ -73,6 +73,12 @@ Socket listenTcp(const std::string &bindAddress, uint16_t port,
 uint16_t localPort(int fd);
 std::string localAddress(int fd);
 
+// A port nobody listens on now on 127.0.0.1 (bound to learn one, then
+// closed). Whoever binds it a moment later gets it unless another process
+// took it in between, which the kernel's sequential ephemeral ports make
+// unlikely (torchrun does the same). Throws std::runtime_error.
+uint16_t freeLoopbackPort();
+
 enum class IoStatus { Ok, TimedOut, Closed, Failed };
 
 // Sends or receives exactly `size` bytes on a non-blocking socket, waiting

@@ -137,14 +137,16 @@ void BackgroundGradientExchange::gatherParams(float *params,
                            std::to_string(comm_.rank()) + " of " +
                            std::to_string(comm_.worldSize()));
   const Clock::time_point start = Clock::now();
-  // One all-gather for the whole step: each rank packs its slices in shard
-  // order, every rank places everyone's.
+  // One all-gather for the whole step, in place: each rank packs its
+  // slices in shard order into its part of the buffer, every rank places
+  // everyone's. The buffer is kept: it is the size of the parameters.
   const size_t local = static_cast<size_t>(shard.localElements());
-  std::vector<float> mine(local, 0.0f), all(local * comm_.worldSize());
+  gathered_.resize(local * comm_.worldSize());  // padding is never read
+  float *mine = gathered_.data() + local * static_cast<size_t>(comm_.rank());
   for (const OptimizerShard::Range &r : shard.owned())
-    std::copy_n(params + r.gradBegin, r.count, mine.begin() + r.localBegin);
-  comm_.allGather(mine.data(), all.data(), local);
-  shard.place(all.data(), local, params);
+    std::copy_n(params + r.gradBegin, r.count, mine + r.localBegin);
+  comm_.allGather(mine, gathered_.data(), local);
+  shard.place(gathered_.data(), local, params);
   std::lock_guard<std::mutex> lock(mutex_);
   timing_.busySeconds += secondsSince(start);
   timing_.exposedSeconds += secondsSince(start);

@@ -60,6 +60,7 @@ private:
   int64_t started_ = 0;
   std::string error_;
   std::vector<float> staging_;  // scatterSum's padded copy (comm thread only)
+  std::vector<float> gathered_; // gatherParams' buffer (caller's thread only)
   Timing timing_;               // guarded by mutex_
   std::thread thread_;  // last: starts once the members above exist
 };

@@ -26,18 +26,6 @@ bool has(const dist::Environment &env, const char *name) {
   return env.find(name) != env.end();
 }
 
-/// A port nobody listens on now, for a one-node job's store. Rank 0 binds
-/// it a moment later; the kernel hands out ephemeral ports in sequence, so
-/// another process taking it in between is unlikely (torchrun does the same).
-int freeLoopbackPort() {
-  std::string error;
-  dist::Socket probe = dist::listenTcp("127.0.0.1", 0, error);
-  if (!probe.valid())
-    throw std::runtime_error("cannot find a free port on 127.0.0.1 (" + error +
-                             "): give one with --master 127.0.0.1:PORT");
-  return dist::localPort(probe.fd());
-}
-
 int availableCpus() {
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof(set), &set) == 0)
@@ -129,7 +117,7 @@ int runLauncher(const LaunchFlags &flags, const TrainOptions &options,
   if (plan.nodes == 1 && flags.master.empty()) {
     // One machine: the store stays on loopback, on a port nobody uses.
     launch.masterAddr = "127.0.0.1";
-    launch.masterPort = freeLoopbackPort();
+    launch.masterPort = dist::freeLoopbackPort();
     plan = dist::planLaunch(launch, baseEnv);
   }
   // Bad input is reported here, once, rather than by every worker.

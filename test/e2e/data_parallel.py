@@ -490,6 +490,22 @@ def multinode(r):
                       "dead worker on node 1 stopped both nodes" % equal_seconds)
 
 
+def signal_rank1(run, log_path, steps, sig):
+    """Sends `sig` to rank 1 of the launcher `run` once its log has `steps`
+    lines; returns the finished run, its stderr and the seconds from the
+    signal to gptrun's exit."""
+    try:
+        wait_for_steps(log_path, steps, run)
+        os.kill(workers_of(run.pid).get(1), sig)
+        sent = time.time()
+        _, err = run.communicate(timeout=60)
+        return run, err, time.time() - sent
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.communicate()
+
+
 def fault(r):
     failures = []
     # A constant learning rate: the resumed run below continues the straight
@@ -499,19 +515,10 @@ def fault(r):
     r.run(*base, "--log", r.work + "/straight.jsonl", "--dump", r.work + "/straight")
 
     ckpt = r.work + "/ckpt"
-    run = r.start(*base, "--ckpt-dir", ckpt, "--ckpt-every", "1",
-                  "--log", r.work + "/killed.jsonl")
-    try:
-        wait_for_steps(r.work + "/killed.jsonl", 3, run)
-        victim = workers_of(run.pid).get(1)
-        os.kill(victim, signal.SIGKILL)
-        killed = time.time()
-        _, err = run.communicate(timeout=60)
-        seconds = time.time() - killed
-    finally:
-        if run.poll() is None:
-            run.kill()
-            run.communicate()
+    run, err, seconds = signal_rank1(
+        r.start(*base, "--ckpt-dir", ckpt, "--ckpt-every", "1",
+                "--log", r.work + "/killed.jsonl"),
+        r.work + "/killed.jsonl", 3, signal.SIGKILL)
     last = err.strip().splitlines()[-1] if err.strip() else ""
     if run.returncode == 0 or not last.startswith("gptrun: error: rank 1 was killed "
                                                   "by signal 9 (SIGKILL)"):
@@ -549,19 +556,10 @@ def fault(r):
 
     # A worker that stops answering (alive, holding its sockets) is caught
     # by the timeout: rank 0's all-reduce fails after --dist-timeout.
-    run = r.start("--total-batch-tokens", "512", "--procs", "2", "--steps", "500",
-                  "--log", r.work + "/stalled.jsonl", timeout=3)
-    try:
-        wait_for_steps(r.work + "/stalled.jsonl", 2, run)
-        victim = workers_of(run.pid).get(1)
-        os.kill(victim, signal.SIGSTOP)
-        stopped = time.time()
-        _, err = run.communicate(timeout=60)
-        stall_seconds = time.time() - stopped
-    finally:
-        if run.poll() is None:
-            run.kill()
-            run.communicate()
+    run, err, stall_seconds = signal_rank1(
+        r.start("--total-batch-tokens", "512", "--procs", "2", "--steps", "500",
+                "--log", r.work + "/stalled.jsonl", timeout=3),
+        r.work + "/stalled.jsonl", 2, signal.SIGSTOP)
     if run.returncode == 0 or "stalled for longer than the 3 s timeout" not in err:
         failures.append("a stalled worker: exit %d, %s" % (run.returncode, err))
     if stall_seconds > 20:

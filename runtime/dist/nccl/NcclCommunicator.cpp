@@ -45,7 +45,6 @@ struct NcclApi {
 const NcclApi &loadNccl(const std::string &requested) {
   static std::mutex mutex;
   static NcclApi api;
-  static std::string loadedFrom;
   std::lock_guard<std::mutex> lock(mutex);
   if (api.allReduce)
     return api;
@@ -83,7 +82,6 @@ const NcclApi &loadNccl(const std::string &requested) {
   bind(loaded.allGather, "ncclAllGather");
   bind(loaded.broadcast, "ncclBroadcast");
   api = loaded;
-  loadedFrom = path;
   return api;
 }
 

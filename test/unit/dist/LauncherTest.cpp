@@ -2,17 +2,15 @@
 // rank-prefixed output that never interleaves, and stopping every worker
 // when one fails (with the summary naming it), end to end with Gloo too.
 #include "runtime/dist/Launcher.h"
+#include "runtime/dist/Socket.h"
 #include "test/unit/runtime/TempDir.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <regex>
 #include <sstream>
-#include <sys/socket.h>
 #include <thread>
 #include <unistd.h>
 
@@ -256,25 +254,12 @@ TEST(Launcher, SigtermToTheLauncherStopsEveryWorker) {
   EXPECT_LT(c.seconds, 5.0);
 }
 
-// A port for the end-to-end store: bound to learn a free one, then closed
-// (rank 0 binds it again a moment later).
-int freePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr *>(&address), sizeof(address));
-  socklen_t len = sizeof(address);
-  ::getsockname(fd, reinterpret_cast<sockaddr *>(&address), &len);
-  ::close(fd);
-  return ntohs(address.sin_port);
-}
 
 TEST(Launcher, RunsGlooWorkersEndToEnd) {
   LaunchOptions options;
   options.command = {GPTRT_DIST_TEST_WORKER, "allreduce"};
   options.workersPerNode = 3;
-  options.masterPort = freePort();
+  options.masterPort = freeLoopbackPort();
   Captured c = run(options);
   EXPECT_EQ(c.result.exitCode, 0) << c.result.summary << "\n" << c.err;
   EXPECT_THAT(lines(c.out),
@@ -288,7 +273,7 @@ TEST(Launcher, APeerDyingInACollectiveEndsTheJobWithItsName) {
   LaunchOptions options;
   options.command = {GPTRT_DIST_TEST_WORKER, "die"};
   options.workersPerNode = 2;
-  options.masterPort = freePort();
+  options.masterPort = freeLoopbackPort();
   options.gracePeriod = 3s;
   Captured c = run(options);
   EXPECT_EQ(c.result.failedRank, 1) << c.result.summary << "\n" << c.err;

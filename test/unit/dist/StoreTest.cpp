@@ -1,6 +1,7 @@
 // The rendezvous store: set/get/wait/add across threads and processes,
 // blocking gets, and the messages for timeouts, unreachable or wrong
 // servers and a server that goes away.
+#include "runtime/dist/Socket.h"
 #include "runtime/dist/Store.h"
 #include "runtime/dist/StoreServer.h"
 #include "test/unit/dist/ForkRanks.h"
@@ -27,18 +28,6 @@ double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// A port nothing listens on: bound to learn a free one, then closed.
-uint16_t unusedPort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr *>(&address), sizeof(address));
-  socklen_t len = sizeof(address);
-  ::getsockname(fd, reinterpret_cast<sockaddr *>(&address), &len);
-  ::close(fd);
-  return ntohs(address.sin_port);
-}
 
 TEST(Store, SetGetWaitAddAcrossThreads) {
   StoreServer server(0, "127.0.0.1");
@@ -162,7 +151,7 @@ TEST(Store, WaitTimeoutListsMissingKeys) {
 }
 
 TEST(Store, UnreachableAddressRetriesUntilTimeoutThenExplains) {
-  uint16_t port = unusedPort();
+  uint16_t port = freeLoopbackPort();
   auto start = Clock::now();
   std::string error = test::errorOf(
       [&] { StoreClient("127.0.0.1", port, 1, 300ms); });
@@ -176,7 +165,7 @@ TEST(Store, UnreachableAddressRetriesUntilTimeoutThenExplains) {
 }
 
 TEST(Store, ClientWaitsForAServerThatStartsLater) {
-  uint16_t port = unusedPort();
+  uint16_t port = freeLoopbackPort();
   std::unique_ptr<StoreServer> server;
   std::thread starter([&] {
     std::this_thread::sleep_for(300ms);
