@@ -218,6 +218,14 @@ int gptcMain(int argc, char **argv) {
                      "directly (gpt-bf16-gemm; default true). =false widens "
                      "them to f32 first, with the same numbers"),
       llvm::cl::init(true), llvm::cl::cat(category));
+  llvm::cl::opt<bool> bf16Kernels(
+      "bf16-kernels",
+      llvm::cl::desc("Residual adds, GELU, layernorm, attention, the qkv "
+                     "split, bias gradients and gradient accumulation read "
+                     "and write bf16 storage directly (gpt-bf16-kernels; "
+                     "default true). =false widens and narrows through f32 "
+                     "copies, with the same numbers"),
+      llvm::cl::init(true), llvm::cl::cat(category));
   llvm::cl::list<std::string> passPlugins(
       "load-pass-plugin",
       llvm::cl::desc("A precision-policy plugin (.so) whose policies "
@@ -386,6 +394,8 @@ int gptcMain(int argc, char **argv) {
       PassManager lower(&context);
       if (bf16Gemm)
         lower.addPass(createGptBf16Gemm());
+      if (bf16Kernels)
+        lower.addPass(createGptBf16Kernels());
       lower.addPass(createRtBufferize());
       lower.addPass(createRtPlanMemory());
       if (failed(lower.run(work)))

@@ -80,12 +80,13 @@ public:
       matmul.getBMutable().assign(bf16Value(builder, *b));
     });
     SmallVector<Operation *> maybeDead(unique.begin(), unique.end());
-    // A bias-free bf16 GEMM whose f32 result is only ever stored as bf16
-    // writes bf16 itself (the same single rounding, without the f32 copy).
+    // A bf16 GEMM whose f32 result (bias included) is only ever stored as
+    // bf16 writes bf16 itself: the same single rounding, without the f32
+    // copy.
     SmallVector<Operation *> narrowings;
     getOperation().walk([&](MatmulOp matmul) {
       auto type = cast<RankedTensorType>(matmul.getType());
-      if (matmul.getBias() || !type.getElementType().isF32() ||
+      if (!type.getElementType().isF32() ||
           !cast<RankedTensorType>(matmul.getA().getType())
                .getElementType()
                .isBF16() ||

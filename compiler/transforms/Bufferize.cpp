@@ -12,6 +12,8 @@
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/MathExtras.h"
 
+#include <optional>
+
 namespace gptc {
 #define GEN_PASS_DEF_RTBUFFERIZE
 #include "compiler/transforms/Passes.h.inc"
@@ -50,6 +52,17 @@ struct GemmShape {
 int64_t fp8Format(Type tensor) {
   return isa<Float8E5M2Type>(getElementTypeOrSelf(tensor)) ? GPTRT_FP8_E5M2
                                                            : GPTRT_FP8_E4M3;
+}
+
+/// The runtime's dtype code of a tensor that a kernel reads or writes as
+/// f32 or bf16 storage (gpt-bf16-kernels), or nothing for other types.
+std::optional<int64_t> storageDtype(Type tensor) {
+  Type element = getElementTypeOrSelf(tensor);
+  if (element.isF32())
+    return GPTRT_DTYPE_F32;
+  if (element.isBF16())
+    return GPTRT_DTYPE_BF16;
+  return std::nullopt;
 }
 
 /// Where the persistent state of each parameter lives (byte offsets).
@@ -121,6 +134,19 @@ private:
   // -- op by op -------------------------------------------------------------
   LogicalResult lowerOp(Operation *op);
   LogicalResult lowerMatmul(gpt::MatmulOp op);
+  /// Fails (naming the op) unless every value is f32: parameters a kernel
+  /// reads as f32 whatever the storage of its activations.
+  LogicalResult requireF32(Operation *op, ValueRange values) {
+    for (Value value : values)
+      if (!getElementTypeOrSelf(value.getType()).isF32())
+        return op->emitOpError()
+               << "has a parameter operand of type " << value.getType()
+               << "; its runtime kernel reads parameters as f32";
+    return success();
+  }
+  /// Appends the dtype code of each value to `consts`, in order.
+  LogicalResult appendDtypes(Operation *op, ValueRange values,
+                             SmallVectorImpl<Attribute> &consts);
   void lowerScaledMatmul(fp8::ScaledMatmulOp op);
   void lowerCopies(Value src, ArrayRef<Value> parts, int64_t axis, bool split);
 
@@ -200,13 +226,23 @@ GemmShape gemmShape(ShapedType a, ShapedType w, ShapedType c, bool ta,
   return g;
 }
 
+LogicalResult EntryLowering::appendDtypes(Operation *op, ValueRange values,
+                                          SmallVectorImpl<Attribute> &consts) {
+  for (Value value : values) {
+    std::optional<int64_t> dtype = storageDtype(value.getType());
+    if (!dtype)
+      return op->emitOpError()
+             << "has an operand or result of type " << value.getType()
+             << "; its runtime kernel reads and writes f32 or bf16 only";
+    consts.push_back(i64(*dtype));
+  }
+  return success();
+}
+
 LogicalResult EntryLowering::lowerMatmul(gpt::MatmulOp op) {
   auto a = cast<ShapedType>(op.getA().getType());
+  // (The verifier allows a bf16 result only with bf16 operands.)
   const bool bf16Result = op.getType().getElementType().isBF16();
-  if (bf16Result && op.getBias())
-    return op.emitOpError()
-           << "has a bf16 result and a bias; the runtime adds a bias to an "
-              "f32 result: give the GEMM an f32 result and cast after the bias";
   auto w = cast<ShapedType>(op.getB().getType());
   auto c = cast<ShapedType>(op.getType());
   Value out = define(op.getResult());
@@ -214,15 +250,27 @@ LogicalResult EntryLowering::lowerMatmul(gpt::MatmulOp op) {
   SmallVector<Attribute> consts{i64(g.batch),   i64(g.m),       i64(g.n),
                                 i64(g.k),       i64(g.ta),      i64(g.tb),
                                 i64(g.strideA), i64(g.strideB), i64(g.strideC)};
+  Value bias = op.getBias();
+  if (bias && !getElementTypeOrSelf(bias.getType()).isF32())
+    return op.emitOpError()
+           << "has a bias of type " << bias.getType()
+           << "; the runtime adds an f32 bias (in the GEMM's f32 "
+              "epilogue): keep the bias f32";
   if (a.getElementType().isBF16()) {
-    // bf16 operands (gpt-bf16-gemm): f32 accumulation, an f32 or bf16 result.
+    // bf16 operands (gpt-bf16-gemm): f32 accumulation, the f32 bias added
+    // in the epilogue, an f32 or bf16 result.
     consts.push_back(i64(bf16Result ? GPTRT_DTYPE_BF16 : GPTRT_DTYPE_F32));
-    kernel("matmul_bf16", {lookup(op.getA()), lookup(op.getB())}, {out},
-           consts);
-  } else {
-    kernel("matmul", {lookup(op.getA()), lookup(op.getB())}, {out}, consts);
+    if (bias)
+      kernel("matmul_bf16_bias",
+             {lookup(op.getA()), lookup(op.getB()), lookup(bias)}, {out},
+             consts);
+    else
+      kernel("matmul_bf16", {lookup(op.getA()), lookup(op.getB())}, {out},
+             consts);
+    return success();
   }
-  if (Value bias = op.getBias())
+  kernel("matmul", {lookup(op.getA()), lookup(op.getB())}, {out}, consts);
+  if (bias)
     kernel("bias_add", {lookup(bias)}, {out},
            {i64(numElements(c) / g.n), i64(g.n)});
   return success();
@@ -334,16 +382,21 @@ void EntryLowering::lowerCopies(Value whole, ArrayRef<Value> parts,
   for (int64_t i = axis + 1; i < static_cast<int64_t>(shape.size()); ++i)
     inner *= shape[i];
   int64_t wholeRow = shape[axis] * inner, offset = 0;
+  // Split and concat keep their element type (the verifier's rule), f32 or
+  // bf16 (gpt-bf16-kernels); rt-bufferize's type check ran before.
+  int64_t dtype = getElementTypeOrSelf(whole.getType()).isBF16()
+                      ? GPTRT_DTYPE_BF16
+                      : GPTRT_DTYPE_F32;
   for (Value part : parts) {
     int64_t partRow = cast<ShapedType>(part.getType()).getShape()[axis] * inner;
     if (split)
       kernel("copy_blocks", {lookup(whole)}, {lookup(part)},
              {i64(outer), i64(partRow), i64(partRow), i64(wholeRow), i64(0),
-              i64(offset)});
+              i64(offset), i64(dtype)});
     else
       kernel("copy_blocks", {lookup(part)}, {lookup(whole)},
              {i64(outer), i64(partRow), i64(wholeRow), i64(partRow),
-              i64(offset), i64(0)});
+              i64(offset), i64(0), i64(dtype)});
     offset += partRow;
   }
 }
@@ -475,44 +528,65 @@ LogicalResult EntryLowering::lowerOp(Operation *op) {
                 i64(table.getShape()[0]), i64(table.getShape()[1])});
         return success();
       })
-      .Case([&](gpt::LayerNormOp o) {
+      .Case([&](gpt::LayerNormOp o) -> LogicalResult {
         Type x = o.getInput().getType();
+        if (failed(requireF32(o, {o.getWeight(), o.getBias()})))
+          return failure();
+        SmallVector<Attribute> consts{i64(rowsOf(x)), i64(widthOf(x)),
+                                      f64(o.getEps().convertToDouble())};
+        if (failed(appendDtypes(o, {o.getInput(), o.getNormalized()}, consts)))
+          return failure();
         Value y = define(o.getNormalized());
         SmallVector<int64_t> rows(cast<ShapedType>(x).getShape().drop_back());
         Value mean = o.getStats().empty() ? scratch(rows) : define(o.getStats()[0]);
         Value rstd = o.getStats().empty() ? scratch(rows) : define(o.getStats()[1]);
         kernel("layernorm_fwd",
                {lookup(o.getInput()), lookup(o.getWeight()), lookup(o.getBias())},
-               {y, mean, rstd},
-               {i64(rowsOf(x)), i64(widthOf(x)),
-                f64(o.getEps().convertToDouble())});
+               {y, mean, rstd}, consts);
         return success();
       })
-      .Case([&](gpt::LayerNormGradOp o) {
+      .Case([&](gpt::LayerNormGradOp o) -> LogicalResult {
         Type x = o.getInput().getType();
+        if (failed(requireF32(o, {o.getWeight()})))
+          return failure();
+        SmallVector<Attribute> consts{i64(rowsOf(x)), i64(widthOf(x))};
+        if (failed(appendDtypes(o,
+                                {o.getResultGrad(), o.getInput(),
+                                 o.getInputGrad(), o.getWeightGrad(),
+                                 o.getBiasGrad()},
+                                consts)))
+          return failure();
         kernel("layernorm_bwd",
                {lookup(o.getResultGrad()), lookup(o.getInput()),
                 lookup(o.getWeight()), lookup(o.getMean()), lookup(o.getRstd())},
                {define(o.getInputGrad()), define(o.getWeightGrad()),
                 define(o.getBiasGrad())},
-               {i64(rowsOf(x)), i64(widthOf(x))});
+               consts);
         return success();
       })
       .Case([&](gpt::MatmulOp o) { return lowerMatmul(o); })
-      .Case([&](gpt::ReduceLeadingOp o) {
+      .Case([&](gpt::ReduceLeadingOp o) -> LogicalResult {
         int64_t cols = numElements(o.getType());
+        SmallVector<Attribute> consts{
+            i64(numElements(o.getInput().getType()) / cols), i64(cols)};
+        if (failed(appendDtypes(o, {o.getInput(), o.getResult()}, consts)))
+          return failure();
         kernel("reduce_rows", {lookup(o.getInput())}, {define(o.getResult())},
-               {i64(numElements(o.getInput().getType()) / cols), i64(cols)});
+               consts);
         return success();
       })
-      .Case([&](gpt::AddOp o) {
+      .Case([&](gpt::AddOp o) -> LogicalResult {
         int64_t total = numElements(o.getType());
         int64_t inner = numElements(o.getRhs().getType());
         bool broadcast = inner != total;
+        SmallVector<Attribute> consts{i64(broadcast ? total / inner : 1),
+                                      i64(broadcast ? inner : total),
+                                      i64(broadcast)};
+        if (failed(appendDtypes(o, {o.getLhs(), o.getRhs(), o.getResult()},
+                                consts)))
+          return failure();
         kernel("add", {lookup(o.getLhs()), lookup(o.getRhs())},
-               {define(o.getResult())},
-               {i64(broadcast ? total / inner : 1), i64(broadcast ? inner : total),
-                i64(broadcast)});
+               {define(o.getResult())}, consts);
         return success();
       })
       .Case([&](gpt::MulOp o) {
@@ -521,14 +595,22 @@ LogicalResult EntryLowering::lowerOp(Operation *op) {
                 f64(o.getScale().convertToDouble())});
         return success();
       })
-      .Case([&](gpt::GeluOp o) {
+      .Case([&](gpt::GeluOp o) -> LogicalResult {
+        SmallVector<Attribute> consts{i64(numElements(o.getType()))};
+        if (failed(appendDtypes(o, {o.getInput(), o.getResult()}, consts)))
+          return failure();
         kernel("gelu_fwd", {lookup(o.getInput())}, {define(o.getResult())},
-               {i64(numElements(o.getType()))});
+               consts);
         return success();
       })
-      .Case([&](gpt::GeluGradOp o) {
+      .Case([&](gpt::GeluGradOp o) -> LogicalResult {
+        SmallVector<Attribute> consts{i64(numElements(o.getType()))};
+        if (failed(appendDtypes(
+                o, {o.getResultGrad(), o.getInput(), o.getInputGrad()},
+                consts)))
+          return failure();
         kernel("gelu_bwd", {lookup(o.getResultGrad()), lookup(o.getInput())},
-               {define(o.getInputGrad())}, {i64(numElements(o.getType()))});
+               {define(o.getInputGrad())}, consts);
         return success();
       })
       .Case([&](gpt::SplitOp o) {
@@ -566,28 +648,36 @@ LogicalResult EntryLowering::lowerOp(Operation *op) {
                consts);
         return success();
       })
-      .Case([&](gpt::AttentionOp o) {
+      .Case([&](gpt::AttentionOp o) -> LogicalResult {
         auto shape = cast<ShapedType>(o.getQ().getType()).getShape();
         int64_t heads = o.getHeads();
         Value out = define(o.getAttended());
         Value lse = o.getLse().empty() ? scratch({shape[0], heads, shape[1]})
                                        : define(o.getLse()[0]);
+        SmallVector<Attribute> consts{i64(shape[0]), i64(shape[1]),
+                                      i64(shape[2]), i64(heads),
+                                      i64(o.getCausal())};
+        // q, k, v and the result share one type (the verifier's rule).
+        if (failed(appendDtypes(o, {o.getQ()}, consts)))
+          return failure();
         kernel("attention_fwd",
                {lookup(o.getQ()), lookup(o.getK()), lookup(o.getV())},
-               {out, lse},
-               {i64(shape[0]), i64(shape[1]), i64(shape[2]), i64(heads),
-                i64(o.getCausal())});
+               {out, lse}, consts);
         return success();
       })
-      .Case([&](gpt::AttentionGradOp o) {
+      .Case([&](gpt::AttentionGradOp o) -> LogicalResult {
         auto shape = cast<ShapedType>(o.getQ().getType()).getShape();
+        SmallVector<Attribute> consts{i64(shape[0]), i64(shape[1]),
+                                      i64(shape[2]), i64(o.getHeads()),
+                                      i64(o.getCausal())};
+        if (failed(appendDtypes(o, {o.getQ()}, consts)))
+          return failure();
         kernel("attention_bwd",
                {lookup(o.getResultGrad()), lookup(o.getQ()), lookup(o.getK()),
                 lookup(o.getV()), lookup(o.getResult()), lookup(o.getLse())},
                {define(o.getQGrad()), define(o.getKGrad()),
                 define(o.getVGrad())},
-               {i64(shape[0]), i64(shape[1]), i64(shape[2]),
-                i64(o.getHeads()), i64(o.getCausal())});
+               consts);
         return success();
       })
       .Case([&](gpt::CrossEntropyOp o) {
@@ -611,11 +701,15 @@ LogicalResult EntryLowering::lowerOp(Operation *op) {
                 i64(widthOf(logits)), i64(o.getIgnoreIndex())});
         return success();
       })
-      .Case([&](gpt::AccumulateGradOp o) {
+      .Case([&](gpt::AccumulateGradOp o) -> LogicalResult {
+        // The gradient buffer is f32 whatever the gradient's storage.
+        auto gradType = cast<RankedTensorType>(o.getGrad().getType());
         Value grad = view("grads", placement(o.getParam()).grad,
-                          bufferType(o.getGrad().getType()));
-        kernel("accumulate", {lookup(o.getGrad())}, {grad},
-               {i64(numElements(o.getGrad().getType()))});
+                          MemRefType::get(gradType.getShape(), b.getF32Type()));
+        SmallVector<Attribute> consts{i64(gradType.getNumElements())};
+        if (failed(appendDtypes(o, {o.getGrad()}, consts)))
+          return failure();
+        kernel("accumulate", {lookup(o.getGrad())}, {grad}, consts);
         return success();
       })
       .Case([&](gpt::GradBucketReadyOp o) -> LogicalResult {
@@ -822,12 +916,19 @@ private:
         }
         Type element = tensor.getElementType();
         // bf16 is storage only (gpt.cast moves values in and out of it,
-        // GEMMs read it, reshapes alias it);
+        // GEMMs read it, reshapes alias it, the kernels with a dtype per
+        // operand read and write it);
         // FP8 lives between fp8.quantize and fp8.scaled_matmul. An
         // fp8.fused passes on its producer's types and makes FP8 too.
         bool fused = isa<fp8::FusedOp, fp8::YieldOp>(op);
         bool storage = (element.isBF16() &&
-                        (isa<gpt::CastOp, gpt::MatmulOp, gpt::ReshapeOp>(op) ||
+                        (isa<gpt::CastOp, gpt::MatmulOp, gpt::ReshapeOp,
+                             gpt::AddOp, gpt::GeluOp, gpt::GeluGradOp,
+                             gpt::LayerNormOp, gpt::LayerNormGradOp,
+                             gpt::SplitOp, gpt::ConcatOp, gpt::AttentionOp,
+                             gpt::AttentionGradOp,
+                             gpt::ReduceLeadingOp, gpt::AccumulateGradOp>(
+                             op) ||
                          fused)) ||
                        (isa<Float8E4M3FNType, Float8E5M2Type>(element) &&
                         (isa<fp8::QuantizeOp, fp8::QuantizeRowsOp,
@@ -836,8 +937,9 @@ private:
         if (!element.isF32() && !element.isInteger(32) && !storage) {
           op->emitOpError() << "has element type " << element
                             << "; the runtime kernels take f32 tensors and "
-                               "i32 ids (bf16 only through gpt.cast and as "
-                               "GEMM operands)";
+                               "i32 ids (bf16 only through gpt.cast, as "
+                               "GEMM operands and in the kernels with a "
+                               "dtype per operand: see gpt-bf16-kernels)";
           return WalkResult::interrupt();
         }
       }

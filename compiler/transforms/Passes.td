@@ -220,11 +220,39 @@ def GptBf16Gemm : Pass<"gpt-bf16-gemm", "::mlir::ModuleOp"> {
     on the stored bf16 buffers, without an f32 copy of either operand in
     between. Widening is exact, so results are bit for bit those of the f32
     GEMM on the widened values (the CPU kernel computes exactly that).
-    A bias stays f32. Such a GEMM without a bias whose f32 result is only
-    narrowed to bf16 (`gpt.cast`) gets a bf16 result instead: the runtime
-    rounds the f32 sum once, as the cast did. Runs after gpt-precision and
+    A bias stays f32 and is added in the GEMM's epilogue. Such a GEMM
+    whose f32 result is only narrowed to bf16 (`gpt.cast`) gets a bf16
+    result instead: the runtime rounds the f32 sum (bias included) once, as
+    the cast did. Runs after gpt-precision and
     the fp8 passes, before rt-bufferize; a module without bf16 storage is
     left as it is.
+  }];
+  let dependentDialects = ["::gptc::gpt::GptDialect"];
+}
+
+def GptBf16Kernels : Pass<"gpt-bf16-kernels", "::mlir::ModuleOp"> {
+  let summary = "Lets elementwise kernels read and write bf16 storage directly";
+  let description = [{
+    gpt-precision keeps every activation in bf16 and gives each consumer an
+    f32 widening (`gpt.cast`), so an elementwise op costs three passes over
+    memory where one would do. For the ops whose runtime kernel takes a
+    dtype per operand -- `gpt.add`, `gpt.gelu`, `gpt.gelu_grad`,
+    `gpt.layernorm`, `gpt.layernorm_grad`, `gpt.reduce_leading` (bias
+    gradients) and `gpt.accumulate_grad` -- this pass hands each operand
+    that is a widening the bf16 value itself, and gives each result whose
+    only user is a narrowing to bf16 a bf16 type instead (the narrowing
+    goes). The kernels compute in f32: they widen as they read (exact) and
+    round once as they write, as the casts did, so results are bit for bit
+    those without the pass.
+
+    A reshape of a widening first becomes a widening of a bf16 reshape, so
+    flattened gradients are caught too. `gpt.split` and `gpt.concat`
+    (copies) and `gpt.attention` and `gpt.attention_grad` (one dtype for
+    all their activations; the log-sum-exp stays f32) move to bf16 whole
+    when every such input is a widening and every such result is only
+    narrowed. Ops inside `fp8.fused` keep their form (their kernels have
+    their own ABI). Runs after gpt-bf16-gemm, before rt-bufferize; `gptc
+    --bf16-kernels=false` leaves it out.
   }];
   let dependentDialects = ["::gptc::gpt::GptDialect"];
 }

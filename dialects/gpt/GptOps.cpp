@@ -32,6 +32,20 @@ LogicalResult verifySameElementType(Operation *op, Type a, Type b,
   return success();
 }
 
+/// Element types of two operands (or an operand and a result) of an op
+/// whose kernel computes in f32: equal, or f32 and bf16 storage mixed (as
+/// gpt-bf16-kernels makes them: a bf16 operand is widened as it is read, a
+/// bf16 result rounded once as it is written).
+LogicalResult verifyStorageElementType(Operation *op, Type a, Type b,
+                                       StringRef what) {
+  Type ea = getElementTypeOrSelf(a), eb = getElementTypeOrSelf(b);
+  auto storage = [](Type t) { return t.isF32() || t.isBF16(); };
+  if (ea == eb || (storage(ea) && storage(eb)))
+    return success();
+  return op->emitOpError() << what << " element type " << eb << " differs from "
+                           << ea << "; only f32 and bf16 storage may mix";
+}
+
 /// The values a training-form op saves for its backward: none, or `count`
 /// f32 tensors of `shape`.
 LogicalResult verifyRowStats(Operation *op, ValueRange stats, size_t count,
@@ -50,6 +64,51 @@ LogicalResult verifyRowStats(Operation *op, ValueRange stats, size_t count,
 }
 
 } // namespace
+
+// Custom assembly of the ops whose operands may mix f32 and bf16 storage
+// (gpt-bf16-kernels): a type is printed only where it differs from the
+// input's, so the common all-one-type form reads as before.
+
+// `T` when the result's type is T as well, `T -> R` when it is R.
+static ParseResult parseStorageResult(OpAsmParser &parser, Type &input,
+                                      Type &result) {
+  if (parser.parseType(input))
+    return failure();
+  result = input;
+  if (succeeded(parser.parseOptionalArrow()))
+    return parser.parseType(result);
+  return success();
+}
+
+static void printStorageResult(OpAsmPrinter &printer, Operation *, Type input,
+                               Type result) {
+  printer << input;
+  if (result != input)
+    printer << " -> " << result;
+}
+
+// The input's type, then `, G` for result_grad's and `-> D` for
+// input_grad's where they differ from it.
+static ParseResult parseGeluGradTypes(OpAsmParser &parser, Type &input,
+                                      Type &resultGrad, Type &inputGrad) {
+  if (parser.parseType(input))
+    return failure();
+  resultGrad = inputGrad = input;
+  if (succeeded(parser.parseOptionalComma()) && parser.parseType(resultGrad))
+    return failure();
+  if (succeeded(parser.parseOptionalArrow()))
+    return parser.parseType(inputGrad);
+  return success();
+}
+
+static void printGeluGradTypes(OpAsmPrinter &printer, Operation *, Type input,
+                               Type resultGrad, Type inputGrad) {
+  printer << input;
+  if (resultGrad != input)
+    printer << ", " << resultGrad;
+  if (inputGrad != input)
+    printer << " -> " << inputGrad;
+}
 
 #define GET_OP_CLASSES
 #include "dialects/gpt/GptOps.cpp.inc"
@@ -169,9 +228,13 @@ LogicalResult LayerNormOp::verify() {
       return emitOpError() << name << " must be 1-D of the input width ["
                            << width << "], got " << shapeString(type.getShape());
   }
-  if (getNormalized().getType() != input)
-    return emitOpError() << "result type " << getNormalized().getType()
-                         << " must equal the input type " << input;
+  auto normalized = cast<RankedTensorType>(getNormalized().getType());
+  if (normalized.getShape() != input.getShape())
+    return emitOpError() << "result shape " << shapeString(normalized.getShape())
+                         << " must equal the input shape "
+                         << shapeString(input.getShape());
+  if (failed(verifyStorageElementType(*this, input, normalized, "result")))
+    return failure();
   if (failed(verifyRowStats(*this, getStats(), 2, input.getShape().drop_back(),
                             "the mean and rstd of each row")))
     return failure();
@@ -219,10 +282,12 @@ LogicalResult AddOp::verify() {
                          << shapeString(lhs.getShape())
                          << " or a suffix of it (broadcast over leading "
                             "dimensions)";
-  if (getType() != lhs)
-    return emitOpError() << "result type " << getType()
-                         << " must equal the lhs type " << lhs;
-  if (failed(verifySameElementType(*this, lhs, rhs, "rhs")))
+  if (getType().getShape() != lhs.getShape())
+    return emitOpError() << "result shape " << shapeString(getType().getShape())
+                         << " must equal the lhs shape "
+                         << shapeString(lhs.getShape());
+  if (failed(verifyStorageElementType(*this, lhs, getType(), "result")) ||
+      failed(verifyStorageElementType(*this, lhs, rhs, "rhs")))
     return failure();
   return verifyLayerName(*this, getLayer());
 }
@@ -233,7 +298,12 @@ LogicalResult MulOp::verify() {
   return verifyLayerName(*this, getLayer());
 }
 
-LogicalResult GeluOp::verify() { return verifyLayerName(*this, getLayer()); }
+LogicalResult GeluOp::verify() {
+  if (failed(verifyStorageElementType(*this, getInput().getType(), getType(),
+                                      "result")))
+    return failure();
+  return verifyLayerName(*this, getLayer());
+}
 
 LogicalResult SplitOp::verify() {
   RankedTensorType input = rankedType(getInput());
@@ -436,7 +506,7 @@ LogicalResult ReduceLeadingOp::verify() {
     return emitOpError() << "result shape " << shapeString(result.getShape())
                          << " must be a suffix of the input shape "
                          << shapeString(input.getShape());
-  if (failed(verifySameElementType(*this, input, result, "result")))
+  if (failed(verifyStorageElementType(*this, input, result, "result")))
     return failure();
   return verifyLayerName(*this, getLayer());
 }
@@ -446,10 +516,22 @@ LogicalResult LayerNormGradOp::verify() {
   // As gpt.layernorm; the row shape below drops the last dimension.
   if (input.getRank() < 1)
     return emitOpError("input must have at least one dimension");
-  if (rankedType(getResultGrad()) != input || getInputGrad().getType() != input)
-    return emitOpError() << "result_grad and input_grad must have the input "
-                            "type "
-                         << input;
+  for (Value v : {getResultGrad(), getInputGrad()})
+    if (rankedType(v).getShape() != input.getShape())
+      return emitOpError() << "result_grad and input_grad must have the input "
+                              "shape "
+                           << shapeString(input.getShape()) << ", got "
+                           << shapeString(rankedType(v).getShape());
+  if (failed(verifyStorageElementType(*this, input, getResultGrad().getType(),
+                                      "result_grad")) ||
+      failed(verifyStorageElementType(*this, input, getInputGrad().getType(),
+                                      "input_grad")) ||
+      failed(verifyStorageElementType(*this, getWeight().getType(),
+                                      getWeightGrad().getType(),
+                                      "weight_grad")) ||
+      failed(verifyStorageElementType(*this, getWeight().getType(),
+                                      getBiasGrad().getType(), "bias_grad")))
+    return failure();
   for (Value v : {getWeight(), getWeightGrad(), getBiasGrad()})
     if (!shapesCompatible(rankedType(v).getShape(),
                           input.getShape().take_back()))
@@ -466,7 +548,15 @@ LogicalResult LayerNormGradOp::verify() {
   return verifyLayerName(*this, getLayer());
 }
 
-LogicalResult GeluGradOp::verify() { return verifyLayerName(*this, getLayer()); }
+LogicalResult GeluGradOp::verify() {
+  Type input = getInput().getType();
+  if (failed(verifyStorageElementType(*this, input,
+                                      getResultGrad().getType(),
+                                      "result_grad")) ||
+      failed(verifyStorageElementType(*this, input, getType(), "input_grad")))
+    return failure();
+  return verifyLayerName(*this, getLayer());
+}
 
 LogicalResult AttentionGradOp::verify() {
   RankedTensorType type = rankedType(getQ());
@@ -541,10 +631,17 @@ LogicalResult AccumulateGradOp::verifySymbolUses(SymbolTableCollection &symbols)
     return emitOpError() << "accumulates into @" << getParam()
                          << ", which is tied to @" << *target
                          << "; accumulate into @" << *target << " instead";
-  if (param.getType() != getGrad().getType())
-    return emitOpError() << "gradient type " << getGrad().getType()
+  // A bf16 gradient (gpt-bf16-kernels) is widened as it is added.
+  auto grad = cast<RankedTensorType>(getGrad().getType());
+  auto paramType = cast<RankedTensorType>(param.getType());
+  bool bf16Grad = grad.getElementType().isBF16() &&
+                  paramType.getElementType().isF32() &&
+                  grad.getShape() == paramType.getShape();
+  if (param.getType() != grad && !bf16Grad)
+    return emitOpError() << "gradient type " << grad
                          << " differs from the type of @" << getParam() << " "
-                         << param.getType();
+                         << param.getType()
+                         << " (a bf16 gradient of an f32 parameter is allowed)";
   return success();
 }
 

@@ -169,15 +169,20 @@ def Gpt_MulOp : Gpt_ForwardOp<"mul", [SameOperandsAndResultType]> {
   let assemblyFormat = "$layer $input `by` $scale attr-dict `:` type($input)";
 }
 
-def Gpt_GeluOp : Gpt_ForwardOp<"gelu", [SameOperandsAndResultType]> {
+def Gpt_GeluOp : Gpt_ForwardOp<"gelu", [SameOperandsAndResultShape]> {
   let summary = "GELU, tanh approximation (as GPT-2)";
   let description = [{
     `0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`, the approximation of
-    Hendrycks and Gimpel (2016) that GPT-2 trains with.
+    Hendrycks and Gimpel (2016) that GPT-2 trains with. The result has the
+    input's type, or the other of f32 and bf16 storage (gpt-bf16-kernels),
+    printed after `->` then.
   }];
   let arguments = (ins StrAttr:$layer, Gpt_FloatTensor:$input);
   let results = (outs Gpt_FloatTensor:$result);
-  let assemblyFormat = "$layer $input attr-dict `:` type($input)";
+  let assemblyFormat = [{
+    $layer $input attr-dict `:`
+    custom<StorageResult>(type($input), type($result))
+  }];
 }
 
 def Gpt_SplitOp : Gpt_ForwardOp<"split"> {
@@ -304,12 +309,21 @@ def Gpt_LayerNormGradOp : Gpt_LayerOp<"layernorm_grad"> {
 }
 
 def Gpt_GeluGradOp : Gpt_LayerOp<"gelu_grad",
-    [AllTypesMatch<["result_grad", "input", "input_grad"]>]> {
+    [AllShapesMatch<["result_grad", "input", "input_grad"]>]> {
   let summary = "gradient of gpt.gelu with respect to its input";
+  let description = [{
+    The three tensors have one type, or mix f32 and bf16 storage
+    (gpt-bf16-kernels): after the input's type, `, T` gives `result_grad`'s
+    and `-> T` `input_grad`'s where they differ from it.
+  }];
   let arguments = (ins StrAttr:$layer, Gpt_FloatTensor:$result_grad,
                        Gpt_FloatTensor:$input);
   let results = (outs Gpt_FloatTensor:$input_grad);
-  let assemblyFormat = "$layer $result_grad `,` $input attr-dict `:` type($input)";
+  let assemblyFormat = [{
+    $layer $result_grad `,` $input attr-dict `:`
+    custom<GeluGradTypes>(type($input), type($result_grad),
+                          type($input_grad))
+  }];
 }
 
 def Gpt_AttentionGradOp : Gpt_LayerOp<"attention_grad",

@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below or the manifest's meaning changes. */
-#define GPTRT_ABI_VERSION 11
+#define GPTRT_ABI_VERSION 12
 
 typedef struct gptrt_context gptrt_context;
 
@@ -49,9 +49,9 @@ void gptrt_step_scalar(gptrt_context *ctx, float *out, int64_t which);
 void gptrt_convert(gptrt_context *ctx, const void *src, void *dst, int64_t n,
                    int64_t from, int64_t to);
 void gptrt_fill(gptrt_context *ctx, float *out, int64_t n, double value);
-/* dst += src */
-void gptrt_accumulate(gptrt_context *ctx, const float *src, float *dst,
-                      int64_t n);
+/* dst += src, dst f32; src is f32 or bf16 (src_dtype), widened as read. */
+void gptrt_accumulate(gptrt_context *ctx, const void *src, float *dst,
+                      int64_t n, int64_t src_dtype);
 void gptrt_arange(gptrt_context *ctx, int32_t *out, int64_t n);
 
 void gptrt_embedding_fwd(gptrt_context *ctx, const float *table,
@@ -62,13 +62,19 @@ void gptrt_embedding_bwd(gptrt_context *ctx, const float *dout,
                          const int32_t *ids, float *dtable, int64_t rows,
                          int64_t table_rows, int64_t width);
 
-void gptrt_layernorm_fwd(gptrt_context *ctx, const float *x, const float *w,
-                         const float *b, float *out, float *mean, float *rstd,
-                         int64_t rows, int64_t width, double eps);
-void gptrt_layernorm_bwd(gptrt_context *ctx, const float *dout,
-                         const float *x, const float *w, const float *mean,
-                         const float *rstd, float *dx, float *dw, float *db,
-                         int64_t rows, int64_t width);
+/* Layer normalisation of each row of width `width` with f32 weight w and
+ * bias b; mean and rstd (f32) are saved for the backward. x and out are f32
+ * or bf16 storage (x_dtype, out_dtype; see "a dtype per operand" below). */
+void gptrt_layernorm_fwd(gptrt_context *ctx, const void *x, const float *w,
+                         const float *b, void *out, float *mean, float *rstd,
+                         int64_t rows, int64_t width, double eps,
+                         int64_t x_dtype, int64_t out_dtype);
+/* Writes dx, dw and db (each f32 or bf16 storage, as dout and x). */
+void gptrt_layernorm_bwd(gptrt_context *ctx, const void *dout, const void *x,
+                         const float *w, const float *mean, const float *rstd,
+                         void *dx, void *dw, void *db, int64_t rows,
+                         int64_t width, int64_t dout_dtype, int64_t x_dtype,
+                         int64_t dx_dtype, int64_t dw_dtype, int64_t db_dtype);
 
 /* c[b] = op(a[b]) op(b[b]) for b < batch; op transposes when the flag is 1.
  * Strides in elements; stride_b = 0 broadcasts one b over the batch. */
@@ -85,28 +91,48 @@ void gptrt_matmul_bf16(gptrt_context *ctx, const uint16_t *a,
                        int64_t n, int64_t k, int64_t trans_a, int64_t trans_b,
                        int64_t stride_a, int64_t stride_b, int64_t stride_c,
                        int64_t out_dtype);
+/* c = op(a) op(b) + bias (bias[j] added to every row, in f32, before the
+ * one rounding of a bf16 result); otherwise as gptrt_matmul_bf16. */
+void gptrt_matmul_bf16_bias(gptrt_context *ctx, const uint16_t *a,
+                            const uint16_t *b, const float *bias, void *c,
+                            int64_t batch, int64_t m, int64_t n, int64_t k,
+                            int64_t trans_a, int64_t trans_b,
+                            int64_t stride_a, int64_t stride_b,
+                            int64_t stride_c, int64_t out_dtype);
 /* In place: c[i, j] += bias[j]. */
 void gptrt_bias_add(gptrt_context *ctx, const float *bias, float *c,
                     int64_t rows, int64_t cols);
-/* out[j] = sum_i x[i, j] */
-void gptrt_reduce_rows(gptrt_context *ctx, const float *x, float *out,
-                       int64_t rows, int64_t cols);
+/* Kernels with a dtype per operand (x_dtype, out_dtype, ...) read and
+ * write f32 or bf16 storage: they widen bf16 as they read (exact), compute
+ * in f32 and round a bf16 result once as they write, so they equal the f32
+ * kernel between gptrt_convert calls bit for bit. */
 
-/* out[o, i] = a[o, i] + (broadcast_b ? b[i] : b[o, i]) */
-void gptrt_add(gptrt_context *ctx, const float *a, const float *b, float *out,
-               int64_t outer, int64_t inner, int64_t broadcast_b);
+/* out[j] = sum_i x[i, j], summed in f32 in row order */
+void gptrt_reduce_rows(gptrt_context *ctx, const void *x, void *out,
+                       int64_t rows, int64_t cols, int64_t x_dtype,
+                       int64_t out_dtype);
+
+/* out[o, i] = a[o, i] + (broadcast_b ? b[i] : b[o, i]); out may be a. */
+void gptrt_add(gptrt_context *ctx, const void *a, const void *b, void *out,
+               int64_t outer, int64_t inner, int64_t broadcast_b,
+               int64_t a_dtype, int64_t b_dtype, int64_t out_dtype);
 void gptrt_scale(gptrt_context *ctx, const float *x, float *out, int64_t n,
                  double s);
-void gptrt_gelu_fwd(gptrt_context *ctx, const float *x, float *out, int64_t n);
-void gptrt_gelu_bwd(gptrt_context *ctx, const float *dout, const float *x,
-                    float *dx, int64_t n);
+/* GPT-2's tanh GELU and its gradient (dx = gelu'(x) * dout), in f32 over
+ * f32 or bf16 storage. */
+void gptrt_gelu_fwd(gptrt_context *ctx, const void *x, void *out, int64_t n,
+                    int64_t x_dtype, int64_t out_dtype);
+void gptrt_gelu_bwd(gptrt_context *ctx, const void *dout, const void *x,
+                    void *dx, int64_t n, int64_t dout_dtype, int64_t x_dtype,
+                    int64_t dx_dtype);
 
 /* dst[o * dst_stride + dst_offset + j] = src[o * src_stride + src_offset + j]
- * for o < outer, j < len (one part of a split or concat). */
-void gptrt_copy_blocks(gptrt_context *ctx, const float *src, float *dst,
+ * for o < outer, j < len (one part of a split or concat); src and dst are
+ * both f32 or both bf16 (dtype), copied as they are. */
+void gptrt_copy_blocks(gptrt_context *ctx, const void *src, void *dst,
                        int64_t outer, int64_t len, int64_t dst_stride,
                        int64_t src_stride, int64_t dst_offset,
-                       int64_t src_offset);
+                       int64_t src_offset, int64_t dtype);
 /* dst dimension i is src dimension p_i; rank <= 6, unused trailing shape
  * entries are 1 and perm entries their own index. */
 void gptrt_permute(gptrt_context *ctx, const float *src, float *dst,
@@ -114,16 +140,18 @@ void gptrt_permute(gptrt_context *ctx, const float *src, float *dst,
                    int64_t s3, int64_t s4, int64_t s5, int64_t p0, int64_t p1,
                    int64_t p2, int64_t p3, int64_t p4, int64_t p5);
 
-/* q, k, v, out: [batch, seq, width]; lse: [batch, heads, seq]. */
-void gptrt_attention_fwd(gptrt_context *ctx, const float *q, const float *k,
-                         const float *v, float *out, float *lse,
+/* q, k, v, out: [batch, seq, width]; lse: [batch, heads, seq], f32. The
+ * activations (q, k, v, out, and dout, dq, dk, dv in the backward) are all
+ * f32 or all bf16 storage (dtype); scores, softmax and sums are f32. */
+void gptrt_attention_fwd(gptrt_context *ctx, const void *q, const void *k,
+                         const void *v, void *out, float *lse, int64_t batch,
+                         int64_t seq, int64_t width, int64_t heads,
+                         int64_t causal, int64_t dtype);
+void gptrt_attention_bwd(gptrt_context *ctx, const void *dout, const void *q,
+                         const void *k, const void *v, const void *out,
+                         const float *lse, void *dq, void *dk, void *dv,
                          int64_t batch, int64_t seq, int64_t width,
-                         int64_t heads, int64_t causal);
-void gptrt_attention_bwd(gptrt_context *ctx, const float *dout,
-                         const float *q, const float *k, const float *v,
-                         const float *out, const float *lse, float *dq,
-                         float *dk, float *dv, int64_t batch, int64_t seq,
-                         int64_t width, int64_t heads, int64_t causal);
+                         int64_t heads, int64_t causal, int64_t dtype);
 
 /* loss: one f32, the mean over rows whose target != ignore_index. */
 void gptrt_cross_entropy_fwd(gptrt_context *ctx, const float *logits,
@@ -238,35 +266,41 @@ void gptrt_convert_cast(gptrt_context *ctx, const void *src,
                         uint8_t *q, int64_t n, int64_t from, int64_t to,
                         int64_t rows, int64_t cols, int64_t out_dtype,
                         int64_t format, int64_t transpose, int64_t stat_slot);
-void gptrt_layernorm_fwd_amax(gptrt_context *ctx, const float *x,
-                              const float *w, const float *b, float *out,
+void gptrt_layernorm_fwd_amax(gptrt_context *ctx, const void *x,
+                              const float *w, const float *b, void *y,
                               float *mean, float *rstd, float *amax,
                               int64_t rows, int64_t width, double eps,
+                              int64_t x_dtype, int64_t y_dtype,
                               int64_t out_rows, int64_t out_cols,
                               int64_t out_dtype);
-void gptrt_layernorm_fwd_cast(gptrt_context *ctx, const float *x,
+void gptrt_layernorm_fwd_cast(gptrt_context *ctx, const void *x,
                               const float *w, const float *b,
-                              const float *scale, float *out, float *mean,
+                              const float *scale, void *y, float *mean,
                               float *rstd, float *amax, uint8_t *q,
                               int64_t rows, int64_t width, double eps,
+                              int64_t x_dtype, int64_t y_dtype,
                               int64_t out_rows, int64_t out_cols,
                               int64_t out_dtype, int64_t format,
                               int64_t transpose, int64_t stat_slot);
-void gptrt_gelu_fwd_amax(gptrt_context *ctx, const float *x, float *out,
-                         float *amax, int64_t n, int64_t rows, int64_t cols,
+void gptrt_gelu_fwd_amax(gptrt_context *ctx, const void *x, void *y,
+                         float *amax, int64_t n, int64_t x_dtype,
+                         int64_t y_dtype, int64_t rows, int64_t cols,
                          int64_t out_dtype);
-void gptrt_gelu_fwd_cast(gptrt_context *ctx, const float *x,
-                         const float *scale, float *out, float *amax,
-                         uint8_t *q, int64_t n, int64_t rows, int64_t cols,
+void gptrt_gelu_fwd_cast(gptrt_context *ctx, const void *x,
+                         const float *scale, void *y, float *amax,
+                         uint8_t *q, int64_t n, int64_t x_dtype,
+                         int64_t y_dtype, int64_t rows, int64_t cols,
                          int64_t out_dtype, int64_t format, int64_t transpose,
                          int64_t stat_slot);
-void gptrt_add_amax(gptrt_context *ctx, const float *a, const float *b,
-                    float *out, float *amax, int64_t outer, int64_t inner,
-                    int64_t broadcast_b, int64_t rows, int64_t cols,
+void gptrt_add_amax(gptrt_context *ctx, const void *a, const void *b,
+                    void *sum, float *amax, int64_t outer, int64_t inner,
+                    int64_t broadcast_b, int64_t a_dtype, int64_t b_dtype,
+                    int64_t sum_dtype, int64_t rows, int64_t cols,
                     int64_t out_dtype);
-void gptrt_add_cast(gptrt_context *ctx, const float *a, const float *b,
-                    const float *scale, float *out, float *amax, uint8_t *q,
+void gptrt_add_cast(gptrt_context *ctx, const void *a, const void *b,
+                    const float *scale, void *sum, float *amax, uint8_t *q,
                     int64_t outer, int64_t inner, int64_t broadcast_b,
+                    int64_t a_dtype, int64_t b_dtype, int64_t sum_dtype,
                     int64_t rows, int64_t cols, int64_t out_dtype,
                     int64_t format, int64_t transpose, int64_t stat_slot);
 void gptrt_matmul_amax(gptrt_context *ctx, const float *a, const float *b,

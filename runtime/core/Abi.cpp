@@ -93,6 +93,71 @@ void requireNonNegative(int64_t v, const char *name) {
                                 ", expected >= 0");
 }
 
+void requireStorageDtype(int64_t dtype, const char *name) {
+  if (dtype != GPTRT_DTYPE_F32 && dtype != GPTRT_DTYPE_BF16)
+    throw std::invalid_argument(std::string(name) + " " +
+                                std::to_string(dtype) +
+                                ", expected f32 (1) or bf16 (2)");
+}
+
+// One operand of a kernel with a dtype per operand (see gptrt.h).
+struct StorageOperand {
+  const void *data;
+  int64_t dtype;
+  int64_t count;  // elements
+  bool output;
+  const char *name;  // of the dtype argument, for errors
+};
+
+// f32 views of f32-or-bf16 operands for the CPU's f32 kernels: a bf16
+// input is widened into scratch, a bf16 output computed in scratch and
+// rounded once by finish(). Widening is exact, so this is bit for bit the
+// f32 kernel between gptrt_convert calls, which is what the ABI promises.
+class F32Staging {
+public:
+  F32Staging(Context &ctx, std::initializer_list<StorageOperand> operands)
+      : operands_(operands) {
+    size_t total = 0;
+    for (const StorageOperand &o : operands_) {
+      requireStorageDtype(o.dtype, o.name);
+      requireNonNegative(o.count, "element count");
+      if (o.dtype == GPTRT_DTYPE_BF16)
+        total += static_cast<size_t>(o.count);
+    }
+    float *next = total ? ctx.scratch(total) : nullptr;
+    for (const StorageOperand &o : operands_) {
+      if (o.dtype == GPTRT_DTYPE_F32) {
+        views_.push_back(static_cast<float *>(const_cast<void *>(o.data)));
+        continue;
+      }
+      views_.push_back(next);
+      if (!o.output) {
+        const uint16_t *in = static_cast<const uint16_t *>(o.data);
+        for (int64_t i = 0; i < o.count; ++i)
+          next[i] = cpu::bf16ToFloat(in[i]);
+      }
+      next += o.count;
+    }
+  }
+
+  float *operator[](size_t i) const { return views_[i]; }
+
+  void finish() {
+    for (size_t i = 0; i < operands_.size(); ++i) {
+      const StorageOperand &o = operands_[i];
+      if (!o.output || o.dtype != GPTRT_DTYPE_BF16)
+        continue;
+      uint16_t *out = static_cast<uint16_t *>(const_cast<void *>(o.data));
+      for (int64_t j = 0; j < o.count; ++j)
+        out[j] = cpu::floatToBf16(views_[i][j]);
+    }
+  }
+
+private:
+  std::vector<StorageOperand> operands_;
+  std::vector<float *> views_;
+};
+
 } // namespace
 
 // ------------------------------------------------------------------ context
@@ -466,15 +531,17 @@ GPTRT_EXPORT void gptrt_fill(gptrt_context *ctx, float *out, int64_t n,
   });
 }
 
-GPTRT_EXPORT void gptrt_accumulate(gptrt_context *ctx, const float *src,
-                                   float *dst, int64_t n) {
-  guarded(ctx, "gptrt_accumulate", [&](Context &) {
+GPTRT_EXPORT void gptrt_accumulate(gptrt_context *ctx, const void *src,
+                                   float *dst, int64_t n, int64_t src_dtype) {
+  guarded(ctx, "gptrt_accumulate", [&](Context &c) {
     requireNonNegative(n, "n");
+    F32Staging f32(c, {{src, src_dtype, n, false, "src_dtype"}});
     // add's output may alias its first operand.
-    cpu::add(dst, dst, src, 1, n, false);
+    cpu::add(dst, dst, f32[0], 1, n, false);
   }, [&](Context &, Gpu &g) {
     requireNonNegative(n, "n");
-    g.accumulate(src, dst, n);
+    requireStorageDtype(src_dtype, "src_dtype");
+    g.accumulate(src, src_dtype, dst, n);
   });
 }
 
@@ -518,34 +585,60 @@ GPTRT_EXPORT void gptrt_embedding_bwd(gptrt_context *ctx, const float *dout,
   });
 }
 
-GPTRT_EXPORT void gptrt_layernorm_fwd(gptrt_context *ctx, const float *x,
+GPTRT_EXPORT void gptrt_layernorm_fwd(gptrt_context *ctx, const void *x,
                                       const float *w, const float *b,
-                                      float *out, float *mean, float *rstd,
-                                      int64_t rows, int64_t width,
-                                      double eps) {
-  guarded(ctx, "gptrt_layernorm_fwd", [&](Context &) {
-    cpu::layerNormForward(out, mean, rstd, x, w, b, rows, width,
+                                      void *out, float *mean, float *rstd,
+                                      int64_t rows, int64_t width, double eps,
+                                      int64_t x_dtype, int64_t out_dtype) {
+  guarded(ctx, "gptrt_layernorm_fwd", [&](Context &c) {
+    requireNonNegative(rows, "rows");
+    requireNonNegative(width, "width");
+    F32Staging f32(c, {{x, x_dtype, rows * width, false, "x_dtype"},
+                       {out, out_dtype, rows * width, true, "out_dtype"}});
+    cpu::layerNormForward(f32[1], mean, rstd, f32[0], w, b, rows, width,
                           static_cast<float>(eps));
+    f32.finish();
   }, [&](Context &, Gpu &g) {
-    g.layerNormForward(x, w, b, out, mean, rstd, rows, width,
-                       static_cast<float>(eps));
+    requireStorageDtype(x_dtype, "x_dtype");
+    requireStorageDtype(out_dtype, "out_dtype");
+    g.layerNormForward(x, x_dtype, w, b, out, out_dtype, mean, rstd, rows,
+                       width, static_cast<float>(eps));
   });
 }
 
-GPTRT_EXPORT void gptrt_layernorm_bwd(gptrt_context *ctx, const float *dout,
-                                      const float *x, const float *w,
+GPTRT_EXPORT void gptrt_layernorm_bwd(gptrt_context *ctx, const void *dout,
+                                      const void *x, const float *w,
                                       const float *mean, const float *rstd,
-                                      float *dx, float *dw, float *db,
-                                      int64_t rows, int64_t width) {
-  guarded(ctx, "gptrt_layernorm_bwd", [&](Context &) {
+                                      void *dx, void *dw, void *db,
+                                      int64_t rows, int64_t width,
+                                      int64_t dout_dtype, int64_t x_dtype,
+                                      int64_t dx_dtype, int64_t dw_dtype,
+                                      int64_t db_dtype) {
+  guarded(ctx, "gptrt_layernorm_bwd", [&](Context &c) {
+    requireNonNegative(rows, "rows");
     requireNonNegative(width, "width");
+    const int64_t n = rows * width;
+    F32Staging f32(c, {{dout, dout_dtype, n, false, "dout_dtype"},
+                       {x, x_dtype, n, false, "x_dtype"},
+                       {dx, dx_dtype, n, true, "dx_dtype"},
+                       {dw, dw_dtype, width, true, "dw_dtype"},
+                       {db, db_dtype, width, true, "db_dtype"}});
     // The ABI writes dw and db; the kernel accumulates into them.
-    cpu::fill(dw, 0.0f, width);
-    cpu::fill(db, 0.0f, width);
-    cpu::layerNormBackward(dx, dw, db, dout, x, mean, rstd, w, rows, width);
+    cpu::fill(f32[3], 0.0f, width);
+    cpu::fill(f32[4], 0.0f, width);
+    cpu::layerNormBackward(f32[2], f32[3], f32[4], f32[0], f32[1], mean, rstd,
+                           w, rows, width);
+    f32.finish();
   }, [&](Context &, Gpu &g) {
     requireNonNegative(width, "width");
-    g.layerNormBackward(dout, x, w, mean, rstd, dx, dw, db, rows, width);
+    for (auto [dtype, name] : {std::pair{dout_dtype, "dout_dtype"},
+                               {x_dtype, "x_dtype"},
+                               {dx_dtype, "dx_dtype"},
+                               {dw_dtype, "dw_dtype"},
+                               {db_dtype, "db_dtype"}})
+      requireStorageDtype(dtype, name);
+    g.layerNormBackward(dout, dout_dtype, x, x_dtype, w, mean, rstd, dx,
+                        dx_dtype, dw, dw_dtype, db, db_dtype, rows, width);
   });
 }
 
@@ -565,19 +658,15 @@ GPTRT_EXPORT void gptrt_matmul(gptrt_context *ctx, const float *a,
   });
 }
 
-GPTRT_EXPORT void gptrt_matmul_bf16(gptrt_context *ctx, const uint16_t *a,
-                                    const uint16_t *b, void *c,
-                                    int64_t batch, int64_t m, int64_t n,
-                                    int64_t k, int64_t trans_a,
-                                    int64_t trans_b, int64_t stride_a,
-                                    int64_t stride_b, int64_t stride_c,
-                                    int64_t out_dtype) {
-  auto checkDtype = [&] {
-    if (out_dtype != GPTRT_DTYPE_F32 && out_dtype != GPTRT_DTYPE_BF16)
-      throw std::invalid_argument("out_dtype " + std::to_string(out_dtype) +
-                                  ", expected f32 (1) or bf16 (2)");
-  };
-  guarded(ctx, "gptrt_matmul_bf16", [&](Context &ctxRef) {
+namespace {
+
+// gptrt_matmul_bf16 and, with a bias, gptrt_matmul_bf16_bias.
+void matmulBf16(gptrt_context *ctx, const char *fn, const uint16_t *a,
+                const uint16_t *b, const float *bias, void *c, int64_t batch,
+                int64_t m, int64_t n, int64_t k, int64_t trans_a,
+                int64_t trans_b, int64_t stride_a, int64_t stride_b,
+                int64_t stride_c, int64_t out_dtype) {
+  auto checkArguments = [&] {
     requireNonNegative(batch, "batch");
     requireNonNegative(m, "m");
     requireNonNegative(n, "n");
@@ -585,7 +674,10 @@ GPTRT_EXPORT void gptrt_matmul_bf16(gptrt_context *ctx, const uint16_t *a,
     requireNonNegative(stride_a, "stride_a");
     requireNonNegative(stride_b, "stride_b");
     requireNonNegative(stride_c, "stride_c");
-    checkDtype();
+    requireStorageDtype(out_dtype, "out_dtype");
+  };
+  guarded(ctx, fn, [&](Context &ctxRef) {
+    checkArguments();
     if (batch == 0)
       return;
     // Widened in their own layout (strides included), then the f32 GEMM:
@@ -604,24 +696,55 @@ GPTRT_EXPORT void gptrt_matmul_bf16(gptrt_context *ctx, const uint16_t *a,
     cpu::gemmBatched(result, wide, wide + extentA, batch, m, n, k,
                      trans_a != 0, trans_b != 0, 0.0f, stride_a, stride_b,
                      stride_c);
-    if (narrow) {
-      // Only the result's own elements: the gaps between strided batches
-      // belong to someone else.
-      uint16_t *out = static_cast<uint16_t *>(c);
-      for (int64_t p = 0; p < batch; ++p)
+    // Only the result's own elements: the gaps between strided batches
+    // belong to someone else.
+    for (int64_t p = 0; p < batch; ++p) {
+      float *batchResult = result + p * stride_c;
+      if (bias)
+        cpu::addBias(batchResult, bias, m, n);
+      if (narrow) {
+        uint16_t *out = static_cast<uint16_t *>(c) + p * stride_c;
         for (int64_t i = 0; i < m * n; ++i)
-          out[p * stride_c + i] = cpu::floatToBf16(result[p * stride_c + i]);
+          out[i] = cpu::floatToBf16(batchResult[i]);
+      }
     }
   }, [&](Context &, Gpu &g) {
-    checkDtype();
-    if (out_dtype == GPTRT_DTYPE_BF16)
-      g.matmulBf16ToBf16(a, b, static_cast<uint16_t *>(c), batch, m, n, k,
-                         trans_a != 0, trans_b != 0, stride_a, stride_b,
-                         stride_c);
-    else
-      g.matmulBf16(a, b, static_cast<float *>(c), batch, m, n, k,
-                   trans_a != 0, trans_b != 0, stride_a, stride_b, stride_c);
+    checkArguments();
+    g.matmulBf16(a, b, bias, c, out_dtype, batch, m, n, k, trans_a != 0,
+                 trans_b != 0, stride_a, stride_b, stride_c);
   });
+}
+
+} // namespace
+
+GPTRT_EXPORT void gptrt_matmul_bf16(gptrt_context *ctx, const uint16_t *a,
+                                    const uint16_t *b, void *c,
+                                    int64_t batch, int64_t m, int64_t n,
+                                    int64_t k, int64_t trans_a,
+                                    int64_t trans_b, int64_t stride_a,
+                                    int64_t stride_b, int64_t stride_c,
+                                    int64_t out_dtype) {
+  matmulBf16(ctx, "gptrt_matmul_bf16", a, b, nullptr, c, batch, m, n, k,
+             trans_a, trans_b, stride_a, stride_b, stride_c, out_dtype);
+}
+
+GPTRT_EXPORT void gptrt_matmul_bf16_bias(
+    gptrt_context *ctx, const uint16_t *a, const uint16_t *b,
+    const float *bias, void *c, int64_t batch, int64_t m, int64_t n,
+    int64_t k, int64_t trans_a, int64_t trans_b, int64_t stride_a,
+    int64_t stride_b, int64_t stride_c, int64_t out_dtype) {
+  if (bias == nullptr) {
+    guarded(ctx, "gptrt_matmul_bf16_bias", [](Context &) {
+      throw std::invalid_argument("bias is null, expected a vector of n "
+                                  "floats (gptrt_matmul_bf16 has no bias)");
+    }, [](Context &, Gpu &) {
+      throw std::invalid_argument("bias is null, expected a vector of n "
+                                  "floats (gptrt_matmul_bf16 has no bias)");
+    });
+    return;
+  }
+  matmulBf16(ctx, "gptrt_matmul_bf16_bias", a, b, bias, c, batch, m, n, k,
+             trans_a, trans_b, stride_a, stride_b, stride_c, out_dtype);
 }
 
 GPTRT_EXPORT void gptrt_bias_add(gptrt_context *ctx, const float *bias,
@@ -632,24 +755,46 @@ GPTRT_EXPORT void gptrt_bias_add(gptrt_context *ctx, const float *bias,
       [&](Context &, Gpu &g) { g.biasAdd(bias, c, rows, cols); });
 }
 
-GPTRT_EXPORT void gptrt_reduce_rows(gptrt_context *ctx, const float *x,
-                                    float *out, int64_t rows, int64_t cols) {
-  guarded(ctx, "gptrt_reduce_rows", [&](Context &) {
+GPTRT_EXPORT void gptrt_reduce_rows(gptrt_context *ctx, const void *x,
+                                    void *out, int64_t rows, int64_t cols,
+                                    int64_t x_dtype, int64_t out_dtype) {
+  guarded(ctx, "gptrt_reduce_rows", [&](Context &c) {
+    requireNonNegative(rows, "rows");
     requireNonNegative(cols, "cols");
-    cpu::sumRows(out, x, rows, cols, false);
+    F32Staging f32(c, {{x, x_dtype, rows * cols, false, "x_dtype"},
+                       {out, out_dtype, cols, true, "out_dtype"}});
+    cpu::sumRows(f32[1], f32[0], rows, cols, false);
+    f32.finish();
   }, [&](Context &, Gpu &g) {
+    requireNonNegative(rows, "rows");
     requireNonNegative(cols, "cols");
-    g.reduceRows(x, out, rows, cols);
+    requireStorageDtype(x_dtype, "x_dtype");
+    requireStorageDtype(out_dtype, "out_dtype");
+    g.reduceRows(x, x_dtype, out, out_dtype, rows, cols);
   });
 }
 
-GPTRT_EXPORT void gptrt_add(gptrt_context *ctx, const float *a,
-                            const float *b, float *out, int64_t outer,
-                            int64_t inner, int64_t broadcast_b) {
-  guarded(ctx, "gptrt_add", [&](Context &) {
-    cpu::add(out, a, b, outer, inner, broadcast_b != 0);
+GPTRT_EXPORT void gptrt_add(gptrt_context *ctx, const void *a, const void *b,
+                            void *out, int64_t outer, int64_t inner,
+                            int64_t broadcast_b, int64_t a_dtype,
+                            int64_t b_dtype, int64_t out_dtype) {
+  guarded(ctx, "gptrt_add", [&](Context &c) {
+    requireNonNegative(outer, "outer");
+    requireNonNegative(inner, "inner");
+    const int64_t n = outer * inner;
+    F32Staging f32(c, {{a, a_dtype, n, false, "a_dtype"},
+                       {b, b_dtype, broadcast_b ? inner : n, false, "b_dtype"},
+                       {out, out_dtype, n, true, "out_dtype"}});
+    cpu::add(f32[2], f32[0], f32[1], outer, inner, broadcast_b != 0);
+    f32.finish();
   }, [&](Context &, Gpu &g) {
-    g.add(a, b, out, outer, inner, broadcast_b != 0);
+    requireNonNegative(outer, "outer");
+    requireNonNegative(inner, "inner");
+    requireStorageDtype(a_dtype, "a_dtype");
+    requireStorageDtype(b_dtype, "b_dtype");
+    requireStorageDtype(out_dtype, "out_dtype");
+    g.add(a, a_dtype, b, b_dtype, out, out_dtype, outer, inner,
+          broadcast_b != 0);
   });
 }
 
@@ -661,31 +806,60 @@ GPTRT_EXPORT void gptrt_scale(gptrt_context *ctx, const float *x, float *out,
       [&](Context &, Gpu &g) { g.scale(x, out, n, static_cast<float>(s)); });
 }
 
-GPTRT_EXPORT void gptrt_gelu_fwd(gptrt_context *ctx, const float *x,
-                                 float *out, int64_t n) {
-  guarded(
-      ctx, "gptrt_gelu_fwd", [&](Context &) { cpu::geluForward(out, x, n); },
-      [&](Context &, Gpu &g) { g.geluForward(x, out, n); });
-}
-
-GPTRT_EXPORT void gptrt_gelu_bwd(gptrt_context *ctx, const float *dout,
-                                 const float *x, float *dx, int64_t n) {
-  guarded(
-      ctx, "gptrt_gelu_bwd",
-      [&](Context &) { cpu::geluBackward(dx, x, dout, n); },
-      [&](Context &, Gpu &g) { g.geluBackward(dout, x, dx, n); });
-}
-
-GPTRT_EXPORT void gptrt_copy_blocks(gptrt_context *ctx, const float *src,
-                                    float *dst, int64_t outer, int64_t len,
-                                    int64_t dst_stride, int64_t src_stride,
-                                    int64_t dst_offset, int64_t src_offset) {
-  guarded(ctx, "gptrt_copy_blocks", [&](Context &) {
-    cpu::copyBlocks(dst, src, outer, len, dst_stride, src_stride, dst_offset,
-                    src_offset);
+GPTRT_EXPORT void gptrt_gelu_fwd(gptrt_context *ctx, const void *x,
+                                 void *out, int64_t n, int64_t x_dtype,
+                                 int64_t out_dtype) {
+  guarded(ctx, "gptrt_gelu_fwd", [&](Context &c) {
+    F32Staging f32(c, {{x, x_dtype, n, false, "x_dtype"},
+                       {out, out_dtype, n, true, "out_dtype"}});
+    cpu::geluForward(f32[1], f32[0], n);
+    f32.finish();
   }, [&](Context &, Gpu &g) {
+    requireNonNegative(n, "n");
+    requireStorageDtype(x_dtype, "x_dtype");
+    requireStorageDtype(out_dtype, "out_dtype");
+    g.geluForward(x, x_dtype, out, out_dtype, n);
+  });
+}
+
+GPTRT_EXPORT void gptrt_gelu_bwd(gptrt_context *ctx, const void *dout,
+                                 const void *x, void *dx, int64_t n,
+                                 int64_t dout_dtype, int64_t x_dtype,
+                                 int64_t dx_dtype) {
+  guarded(ctx, "gptrt_gelu_bwd", [&](Context &c) {
+    F32Staging f32(c, {{dout, dout_dtype, n, false, "dout_dtype"},
+                       {x, x_dtype, n, false, "x_dtype"},
+                       {dx, dx_dtype, n, true, "dx_dtype"}});
+    cpu::geluBackward(f32[2], f32[1], f32[0], n);
+    f32.finish();
+  }, [&](Context &, Gpu &g) {
+    requireNonNegative(n, "n");
+    requireStorageDtype(dout_dtype, "dout_dtype");
+    requireStorageDtype(x_dtype, "x_dtype");
+    requireStorageDtype(dx_dtype, "dx_dtype");
+    g.geluBackward(dout, dout_dtype, x, x_dtype, dx, dx_dtype, n);
+  });
+}
+
+GPTRT_EXPORT void gptrt_copy_blocks(gptrt_context *ctx, const void *src,
+                                    void *dst, int64_t outer, int64_t len,
+                                    int64_t dst_stride, int64_t src_stride,
+                                    int64_t dst_offset, int64_t src_offset,
+                                    int64_t dtype) {
+  guarded(ctx, "gptrt_copy_blocks", [&](Context &) {
+    requireStorageDtype(dtype, "dtype");
+    if (dtype == GPTRT_DTYPE_BF16)
+      cpu::copyBlocks(static_cast<uint16_t *>(dst),
+                      static_cast<const uint16_t *>(src), outer, len,
+                      dst_stride, src_stride, dst_offset, src_offset);
+    else
+      cpu::copyBlocks(static_cast<float *>(dst),
+                      static_cast<const float *>(src), outer, len, dst_stride,
+                      src_stride, dst_offset, src_offset);
+  }, [&](Context &, Gpu &g) {
+    requireStorageDtype(dtype, "dtype");
     g.copyBlocks(src, dst, outer, len, dst_stride, src_stride, dst_offset,
-                 src_offset);
+                 src_offset, dtype == GPTRT_DTYPE_BF16 ? 2 : 4);
   });
 }
 
@@ -712,33 +886,58 @@ GPTRT_EXPORT void gptrt_permute(gptrt_context *ctx, const float *src,
   });
 }
 
-GPTRT_EXPORT void gptrt_attention_fwd(gptrt_context *ctx, const float *q,
-                                      const float *k, const float *v,
-                                      float *out, float *lse, int64_t batch,
-                                      int64_t seq, int64_t width,
-                                      int64_t heads, int64_t causal) {
-  guarded(ctx, "gptrt_attention_fwd", [&](Context &) {
-    cpu::attentionForward(out, lse, q, k, v, batch, seq, width, heads,
-                          causal != 0);
+GPTRT_EXPORT void gptrt_attention_fwd(gptrt_context *ctx, const void *q,
+                                      const void *k, const void *v, void *out,
+                                      float *lse, int64_t batch, int64_t seq,
+                                      int64_t width, int64_t heads,
+                                      int64_t causal, int64_t dtype) {
+  guarded(ctx, "gptrt_attention_fwd", [&](Context &c) {
+    requireNonNegative(batch, "batch");
+    requireNonNegative(seq, "seq");
+    requireNonNegative(width, "width");
+    const int64_t n = batch * seq * width;
+    F32Staging f32(c, {{q, dtype, n, false, "dtype"},
+                       {k, dtype, n, false, "dtype"},
+                       {v, dtype, n, false, "dtype"},
+                       {out, dtype, n, true, "dtype"}});
+    cpu::attentionForward(f32[3], lse, f32[0], f32[1], f32[2], batch, seq,
+                          width, heads, causal != 0);
+    f32.finish();
   }, [&](Context &, Gpu &g) {
+    requireStorageDtype(dtype, "dtype");
     g.attentionForward(q, k, v, out, lse, batch, seq, width, heads,
-                       causal != 0);
+                       causal != 0, dtype);
   });
 }
 
-GPTRT_EXPORT void gptrt_attention_bwd(gptrt_context *ctx, const float *dout,
-                                      const float *q, const float *k,
-                                      const float *v, const float *out,
-                                      const float *lse, float *dq, float *dk,
-                                      float *dv, int64_t batch, int64_t seq,
+GPTRT_EXPORT void gptrt_attention_bwd(gptrt_context *ctx, const void *dout,
+                                      const void *q, const void *k,
+                                      const void *v, const void *out,
+                                      const float *lse, void *dq, void *dk,
+                                      void *dv, int64_t batch, int64_t seq,
                                       int64_t width, int64_t heads,
-                                      int64_t causal) {
-  guarded(ctx, "gptrt_attention_bwd", [&](Context &) {
-    cpu::attentionBackward(dq, dk, dv, dout, q, k, v, out, lse, batch, seq,
-                           width, heads, causal != 0);
+                                      int64_t causal, int64_t dtype) {
+  guarded(ctx, "gptrt_attention_bwd", [&](Context &c) {
+    requireNonNegative(batch, "batch");
+    requireNonNegative(seq, "seq");
+    requireNonNegative(width, "width");
+    const int64_t n = batch * seq * width;
+    F32Staging f32(c, {{dout, dtype, n, false, "dtype"},
+                       {q, dtype, n, false, "dtype"},
+                       {k, dtype, n, false, "dtype"},
+                       {v, dtype, n, false, "dtype"},
+                       {out, dtype, n, false, "dtype"},
+                       {dq, dtype, n, true, "dtype"},
+                       {dk, dtype, n, true, "dtype"},
+                       {dv, dtype, n, true, "dtype"}});
+    cpu::attentionBackward(f32[5], f32[6], f32[7], f32[0], f32[1], f32[2],
+                           f32[3], f32[4], lse, batch, seq, width, heads,
+                           causal != 0);
+    f32.finish();
   }, [&](Context &, Gpu &g) {
+    requireStorageDtype(dtype, "dtype");
     g.attentionBackward(dout, q, k, v, out, lse, dq, dk, dv, batch, seq,
-                        width, heads, causal != 0);
+                        width, heads, causal != 0, dtype);
   });
 }
 
@@ -1056,66 +1255,107 @@ GPTRT_EXPORT void gptrt_convert_cast(gptrt_context *ctx, const void *src,
          {rows, cols, outDtype, amax, scale, q, format, transpose, statSlot});
 }
 
+namespace {
+// For kernels with a dtype per operand, the epilogue's out_dtype repeats
+// the base kernel's own output dtype: they must agree (the epilogue reads
+// what the kernel wrote). Records the error and returns false otherwise.
+bool agreeingDtypes(gptrt_context *ctx, const char *fn, int64_t kernelDtype,
+                    int64_t outDtype) {
+  if (kernelDtype == outDtype)
+    return true;
+  auto refuse = [&] {
+    throw std::invalid_argument(
+        "out_dtype " + std::to_string(outDtype) +
+        " differs from the kernel's output dtype " +
+        std::to_string(kernelDtype) + ": the epilogue reads what it wrote");
+  };
+  guarded(ctx, fn, [&](Context &) { refuse(); },
+          [&](Context &, Gpu &) { refuse(); });
+  return false;
+}
+} // namespace
+
 GPTRT_EXPORT void gptrt_layernorm_fwd_amax(
-    gptrt_context *ctx, const float *x, const float *w, const float *b,
-    float *out, float *mean, float *rstd, float *amax, int64_t rows,
-    int64_t width, double eps, int64_t outRows, int64_t outCols,
-    int64_t outDtype) {
-  gptrt_layernorm_fwd(ctx, x, w, b, out, mean, rstd, rows, width, eps);
-  finish(ctx, "gptrt_layernorm_fwd_amax", out,
+    gptrt_context *ctx, const void *x, const float *w, const float *b,
+    void *y, float *mean, float *rstd, float *amax, int64_t rows,
+    int64_t width, double eps, int64_t xDtype, int64_t yDtype,
+    int64_t outRows, int64_t outCols, int64_t outDtype) {
+  if (!agreeingDtypes(ctx, "gptrt_layernorm_fwd_amax", yDtype, outDtype))
+    return;
+  gptrt_layernorm_fwd(ctx, x, w, b, y, mean, rstd, rows, width, eps, xDtype,
+                      yDtype);
+  finish(ctx, "gptrt_layernorm_fwd_amax", y,
          {outRows, outCols, outDtype, amax});
 }
 
 GPTRT_EXPORT void gptrt_layernorm_fwd_cast(
-    gptrt_context *ctx, const float *x, const float *w, const float *b,
-    const float *scale, float *out, float *mean, float *rstd, float *amax,
-    uint8_t *q, int64_t rows, int64_t width, double eps, int64_t outRows,
-    int64_t outCols, int64_t outDtype, int64_t format, int64_t transpose,
-    int64_t statSlot) {
-  gptrt_layernorm_fwd(ctx, x, w, b, out, mean, rstd, rows, width, eps);
-  finish(ctx, "gptrt_layernorm_fwd_cast", out,
+    gptrt_context *ctx, const void *x, const float *w, const float *b,
+    const float *scale, void *y, float *mean, float *rstd, float *amax,
+    uint8_t *q, int64_t rows, int64_t width, double eps, int64_t xDtype,
+    int64_t yDtype, int64_t outRows, int64_t outCols, int64_t outDtype,
+    int64_t format, int64_t transpose, int64_t statSlot) {
+  if (!agreeingDtypes(ctx, "gptrt_layernorm_fwd_cast", yDtype, outDtype))
+    return;
+  gptrt_layernorm_fwd(ctx, x, w, b, y, mean, rstd, rows, width, eps, xDtype,
+                      yDtype);
+  finish(ctx, "gptrt_layernorm_fwd_cast", y,
          {outRows, outCols, outDtype, amax, scale, q, format, transpose,
           statSlot});
 }
 
-GPTRT_EXPORT void gptrt_gelu_fwd_amax(gptrt_context *ctx, const float *x,
-                                      float *out, float *amax, int64_t n,
+GPTRT_EXPORT void gptrt_gelu_fwd_amax(gptrt_context *ctx, const void *x,
+                                      void *y, float *amax, int64_t n,
+                                      int64_t xDtype, int64_t yDtype,
                                       int64_t rows, int64_t cols,
                                       int64_t outDtype) {
-  gptrt_gelu_fwd(ctx, x, out, n);
-  finish(ctx, "gptrt_gelu_fwd_amax", out, {rows, cols, outDtype, amax});
+  if (!agreeingDtypes(ctx, "gptrt_gelu_fwd_amax", yDtype, outDtype))
+    return;
+  gptrt_gelu_fwd(ctx, x, y, n, xDtype, yDtype);
+  finish(ctx, "gptrt_gelu_fwd_amax", y, {rows, cols, outDtype, amax});
 }
 
-GPTRT_EXPORT void gptrt_gelu_fwd_cast(gptrt_context *ctx, const float *x,
-                                      const float *scale, float *out,
+GPTRT_EXPORT void gptrt_gelu_fwd_cast(gptrt_context *ctx, const void *x,
+                                      const float *scale, void *y,
                                       float *amax, uint8_t *q, int64_t n,
+                                      int64_t xDtype, int64_t yDtype,
                                       int64_t rows, int64_t cols,
                                       int64_t outDtype, int64_t format,
                                       int64_t transpose, int64_t statSlot) {
-  gptrt_gelu_fwd(ctx, x, out, n);
-  finish(ctx, "gptrt_gelu_fwd_cast", out,
+  if (!agreeingDtypes(ctx, "gptrt_gelu_fwd_cast", yDtype, outDtype))
+    return;
+  gptrt_gelu_fwd(ctx, x, y, n, xDtype, yDtype);
+  finish(ctx, "gptrt_gelu_fwd_cast", y,
          {rows, cols, outDtype, amax, scale, q, format, transpose, statSlot});
 }
 
-GPTRT_EXPORT void gptrt_add_amax(gptrt_context *ctx, const float *a,
-                                 const float *b, float *out, float *amax,
+GPTRT_EXPORT void gptrt_add_amax(gptrt_context *ctx, const void *a,
+                                 const void *b, void *sum, float *amax,
                                  int64_t outer, int64_t inner,
-                                 int64_t broadcastB, int64_t rows,
-                                 int64_t cols, int64_t outDtype) {
-  gptrt_add(ctx, a, b, out, outer, inner, broadcastB);
-  finish(ctx, "gptrt_add_amax", out, {rows, cols, outDtype, amax});
+                                 int64_t broadcastB, int64_t aDtype,
+                                 int64_t bDtype, int64_t sumDtype,
+                                 int64_t rows, int64_t cols,
+                                 int64_t outDtype) {
+  if (!agreeingDtypes(ctx, "gptrt_add_amax", sumDtype, outDtype))
+    return;
+  gptrt_add(ctx, a, b, sum, outer, inner, broadcastB, aDtype, bDtype,
+            sumDtype);
+  finish(ctx, "gptrt_add_amax", sum, {rows, cols, outDtype, amax});
 }
 
-GPTRT_EXPORT void gptrt_add_cast(gptrt_context *ctx, const float *a,
-                                 const float *b, const float *scale,
-                                 float *out, float *amax, uint8_t *q,
+GPTRT_EXPORT void gptrt_add_cast(gptrt_context *ctx, const void *a,
+                                 const void *b, const float *scale,
+                                 void *sum, float *amax, uint8_t *q,
                                  int64_t outer, int64_t inner,
-                                 int64_t broadcastB, int64_t rows,
-                                 int64_t cols, int64_t outDtype,
-                                 int64_t format, int64_t transpose,
-                                 int64_t statSlot) {
-  gptrt_add(ctx, a, b, out, outer, inner, broadcastB);
-  finish(ctx, "gptrt_add_cast", out,
+                                 int64_t broadcastB, int64_t aDtype,
+                                 int64_t bDtype, int64_t sumDtype,
+                                 int64_t rows, int64_t cols,
+                                 int64_t outDtype, int64_t format,
+                                 int64_t transpose, int64_t statSlot) {
+  if (!agreeingDtypes(ctx, "gptrt_add_cast", sumDtype, outDtype))
+    return;
+  gptrt_add(ctx, a, b, sum, outer, inner, broadcastB, aDtype, bDtype,
+            sumDtype);
+  finish(ctx, "gptrt_add_cast", sum,
          {rows, cols, outDtype, amax, scale, q, format, transpose, statSlot});
 }
 
@@ -1229,7 +1469,7 @@ const std::vector<AbiSymbol> &abiSymbols() {
       GPTRT_SYM(gptrt_arange),           GPTRT_SYM(gptrt_embedding_fwd),
       GPTRT_SYM(gptrt_embedding_bwd),    GPTRT_SYM(gptrt_layernorm_fwd),
       GPTRT_SYM(gptrt_layernorm_bwd),    GPTRT_SYM(gptrt_matmul),
-      GPTRT_SYM(gptrt_matmul_bf16),
+      GPTRT_SYM(gptrt_matmul_bf16),      GPTRT_SYM(gptrt_matmul_bf16_bias),
       GPTRT_SYM(gptrt_bias_add),         GPTRT_SYM(gptrt_reduce_rows),
       GPTRT_SYM(gptrt_add),              GPTRT_SYM(gptrt_scale),
       GPTRT_SYM(gptrt_gelu_fwd),         GPTRT_SYM(gptrt_gelu_bwd),

@@ -9,6 +9,8 @@ namespace gptrt::cuda {
 
 bool built() { return false; }
 
+int usableDeviceCount() { return 0; }
+
 std::unique_ptr<Device> openDevice() {
   throw std::runtime_error(
       "device 'cuda' is not built into this runtime (no CUDA toolkit was "

@@ -599,6 +599,10 @@ template <typename T> void fill(T *x, T value, int64_t n) {
 
 GPTRT_CPU_INSTANTIATE(float)
 GPTRT_CPU_INSTANTIATE(double)
+// Split and concat of bf16 storage move the 16-bit codes as they are.
+template void copyBlocks<uint16_t>(uint16_t *, const uint16_t *, int64_t,
+                                   int64_t, int64_t, int64_t, int64_t,
+                                   int64_t);
 
 #undef GPTRT_CPU_INSTANTIATE
 

@@ -3,9 +3,13 @@
 // the forward, and the flash-attention backward recomputing probabilities
 // from the saved log-sum-exp (dK and dV through atomics). O(T^2 D) work with
 // no tiling or tensor cores: the correct baseline that a tiled
-// (wgmma/cuDNN) kernel must match later, not the fast path.
+// (wgmma/cuDNN) kernel must match later, not the fast path. q, k, v and
+// their gradients are f32 or bf16 storage (Storage.cuh); all arithmetic is
+// f32, and dK/dV are summed in f32 before a bf16 copy is made.
+#include "runtime/abi/gptrt.h"
 #include "runtime/cuda/DeviceImpl.h"
 #include "runtime/cuda/Reduce.cuh"
+#include "runtime/cuda/Storage.cuh"
 
 #include <cmath>
 
@@ -33,9 +37,8 @@ __device__ bool warpRow(const Dims &d, int64_t &b, int64_t &h, int64_t &i) {
   return true;
 }
 
-__global__ void attentionForwardKernel(const float *q, const float *k,
-                                       const float *v, float *out, float *lse,
-                                       Dims d) {
+__global__ void attentionForwardKernel(Storage q, Storage k, Storage v,
+                                       Storage out, float *lse, Dims d) {
   int64_t b, h, i;
   if (!warpRow(d, b, h, i))
     return;  // whole warps leave together: rows are warp-aligned
@@ -45,7 +48,7 @@ __global__ void attentionForwardKernel(const float *q, const float *k,
 #pragma unroll
   for (int e = 0; e < kPerLane; ++e) {
     const int64_t c = lane + 32 * e;
-    qr[e] = c < d.D ? q[rowI + c] : 0.0f;
+    qr[e] = c < d.D ? q.load(rowI + c) : 0.0f;
     acc[e] = 0.0f;
   }
   float m = -INFINITY, l = 0.0f;
@@ -57,7 +60,7 @@ __global__ void attentionForwardKernel(const float *q, const float *k,
     for (int e = 0; e < kPerLane; ++e) {
       const int64_t c = lane + 32 * e;
       if (c < d.D)
-        part += qr[e] * k[rowJ + c];
+        part += qr[e] * k.load(rowJ + c);
     }
     const float s = warpSum(part) * d.scale;
     const float mNew = fmaxf(m, s);
@@ -68,7 +71,7 @@ __global__ void attentionForwardKernel(const float *q, const float *k,
     for (int e = 0; e < kPerLane; ++e) {
       const int64_t c = lane + 32 * e;
       if (c < d.D)
-        acc[e] = acc[e] * corr + p * v[rowJ + c];
+        acc[e] = acc[e] * corr + p * v.load(rowJ + c);
     }
     m = mNew;
   }
@@ -76,17 +79,17 @@ __global__ void attentionForwardKernel(const float *q, const float *k,
   for (int e = 0; e < kPerLane; ++e) {
     const int64_t c = lane + 32 * e;
     if (c < d.D)
-      out[rowI + c] = acc[e] / l;
+      out.store(rowI + c, acc[e] / l);
   }
   if (lane == 0)
     lse[(b * d.H + h) * d.T + i] = m + logf(l);
 }
 
-__global__ void attentionBackwardKernel(const float *dout, const float *q,
-                                        const float *k, const float *v,
-                                        const float *out, const float *lse,
-                                        float *dq, float *dk, float *dv,
-                                        Dims d) {
+// dk and dv are f32 sums (atomics); dq is stored once per row.
+__global__ void attentionBackwardKernel(Storage dout, Storage q, Storage k,
+                                        Storage v, Storage out,
+                                        const float *lse, Storage dq,
+                                        float *dk, float *dv, Dims d) {
   int64_t b, h, i;
   if (!warpRow(d, b, h, i))
     return;
@@ -98,9 +101,9 @@ __global__ void attentionBackwardKernel(const float *dout, const float *q,
   for (int e = 0; e < kPerLane; ++e) {
     const int64_t c = lane + 32 * e;
     const bool in = c < d.D;
-    qr[e] = in ? q[rowI + c] : 0.0f;
-    dor[e] = in ? dout[rowI + c] : 0.0f;
-    diPart += in ? dor[e] * out[rowI + c] : 0.0f;
+    qr[e] = in ? q.load(rowI + c) : 0.0f;
+    dor[e] = in ? dout.load(rowI + c) : 0.0f;
+    diPart += in ? dor[e] * out.load(rowI + c) : 0.0f;
     dqr[e] = 0.0f;
   }
   const float Di = warpSum(diPart);
@@ -113,8 +116,8 @@ __global__ void attentionBackwardKernel(const float *dout, const float *q,
     for (int e = 0; e < kPerLane; ++e) {
       const int64_t c = lane + 32 * e;
       if (c < d.D) {
-        sPart += qr[e] * k[rowJ + c];
-        dpPart += dor[e] * v[rowJ + c];
+        sPart += qr[e] * k.load(rowJ + c);
+        dpPart += dor[e] * v.load(rowJ + c);
       }
     }
     const float s = warpSum(sPart), dp = warpSum(dpPart);
@@ -124,7 +127,7 @@ __global__ void attentionBackwardKernel(const float *dout, const float *q,
     for (int e = 0; e < kPerLane; ++e) {
       const int64_t c = lane + 32 * e;
       if (c < d.D) {
-        dqr[e] += ds * k[rowJ + c];
+        dqr[e] += ds * k.load(rowJ + c);
         atomicAdd(&dk[rowJ + c], ds * qr[e]);
         atomicAdd(&dv[rowJ + c], p * dor[e]);
       }
@@ -134,7 +137,7 @@ __global__ void attentionBackwardKernel(const float *dout, const float *q,
   for (int e = 0; e < kPerLane; ++e) {
     const int64_t c = lane + 32 * e;
     if (c < d.D)
-      dq[rowI + c] = dqr[e];
+      dq.store(rowI + c, dqr[e]);
   }
 }
 
@@ -160,33 +163,48 @@ unsigned blocksFor(const Dims &d) {
 
 } // namespace
 
-void DeviceImpl::attentionForward(const float *q, const float *k,
-                                  const float *v, float *out, float *lse,
+void DeviceImpl::attentionForward(const void *q, const void *k,
+                                  const void *v, void *out, float *lse,
                                   int64_t batch, int64_t seq, int64_t width,
-                                  int64_t heads, bool causal) {
+                                  int64_t heads, bool causal, int64_t dtype) {
   const Dims d = dimsOf(batch, seq, width, heads, causal);
   if (d.B * d.H * d.T == 0)
     return;
-  attentionForwardKernel<<<blocksFor(d), 256, 0, stream_>>>(q, k, v, out, lse,
-                                                            d);
+  attentionForwardKernel<<<blocksFor(d), 256, 0, stream_>>>(
+      Storage(q, dtype), Storage(k, dtype), Storage(v, dtype),
+      Storage(out, dtype), lse, d);
   checkLaunch("gptrt_attention_fwd");
 }
 
-void DeviceImpl::attentionBackward(const float *dout, const float *q,
-                                   const float *k, const float *v,
-                                   const float *out, const float *lse,
-                                   float *dq, float *dk, float *dv,
+void DeviceImpl::attentionBackward(const void *dout, const void *q,
+                                   const void *k, const void *v,
+                                   const void *out, const float *lse,
+                                   void *dq, void *dk, void *dv,
                                    int64_t batch, int64_t seq, int64_t width,
-                                   int64_t heads, bool causal) {
+                                   int64_t heads, bool causal,
+                                   int64_t dtype) {
   const Dims d = dimsOf(batch, seq, width, heads, causal);
-  const size_t bytes = size_t(d.B * d.T * d.C) * sizeof(float);
-  zero(dk, bytes);
-  zero(dv, bytes);
-  if (d.B * d.H * d.T == 0)
-    return;
-  attentionBackwardKernel<<<blocksFor(d), 256, 0, stream_>>>(
-      dout, q, k, v, out, lse, dq, dk, dv, d);
-  checkLaunch("gptrt_attention_bwd");
+  const int64_t n = d.B * d.T * d.C;
+  // f32 sums: dk and dv themselves, or scratch rounded into them after.
+  const bool bf16 = dtype == GPTRT_DTYPE_BF16;
+  float *dkSum = static_cast<float *>(dk), *dvSum = static_cast<float *>(dv);
+  if (bf16) {
+    dkSum = static_cast<float *>(scratch(2 * size_t(n) * sizeof(float)));
+    dvSum = dkSum + n;
+  }
+  zero(dkSum, size_t(n) * sizeof(float));
+  zero(dvSum, size_t(n) * sizeof(float));
+  if (d.B * d.H * d.T > 0) {
+    attentionBackwardKernel<<<blocksFor(d), 256, 0, stream_>>>(
+        Storage(dout, dtype), Storage(q, dtype), Storage(k, dtype),
+        Storage(v, dtype), Storage(out, dtype), lse, Storage(dq, dtype),
+        dkSum, dvSum, d);
+    checkLaunch("gptrt_attention_bwd");
+  }
+  if (bf16) {
+    convert(dkSum, dk, n, GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16);
+    convert(dvSum, dv, n, GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16);
+  }
 }
 
 } // namespace gptrt::cuda

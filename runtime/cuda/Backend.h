@@ -55,21 +55,30 @@ public:
   virtual void convert(const void *src, void *dst, int64_t n, int64_t from,
                        int64_t to) = 0;
   virtual void fill(float *out, int64_t n, float value) = 0;
-  virtual void accumulate(const float *src, float *dst, int64_t n) = 0;
-  virtual void add(const float *a, const float *b, float *out, int64_t outer,
+  // Operands with a dtype (GPTRT_DTYPE_F32 or _BF16) are f32 or bf16
+  // storage; the kernels compute in f32 (see gptrt.h).
+  virtual void accumulate(const void *src, int64_t srcDtype, float *dst,
+                          int64_t n) = 0;
+  virtual void add(const void *a, int64_t aDtype, const void *b,
+                   int64_t bDtype, void *out, int64_t outDtype, int64_t outer,
                    int64_t inner, bool broadcastB) = 0;
   virtual void scale(const float *x, float *out, int64_t n, float s) = 0;
-  virtual void geluForward(const float *x, float *out, int64_t n) = 0;
-  virtual void geluBackward(const float *dout, const float *x, float *dx,
-                            int64_t n) = 0;
-  virtual void layerNormForward(const float *x, const float *w,
-                                const float *b, float *out, float *mean,
-                                float *rstd, int64_t rows, int64_t width,
-                                float eps) = 0;
-  virtual void layerNormBackward(const float *dout, const float *x,
+  virtual void geluForward(const void *x, int64_t xDtype, void *out,
+                           int64_t outDtype, int64_t n) = 0;
+  virtual void geluBackward(const void *dout, int64_t doutDtype,
+                            const void *x, int64_t xDtype, void *dx,
+                            int64_t dxDtype, int64_t n) = 0;
+  virtual void layerNormForward(const void *x, int64_t xDtype,
+                                const float *w, const float *b, void *out,
+                                int64_t outDtype, float *mean, float *rstd,
+                                int64_t rows, int64_t width, float eps) = 0;
+  virtual void layerNormBackward(const void *dout, int64_t doutDtype,
+                                 const void *x, int64_t xDtype,
                                  const float *w, const float *mean,
-                                 const float *rstd, float *dx, float *dw,
-                                 float *db, int64_t rows, int64_t width) = 0;
+                                 const float *rstd, void *dx,
+                                 int64_t dxDtype, void *dw, int64_t dwDtype,
+                                 void *db, int64_t dbDtype, int64_t rows,
+                                 int64_t width) = 0;
   virtual void embeddingForward(const float *table, const int32_t *ids,
                                 float *out, int64_t rows, int64_t width) = 0;
   virtual void embeddingBackward(const float *dout, const int32_t *ids,
@@ -91,27 +100,30 @@ public:
                      float *m, float *v, int64_t n, double beta1,
                      double beta2, double eps, double weightDecay) = 0;
   virtual void arange(int32_t *out, int64_t n) = 0;
-  virtual void copyBlocks(const float *src, float *dst, int64_t outer,
+  // elementBytes: 4 (f32) or 2 (bf16 codes, moved as they are).
+  virtual void copyBlocks(const void *src, void *dst, int64_t outer,
                           int64_t len, int64_t dstStride, int64_t srcStride,
-                          int64_t dstOffset, int64_t srcOffset) = 0;
+                          int64_t dstOffset, int64_t srcOffset,
+                          int elementBytes) = 0;
   // shape/perm: `rank` entries each (host memory).
   virtual void permute(const float *src, float *dst, const int64_t *shape,
                        const int64_t *perm, int rank) = 0;
   virtual void biasAdd(const float *bias, float *c, int64_t rows,
                        int64_t cols) = 0;
-  virtual void reduceRows(const float *x, float *out, int64_t rows,
-                          int64_t cols) = 0;
-  // Baseline attention (Attention.cu); head dimension <= 256.
-  virtual void attentionForward(const float *q, const float *k,
-                                const float *v, float *out, float *lse,
-                                int64_t batch, int64_t seq, int64_t width,
-                                int64_t heads, bool causal) = 0;
-  virtual void attentionBackward(const float *dout, const float *q,
-                                 const float *k, const float *v,
-                                 const float *out, const float *lse,
-                                 float *dq, float *dk, float *dv,
-                                 int64_t batch, int64_t seq, int64_t width,
-                                 int64_t heads, bool causal) = 0;
+  virtual void reduceRows(const void *x, int64_t xDtype, void *out,
+                          int64_t outDtype, int64_t rows, int64_t cols) = 0;
+  // Baseline attention (Attention.cu); head dimension <= 256. The
+  // activations are all f32 or all bf16 storage (dtype); lse is f32.
+  virtual void attentionForward(const void *q, const void *k, const void *v,
+                                void *out, float *lse, int64_t batch,
+                                int64_t seq, int64_t width, int64_t heads,
+                                bool causal, int64_t dtype) = 0;
+  virtual void attentionBackward(const void *dout, const void *q,
+                                 const void *k, const void *v,
+                                 const void *out, const float *lse, void *dq,
+                                 void *dk, void *dv, int64_t batch,
+                                 int64_t seq, int64_t width, int64_t heads,
+                                 bool causal, int64_t dtype) = 0;
   // The step scalars (gptrt.h's gptrt_step_scalar: loss scale, learning
   // rate, step) live in device memory: the host uploads them whenever the
   // runner changes one (never inside an entry call), and step_scalar copies
@@ -189,22 +201,18 @@ public:
                             uint8_t *q, int64_t format, bool transpose) = 0;
 
   // GEMMs through cuBLASLt (Gemm.cu). matmul: f32 in, f32 out, f32
-  // arithmetic; matmulBf16: a, b are bf16 codes (uint16), c f32, f32
-  // accumulation (not in the ABI yet: for bf16 artifacts to come).
+  // arithmetic.
   virtual void matmul(const float *a, const float *b, float *c, int64_t batch,
                       int64_t m, int64_t n, int64_t k, bool transA,
                       bool transB, int64_t strideA, int64_t strideB,
                       int64_t strideC) = 0;
-  virtual void matmulBf16(const uint16_t *a, const uint16_t *b, float *c,
+  // a, b bf16 codes (uint16), f32 accumulation; bias (may be null) f32,
+  // added before c is stored as f32 or bf16 (outDtype, rounded once).
+  virtual void matmulBf16(const uint16_t *a, const uint16_t *b,
+                          const float *bias, void *c, int64_t outDtype,
                           int64_t batch, int64_t m, int64_t n, int64_t k,
                           bool transA, bool transB, int64_t strideA,
                           int64_t strideB, int64_t strideC) = 0;
-  // The same with c stored as bf16 (cuBLASLt rounds the f32 result once).
-  virtual void matmulBf16ToBf16(const uint16_t *a, const uint16_t *b,
-                                uint16_t *c, int64_t batch, int64_t m,
-                                int64_t n, int64_t k, bool transA, bool transB,
-                                int64_t strideA, int64_t strideB,
-                                int64_t strideC) = 0;
   virtual void scaledMatmul(const uint8_t *a, const uint8_t *b,
                             const float *scaleA, const float *scaleB,
                             float *c, int64_t batch, int64_t m, int64_t n,
@@ -220,6 +228,10 @@ std::unique_ptr<Device> openDevice();
 
 // True when this runtime was built with the CUDA backend.
 bool built();
+
+// How many CUDA devices this process can use: 0 without a driver, without
+// a device, or in a runtime built without CUDA. Never throws.
+int usableDeviceCount();
 
 } // namespace gptrt::cuda
 

@@ -25,6 +25,15 @@ void check(cublasStatus_t status, const char *what) {
 
 bool built() { return true; }
 
+int usableDeviceCount() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return count;
+}
+
 std::unique_ptr<Device> openDevice() {
   int count = 0;
   cudaError_t status = cudaGetDeviceCount(&count);

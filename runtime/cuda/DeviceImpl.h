@@ -45,12 +45,15 @@ struct GemmKey {
   // FP8 formats in the low byte; the operand's pointer alignment << 8.
   int64_t formatA, formatB;
   int64_t alignC;  // c's pointer alignment in bytes
+  // An f32 bias vector added in the epilogue: its pointer's alignment in
+  // bytes, 0 without a bias.
+  int64_t alignBias = 0;
   bool operator<(const GemmKey &o) const {
     return std::tie(kind, batch, m, n, k, strideA, strideB, strideC, transA,
-                    transB, formatA, formatB, alignC) <
+                    transB, formatA, formatB, alignC, alignBias) <
            std::tie(o.kind, o.batch, o.m, o.n, o.k, o.strideA, o.strideB,
                     o.strideC, o.transA, o.transB, o.formatA, o.formatB,
-                    o.alignC);
+                    o.alignC, o.alignBias);
   }
 };
 
@@ -58,6 +61,9 @@ struct GemmPlan {
   cublasLtMatmulDesc_t op = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
   cublasLtMatmulAlgo_t algo{};
+  // cuBLASLt offered no algorithm (kept so the heuristic is asked once);
+  // only plans that may fall back (a bias epilogue) are kept refused.
+  bool refused = false;
   ~GemmPlan();
 };
 
@@ -78,20 +84,26 @@ public:
   void convert(const void *src, void *dst, int64_t n, int64_t from,
                int64_t to) override;
   void fill(float *out, int64_t n, float value) override;
-  void accumulate(const float *src, float *dst, int64_t n) override;
-  void add(const float *a, const float *b, float *out, int64_t outer,
-           int64_t inner, bool broadcastB) override;
+  void accumulate(const void *src, int64_t srcDtype, float *dst,
+                  int64_t n) override;
+  void add(const void *a, int64_t aDtype, const void *b, int64_t bDtype,
+           void *out, int64_t outDtype, int64_t outer, int64_t inner,
+           bool broadcastB) override;
   void scale(const float *x, float *out, int64_t n, float s) override;
-  void geluForward(const float *x, float *out, int64_t n) override;
-  void geluBackward(const float *dout, const float *x, float *dx,
+  void geluForward(const void *x, int64_t xDtype, void *out,
+                   int64_t outDtype, int64_t n) override;
+  void geluBackward(const void *dout, int64_t doutDtype, const void *x,
+                    int64_t xDtype, void *dx, int64_t dxDtype,
                     int64_t n) override;
-  void layerNormForward(const float *x, const float *w, const float *b,
-                        float *out, float *mean, float *rstd, int64_t rows,
-                        int64_t width, float eps) override;
-  void layerNormBackward(const float *dout, const float *x, const float *w,
-                         const float *mean, const float *rstd, float *dx,
-                         float *dw, float *db, int64_t rows,
-                         int64_t width) override;
+  void layerNormForward(const void *x, int64_t xDtype, const float *w,
+                        const float *b, void *out, int64_t outDtype,
+                        float *mean, float *rstd, int64_t rows, int64_t width,
+                        float eps) override;
+  void layerNormBackward(const void *dout, int64_t doutDtype, const void *x,
+                         int64_t xDtype, const float *w, const float *mean,
+                         const float *rstd, void *dx, int64_t dxDtype,
+                         void *dw, int64_t dwDtype, void *db, int64_t dbDtype,
+                         int64_t rows, int64_t width) override;
   void embeddingForward(const float *table, const int32_t *ids, float *out,
                         int64_t rows, int64_t width) override;
   void embeddingBackward(const float *dout, const int32_t *ids, float *dtable,
@@ -136,24 +148,25 @@ public:
   void captureGraph(int slot, const std::function<void()> &enqueue) override;
   bool hasGraph(int slot) const override;
   void launchGraph(int slot) override;
-  void attentionForward(const float *q, const float *k, const float *v,
-                        float *out, float *lse, int64_t batch, int64_t seq,
-                        int64_t width, int64_t heads, bool causal) override;
-  void attentionBackward(const float *dout, const float *q, const float *k,
-                         const float *v, const float *out, const float *lse,
-                         float *dq, float *dk, float *dv, int64_t batch,
+  void attentionForward(const void *q, const void *k, const void *v,
+                        void *out, float *lse, int64_t batch, int64_t seq,
+                        int64_t width, int64_t heads, bool causal,
+                        int64_t dtype) override;
+  void attentionBackward(const void *dout, const void *q, const void *k,
+                         const void *v, const void *out, const float *lse,
+                         void *dq, void *dk, void *dv, int64_t batch,
                          int64_t seq, int64_t width, int64_t heads,
-                         bool causal) override;
+                         bool causal, int64_t dtype) override;
   void arange(int32_t *out, int64_t n) override;
-  void copyBlocks(const float *src, float *dst, int64_t outer, int64_t len,
+  void copyBlocks(const void *src, void *dst, int64_t outer, int64_t len,
                   int64_t dstStride, int64_t srcStride, int64_t dstOffset,
-                  int64_t srcOffset) override;
+                  int64_t srcOffset, int elementBytes) override;
   void permute(const float *src, float *dst, const int64_t *shape,
                const int64_t *perm, int rank) override;
   void biasAdd(const float *bias, float *c, int64_t rows,
                int64_t cols) override;
-  void reduceRows(const float *x, float *out, int64_t rows,
-                  int64_t cols) override;
+  void reduceRows(const void *x, int64_t xDtype, void *out,
+                  int64_t outDtype, int64_t rows, int64_t cols) override;
 
   void amax(const float *x, float *out, int64_t n) override;
   void scaleFromAmax(const float *amax, float *out, double fp8Max,
@@ -173,14 +186,10 @@ public:
   void matmul(const float *a, const float *b, float *c, int64_t batch,
               int64_t m, int64_t n, int64_t k, bool transA, bool transB,
               int64_t strideA, int64_t strideB, int64_t strideC) override;
-  void matmulBf16(const uint16_t *a, const uint16_t *b, float *c,
-                  int64_t batch, int64_t m, int64_t n, int64_t k, bool transA,
-                  bool transB, int64_t strideA, int64_t strideB,
-                  int64_t strideC) override;
-  void matmulBf16ToBf16(const uint16_t *a, const uint16_t *b, uint16_t *c,
-                        int64_t batch, int64_t m, int64_t n, int64_t k,
-                        bool transA, bool transB, int64_t strideA,
-                        int64_t strideB, int64_t strideC) override;
+  void matmulBf16(const uint16_t *a, const uint16_t *b, const float *bias,
+                  void *c, int64_t outDtype, int64_t batch, int64_t m,
+                  int64_t n, int64_t k, bool transA, bool transB,
+                  int64_t strideA, int64_t strideB, int64_t strideC) override;
   void scaledMatmul(const uint8_t *a, const uint8_t *b, const float *scaleA,
                     const float *scaleB, float *c, int64_t batch, int64_t m,
                     int64_t n, int64_t k, bool transA, bool transB,
@@ -196,14 +205,27 @@ public:
 private:
   // Gemm.cu: matmul (kind 0, f32) and matmulBf16 (kind 1) differ only in
   // the input type.
+  // With a bias, returns false (having run nothing) when cuBLASLt has no
+  // bias-epilogue algorithm for the shape; the caller adds the bias itself.
   template <typename T>
-  void plainGemm(int kind, const T *a, const T *b, void *c, int64_t batch,
+  bool plainGemm(int kind, const T *a, const T *b, void *c, int64_t batch,
                  int64_t m, int64_t n, int64_t k, bool transA, bool transB,
-                 int64_t strideA, int64_t strideB, int64_t strideC);
-  // Gemm.cu: shared by the three GEMM entry points.
-  void runGemm(const GemmKey &key, const void *a, const void *b, void *c,
-               const float *scaleA, const float *scaleB);
-  GemmPlan &planFor(const GemmKey &key);
+                 int64_t strideA, int64_t strideB, int64_t strideC,
+                 const float *bias = nullptr);
+  // Layout.cu: c = sum + bias (per column) as f32 or bf16, over `batch`
+  // rows x cols blocks strideC apart: a bias epilogue cuBLASLt refused.
+  void biasStore(const float *sum, const float *bias, void *c, int64_t cDtype,
+                 int64_t batch, int64_t rows, int64_t cols, int64_t strideC);
+  // Gemm.cu: shared by the GEMM entry points.
+  void runGemm(GemmPlan &plan, const GemmKey &key, const void *a,
+               const void *b, void *c, const float *scaleA,
+               const float *scaleB, const float *bias);
+  // The cached plan of a shape; throws when cuBLASLt has no algorithm,
+  // unless `mayRefuse`, which returns a plan marked refused instead. `bias`
+  // (with key.alignBias) is shown to the heuristic, which reads its
+  // alignment from the pointer.
+  GemmPlan &planFor(const GemmKey &key, bool mayRefuse = false,
+                    const float *bias = nullptr);
 
   int ordinal_;
   int cc_ = 0;

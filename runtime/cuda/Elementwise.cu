@@ -4,6 +4,7 @@
 // vector accesses when every pointer allows it), grid-stride loops.
 #include "runtime/abi/gptrt.h"
 #include "runtime/cuda/DeviceImpl.h"
+#include "runtime/cuda/Storage.cuh"
 
 #include <cuda_bf16.h>
 
@@ -78,30 +79,39 @@ void DeviceImpl::fill(float *out, int64_t n, float value) {
             "gptrt_fill");
 }
 
-void DeviceImpl::accumulate(const float *src, float *dst, int64_t n) {
-  if (n % 4 == 0 && aligned16(src) && aligned16(dst)) {
-    const float4 *s4 = reinterpret_cast<const float4 *>(src);
-    float4 *d4 = reinterpret_cast<float4 *>(dst);
-    launchMap(stream_, n / 4,
-              [=] __device__(int64_t i) {
-                float4 a = d4[i], b = s4[i];
-                d4[i] = make_float4(a.x + b.x, a.y + b.y, a.z + b.z, a.w + b.w);
-              },
-              "gptrt_accumulate");
-    return;
+void DeviceImpl::accumulate(const void *srcData, int64_t srcDtype, float *dst,
+                            int64_t n) {
+  if (srcDtype == GPTRT_DTYPE_F32) {
+    const float *src = static_cast<const float *>(srcData);
+    if (n % 4 == 0 && aligned16(src) && aligned16(dst)) {
+      const float4 *s4 = reinterpret_cast<const float4 *>(src);
+      float4 *d4 = reinterpret_cast<float4 *>(dst);
+      launchMap(stream_, n / 4,
+                [=] __device__(int64_t i) {
+                  float4 a = d4[i], b = s4[i];
+                  d4[i] = make_float4(a.x + b.x, a.y + b.y, a.z + b.z,
+                                      a.w + b.w);
+                },
+                "gptrt_accumulate");
+      return;
+    }
   }
-  launchMap(stream_, n, [=] __device__(int64_t i) { dst[i] += src[i]; },
+  Storage src(srcData, srcDtype);
+  launchMap(stream_, n, [=] __device__(int64_t i) { dst[i] += src.load(i); },
             "gptrt_accumulate");
 }
 
-void DeviceImpl::add(const float *a, const float *b, float *out,
+void DeviceImpl::add(const void *aData, int64_t aDtype, const void *bData,
+                     int64_t bDtype, void *outData, int64_t outDtype,
                      int64_t outer, int64_t inner, bool broadcastB) {
   const int64_t n = outer * inner;
-  if (!broadcastB && n % 4 == 0 && aligned16(a) && aligned16(b) &&
-      aligned16(out)) {
-    const float4 *a4 = reinterpret_cast<const float4 *>(a);
-    const float4 *b4 = reinterpret_cast<const float4 *>(b);
-    float4 *o4 = reinterpret_cast<float4 *>(out);
+  const bool allF32 = aDtype == GPTRT_DTYPE_F32 &&
+                      bDtype == GPTRT_DTYPE_F32 && outDtype == GPTRT_DTYPE_F32;
+  if (allF32 && !broadcastB && n % 4 == 0 && aligned16(aData) &&
+      aligned16(bData) && aligned16(outData)) {
+    const float4 *a4 = static_cast<const float4 *>(aData);
+    const float4 *b4 = static_cast<const float4 *>(bData);
+    float4 *o4 = static_cast<float4 *>(outData);
     launchMap(stream_, n / 4,
               [=] __device__(int64_t i) {
                 float4 x = a4[i], y = b4[i];
@@ -110,9 +120,11 @@ void DeviceImpl::add(const float *a, const float *b, float *out,
               "gptrt_add");
     return;
   }
+  // out may be a: each element is read before it is written, by one thread.
+  Storage a(aData, aDtype), b(bData, bDtype), out(outData, outDtype);
   launchMap(stream_, n,
             [=] __device__(int64_t i) {
-              out[i] = a[i] + (broadcastB ? b[i % inner] : b[i]);
+              out.store(i, a.load(i) + b.load(broadcastB ? i % inner : i));
             },
             "gptrt_add");
 }
@@ -122,10 +134,12 @@ void DeviceImpl::scale(const float *x, float *out, int64_t n, float s) {
             "gptrt_scale");
 }
 
-void DeviceImpl::geluForward(const float *x, float *out, int64_t n) {
-  if (n % 4 == 0 && aligned16(x) && aligned16(out)) {
-    const float4 *x4 = reinterpret_cast<const float4 *>(x);
-    float4 *o4 = reinterpret_cast<float4 *>(out);
+void DeviceImpl::geluForward(const void *xData, int64_t xDtype,
+                             void *outData, int64_t outDtype, int64_t n) {
+  if (xDtype == GPTRT_DTYPE_F32 && outDtype == GPTRT_DTYPE_F32 &&
+      n % 4 == 0 && aligned16(xData) && aligned16(outData)) {
+    const float4 *x4 = static_cast<const float4 *>(xData);
+    float4 *o4 = static_cast<float4 *>(outData);
     launchMap(stream_, n / 4,
               [=] __device__(int64_t i) {
                 float4 v = x4[i];
@@ -134,14 +148,20 @@ void DeviceImpl::geluForward(const float *x, float *out, int64_t n) {
               "gptrt_gelu_fwd");
     return;
   }
-  launchMap(stream_, n, [=] __device__(int64_t i) { out[i] = gelu(x[i]); },
+  Storage x(xData, xDtype), out(outData, outDtype);
+  launchMap(stream_, n,
+            [=] __device__(int64_t i) { out.store(i, gelu(x.load(i))); },
             "gptrt_gelu_fwd");
 }
 
-void DeviceImpl::geluBackward(const float *dout, const float *x, float *dx,
-                              int64_t n) {
+void DeviceImpl::geluBackward(const void *doutData, int64_t doutDtype,
+                              const void *xData, int64_t xDtype, void *dxData,
+                              int64_t dxDtype, int64_t n) {
+  Storage dout(doutData, doutDtype), x(xData, xDtype), dx(dxData, dxDtype);
   launchMap(stream_, n,
-            [=] __device__(int64_t i) { dx[i] = geluGrad(x[i]) * dout[i]; },
+            [=] __device__(int64_t i) {
+              dx.store(i, geluGrad(x.load(i)) * dout.load(i));
+            },
             "gptrt_gelu_bwd");
 }
 

@@ -104,7 +104,8 @@ GemmPlan::~GemmPlan() {
     cublasLtMatmulDescDestroy(op);
 }
 
-GemmPlan &DeviceImpl::planFor(const GemmKey &key) {
+GemmPlan &DeviceImpl::planFor(const GemmKey &key, bool mayRefuse,
+                              const float *bias) {
   auto found = plans_.find(key);
   if (found != plans_.end())
     return found->second;
@@ -126,6 +127,25 @@ GemmPlan &DeviceImpl::planFor(const GemmKey &key) {
     check(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_TRANSB,
                                          &op2, sizeof op2),
           "set TRANSB");
+    if (key.alignBias) {
+      // Our bias runs along c's columns, which are the rows of cuBLAS's
+      // column-major D (see the file comment): the BIAS epilogue's vector.
+      // It stays f32 and is added to the f32 sum before D is rounded.
+      cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+      check(cublasLtMatmulDescSetAttribute(plan.op,
+                                           CUBLASLT_MATMUL_DESC_EPILOGUE,
+                                           &epilogue, sizeof epilogue),
+            "set EPILOGUE");
+      cudaDataType biasType = CUDA_R_32F;
+      check(cublasLtMatmulDescSetAttribute(
+                plan.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &biasType,
+                sizeof biasType),
+            "set BIAS_DATA_TYPE");
+      check(cublasLtMatmulDescSetAttribute(plan.op,
+                                           CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                           &bias, sizeof bias),
+            "set BIAS_POINTER");
+    }
     // Stored shapes, column-major: operand 1 is n x k (op N) or k x n (op T).
     const uint64_t rows1 = key.transB ? key.k : key.n;
     const uint64_t cols1 = key.transB ? key.n : key.k;
@@ -184,6 +204,10 @@ GemmPlan &DeviceImpl::planFor(const GemmKey &key) {
         lt_, plan.op, plan.a, plan.b, plan.c, plan.c, pref, 1, &result,
         &found);
     cublasLtMatmulPreferenceDestroy(pref);
+    if ((st != CUBLAS_STATUS_SUCCESS || found == 0) && mayRefuse) {
+      plan.refused = true;
+      return plan;
+    }
     if (st != CUBLAS_STATUS_SUCCESS || found == 0)
       throw std::runtime_error(
           "cuBLASLt has no algorithm for this GEMM (batch " +
@@ -200,11 +224,15 @@ GemmPlan &DeviceImpl::planFor(const GemmKey &key) {
   return plan;
 }
 
-void DeviceImpl::runGemm(const GemmKey &key, const void *a, const void *b,
-                         void *c, const float *scaleA,
-                         const float *scaleB) {
-  GemmPlan &plan = planFor(key);
+void DeviceImpl::runGemm(GemmPlan &plan, const GemmKey &key, const void *a,
+                         const void *b, void *c, const float *scaleA,
+                         const float *scaleB, const float *bias) {
   const float alpha = 1.0f, beta = 0.0f;
+  if (key.alignBias)
+    check(cublasLtMatmulDescSetAttribute(plan.op,
+                                         CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                         &bias, sizeof bias),
+          "set BIAS_POINTER");
   if (key.kind == 2) {
     // cuBLASLt multiplies by the scales it is given; ours divide (q = x *
     // scale), so it gets their reciprocals, operand 1 (our b) first.
@@ -229,25 +257,33 @@ void DeviceImpl::runGemm(const GemmKey &key, const void *a, const void *b,
 }
 
 template <typename T>
-void DeviceImpl::plainGemm(int kind, const T *a, const T *b, void *c,
+bool DeviceImpl::plainGemm(int kind, const T *a, const T *b, void *c,
                            int64_t batch, int64_t m, int64_t n, int64_t k,
                            bool transA, bool transB, int64_t strideA,
-                           int64_t strideB, int64_t strideC) {
+                           int64_t strideB, int64_t strideC,
+                           const float *bias) {
   requireDims(batch, m, n, k);
   if (batch == 0 || m == 0 || n == 0)
-    return;
+    return true;
   if (k == 0) {
+    if (bias)
+      return false;  // the caller's path adds the bias to zeros
     // An empty sum: zeros, whose bits are 0 in f32 and in bf16.
     const int64_t count = (batch - 1) * strideC + m * n;
     zero(c, size_t(count) * (kind == 3 ? sizeof(uint16_t) : sizeof(float)));
-    return;
+    return true;
   }
   // Alignments travel in the format fields' upper bits (unused here).
   foldSharedB(batch, m, k, n, transA, strideA, strideB, strideC);
   GemmKey key{kind,    batch,   m,       n,      k,
               strideA, strideB, strideC, transA, transB,
-              alignmentOf(a) << 8, alignmentOf(b) << 8, alignmentOf(c)};
-  runGemm(key, a, b, c, nullptr, nullptr);
+              alignmentOf(a) << 8, alignmentOf(b) << 8, alignmentOf(c),
+              bias ? alignmentOf(bias) : 0};
+  GemmPlan &plan = planFor(key, /*mayRefuse=*/bias != nullptr, bias);
+  if (plan.refused)
+    return false;
+  runGemm(plan, key, a, b, c, nullptr, nullptr, bias);
+  return true;
 }
 
 void DeviceImpl::matmul(const float *a, const float *b, float *c,
@@ -258,21 +294,23 @@ void DeviceImpl::matmul(const float *a, const float *b, float *c,
             strideB, strideC);
 }
 
-void DeviceImpl::matmulBf16(const uint16_t *a, const uint16_t *b, float *c,
+void DeviceImpl::matmulBf16(const uint16_t *a, const uint16_t *b,
+                            const float *bias, void *c, int64_t outDtype,
                             int64_t batch, int64_t m, int64_t n, int64_t k,
                             bool transA, bool transB, int64_t strideA,
                             int64_t strideB, int64_t strideC) {
-  plainGemm(1, a, b, c, batch, m, n, k, transA, transB, strideA,
-            strideB, strideC);
-}
-
-void DeviceImpl::matmulBf16ToBf16(const uint16_t *a, const uint16_t *b,
-                                  uint16_t *c, int64_t batch, int64_t m,
-                                  int64_t n, int64_t k, bool transA,
-                                  bool transB, int64_t strideA,
-                                  int64_t strideB, int64_t strideC) {
-  plainGemm(3, a, b, c, batch, m, n, k, transA, transB, strideA, strideB,
+  const int kind = outDtype == GPTRT_DTYPE_BF16 ? 3 : 1;
+  if (plainGemm(kind, a, b, c, batch, m, n, k, transA, transB, strideA,
+                strideB, strideC, bias))
+    return;
+  // No bias epilogue for this shape (or k = 0): the f32 GEMM into scratch,
+  // then one pass that adds the bias and stores c -- the same numbers,
+  // since the epilogue too adds in f32 before the one rounding.
+  const int64_t extent = (batch - 1) * strideC + m * n;
+  float *sum = static_cast<float *>(scratch(size_t(extent) * sizeof(float)));
+  plainGemm(1, a, b, sum, batch, m, n, k, transA, transB, strideA, strideB,
             strideC);
+  biasStore(sum, bias, c, outDtype, batch, m, n, strideC);
 }
 
 void DeviceImpl::scaledMatmul(const uint8_t *a, const uint8_t *b,
@@ -338,7 +376,7 @@ void DeviceImpl::scaledMatmul(const uint8_t *a, const uint8_t *b,
               false, true,
               formatA | (alignmentOf(aT) << 8),
               formatB | (alignmentOf(bT) << 8), alignmentOf(c)};
-  runGemm(key, aT, bT, c, scaleA, scaleB);
+  runGemm(planFor(key), key, aT, bT, c, scaleA, scaleB, nullptr);
 }
 
 } // namespace gptrt::cuda

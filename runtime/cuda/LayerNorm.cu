@@ -1,8 +1,11 @@
 // LayerNorm forward and backward: one block per row for the statistics and
 // dx; dweight and dbias are summed across rows through per-block partial
 // rows in scratch and a second pass, so they are deterministic (no atomics).
+// Activations and their gradients are f32 or bf16 storage (Storage.cuh);
+// weights, statistics and all arithmetic are f32.
 #include "runtime/cuda/DeviceImpl.h"
 #include "runtime/cuda/Reduce.cuh"
+#include "runtime/cuda/Storage.cuh"
 
 namespace gptrt::cuda {
 
@@ -12,26 +15,24 @@ constexpr int kThreads = 256;
 
 // Two passes over the row as the CPU reference does (E[x^2] - E[x]^2
 // cancels badly when |mean| >> std); the row is re-read from L2/L1.
-__global__ void layerNormForwardKernel(const float *x, const float *w,
-                                       const float *b, float *out,
+__global__ void layerNormForwardKernel(Storage x, const float *w,
+                                       const float *b, Storage out,
                                        float *mean, float *rstd,
                                        int64_t width, float eps) {
-  const int64_t r = blockIdx.x;
-  const float *xr = x + r * width;
+  const int64_t r = blockIdx.x, row = r * width;
   float sum = 0;
   for (int64_t j = threadIdx.x; j < width; j += blockDim.x)
-    sum += xr[j];
+    sum += x.load(row + j);
   const float mu = blockSum(sum) / width;
   float sq = 0;
   for (int64_t j = threadIdx.x; j < width; j += blockDim.x) {
-    float d = xr[j] - mu;
+    float d = x.load(row + j) - mu;
     sq += d * d;
   }
   const float var = blockSum(sq) / width;
   const float s = rsqrtf(var + eps);
-  float *o = out + r * width;
   for (int64_t j = threadIdx.x; j < width; j += blockDim.x)
-    o[j] = (xr[j] - mu) * s * w[j] + b[j];
+    out.store(row + j, (x.load(row + j) - mu) * s * w[j] + b[j]);
   if (threadIdx.x == 0) {
     mean[r] = mu;
     rstd[r] = s;
@@ -40,9 +41,9 @@ __global__ void layerNormForwardKernel(const float *x, const float *w,
 
 // Block `blockIdx.x` handles rows blockIdx.x, + gridDim.x, ...: dx of each,
 // and its own partial sums of dweight and dbias in partial[blockIdx.x].
-__global__ void layerNormBackwardKernel(const float *dout, const float *x,
+__global__ void layerNormBackwardKernel(Storage dout, Storage x,
                                         const float *w, const float *mean,
-                                        const float *rstd, float *dx,
+                                        const float *rstd, Storage dx,
                                         float *partial, int64_t rows,
                                         int64_t width) {
   float *pw = partial + int64_t(blockIdx.x) * 2 * width;
@@ -50,32 +51,32 @@ __global__ void layerNormBackwardKernel(const float *dout, const float *x,
   for (int64_t j = threadIdx.x; j < width; j += blockDim.x)
     pw[j] = pb[j] = 0;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const float *xr = x + r * width, *dr = dout + r * width;
+    const int64_t row = r * width;
     const float m = mean[r], s = rstd[r];
     float dsum = 0, dnsum = 0;
     for (int64_t j = threadIdx.x; j < width; j += blockDim.x) {
-      float norm = (xr[j] - m) * s;
-      float dnorm = w[j] * dr[j];
+      float norm = (x.load(row + j) - m) * s;
+      float dnorm = w[j] * dout.load(row + j);
       dsum += dnorm;
       dnsum += dnorm * norm;
     }
     const float dmean = blockSum(dsum) / width;
     const float dnmean = blockSum(dnsum) / width;
-    float *dxr = dx + r * width;
     // Each thread owns the same columns in every row, so its partial sums
     // need no synchronisation.
     for (int64_t j = threadIdx.x; j < width; j += blockDim.x) {
-      float norm = (xr[j] - m) * s;
-      float dnorm = w[j] * dr[j];
-      pb[j] += dr[j];
-      pw[j] += norm * dr[j];
-      dxr[j] = (dnorm - dmean - norm * dnmean) * s;
+      float norm = (x.load(row + j) - m) * s;
+      float d = dout.load(row + j);
+      float dnorm = w[j] * d;
+      pb[j] += d;
+      pw[j] += norm * d;
+      dx.store(row + j, (dnorm - dmean - norm * dnmean) * s);
     }
   }
 }
 
 // dw[j] = sum over blocks of partial[block][0][j], db likewise.
-__global__ void sumPartialsKernel(const float *partial, float *dw, float *db,
+__global__ void sumPartialsKernel(const float *partial, Storage dw, Storage db,
                                   int blocks, int64_t width) {
   for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < width;
        j += int64_t(gridDim.x) * blockDim.x) {
@@ -84,31 +85,35 @@ __global__ void sumPartialsKernel(const float *partial, float *dw, float *db,
       sw += partial[int64_t(g) * 2 * width + j];
       sb += partial[int64_t(g) * 2 * width + width + j];
     }
-    dw[j] = sw;
-    db[j] = sb;
+    dw.store(j, sw);
+    db.store(j, sb);
   }
 }
 
 } // namespace
 
-void DeviceImpl::layerNormForward(const float *x, const float *w,
-                                  const float *b, float *out, float *mean,
-                                  float *rstd, int64_t rows, int64_t width,
-                                  float eps) {
+void DeviceImpl::layerNormForward(const void *x, int64_t xDtype,
+                                  const float *w, const float *b, void *out,
+                                  int64_t outDtype, float *mean, float *rstd,
+                                  int64_t rows, int64_t width, float eps) {
   if (rows <= 0)
     return;
   if (rows > 2147483647)
     throw std::invalid_argument("rows = " + std::to_string(rows) +
                                 ", expected < 2^31 (one block per row)");
   layerNormForwardKernel<<<unsigned(rows), kThreads, 0, stream_>>>(
-      x, w, b, out, mean, rstd, width, eps);
+      Storage(x, xDtype), w, b, Storage(out, outDtype), mean, rstd, width,
+      eps);
   checkLaunch("gptrt_layernorm_fwd");
 }
 
-void DeviceImpl::layerNormBackward(const float *dout, const float *x,
+void DeviceImpl::layerNormBackward(const void *dout, int64_t doutDtype,
+                                   const void *x, int64_t xDtype,
                                    const float *w, const float *mean,
-                                   const float *rstd, float *dx, float *dw,
-                                   float *db, int64_t rows, int64_t width) {
+                                   const float *rstd, void *dx,
+                                   int64_t dxDtype, void *dw, int64_t dwDtype,
+                                   void *db, int64_t dbDtype, int64_t rows,
+                                   int64_t width) {
   if (width <= 0)
     return;
   // Enough blocks to fill the GPU, few enough that the partials stay small.
@@ -116,10 +121,11 @@ void DeviceImpl::layerNormBackward(const float *dout, const float *x,
   float *partial = static_cast<float *>(
       scratch(size_t(blocks) * 2 * size_t(width) * sizeof(float)));
   layerNormBackwardKernel<<<blocks, kThreads, 0, stream_>>>(
-      dout, x, w, mean, rstd, dx, partial, rows, width);
+      Storage(dout, doutDtype), Storage(x, xDtype), w, mean, rstd,
+      Storage(dx, dxDtype), partial, rows, width);
   checkLaunch("gptrt_layernorm_bwd");
-  sumPartialsKernel<<<gridFor(width), 256, 0, stream_>>>(partial, dw, db,
-                                                         blocks, width);
+  sumPartialsKernel<<<gridFor(width), 256, 0, stream_>>>(
+      partial, Storage(dw, dwDtype), Storage(db, dbDtype), blocks, width);
   checkLaunch("gptrt_layernorm_bwd (sum of partials)");
 }
 

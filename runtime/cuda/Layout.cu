@@ -3,6 +3,7 @@
 // bias and its gradient). Simple one-thread-per-element versions: correct
 // first; the GEMM epilogues will absorb bias and its reduction later.
 #include "runtime/cuda/DeviceImpl.h"
+#include "runtime/cuda/Storage.cuh"
 
 namespace gptrt::cuda {
 
@@ -36,7 +37,8 @@ __global__ void arangeKernel(int32_t *out, int64_t n) {
     out[i] = int32_t(i);
 }
 
-__global__ void copyBlocksKernel(const float *src, float *dst, int64_t outer,
+template <typename T>
+__global__ void copyBlocksKernel(const T *src, T *dst, int64_t outer,
                                  int64_t len, int64_t dstStride,
                                  int64_t srcStride, int64_t dstOffset,
                                  int64_t srcOffset) {
@@ -56,16 +58,29 @@ __global__ void biasAddKernel(const float *bias, float *c, int64_t rows,
     c[i] += bias[i % cols];
 }
 
+// c[p * strideC + i] = sum[p * strideC + i] + bias[i % n], stored as f32 or
+// bf16: the bias epilogue of a bf16 GEMM that cuBLASLt could not fuse.
+__global__ void biasStoreKernel(const float *sum, const float *bias,
+                                Storage c, int64_t batch, int64_t rows,
+                                int64_t cols, int64_t strideC) {
+  const int64_t perBatch = rows * cols, total = batch * perBatch;
+  for (int64_t t = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; t < total;
+       t += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t p = t / perBatch, i = t % perBatch;
+    c.store(p * strideC + i, sum[p * strideC + i] + bias[i % cols]);
+  }
+}
+
 // One thread per column, rows in index order: deterministic, and the CPU
 // reference's summation order (sumRows).
-__global__ void reduceRowsKernel(const float *x, float *out, int64_t rows,
+__global__ void reduceRowsKernel(Storage x, Storage out, int64_t rows,
                                  int64_t cols) {
   for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < cols;
        j += int64_t(gridDim.x) * blockDim.x) {
     float s = 0;
     for (int64_t r = 0; r < rows; ++r)
-      s += x[r * cols + j];
-    out[j] = s;
+      s += x.load(r * cols + j);
+    out.store(j, s);
   }
 }
 
@@ -81,13 +96,20 @@ void DeviceImpl::arange(int32_t *out, int64_t n) {
   checkLaunch("gptrt_arange");
 }
 
-void DeviceImpl::copyBlocks(const float *src, float *dst, int64_t outer,
+void DeviceImpl::copyBlocks(const void *src, void *dst, int64_t outer,
                             int64_t len, int64_t dstStride, int64_t srcStride,
-                            int64_t dstOffset, int64_t srcOffset) {
+                            int64_t dstOffset, int64_t srcOffset,
+                            int elementBytes) {
   if (outer <= 0 || len <= 0)
     return;
-  copyBlocksKernel<<<gridFor(outer * len), 256, 0, stream_>>>(
-      src, dst, outer, len, dstStride, srcStride, dstOffset, srcOffset);
+  if (elementBytes == 2)
+    copyBlocksKernel<<<gridFor(outer * len), 256, 0, stream_>>>(
+        static_cast<const uint16_t *>(src), static_cast<uint16_t *>(dst),
+        outer, len, dstStride, srcStride, dstOffset, srcOffset);
+  else
+    copyBlocksKernel<<<gridFor(outer * len), 256, 0, stream_>>>(
+        static_cast<const float *>(src), static_cast<float *>(dst), outer,
+        len, dstStride, srcStride, dstOffset, srcOffset);
   checkLaunch("gptrt_copy_blocks");
 }
 
@@ -130,12 +152,23 @@ void DeviceImpl::biasAdd(const float *bias, float *c, int64_t rows,
   checkLaunch("gptrt_bias_add");
 }
 
-void DeviceImpl::reduceRows(const float *x, float *out, int64_t rows,
-                            int64_t cols) {
+void DeviceImpl::biasStore(const float *sum, const float *bias, void *c,
+                           int64_t cDtype, int64_t batch, int64_t rows,
+                           int64_t cols, int64_t strideC) {
+  const int64_t total = batch * rows * cols;
+  if (total <= 0)
+    return;
+  biasStoreKernel<<<gridFor(total), 256, 0, stream_>>>(
+      sum, bias, Storage(c, cDtype), batch, rows, cols, strideC);
+  checkLaunch("gptrt_matmul_bf16_bias (bias and store)");
+}
+
+void DeviceImpl::reduceRows(const void *x, int64_t xDtype, void *out,
+                            int64_t outDtype, int64_t rows, int64_t cols) {
   if (cols <= 0)
     return;
-  reduceRowsKernel<<<gridFor(cols, 128), 128, 0, stream_>>>(x, out, rows,
-                                                            cols);
+  reduceRowsKernel<<<gridFor(cols, 128), 128, 0, stream_>>>(
+      Storage(x, xDtype), Storage(out, outDtype), rows, cols);
   checkLaunch("gptrt_reduce_rows");
 }
 

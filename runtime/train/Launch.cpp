@@ -88,6 +88,14 @@ void checkLaunchFlags(const LaunchFlags &flags, const std::string &device) {
   }
 }
 
+std::string defaultDevice(const LaunchFlags &flags, int usableGpus) {
+  if (flags.gpus)
+    return "cuda";
+  if (flags.procs)
+    return "cpu";
+  return usableGpus > 0 ? "cuda" : "cpu";
+}
+
 Role chooseRole(const LaunchFlags &flags, const dist::Environment &env) {
   if (has(env, "RANK") || has(env, "WORLD_SIZE"))
     return Role::Worker;

@@ -41,6 +41,12 @@ enum class Role { Single, Launcher, Worker };
 /// cuda, among them).
 void checkLaunchFlags(const LaunchFlags &flags, const std::string &device);
 
+/// The device when --device is not given: cuda for --gpus, and for one
+/// process (or nodes of GPU workers) when this machine has a usable CUDA
+/// device (`usableGpus`, e.g. cuda::usableDeviceCount()); cpu for --procs
+/// (CPU workers) and where there is no GPU.
+std::string defaultDevice(const LaunchFlags &flags, int usableGpus);
+
 /// Set by the launcher in GPU workers' environment (the --gpus count): each
 /// worker then takes GPU LOCAL_RANK of CUDA_VISIBLE_DEVICES (or of all).
 inline constexpr const char *kGpuWorkersVariable = "GPTRT_GPU_WORKERS";

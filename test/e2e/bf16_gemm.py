@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
-"""gpt-bf16-gemm changes where GEMM operands are widened, never the numbers:
-the tiny GPT compiled with and without --bf16-gemm trains to bit-identical
-losses and gradient norms (every f32 digit in the log), in bf16 and in
-fp8-tensorwise with lm_head kept bf16 (--fp8-exclude=lm_head). Also checks
-that the rewrite happened (gptc --emit=rt, train_step): every bf16 GEMM
-is a matmul_bf16 kernel, and the f32 copies of its operands (convert
-kernels) are gone. Prints the CPU step times side by side (not a timed test)."""
+"""gpt-bf16-gemm and gpt-bf16-kernels change where bf16 values are widened
+and narrowed, never the numbers: the tiny GPT compiled with both passes,
+with gpt-bf16-gemm alone and with neither trains to bit-identical losses and
+gradient norms (every f32 digit in the log), in bf16 and in fp8-tensorwise
+with lm_head kept bf16 (--fp8-exclude=lm_head). Also checks that the
+rewrites happened (gptc --emit=rt, train_step): every bf16 GEMM is a
+matmul_bf16(_bias) kernel with its bias in the epilogue (no bias_add left),
+and each pass removes convert kernels. Prints the CPU step times side by
+side (not a timed test)."""
 import json
 import os
 import statistics
@@ -31,40 +33,54 @@ def main():
     for flags, gemms in CASES:
         name = flags[0].split("=")[1]
         runs, counts, ms = {}, {}, {}
-        for on in ("true", "false"):
-            art = "%s/%s-%s.so" % (work, name, on)
-            compile_flags = [args.model, *flags, "--bf16-gemm=" + on]
+        # name -> (--bf16-gemm, --bf16-kernels)
+        variants = {"both": ("true", "true"), "gemm": ("true", "false"),
+                    "none": ("false", "false")}
+        for variant, (gemm, kernels) in variants.items():
+            art = "%s/%s-%s.so" % (work, name, variant)
+            compile_flags = [args.model, *flags, "--bf16-gemm=" + gemm,
+                             "--bf16-kernels=" + kernels]
             subprocess.run([args.gptc, *compile_flags, "-o", art], check=True)
             rt = subprocess.run([args.gptc, *compile_flags, "--emit=rt", "-o", "-"],
                                 check=True, capture_output=True, text=True).stdout
             train = rt[rt.index("func.func @train_step"):]
             train = train[:train.find("func.func @", 1)]
-            counts[on] = (train.count('rt.kernel "matmul_bf16"'),
-                          train.count('rt.kernel "convert"'))
+            counts[variant] = {
+                "bf16 GEMMs": train.count('rt.kernel "matmul_bf16"') +
+                              train.count('rt.kernel "matmul_bf16_bias"'),
+                "convert": train.count('rt.kernel "convert"'),
+                "bias_add": train.count('rt.kernel "bias_add"')}
             log = art + ".jsonl"
             subprocess.run([args.gptrun, art, "--data", work + "/data/train_*.bin",
                             "--steps", "8", "--lr", "1e-3", "--log", log, "--quiet"],
                            check=True, stdout=subprocess.DEVNULL, env=env)
             with open(log) as f:
-                runs[on] = [json.loads(line) for line in f]
-            ms[on] = statistics.median(r["step_ms"] for r in runs[on][1:])
-        for key in ("loss", "grad_norm"):
-            if [r[key] for r in runs["true"]] != [r[key] for r in runs["false"]]:
-                failures.append("%s: %s differs with --bf16-gemm: %s vs %s" % (
-                    name, key, [r[key] for r in runs["true"]],
-                    [r[key] for r in runs["false"]]))
-        if counts["true"][0] != gemms or counts["false"][0] != 0:
-            failures.append("%s: matmul_bf16 kernels %d with the pass (expected %d), "
-                            "%d without (expected 0)" % (
-                                name, counts["true"][0], gemms, counts["false"][0]))
-        if not counts["true"][1] < counts["false"][1]:
-            failures.append("%s: convert kernels %d with the pass, %d without: "
-                            "expected fewer" % (name, counts["true"][1], counts["false"][1]))
-        summary.append("%s: %d bf16 GEMMs, convert kernels %d -> %d, final loss "
-                       "%.7f both, CPU median step %.1f ms -> %.1f ms" % (
-                           name, counts["true"][0], counts["false"][1],
-                           counts["true"][1], runs["true"][-1]["loss"],
-                           ms["false"], ms["true"]))
+                runs[variant] = [json.loads(line) for line in f]
+            ms[variant] = statistics.median(r["step_ms"] for r in runs[variant][1:])
+        for variant in ("both", "gemm"):
+            for key in ("loss", "grad_norm"):
+                got = [r[key] for r in runs[variant]]
+                want = [r[key] for r in runs["none"]]
+                if got != want:
+                    failures.append("%s: %s differs (%s vs neither pass): %s vs %s"
+                                    % (name, key, variant, got, want))
+        for variant, expected in (("both", gemms), ("gemm", gemms), ("none", 0)):
+            if counts[variant]["bf16 GEMMs"] != expected:
+                failures.append("%s: %d bf16 GEMM kernels (%s), expected %d" % (
+                    name, counts[variant]["bf16 GEMMs"], variant, expected))
+        if name == "bf16" and counts["gemm"]["bias_add"] != 0:
+            failures.append("bf16: %d bias_add kernels left: every bias should "
+                            "be in its bf16 GEMM's epilogue" % counts["gemm"]["bias_add"])
+        converts = [counts[v]["convert"] for v in ("none", "gemm", "both")]
+        if not converts[0] > converts[1] > converts[2]:
+            failures.append("%s: convert kernels %s (neither, gemm, both): "
+                            "expected each pass to remove some" % (name, converts))
+        summary.append("%s: %d bf16 GEMMs, convert kernels %d -> %d (bf16-gemm) "
+                       "-> %d (bf16-kernels), final loss %.7f in all three, "
+                       "CPU median step %.1f / %.1f / %.1f ms" % (
+                           name, counts["both"]["bf16 GEMMs"], *converts,
+                           runs["both"][-1]["loss"], ms["none"], ms["gemm"],
+                           ms["both"]))
     if failures:
         print("FAILED: " + "; ".join(failures))
         return 1

@@ -48,7 +48,7 @@ TEST_F(GpuTest, FillAccumulateScale) {
 
     std::vector<float> a = randn(n), b = randn(n);
     float *da = upload(a);
-    gptrt_accumulate(g(), upload(b), da, n);
+    gptrt_accumulate(g(), upload(b), da, n, GPTRT_DTYPE_F32);
     expectOk();
     std::vector<double> ref(n);
     for (int64_t i = 0; i < n; ++i)
@@ -71,7 +71,8 @@ TEST_F(GpuTest, AddWithAndWithoutBroadcast) {
       std::vector<float> a = randn(outer * inner);
       std::vector<float> b = randn(bcast ? inner : outer * inner);
       float *dout = alloc<float>(outer * inner);
-      gptrt_add(g(), upload(a), upload(b), dout, outer, inner, bcast);
+      gptrt_add(g(), upload(a), upload(b), dout, outer, inner, bcast,
+                GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32);
       expectOk();
       std::vector<double> ref(outer * inner);
       for (int64_t i = 0; i < outer * inner; ++i)
@@ -87,8 +88,9 @@ TEST_F(GpuTest, GeluForwardBackward) {
     std::vector<float> x = randn(n, 2.0f), dy = randn(n);
     float *dout = alloc<float>(n), *ddx = alloc<float>(n);
     const float *dx = upload(x);
-    gptrt_gelu_fwd(g(), dx, dout, n);
-    gptrt_gelu_bwd(g(), upload(dy), dx, ddx, n);
+    gptrt_gelu_fwd(g(), dx, dout, n, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32);
+    gptrt_gelu_bwd(g(), upload(dy), dx, ddx, n, GPTRT_DTYPE_F32,
+                   GPTRT_DTYPE_F32, GPTRT_DTYPE_F32);
     expectOk();
     std::vector<double> xd = toDouble(x), dyd = toDouble(dy), y(n), gx(n);
     cpu::geluForward<double>(y.data(), xd.data(), n);
@@ -116,12 +118,25 @@ TEST_F(GpuTest, LayoutKernelsMatchCpu) {
   // copy_blocks: the middle third of each row of a [5, 48] into a [5, 16].
   std::vector<float> src = randn(5 * 48);
   float *dst = alloc<float>(5 * 16);
-  gptrt_copy_blocks(g(), upload(src), dst, 5, 16, 16, 48, 0, 16);
+  gptrt_copy_blocks(g(), upload(src), dst, 5, 16, 16, 48, 0, 16,
+                    GPTRT_DTYPE_F32);
   expectOk();
   std::vector<float> got = download(dst, 5 * 16);
   for (int o = 0; o < 5; ++o)
     for (int j = 0; j < 16; ++j)
       ASSERT_EQ(got[o * 16 + j], src[o * 48 + 16 + j]);
+  // The same of bf16 codes (split/concat on bf16 storage).
+  std::vector<uint16_t> src16(5 * 48);
+  for (size_t i = 0; i < src16.size(); ++i)
+    src16[i] = uint16_t(0x3F00 + i);
+  uint16_t *dst16 = upload(std::vector<uint16_t>(5 * 16, 0xFFFF));
+  gptrt_copy_blocks(g(), upload(src16), dst16, 5, 16, 16, 48, 0, 16,
+                    GPTRT_DTYPE_BF16);
+  expectOk();
+  std::vector<uint16_t> got16 = download(dst16, 5 * 16);
+  for (int o = 0; o < 5; ++o)
+    for (int j = 0; j < 16; ++j)
+      ASSERT_EQ(got16[o * 16 + j], src16[o * 48 + 16 + j]);
   // permute [2, 3, 4, 5] -> perm (0, 2, 1, 3), the attention head split.
   std::vector<float> x = randn(2 * 3 * 4 * 5);
   float *y = alloc<float>(x.size());
@@ -137,7 +152,8 @@ TEST_F(GpuTest, LayoutKernelsMatchCpu) {
   float *dc = upload(c);
   gptrt_bias_add(g(), upload(bias), dc, rows, cols);
   float *sum = alloc<float>(cols);
-  gptrt_reduce_rows(g(), dc, sum, rows, cols);
+  gptrt_reduce_rows(g(), dc, sum, rows, cols, GPTRT_DTYPE_F32,
+                    GPTRT_DTYPE_F32);
   expectOk();
   std::vector<double> rc(rows * cols), rs(cols, 0.0);
   for (int64_t i = 0; i < rows * cols; ++i) {
@@ -146,6 +162,90 @@ TEST_F(GpuTest, LayoutKernelsMatchCpu) {
   }
   EXPECT_LT(relErr(download(dc, rows * cols), rc), kF32Tol);
   EXPECT_LT(relErr(download(sum, cols), rs), kF32Tol);
+}
+
+// Kernels with a dtype per operand (gpt-bf16-kernels) against the CPU's,
+// which are the f32 kernels between conversions: the same f32 arithmetic
+// in the same order, so bf16 results must agree bit for bit and f32 ones
+// within f32 rounding. Outputs are poisoned first (0xFFFF is a bf16 NaN).
+TEST_F(GpuTest, Bf16StorageKernelsMatchCpu) {
+  Context cpuCtx(Device::Cpu, {});
+  auto toBf16 = [](const std::vector<float> &x) {
+    std::vector<uint16_t> out(x.size());
+    for (size_t i = 0; i < x.size(); ++i)
+      out[i] = cpu::floatToBf16(x[i]);
+    return out;
+  };
+  const int64_t outer = 64, inner = 768, n = outer * inner;
+  std::vector<uint16_t> a = toBf16(randn(n)), b = toBf16(randn(n));
+  for (int64_t bcast : {0, 1}) {
+    std::vector<uint16_t> want(n), got(n, 0xFFFF);
+    gptrt_add(cpuCtx.handle(), a.data(), b.data(), want.data(), outer, inner,
+              bcast, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16);
+    uint16_t *dout = upload(got);
+    gptrt_add(g(), upload(a), upload(b), dout, outer, inner, bcast,
+              GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16);
+    expectOk();
+    EXPECT_EQ(download(dout, n), want) << "add bf16, broadcast " << bcast;
+  }
+  // A bf16 residual into an f32 stream and back: mixed storage.
+  std::vector<float> x = randn(n), want32(n);
+  gptrt_add(cpuCtx.handle(), x.data(), a.data(), want32.data(), outer, inner,
+            0, GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16, GPTRT_DTYPE_F32);
+  float *d32 = alloc<float>(n);
+  gptrt_add(g(), upload(x), upload(a), d32, outer, inner, 0, GPTRT_DTYPE_F32,
+            GPTRT_DTYPE_BF16, GPTRT_DTYPE_F32);
+  expectOk();
+  EXPECT_EQ(download(d32, n), want32) << "add f32 + bf16";
+  // Gradient accumulation of a bf16 gradient into f32.
+  std::vector<float> acc = randn(n), wantAcc = acc;
+  gptrt_accumulate(cpuCtx.handle(), a.data(), wantAcc.data(), n,
+                   GPTRT_DTYPE_BF16);
+  float *dacc = upload(acc);
+  gptrt_accumulate(g(), upload(a), dacc, n, GPTRT_DTYPE_BF16);
+  expectOk();
+  EXPECT_EQ(download(dacc, n), wantAcc) << "accumulate bf16";
+  // Bias gradients: bf16 rows summed in row order into bf16.
+  std::vector<uint16_t> wantSum(inner), gotSum(inner, 0xFFFF);
+  gptrt_reduce_rows(cpuCtx.handle(), a.data(), wantSum.data(), outer, inner,
+                    GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16);
+  uint16_t *dsum = upload(gotSum);
+  gptrt_reduce_rows(g(), upload(a), dsum, outer, inner, GPTRT_DTYPE_BF16,
+                    GPTRT_DTYPE_BF16);
+  expectOk();
+  EXPECT_EQ(download(dsum, inner), wantSum) << "reduce_rows bf16";
+  // GELU forward and backward on bf16 storage. tanhf may differ from the
+  // host's in the last f32 bit, which can move a bf16 rounding by one code:
+  // compared norm-wise at bf16 precision instead of bit for bit.
+  std::vector<uint16_t> wantY(n), gotY(n, 0xFFFF), wantDx(n), gotDx(n, 0xFFFF);
+  gptrt_gelu_fwd(cpuCtx.handle(), a.data(), wantY.data(), n, GPTRT_DTYPE_BF16,
+                 GPTRT_DTYPE_BF16);
+  gptrt_gelu_bwd(cpuCtx.handle(), b.data(), a.data(), wantDx.data(), n,
+                 GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16);
+  uint16_t *dy = upload(gotY), *ddx = upload(gotDx);
+  const uint16_t *da = upload(a);
+  gptrt_gelu_fwd(g(), da, dy, n, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16);
+  gptrt_gelu_bwd(g(), upload(b), da, ddx, n, GPTRT_DTYPE_BF16,
+                 GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16);
+  expectOk();
+  auto wide = [](const std::vector<uint16_t> &codes) {
+    std::vector<double> out(codes.size());
+    for (size_t i = 0; i < codes.size(); ++i)
+      out[i] = cpu::bf16ToFloat(codes[i]);
+    return out;
+  };
+  auto wideF = [&](const std::vector<uint16_t> &codes) {
+    std::vector<float> out(codes.size());
+    for (size_t i = 0; i < codes.size(); ++i) {
+      out[i] = cpu::bf16ToFloat(codes[i]);
+      EXPECT_FALSE(std::isnan(out[i])) << "element " << i << " unwritten";
+    }
+    return out;
+  };
+  EXPECT_LT(relErr(wideF(download(dy, n)), wide(wantY)), kBf16Tol)
+      << "gelu fwd bf16";
+  EXPECT_LT(relErr(wideF(download(ddx, n)), wide(wantDx)), kBf16Tol)
+      << "gelu bwd bf16";
 }
 
 } // namespace

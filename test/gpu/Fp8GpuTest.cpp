@@ -130,8 +130,8 @@ TEST_F(GpuTest, FusedEpiloguesMatchCpu) {
       float *y = alloc<float>(n), *amax2 = alloc<float>(1);
       uint8_t *q2 = alloc<uint8_t>(n);
       gptrt_gelu_fwd_cast(g(), upload(x), upload(std::vector<float>{scale}),
-                          y, amax2, q2, n, rows, cols, GPTRT_DTYPE_F32, format,
-                          transpose, -1);
+                          y, amax2, q2, n, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32,
+                          rows, cols, GPTRT_DTYPE_F32, format, transpose, -1);
       expectOk();
       std::vector<uint16_t> rdst(n);
       std::vector<float> ry(n);
@@ -142,8 +142,9 @@ TEST_F(GpuTest, FusedEpiloguesMatchCpu) {
                          GPTRT_DTYPE_BF16, rows, cols, GPTRT_DTYPE_BF16,
                          format, transpose, -1);
       gptrt_gelu_fwd_cast(cpuCtx.handle(), x.data(), &scale, ry.data(),
-                          &ramax2, rq2.data(), n, rows, cols, GPTRT_DTYPE_F32,
-                          format, transpose, -1);
+                          &ramax2, rq2.data(), n, GPTRT_DTYPE_F32,
+                          GPTRT_DTYPE_F32, rows, cols, GPTRT_DTYPE_F32, format,
+                          transpose, -1);
       ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
       SCOPED_TRACE("format " + std::to_string(format) + " transpose " +
                    std::to_string(transpose));

@@ -71,9 +71,9 @@ TEST_F(GpuTest, MatmulBf16AllLayouts) {
                            b = randn((s.broadcastB ? 1 : s.batch) * s.n * s.k);
         std::vector<uint16_t> ah = toBf16(a), bh = toBf16(b);
         float *c = alloc<float>(s.batch * s.m * s.n);
-        dev().matmulBf16(upload(ah), upload(bh), c, s.batch, s.m, s.n, s.k,
-                         ta, tb, s.m * s.k, s.broadcastB ? 0 : s.n * s.k,
-                         s.m * s.n);
+        dev().matmulBf16(upload(ah), upload(bh), nullptr, c, GPTRT_DTYPE_F32,
+                         s.batch, s.m, s.n, s.k, ta, tb, s.m * s.k,
+                         s.broadcastB ? 0 : s.n * s.k, s.m * s.n);
         expectOk();
         // Against the exact product of the f32 inputs: bf16 tolerance.
         std::vector<float> f32 = download(c, s.batch * s.m * s.n);
@@ -99,6 +99,36 @@ TEST_F(GpuTest, MatmulBf16AllLayouts) {
         }
         EXPECT_LT(relErr(rounded, toDouble(f32)), 1.0 / 256)
             << s.batch << "x" << s.m << "x" << s.n << "x" << s.k;
+        // With an f32 bias (gpt-bf16-gemm: a linear layer's forward GEMM),
+        // through cuBLASLt's bias epilogue or, where it has none, the f32
+        // GEMM plus one bias-and-store pass: against the f32 result plus
+        // the bias, in f32 and in bf16 storage.
+        std::vector<float> bias = randn(s.n);
+        std::vector<double> withBias = toDouble(f32);
+        for (int64_t i = 0; i < count; ++i)
+          withBias[i] += bias[i % s.n];
+        float *cb = upload(std::vector<float>(count, std::nanf("")));
+        gptrt_matmul_bf16_bias(g(), upload(ah), upload(bh), upload(bias), cb,
+                               s.batch, s.m, s.n, s.k, ta, tb, s.m * s.k,
+                               s.broadcastB ? 0 : s.n * s.k, s.m * s.n,
+                               GPTRT_DTYPE_F32);
+        expectOk();
+        EXPECT_LT(relErr(download(cb, count), withBias), kBf16Tol)
+            << "bias f32 " << s.batch << "x" << s.m << "x" << s.n;
+        uint16_t *nb = upload(std::vector<uint16_t>(count, 0xFFFF));
+        gptrt_matmul_bf16_bias(g(), upload(ah), upload(bh), upload(bias), nb,
+                               s.batch, s.m, s.n, s.k, ta, tb, s.m * s.k,
+                               s.broadcastB ? 0 : s.n * s.k, s.m * s.n,
+                               GPTRT_DTYPE_BF16);
+        expectOk();
+        std::vector<uint16_t> nbh = download(nb, count);
+        std::vector<float> nbf(count);
+        for (int64_t i = 0; i < count; ++i) {
+          nbf[i] = cpu::bf16ToFloat(nbh[i]);
+          ASSERT_FALSE(std::isnan(nbf[i])) << "element " << i << " unwritten";
+        }
+        EXPECT_LT(relErr(nbf, withBias), 1.0 / 256)
+            << "bias bf16 " << s.batch << "x" << s.m << "x" << s.n;
       }
 }
 

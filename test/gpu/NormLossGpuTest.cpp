@@ -1,5 +1,6 @@
 // CUDA layernorm, embedding, cross-entropy and optimizer kernels against
 // the CPU reference kernels run in float64.
+#include "runtime/cpu/Bf16.h"
 #include "runtime/cpu/Kernels.h"
 #include "test/gpu/GpuTestUtil.h"
 
@@ -16,11 +17,13 @@ TEST_F(GpuTest, LayerNormForwardBackward) {
     const float *dx = upload(x), *dw = upload(w), *db = upload(b);
     float *out = alloc<float>(rows * width), *mean = alloc<float>(rows),
           *rstd = alloc<float>(rows);
-    gptrt_layernorm_fwd(g(), dx, dw, db, out, mean, rstd, rows, width, 1e-5);
+    gptrt_layernorm_fwd(g(), dx, dw, db, out, mean, rstd, rows, width, 1e-5,
+                        GPTRT_DTYPE_F32, GPTRT_DTYPE_F32);
     float *gx = alloc<float>(rows * width), *gw = alloc<float>(width),
           *gb = alloc<float>(width);
     gptrt_layernorm_bwd(g(), upload(dy), dx, dw, mean, rstd, gx, gw, gb, rows,
-                        width);
+                        width, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32,
+                        GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32);
     expectOk();
 
     std::vector<double> xd = toDouble(x), wd = toDouble(w), bd = toDouble(b),
@@ -39,6 +42,65 @@ TEST_F(GpuTest, LayerNormForwardBackward) {
     EXPECT_LT(relErr(download(gw, width), rw), kF32Tol);
     EXPECT_LT(relErr(download(gb, width), rb), kF32Tol);
   }
+}
+
+// bf16 activations and gradients (gpt-bf16-kernels) against the CPU's
+// bf16-storage kernels: the same f32 arithmetic up to reduction order and
+// rsqrtf, so within bf16 precision norm-wise; outputs poisoned (0xFFFF is
+// a bf16 NaN) to catch unwritten elements.
+TEST_F(GpuTest, LayerNormOnBf16StorageMatchesCpu) {
+  Context cpuCtx(Device::Cpu, {});
+  const int64_t rows = 37, width = 768;
+  auto toBf16 = [](const std::vector<float> &v) {
+    std::vector<uint16_t> out(v.size());
+    for (size_t i = 0; i < v.size(); ++i)
+      out[i] = cpu::floatToBf16(v[i]);
+    return out;
+  };
+  auto wide = [](const std::vector<uint16_t> &codes) {
+    std::vector<float> out(codes.size());
+    for (size_t i = 0; i < codes.size(); ++i) {
+      out[i] = cpu::bf16ToFloat(codes[i]);
+      EXPECT_FALSE(std::isnan(out[i])) << "element " << i << " unwritten";
+    }
+    return out;
+  };
+  std::vector<uint16_t> x = toBf16(randn(rows * width, 2.0f)),
+                        dy = toBf16(randn(rows * width));
+  std::vector<float> w = randn(width), b = randn(width);
+  std::vector<uint16_t> out(rows * width), dx(rows * width), dw(width),
+      db(width);
+  std::vector<float> mean(rows), rstd(rows);
+  gptrt_layernorm_fwd(cpuCtx.handle(), x.data(), w.data(), b.data(),
+                      out.data(), mean.data(), rstd.data(), rows, width, 1e-5,
+                      GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16);
+  gptrt_layernorm_bwd(cpuCtx.handle(), dy.data(), x.data(), w.data(),
+                      mean.data(), rstd.data(), dx.data(), dw.data(),
+                      db.data(), rows, width, GPTRT_DTYPE_BF16,
+                      GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16,
+                      GPTRT_DTYPE_BF16);
+  const uint16_t *gxIn = upload(x);
+  const float *gw = upload(w), *gb = upload(b);
+  uint16_t *gOut = upload(std::vector<uint16_t>(rows * width, 0xFFFF));
+  float *gMean = alloc<float>(rows), *gRstd = alloc<float>(rows);
+  gptrt_layernorm_fwd(g(), gxIn, gw, gb, gOut, gMean, gRstd, rows, width,
+                      1e-5, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16);
+  uint16_t *gDx = upload(std::vector<uint16_t>(rows * width, 0xFFFF));
+  uint16_t *gDw = upload(std::vector<uint16_t>(width, 0xFFFF));
+  uint16_t *gDb = upload(std::vector<uint16_t>(width, 0xFFFF));
+  gptrt_layernorm_bwd(g(), upload(dy), gxIn, gw, gMean, gRstd, gDx, gDw, gDb,
+                      rows, width, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16,
+                      GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16);
+  expectOk();
+  auto ref = [&](const std::vector<uint16_t> &codes) {
+    return toDouble(wide(codes));
+  };
+  EXPECT_LT(relErr(wide(download(gOut, rows * width)), ref(out)), kBf16Tol);
+  EXPECT_LT(relErr(download(gMean, rows), toDouble(mean)), kF32Tol);
+  EXPECT_LT(relErr(download(gRstd, rows), toDouble(rstd)), kF32Tol);
+  EXPECT_LT(relErr(wide(download(gDx, rows * width)), ref(dx)), kBf16Tol);
+  EXPECT_LT(relErr(wide(download(gDw, width)), ref(dw)), kBf16Tol);
+  EXPECT_LT(relErr(wide(download(gDb, width)), ref(db)), kBf16Tol);
 }
 
 TEST_F(GpuTest, EmbeddingForwardBackward) {
@@ -156,9 +218,10 @@ TEST_F(GpuTest, AttentionForwardBackward) {
     float *out = alloc<float>(n), *lse = alloc<float>(nl);
     float *gq = alloc<float>(n), *gk = alloc<float>(n), *gv = alloc<float>(n);
     gptrt_attention_fwd(g(), dq_in, dk_in, dv_in, out, lse, s.B, s.T, s.C,
-                        s.H, s.causal);
+                        s.H, s.causal, GPTRT_DTYPE_F32);
     gptrt_attention_bwd(g(), upload(dy), dq_in, dk_in, dv_in, out, lse, gq,
-                        gk, gv, s.B, s.T, s.C, s.H, s.causal);
+                        gk, gv, s.B, s.T, s.C, s.H, s.causal,
+                        GPTRT_DTYPE_F32);
     expectOk();
     std::vector<double> qd = toDouble(q), kd = toDouble(k), vd = toDouble(v),
                         dyd = toDouble(dy), o(n), l(nl), rq(n), rk(n), rv(n);
@@ -175,6 +238,59 @@ TEST_F(GpuTest, AttentionForwardBackward) {
     EXPECT_LT(relErr(download(gk, n), rk), kF32Tol);
     EXPECT_LT(relErr(download(gv, n), rv), kF32Tol);
   }
+}
+
+// bf16 storage of every activation (gpt-bf16-kernels) against the CPU's
+// bf16-storage kernels: bf16 precision norm-wise (the f32 sums run in
+// another order), every element written (outputs poisoned with 0xFFFF, a
+// bf16 NaN).
+TEST_F(GpuTest, AttentionOnBf16StorageMatchesCpu) {
+  Context cpuCtx(Device::Cpu, {});
+  const int64_t B = 2, T = 64, C = 96, H = 3, n = B * T * C, nl = B * H * T;
+  auto toBf16 = [](const std::vector<float> &x) {
+    std::vector<uint16_t> out(x.size());
+    for (size_t i = 0; i < x.size(); ++i)
+      out[i] = cpu::floatToBf16(x[i]);
+    return out;
+  };
+  auto wide = [](const std::vector<uint16_t> &codes) {
+    std::vector<float> out(codes.size());
+    for (size_t i = 0; i < codes.size(); ++i) {
+      out[i] = cpu::bf16ToFloat(codes[i]);
+      EXPECT_FALSE(std::isnan(out[i])) << "element " << i << " unwritten";
+    }
+    return out;
+  };
+  std::vector<uint16_t> q = toBf16(randn(n)), k = toBf16(randn(n)),
+                        v = toBf16(randn(n)), dy = toBf16(randn(n));
+  std::vector<uint16_t> out(n), dq(n), dk(n), dv(n);
+  std::vector<float> lse(nl);
+  gptrt_attention_fwd(cpuCtx.handle(), q.data(), k.data(), v.data(),
+                      out.data(), lse.data(), B, T, C, H, 1,
+                      GPTRT_DTYPE_BF16);
+  gptrt_attention_bwd(cpuCtx.handle(), dy.data(), q.data(), k.data(),
+                      v.data(), out.data(), lse.data(), dq.data(), dk.data(),
+                      dv.data(), B, T, C, H, 1, GPTRT_DTYPE_BF16);
+  ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
+  const uint16_t *gq = upload(q), *gk = upload(k), *gv = upload(v);
+  uint16_t *gOut = upload(std::vector<uint16_t>(n, 0xFFFF));
+  float *gLse = alloc<float>(nl);
+  gptrt_attention_fwd(g(), gq, gk, gv, gOut, gLse, B, T, C, H, 1,
+                      GPTRT_DTYPE_BF16);
+  uint16_t *gDq = upload(std::vector<uint16_t>(n, 0xFFFF));
+  uint16_t *gDk = upload(std::vector<uint16_t>(n, 0xFFFF));
+  uint16_t *gDv = upload(std::vector<uint16_t>(n, 0xFFFF));
+  gptrt_attention_bwd(g(), upload(dy), gq, gk, gv, gOut, gLse, gDq, gDk, gDv,
+                      B, T, C, H, 1, GPTRT_DTYPE_BF16);
+  expectOk();
+  auto ref = [&](const std::vector<uint16_t> &codes) {
+    return toDouble(wide(codes));
+  };
+  EXPECT_LT(relErr(wide(download(gOut, n)), ref(out)), kBf16Tol);
+  EXPECT_LT(relErr(download(gLse, nl), toDouble(lse)), kF32Tol);
+  EXPECT_LT(relErr(wide(download(gDq, n)), ref(dq)), kBf16Tol);
+  EXPECT_LT(relErr(wide(download(gDk, n)), ref(dk)), kBf16Tol);
+  EXPECT_LT(relErr(wide(download(gDv, n)), ref(dv)), kBf16Tol);
 }
 
 } // namespace

@@ -6,6 +6,7 @@
 //
 // Plain C++ over the runtime libraries: no MLIR or LLVM where training runs,
 // and no libgloo either (the Gloo communicator is dlopened by workers).
+#include "runtime/cuda/Backend.h"
 #include "runtime/dist/WorkerInfo.h"
 #include "runtime/train/Launch.h"
 #include "runtime/train/Plot.h"
@@ -37,8 +38,9 @@ const char *kUsage =
     "       (CHECKPOINT: a checkpoint directory, or a --ckpt-dir for its latest)\n"
     "\n"
     "training options:\n"
-    "  --device cpu|cuda          where to run (default cpu; the CUDA backend is\n"
-    "                             compiled but has not run on a GPU yet)\n"
+    "  --device cpu|cuda          where to run (default: cuda when a CUDA device\n"
+    "                             is present and no --procs is given, else cpu;\n"
+    "                             the CUDA backend has not run on a GPU yet)\n"
     "  --cuda-graphs on|off       replay each entry point as a CUDA graph after\n"
     "                             one eager call (default off: not yet run on a\n"
     "                             GPU); steps exchanging gradients or logging FP8\n"
@@ -327,10 +329,20 @@ int main(int argc, char **argv) {
     if (o.data.empty())
       usageError("--data is required (llm.c token shards)");
     s.totalSteps = o.steps;
-    // GPU workers train on their GPU unless told otherwise (which
-    // checkLaunchFlags then refuses).
-    if (launch.gpus && !deviceGiven)
-      o.device = "cuda";
+    // Without --device: GPU workers and a lone process train on the GPU
+    // when there is one, CPU workers (--procs) on the CPU. A --device that
+    // contradicts --gpus is refused by checkLaunchFlags.
+    if (!deviceGiven) {
+      const int gpus = launch.gpus || launch.procs
+                           ? 0
+                           : gptrt::cuda::usableDeviceCount();
+      o.device = gptrt::train::defaultDevice(launch, gpus);
+      if (gpus > 0 && !o.quiet)
+        std::fprintf(stderr,
+                     "gptrun: %d CUDA device(s) found, training on GPU 0 "
+                     "(--device cpu trains on the CPU)\n",
+                     gpus);
+    }
     if (o.cudaGraphs && o.device != "cuda")
       usageError("--cuda-graphs on needs --device cuda (or --gpus): graphs "
                  "replay GPU work, the CPU has none to replay");

@@ -8,10 +8,11 @@
 // CHECK:       %[[W:.*]] = gpt.cast "w" %{{.*}} : tensor<32x16xf32> -> tensor<32x16xbf16>
 // CHECK-NOT:   gpt.cast
 // CHECK:       gpt.matmul "fc" %[[X]], %[[W]] bias %{{.*}} transpose_b : tensor<4x16xbf16>, tensor<32x16xbf16>, tensor<32xf32> -> tensor<4x32xf32>
-// The runtime's bf16 GEMM gets the bf16 buffers; the bias is added after.
+// The runtime's bf16 GEMM gets the bf16 buffers and adds the f32 bias in
+// its epilogue.
 // RT-LABEL: func.func @logits
-// RT: rt.kernel "matmul_bf16" ins(%{{.*}}, %{{.*}} : memref<4x16xbf16>, memref<32x16xbf16>) outs(%{{.*}} : memref<4x32xf32>) consts [1, 4, 32, 16, 0, 1, 0, 0, 0, 1]
-// RT-NEXT: rt.kernel "bias_add"
+// RT: rt.kernel "matmul_bf16_bias" ins(%{{.*}}, %{{.*}}, %{{.*}} : memref<4x16xbf16>, memref<32x16xbf16>, memref<32xf32>) outs(%{{.*}} : memref<4x32xf32>) consts [1, 4, 32, 16, 0, 1, 0, 0, 0, 1]
+// RT-NOT: rt.kernel "bias_add"
 func.func @logits() -> (tensor<4x32xf32> {gpt.output = "logits"}) {
   %x = gpt.fill "x" 1.0 : tensor<4x16xf32>
   %w = gpt.fill "w" 0.5 : tensor<32x16xf32>
@@ -119,4 +120,28 @@ func.func @logits() -> (tensor<4x8xf32> {gpt.output = "logits"}, tensor<4x8xf32>
   %dxw = gpt.cast "dx.out" %dx16 : tensor<4x8xbf16> -> tensor<4x8xf32>
   %yw = gpt.cast "y.out" %y16 : tensor<4x8xbf16> -> tensor<4x8xf32>
   return %dxw, %yw, %a : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// With a bias too (a linear layer's forward GEMM): the f32 bias is added
+// in the epilogue, before the one rounding to bf16.
+// CHECK-LABEL: func.func @linear
+// CHECK:       %[[Y:.*]] = gpt.matmul "fc" %{{.*}}, %{{.*}} bias %{{.*}} transpose_b : tensor<4x16xbf16>, tensor<8x16xbf16>, tensor<8xf32> -> tensor<4x8xbf16>
+// CHECK-NOT:   gpt.cast "fc"
+// CHECK:       gpt.cast "out" %[[Y]] : tensor<4x8xbf16> -> tensor<4x8xf32>
+// RT-LABEL: func.func @linear
+// RT: rt.kernel "matmul_bf16_bias" ins(%{{.*}}, %{{.*}}, %{{.*}} : memref<4x16xbf16>, memref<8x16xbf16>, memref<8xf32>) outs(%{{.*}} : memref<4x8xbf16>) consts [1, 4, 8, 16, 0, 1, 0, 0, 0, 2]
+func.func @linear() -> (tensor<4x8xf32> {gpt.output = "y"}) {
+  %x = gpt.fill "x" 1.0 : tensor<4x16xf32>
+  %w = gpt.fill "w" 0.5 : tensor<8x16xf32>
+  %bias = gpt.fill "bias" 0.25 : tensor<8xf32>
+  %x16 = gpt.cast "x" %x : tensor<4x16xf32> -> tensor<4x16xbf16>
+  %w16 = gpt.cast "w" %w : tensor<8x16xf32> -> tensor<8x16xbf16>
+  %x32 = gpt.cast "x" %x16 : tensor<4x16xbf16> -> tensor<4x16xf32>
+  %w32 = gpt.cast "w" %w16 : tensor<8x16xbf16> -> tensor<8x16xf32>
+  %y = gpt.matmul "fc" %x32, %w32 bias %bias transpose_b : tensor<4x16xf32>, tensor<8x16xf32>, tensor<8xf32> -> tensor<4x8xf32>
+  %y16 = gpt.cast "fc" %y : tensor<4x8xf32> -> tensor<4x8xbf16>
+  %out = gpt.cast "out" %y16 : tensor<4x8xbf16> -> tensor<4x8xf32>
+  return %out : tensor<4x8xf32>
 }

@@ -10,11 +10,12 @@ func.func @train_step(%x: tensor<?x4xf32> {gpt.input = "tokens"}) -> tensor<?x4x
 
 // -----
 
-// The runtime kernels take f32 (bf16 arrives with the precision passes).
+// The runtime kernels take f32 (bf16 arrives with the precision passes),
+// but for those with a dtype per operand (gpt.mul's has none).
 gpt.param @w : tensor<4xf32> init <zeros> layer "w"
 func.func @train_step(%x: tensor<2x4xbf16> {gpt.input = "tokens"}) -> tensor<2x4xbf16> {
   // expected-error @+1 {{has element type 'bf16'; the runtime kernels take f32 tensors and i32 ids}}
-  %0 = gpt.gelu "act" %x : tensor<2x4xbf16>
+  %0 = gpt.mul "act" %x by 2.0 : tensor<2x4xbf16>
   return %0 : tensor<2x4xbf16>
 }
 
@@ -54,8 +55,7 @@ func.func @eval_step(%x: tensor<32x16xf32> {gpt.input = "tokens"}) -> (tensor<f3
 
 // -----
 
-// The runtime adds a bias to an f32 GEMM result; a bf16 product with a
-// bias is a cast after the bias.
+// The runtime adds an f32 bias in the GEMM's epilogue.
 func.func @logits() -> (tensor<4x8xf32> {gpt.output = "logits"}) {
   %a = gpt.fill "a" 1.0 : tensor<4x16xf32>
   %b = gpt.fill "b" 1.0 : tensor<16x8xf32>
@@ -63,7 +63,7 @@ func.func @logits() -> (tensor<4x8xf32> {gpt.output = "logits"}) {
   %bias = gpt.cast "bias" %bias32 : tensor<8xf32> -> tensor<8xbf16>
   %a16 = gpt.cast "a" %a : tensor<4x16xf32> -> tensor<4x16xbf16>
   %b16 = gpt.cast "b" %b : tensor<16x8xf32> -> tensor<16x8xbf16>
-  // expected-error @+1 {{has a bf16 result and a bias; the runtime adds a bias to an f32 result: give the GEMM an f32 result and cast after the bias}}
+  // expected-error @+1 {{has a bias of type 'tensor<8xbf16>'; the runtime adds an f32 bias (in the GEMM's f32 epilogue): keep the bias f32}}
   %y = gpt.matmul "mm" %a16, %b16 bias %bias : tensor<4x16xbf16>, tensor<16x8xbf16>, tensor<8xbf16> -> tensor<4x8xbf16>
   %y32 = gpt.cast "mm" %y : tensor<4x8xbf16> -> tensor<4x8xf32>
   return %y32 : tensor<4x8xf32>

@@ -31,6 +31,18 @@ func.func @kept(%g: tensor<f32>) {
 
 // -----
 
+// A bf16 gradient of an f32 parameter (gpt-bf16-kernels) is widened as it
+// is added into the f32 gradient buffer.
+// CHECK-LABEL: func.func @bf16_gradient
+// CHECK:         gpt.accumulate_grad @w, %arg0 : tensor<4x8xbf16>
+gpt.param @w : tensor<4x8xf32> init <zeros> layer "w"
+func.func @bf16_gradient(%g: tensor<4x8xbf16>) {
+  gpt.accumulate_grad @w, %g : tensor<4x8xbf16>
+  return
+}
+
+// -----
+
 func.func @missing(%g: tensor<64x8xf32>) {
   // expected-error @+1 {{accumulates into @wte, which is not a gpt.param}}
   gpt.accumulate_grad @wte, %g : tensor<64x8xf32>

@@ -75,16 +75,29 @@ func.func @bias_width(%x: tensor<?x8x16xf32>, %w: tensor<16xf32>, %b: tensor<8xf
 
 // -----
 
-func.func @result_type(%x: tensor<?x8x16xf32>, %w: tensor<16xf32>) -> tensor<?x8x16xbf16> {
-  // expected-error @+1 {{result type 'tensor<?x8x16xbf16>' must equal the input type 'tensor<?x8x16xf32>'}}
-  %0 = gpt.layernorm "ln" %x, %w, %w : tensor<?x8x16xf32>, tensor<16xf32>, tensor<16xf32> -> tensor<?x8x16xbf16>
-  return %0 : tensor<?x8x16xbf16>
+// A bf16 input normalised into bf16 storage (gpt-bf16-kernels); the
+// statistics and the affine parameters stay f32.
+// CHECK-LABEL: func.func @storage
+// CHECK: gpt.layernorm "ln" %{{.*}}, %{{.*}}, %{{.*}} : tensor<?x8x16xbf16>, tensor<16xf32>, tensor<16xf32> -> tensor<?x8x16xbf16>
+// CHECK: gpt.layernorm "ln" %{{.*}}, %{{.*}}, %{{.*}} : tensor<?x8x16xf32>, tensor<16xf32>, tensor<16xf32> -> tensor<?x8x16xbf16>
+func.func @storage(%x: tensor<?x8x16xbf16>, %y: tensor<?x8x16xf32>, %w: tensor<16xf32>) -> (tensor<?x8x16xbf16>, tensor<?x8x16xbf16>) {
+  %0 = gpt.layernorm "ln" %x, %w, %w : tensor<?x8x16xbf16>, tensor<16xf32>, tensor<16xf32> -> tensor<?x8x16xbf16>
+  %1 = gpt.layernorm "ln" %y, %w, %w : tensor<?x8x16xf32>, tensor<16xf32>, tensor<16xf32> -> tensor<?x8x16xbf16>
+  return %0, %1 : tensor<?x8x16xbf16>, tensor<?x8x16xbf16>
+}
+
+// -----
+
+func.func @result_type(%x: tensor<?x8x16xf32>, %w: tensor<16xf32>) -> tensor<?x8x16xf16> {
+  // expected-error @+1 {{result element type 'f16' differs from 'f32'; only f32 and bf16 storage may mix}}
+  %0 = gpt.layernorm "ln" %x, %w, %w : tensor<?x8x16xf32>, tensor<16xf32>, tensor<16xf32> -> tensor<?x8x16xf16>
+  return %0 : tensor<?x8x16xf16>
 }
 
 // -----
 
 func.func @result_shape(%x: tensor<?x8x16xf32>, %w: tensor<16xf32>) -> tensor<4x8x16xf32> {
-  // expected-error @+1 {{result type 'tensor<4x8x16xf32>' must equal the input type 'tensor<?x8x16xf32>'}}
+  // expected-error @+1 {{result shape [4, 8, 16] must equal the input shape [?, 8, 16]}}
   %0 = gpt.layernorm "ln" %x, %w, %w : tensor<?x8x16xf32>, tensor<16xf32>, tensor<16xf32> -> tensor<4x8x16xf32>
   return %0 : tensor<4x8x16xf32>
 }

@@ -43,17 +43,28 @@ func.func @scalar_input(%x: tensor<f32>) -> tensor<f32> {
 
 // -----
 
-func.func @result_grad_type(%dy: tensor<?x4x8xbf16>, %x: tensor<?x4x8xf32>, %w: tensor<8xf32>, %s: tensor<?x4xf32>) -> tensor<?x4x8xf32> {
-  // expected-error @+1 {{result_grad and input_grad must have the input type 'tensor<?x4x8xf32>'}}
-  %r:3 = gpt.layernorm_grad "ln" %dy, %x, %w, %s, %s : tensor<?x4x8xbf16>, tensor<?x4x8xf32>, tensor<8xf32>, tensor<?x4xf32>, tensor<?x4xf32> -> tensor<?x4x8xf32>, tensor<8xf32>, tensor<8xf32>
+// f32 and bf16 storage mix (gpt-bf16-kernels): a bf16 gradient against an
+// f32 input, bf16 gradients out.
+// CHECK-LABEL: func.func @storage
+// CHECK: gpt.layernorm_grad "ln" %arg0, %arg1, %arg2, %arg3, %arg3 : tensor<?x4x8xbf16>, tensor<?x4x8xf32>, tensor<8xf32>, tensor<?x4xf32>, tensor<?x4xf32> -> tensor<?x4x8xbf16>, tensor<8xbf16>, tensor<8xbf16>
+func.func @storage(%dy: tensor<?x4x8xbf16>, %x: tensor<?x4x8xf32>, %w: tensor<8xf32>, %s: tensor<?x4xf32>) -> tensor<?x4x8xbf16> {
+  %r:3 = gpt.layernorm_grad "ln" %dy, %x, %w, %s, %s : tensor<?x4x8xbf16>, tensor<?x4x8xf32>, tensor<8xf32>, tensor<?x4xf32>, tensor<?x4xf32> -> tensor<?x4x8xbf16>, tensor<8xbf16>, tensor<8xbf16>
+  return %r#0 : tensor<?x4x8xbf16>
+}
+
+// -----
+
+func.func @result_grad_type(%dy: tensor<?x4x8xf16>, %x: tensor<?x4x8xf32>, %w: tensor<8xf32>, %s: tensor<?x4xf32>) -> tensor<?x4x8xf32> {
+  // expected-error @+1 {{result_grad element type 'f16' differs from 'f32'; only f32 and bf16 storage may mix}}
+  %r:3 = gpt.layernorm_grad "ln" %dy, %x, %w, %s, %s : tensor<?x4x8xf16>, tensor<?x4x8xf32>, tensor<8xf32>, tensor<?x4xf32>, tensor<?x4xf32> -> tensor<?x4x8xf32>, tensor<8xf32>, tensor<8xf32>
   return %r#0 : tensor<?x4x8xf32>
 }
 
 // -----
 
-// Types must be equal, not merely compatible: [2, 4, 8] is not [?, 4, 8].
+// Shapes must be equal, not merely compatible: [2, 4, 8] is not [?, 4, 8].
 func.func @result_grad_shape(%dy: tensor<2x4x8xf32>, %x: tensor<?x4x8xf32>, %w: tensor<8xf32>, %s: tensor<?x4xf32>) -> tensor<?x4x8xf32> {
-  // expected-error @+1 {{result_grad and input_grad must have the input type 'tensor<?x4x8xf32>'}}
+  // expected-error @+1 {{result_grad and input_grad must have the input shape [?, 4, 8], got [2, 4, 8]}}
   %r:3 = gpt.layernorm_grad "ln" %dy, %x, %w, %s, %s : tensor<2x4x8xf32>, tensor<?x4x8xf32>, tensor<8xf32>, tensor<?x4xf32>, tensor<?x4xf32> -> tensor<?x4x8xf32>, tensor<8xf32>, tensor<8xf32>
   return %r#0 : tensor<?x4x8xf32>
 }
@@ -61,7 +72,7 @@ func.func @result_grad_shape(%dy: tensor<2x4x8xf32>, %x: tensor<?x4x8xf32>, %w: 
 // -----
 
 func.func @input_grad_type(%x: tensor<?x4x8xf32>, %w: tensor<8xf32>, %s: tensor<?x4xf32>) -> tensor<?x4x16xf32> {
-  // expected-error @+1 {{result_grad and input_grad must have the input type 'tensor<?x4x8xf32>'}}
+  // expected-error @+1 {{result_grad and input_grad must have the input shape [?, 4, 8], got [?, 4, 16]}}
   %r:3 = gpt.layernorm_grad "ln" %x, %x, %w, %s, %s : tensor<?x4x8xf32>, tensor<?x4x8xf32>, tensor<8xf32>, tensor<?x4xf32>, tensor<?x4xf32> -> tensor<?x4x16xf32>, tensor<8xf32>, tensor<8xf32>
   return %r#0 : tensor<?x4x16xf32>
 }

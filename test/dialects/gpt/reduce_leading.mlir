@@ -55,9 +55,20 @@ func.func @higher_rank(%x: tensor<4x24xf32>) -> tensor<1x4x24xf32> {
 
 // -----
 
-func.func @element_type(%x: tensor<?x4x24xf32>) -> tensor<24xbf16> {
-  // expected-error @+1 {{result element type 'bf16' differs from 'f32'}}
-  %0 = gpt.reduce_leading "fc" %x : tensor<?x4x24xf32> -> tensor<24xbf16>
+func.func @element_type(%x: tensor<?x4x24xf32>) -> tensor<24xf16> {
+  // expected-error @+1 {{result element type 'f16' differs from 'f32'; only f32 and bf16 storage may mix}}
+  %0 = gpt.reduce_leading "fc" %x : tensor<?x4x24xf32> -> tensor<24xf16>
+  return %0 : tensor<24xf16>
+}
+
+// -----
+
+// A bf16 input summed into a bf16 result (gpt-bf16-kernels): f32 sums,
+// one rounding.
+// CHECK-LABEL: func.func @bf16_storage
+// CHECK:         gpt.reduce_leading "fc" %arg0 : tensor<4x24xbf16> -> tensor<24xbf16>
+func.func @bf16_storage(%x: tensor<4x24xbf16>) -> tensor<24xbf16> {
+  %0 = gpt.reduce_leading "fc" %x : tensor<4x24xbf16> -> tensor<24xbf16>
   return %0 : tensor<24xbf16>
 }
 

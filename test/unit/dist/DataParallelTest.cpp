@@ -64,6 +64,18 @@ TEST(Role, FromEnvironmentAndFlags) {
   EXPECT_EQ(chooseRole(two, slurm), Role::Launcher);
 }
 
+TEST(LaunchFlags, DefaultDeviceIsTheGpuWhenThereIsOne) {
+  LaunchFlags none;
+  EXPECT_EQ(defaultDevice(none, 0), "cpu");
+  EXPECT_EQ(defaultDevice(none, 1), "cuda");
+  LaunchFlags procs;
+  procs.procs = 2;
+  EXPECT_EQ(defaultDevice(procs, 8), "cpu");  // --procs: CPU workers
+  LaunchFlags gpus;
+  gpus.gpus = 2;
+  EXPECT_EQ(defaultDevice(gpus, 0), "cuda");  // refused later if none
+}
+
 TEST(LaunchFlags, BadValuesNameTheFix) {
   LaunchFlags f;
   f.procs = 0;

@@ -85,10 +85,11 @@ TEST_F(AbiFusedTest, LayernormGeluAddMatchTheirBaseKernels) {
 
   gptrt_layernorm_fwd_cast(h, x.data(), w.data(), b.data(), &scale, out.data(),
                            mean.data(), rstd.data(), &amax, q.data(), rows,
-                           cols, 1e-5, rows, cols, GPTRT_DTYPE_F32,
-                           GPTRT_FP8_E4M3, 0, -1);
+                           cols, 1e-5, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, rows,
+                           cols, GPTRT_DTYPE_F32, GPTRT_FP8_E4M3, 0, -1);
   gptrt_layernorm_fwd(h, x.data(), w.data(), b.data(), ref.data(),
-                      meanRef.data(), rstdRef.data(), rows, cols, 1e-5);
+                      meanRef.data(), rstdRef.data(), rows, cols, 1e-5,
+                      GPTRT_DTYPE_F32, GPTRT_DTYPE_F32);
   reference(ref, rows, cols, scale, GPTRT_FP8_E4M3, false, &amaxRef, qRef);
   EXPECT_EQ(out, ref);
   EXPECT_EQ(mean, meanRef);
@@ -96,18 +97,21 @@ TEST_F(AbiFusedTest, LayernormGeluAddMatchTheirBaseKernels) {
   EXPECT_EQ(q, qRef);
 
   gptrt_gelu_fwd_cast(h, x.data(), &scale, out.data(), &amax, q.data(),
-                      x.size(), rows, cols, GPTRT_DTYPE_F32, GPTRT_FP8_E5M2, 1,
-                      -1);
-  gptrt_gelu_fwd(h, x.data(), ref.data(), x.size());
+                      x.size(), GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, rows, cols,
+                      GPTRT_DTYPE_F32, GPTRT_FP8_E5M2, 1, -1);
+  gptrt_gelu_fwd(h, x.data(), ref.data(), x.size(), GPTRT_DTYPE_F32,
+                 GPTRT_DTYPE_F32);
   reference(ref, rows, cols, scale, GPTRT_FP8_E5M2, true, &amaxRef, qRef);
   EXPECT_EQ(out, ref);
   EXPECT_EQ(amax, amaxRef);
   EXPECT_EQ(q, qRef);
 
   // Broadcast add of a bias row, amax only.
-  gptrt_add_amax(h, x.data(), b.data(), out.data(), &amax, rows, cols, 1, rows,
-                 cols, GPTRT_DTYPE_F32);
-  gptrt_add(h, x.data(), b.data(), ref.data(), rows, cols, 1);
+  gptrt_add_amax(h, x.data(), b.data(), out.data(), &amax, rows, cols, 1,
+                 GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, rows, cols,
+                 GPTRT_DTYPE_F32);
+  gptrt_add(h, x.data(), b.data(), ref.data(), rows, cols, 1, GPTRT_DTYPE_F32,
+            GPTRT_DTYPE_F32, GPTRT_DTYPE_F32);
   gptrt_amax(h, ref.data(), &amaxRef, ref.size());
   EXPECT_EQ(out, ref);
   EXPECT_EQ(amax, amaxRef);
@@ -154,8 +158,8 @@ TEST_F(AbiFusedTest, FusedCastRecordsStatisticsLikeQuantize) {
   std::vector<uint8_t> q(x.size()), plain(x.size());
   ctx.beginFp8Stats(2);
   gptrt_gelu_fwd_cast(h, x.data(), &scale, out.data(), &amax, q.data(),
-                      x.size(), rows, cols, GPTRT_DTYPE_F32, GPTRT_FP8_E4M3, 1,
-                      1);
+                      x.size(), GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, rows, cols,
+                      GPTRT_DTYPE_F32, GPTRT_FP8_E4M3, 1, 1);
   gptrt_quantize_fp8(h, out.data(), &scale, plain.data(), out.size(),
                      GPTRT_FP8_E4M3, 0);
   ctx.endFp8Stats();
@@ -170,10 +174,19 @@ TEST_F(AbiFusedTest, FusedCastRecordsStatisticsLikeQuantize) {
 
 TEST_F(AbiFusedTest, BadEpilogueArgumentsAreErrors) {
   float x = 1, out = 0, amax = 0;
-  gptrt_gelu_fwd_amax(h, &x, &out, &amax, 1, 1, 1, 7);
+  gptrt_gelu_fwd_amax(h, &x, &out, &amax, 1, GPTRT_DTYPE_F32, 7, 1, 1, 7);
   ASSERT_TRUE(ctx.failed());
-  EXPECT_NE(ctx.error().find("gptrt_gelu_fwd_amax: out_dtype 7, expected f32 "
+  EXPECT_NE(ctx.error().find("gptrt_gelu_fwd: out_dtype 7, expected f32 "
                              "(1) or bf16 (2)"),
+            std::string::npos)
+      << ctx.error();
+  ctx.clearError();
+  // The epilogue's out_dtype repeats the kernel's own: they must agree.
+  gptrt_gelu_fwd_amax(h, &x, &out, &amax, 1, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32,
+                      1, 1, GPTRT_DTYPE_BF16);
+  ASSERT_TRUE(ctx.failed());
+  EXPECT_NE(ctx.error().find("gptrt_gelu_fwd_amax: out_dtype 2 differs from "
+                             "the kernel's output dtype 1"),
             std::string::npos)
       << ctx.error();
   ctx.clearError();

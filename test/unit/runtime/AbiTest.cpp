@@ -65,8 +65,93 @@ TEST_F(AbiTest, AccumulateAdds) {
   F src = randomF(50, 1), dst = randomF(50, 2), want = dst;
   for (size_t i = 0; i < want.size(); ++i)
     want[i] = dst[i] + src[i];
-  gptrt_accumulate(h, src.data(), dst.data(), 50);
+  gptrt_accumulate(h, src.data(), dst.data(), 50, GPTRT_DTYPE_F32);
   expectSameBits(dst, want, "dst");
+}
+
+// bf16 storage operands (gpt-bf16-kernels): a kernel with a dtype per
+// operand equals the f32 kernel between gptrt_convert calls, bit for bit.
+namespace {
+std::vector<uint16_t> toBf16(const std::vector<float> &x) {
+  std::vector<uint16_t> out(x.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    out[i] = cpu::floatToBf16(x[i]);
+  return out;
+}
+std::vector<float> widened(const std::vector<uint16_t> &x) {
+  std::vector<float> out(x.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    out[i] = cpu::bf16ToFloat(x[i]);
+  return out;
+}
+} // namespace
+
+TEST_F(AbiTest, AccumulateWidensBf16Source) {
+  std::vector<uint16_t> src = toBf16(randomF(50, 3));
+  F dst = randomF(50, 4), want = dst;
+  F wide = widened(src);
+  gptrt_accumulate(h, wide.data(), want.data(), 50, GPTRT_DTYPE_F32);
+  gptrt_accumulate(h, src.data(), dst.data(), 50, GPTRT_DTYPE_BF16);
+  expectSameBits(dst, want, "dst");
+  gptrt_accumulate(h, src.data(), dst.data(), 50, 3);
+  EXPECT_THAT(ctx.error(), ::testing::HasSubstr("src_dtype 3, expected f32 (1) or bf16 (2)"));
+  ctx.clearError();
+}
+
+TEST_F(AbiTest, AddOfEveryStorageCombination) {
+  const int64_t outer = 4, inner = 6, n = outer * inner;
+  std::vector<uint16_t> a16 = toBf16(randomF(n, 30)),
+                        b16 = toBf16(randomF(n, 31));
+  F a32 = widened(a16), b32 = widened(b16);
+  for (int broadcast = 0; broadcast < 2; ++broadcast)
+    for (int mask = 0; mask < 8; ++mask) {
+      const bool aBf16 = mask & 1, bBf16 = mask & 2, outBf16 = mask & 4;
+      F want(n);
+      gptrt_add(h, a32.data(), b32.data(), want.data(), outer, inner,
+                broadcast, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32);
+      F out32 = nanF(n);
+      std::vector<uint16_t> out16(n, 0xBEEF);
+      auto dtype = [](bool bf16) {
+        return bf16 ? GPTRT_DTYPE_BF16 : GPTRT_DTYPE_F32;
+      };
+      gptrt_add(h, aBf16 ? static_cast<const void *>(a16.data()) : a32.data(),
+                bBf16 ? static_cast<const void *>(b16.data()) : b32.data(),
+                outBf16 ? static_cast<void *>(out16.data()) : out32.data(),
+                outer, inner, broadcast, dtype(aBf16), dtype(bBf16),
+                dtype(outBf16));
+      ASSERT_EQ(ctx.error(), "") << "mask " << mask;
+      if (outBf16)
+        EXPECT_EQ(out16, toBf16(want)) << "mask " << mask;
+      else
+        expectSameBits(out32, want, "out");
+    }
+  // In place on bf16 storage (out = a), as an accumulation into an
+  // activation would be.
+  std::vector<uint16_t> inPlace = a16;
+  F want(n);
+  gptrt_add(h, a32.data(), b32.data(), want.data(), outer, inner, 0,
+            GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32);
+  gptrt_add(h, inPlace.data(), b16.data(), inPlace.data(), outer, inner, 0,
+            GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16);
+  EXPECT_EQ(inPlace, toBf16(want));
+  gptrt_add(h, a32.data(), b32.data(), want.data(), outer, inner, 0,
+            GPTRT_DTYPE_F32, 0, GPTRT_DTYPE_F32);
+  EXPECT_THAT(ctx.error(), ::testing::HasSubstr("b_dtype 0, expected f32 (1) or bf16 (2)"));
+  ctx.clearError();
+}
+
+TEST_F(AbiTest, ReduceRowsOfBf16StorageIntoBf16) {
+  std::vector<uint16_t> x16 = toBf16(randomF(7 * 5, 32));
+  F x32 = widened(x16), want(5);
+  cpu::sumRows(want.data(), x32.data(), 7, 5, false);
+  std::vector<uint16_t> got(5, 0xBEEF);
+  gptrt_reduce_rows(h, x16.data(), got.data(), 7, 5, GPTRT_DTYPE_BF16,
+                    GPTRT_DTYPE_BF16);
+  EXPECT_EQ(got, toBf16(want));
+  F got32 = nanF(5);
+  gptrt_reduce_rows(h, x16.data(), got32.data(), 7, 5, GPTRT_DTYPE_BF16,
+                    GPTRT_DTYPE_F32);
+  expectSameBits(got32, want, "out");
 }
 
 TEST_F(AbiTest, ArangeWrites) {
@@ -117,12 +202,48 @@ TEST_F(AbiTest, LayerNormForwardMatchesKernel) {
   F out = nanF(rows * width), mean = nanF(rows), rstd = nanF(rows);
   F wOut(rows * width), wMean(rows), wRstd(rows);
   gptrt_layernorm_fwd(h, x.data(), w.data(), b.data(), out.data(), mean.data(),
-                      rstd.data(), rows, width, 1e-5);
+                      rstd.data(), rows, width, 1e-5, GPTRT_DTYPE_F32,
+                      GPTRT_DTYPE_F32);
   cpu::layerNormForward(wOut.data(), wMean.data(), wRstd.data(), x.data(),
                         w.data(), b.data(), rows, width, 1e-5f);
   expectSameBits(out, wOut, "out");
   expectSameBits(mean, wMean, "mean");
   expectSameBits(rstd, wRstd, "rstd");
+}
+
+// bf16 activations and gradients: the f32 kernels between conversions,
+// bit for bit (statistics stay f32).
+TEST_F(AbiTest, LayerNormOnBf16Storage) {
+  const int64_t rows = 5, width = 16;
+  std::vector<uint16_t> x16 = toBf16(randomF(rows * width, 13, -3, 3)),
+                        dout16 = toBf16(randomF(rows * width, 14));
+  F x = widened(x16), dout = widened(dout16), w = randomF(width, 15),
+    b = randomF(width, 16);
+  F wOut(rows * width), wMean(rows), wRstd(rows);
+  cpu::layerNormForward(wOut.data(), wMean.data(), wRstd.data(), x.data(),
+                        w.data(), b.data(), rows, width, 1e-5f);
+  std::vector<uint16_t> out16(rows * width, 0xBEEF);
+  F mean = nanF(rows), rstd = nanF(rows);
+  gptrt_layernorm_fwd(h, x16.data(), w.data(), b.data(), out16.data(),
+                      mean.data(), rstd.data(), rows, width, 1e-5,
+                      GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16);
+  EXPECT_EQ(out16, toBf16(wOut));
+  expectSameBits(mean, wMean, "mean");
+  expectSameBits(rstd, wRstd, "rstd");
+
+  F wDx(rows * width), wDw(width, 0.0f), wDb(width, 0.0f);
+  cpu::layerNormBackward(wDx.data(), wDw.data(), wDb.data(), dout.data(),
+                         x.data(), wMean.data(), wRstd.data(), w.data(), rows,
+                         width);
+  std::vector<uint16_t> dx16(rows * width, 0xBEEF), dw16(width, 0xBEEF);
+  F db = nanF(width);
+  gptrt_layernorm_bwd(h, dout16.data(), x16.data(), w.data(), mean.data(),
+                      rstd.data(), dx16.data(), dw16.data(), db.data(), rows,
+                      width, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16,
+                      GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16, GPTRT_DTYPE_F32);
+  EXPECT_EQ(dx16, toBf16(wDx));
+  EXPECT_EQ(dw16, toBf16(wDw));
+  expectSameBits(db, wDb, "db");
 }
 
 TEST_F(AbiTest, LayerNormBackwardWritesWeightAndBiasGrads) {
@@ -136,7 +257,8 @@ TEST_F(AbiTest, LayerNormBackwardWritesWeightAndBiasGrads) {
   F wDx(rows * width), wDw(width, 0.0f), wDb(width, 0.0f);
   gptrt_layernorm_bwd(h, dout.data(), x.data(), w.data(), mean.data(),
                       rstd.data(), dx.data(), dw.data(), db.data(), rows,
-                      width);
+                      width, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32,
+                      GPTRT_DTYPE_F32, GPTRT_DTYPE_F32);
   cpu::layerNormBackward(wDx.data(), wDw.data(), wDb.data(), dout.data(),
                          x.data(), mean.data(), rstd.data(), w.data(), rows,
                          width);
@@ -205,7 +327,36 @@ TEST_F(AbiTest, MatmulBf16IsTheF32GemmOfTheWidenedOperands) {
       for (int64_t i = m * n; i < strideC && p + 1 < batch; ++i)
         ASSERT_EQ(narrow[p * strideC + i], 0xBEEF) << "gap written";
     }
+    // With a bias: the f32 GEMM, then bias_add, then (for bf16) one
+    // rounding -- the sequence it replaces.
+    F bias = randomF(n, 27 + ta + tb);
+    F withBias = want;
+    for (int64_t p = 0; p < batch; ++p)
+      gptrt_bias_add(h, bias.data(), withBias.data() + p * m * n, m, n);
+    F got32 = nanF(batch * m * n);
+    gptrt_matmul_bf16_bias(h, a16.data(), b16.data(), bias.data(),
+                           got32.data(), batch, m, n, k, ta, tb, m * k,
+                           strideB, m * n, GPTRT_DTYPE_F32);
+    expectSameBits(got32, withBias, "c with bias");
+    std::vector<uint16_t> got16(batch * strideC, 0xBEEF);
+    gptrt_matmul_bf16_bias(h, a16.data(), b16.data(), bias.data(),
+                           got16.data(), batch, m, n, k, ta, tb, m * k,
+                           strideB, strideC, GPTRT_DTYPE_BF16);
+    for (int64_t p = 0; p < batch; ++p) {
+      for (int64_t i = 0; i < m * n; ++i)
+        ASSERT_EQ(got16[p * strideC + i],
+                  cpu::floatToBf16(withBias[p * m * n + i]))
+            << "bias, batch " << p << " element " << i;
+      for (int64_t i = m * n; i < strideC && p + 1 < batch; ++i)
+        ASSERT_EQ(got16[p * strideC + i], 0xBEEF) << "gap written";
+    }
   });
+  std::vector<uint16_t> one(1);
+  F out(1);
+  gptrt_matmul_bf16_bias(h, one.data(), one.data(), nullptr, out.data(), 1, 1,
+                         1, 1, 0, 0, 0, 0, 0, GPTRT_DTYPE_F32);
+  EXPECT_THAT(ctx.error(), ::testing::HasSubstr("bias is null"));
+  ctx.clearError();
   // A negative stride would read before the operand: refused; so is an
   // output type the kernel does not write.
   F c(4);
@@ -229,7 +380,8 @@ TEST_F(AbiTest, BiasAddIsInPlace) {
 
 TEST_F(AbiTest, ReduceRowsWrites) {
   F x = randomF(5 * 3, 19), got = nanF(3), want(3);
-  gptrt_reduce_rows(h, x.data(), got.data(), 5, 3);
+  gptrt_reduce_rows(h, x.data(), got.data(), 5, 3, GPTRT_DTYPE_F32,
+                    GPTRT_DTYPE_F32);
   cpu::sumRows(want.data(), x.data(), 5, 3, false);
   expectSameBits(got, want, "out");
 }
@@ -239,11 +391,13 @@ TEST_F(AbiTest, AddWithAndWithoutBroadcast) {
   F a = randomF(outer * inner, 20), b = randomF(outer * inner, 21),
     bRow = randomF(inner, 22);
   F got = nanF(outer * inner), want(outer * inner);
-  gptrt_add(h, a.data(), b.data(), got.data(), outer, inner, 0);
+  gptrt_add(h, a.data(), b.data(), got.data(), outer, inner, 0,
+            GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32);
   cpu::add(want.data(), a.data(), b.data(), outer, inner, false);
   expectSameBits(got, want, "full");
   got = nanF(outer * inner);
-  gptrt_add(h, a.data(), bRow.data(), got.data(), outer, inner, 1);
+  gptrt_add(h, a.data(), bRow.data(), got.data(), outer, inner, 1,
+            GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32);
   cpu::add(want.data(), a.data(), bRow.data(), outer, inner, true);
   expectSameBits(got, want, "broadcast");
 }
@@ -258,20 +412,52 @@ TEST_F(AbiTest, ScaleWrites) {
 TEST_F(AbiTest, GeluForwardAndBackward) {
   F x = randomF(33, 24, -4, 4), dout = randomF(33, 25);
   F y = nanF(33), wantY(33), dx = nanF(33), wantDx(33);
-  gptrt_gelu_fwd(h, x.data(), y.data(), 33);
+  gptrt_gelu_fwd(h, x.data(), y.data(), 33, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32);
   cpu::geluForward(wantY.data(), x.data(), 33);
   expectSameBits(y, wantY, "gelu");
-  gptrt_gelu_bwd(h, dout.data(), x.data(), dx.data(), 33);
+  gptrt_gelu_bwd(h, dout.data(), x.data(), dx.data(), 33, GPTRT_DTYPE_F32,
+                 GPTRT_DTYPE_F32, GPTRT_DTYPE_F32);
   cpu::geluBackward(wantDx.data(), x.data(), dout.data(), 33);
   expectSameBits(dx, wantDx, "dx");
+}
+
+TEST_F(AbiTest, GeluOnBf16StorageIsTheF32KernelBetweenConversions) {
+  std::vector<uint16_t> x16 = toBf16(randomF(33, 28, -4, 4)),
+                        dout16 = toBf16(randomF(33, 29));
+  F x = widened(x16), dout = widened(dout16), wantY(33), wantDx(33);
+  cpu::geluForward(wantY.data(), x.data(), 33);
+  cpu::geluBackward(wantDx.data(), x.data(), dout.data(), 33);
+  std::vector<uint16_t> y16(33, 0xBEEF), dx16(33, 0xBEEF);
+  gptrt_gelu_fwd(h, x16.data(), y16.data(), 33, GPTRT_DTYPE_BF16,
+                 GPTRT_DTYPE_BF16);
+  EXPECT_EQ(y16, toBf16(wantY));
+  gptrt_gelu_bwd(h, dout16.data(), x16.data(), dx16.data(), 33,
+                 GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16);
+  EXPECT_EQ(dx16, toBf16(wantDx));
+  // Mixed: an f32 gradient against a bf16 input, into f32.
+  F dx = nanF(33), dout32 = randomF(33, 30), wantMixed(33);
+  cpu::geluBackward(wantMixed.data(), x.data(), dout32.data(), 33);
+  gptrt_gelu_bwd(h, dout32.data(), x16.data(), dx.data(), 33,
+                 GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16, GPTRT_DTYPE_F32);
+  expectSameBits(dx, wantMixed, "dx");
 }
 
 TEST_F(AbiTest, CopyBlocksTouchesOnlyItsColumns) {
   // Concat-style: copy a [3, 2] block into columns 4..5 of a [3, 7] tensor.
   F src = randomF(3 * 5, 26), got = randomF(3 * 7, 27), want = got;
-  gptrt_copy_blocks(h, src.data(), got.data(), 3, 2, 7, 5, 4, 1);
+  gptrt_copy_blocks(h, src.data(), got.data(), 3, 2, 7, 5, 4, 1,
+                    GPTRT_DTYPE_F32);
   cpu::copyBlocks(want.data(), src.data(), 3, 2, 7, 5, 4, 1);
   expectSameBits(got, want, "dst");
+  // bf16 storage moves as 16-bit codes, its neighbours untouched.
+  std::vector<uint16_t> src16 = toBf16(src), got16 = toBf16(randomF(3 * 7, 28));
+  std::vector<uint16_t> want16 = got16;
+  for (int o = 0; o < 3; ++o)
+    for (int j = 0; j < 2; ++j)
+      want16[o * 7 + 4 + j] = src16[o * 5 + 1 + j];
+  gptrt_copy_blocks(h, src16.data(), got16.data(), 3, 2, 7, 5, 4, 1,
+                    GPTRT_DTYPE_BF16);
+  EXPECT_EQ(got16, want16);
 }
 
 TEST_F(AbiTest, PermuteMatchesKernel) {
@@ -293,7 +479,7 @@ TEST_F(AbiTest, AttentionForwardAndBackward) {
     SCOPED_TRACE(causal ? "causal" : "full");
     F out = nanF(n), lse = nanF(B * H * T), wOut(n), wLse(B * H * T);
     gptrt_attention_fwd(h, q.data(), k.data(), v.data(), out.data(),
-                        lse.data(), B, T, C, H, causal);
+                        lse.data(), B, T, C, H, causal, GPTRT_DTYPE_F32);
     cpu::attentionForward(wOut.data(), wLse.data(), q.data(), k.data(),
                           v.data(), B, T, C, H, causal != 0);
     expectSameBits(out, wOut, "out");
@@ -301,7 +487,7 @@ TEST_F(AbiTest, AttentionForwardAndBackward) {
     F dq = nanF(n), dk = nanF(n), dv = nanF(n), wDq(n), wDk(n), wDv(n);
     gptrt_attention_bwd(h, dout.data(), q.data(), k.data(), v.data(),
                         out.data(), lse.data(), dq.data(), dk.data(),
-                        dv.data(), B, T, C, H, causal);
+                        dv.data(), B, T, C, H, causal, GPTRT_DTYPE_F32);
     cpu::attentionBackward(wDq.data(), wDk.data(), wDv.data(), dout.data(),
                            q.data(), k.data(), v.data(), out.data(),
                            lse.data(), B, T, C, H, causal != 0);
@@ -309,6 +495,40 @@ TEST_F(AbiTest, AttentionForwardAndBackward) {
     expectSameBits(dk, wDk, "dk");
     expectSameBits(dv, wDv, "dv");
   }
+}
+
+// All activations in bf16 storage: the f32 kernels between conversions,
+// bit for bit; the log-sum-exp stays f32.
+TEST_F(AbiTest, AttentionOnBf16Storage) {
+  const int64_t B = 2, T = 5, C = 8, H = 2, n = B * T * C;
+  std::vector<uint16_t> q16 = toBf16(randomF(n, 33)),
+                        k16 = toBf16(randomF(n, 34)),
+                        v16 = toBf16(randomF(n, 35)),
+                        dout16 = toBf16(randomF(n, 36));
+  F q = widened(q16), k = widened(k16), v = widened(v16),
+    dout = widened(dout16);
+  F wOut(n), wLse(B * H * T), wDq(n), wDk(n), wDv(n);
+  cpu::attentionForward(wOut.data(), wLse.data(), q.data(), k.data(),
+                        v.data(), B, T, C, H, true);
+  // The backward reads the stored (rounded) output, as the graph does.
+  std::vector<uint16_t> wOut16 = toBf16(wOut);
+  F outRounded = widened(wOut16);
+  cpu::attentionBackward(wDq.data(), wDk.data(), wDv.data(), dout.data(),
+                         q.data(), k.data(), v.data(), outRounded.data(),
+                         wLse.data(), B, T, C, H, true);
+  std::vector<uint16_t> out16(n, 0xBEEF), dq16(n, 0xBEEF), dk16(n, 0xBEEF),
+      dv16(n, 0xBEEF);
+  F lse = nanF(B * H * T);
+  gptrt_attention_fwd(h, q16.data(), k16.data(), v16.data(), out16.data(),
+                      lse.data(), B, T, C, H, 1, GPTRT_DTYPE_BF16);
+  EXPECT_EQ(out16, wOut16);
+  expectSameBits(lse, wLse, "lse");
+  gptrt_attention_bwd(h, dout16.data(), q16.data(), k16.data(), v16.data(),
+                      out16.data(), lse.data(), dq16.data(), dk16.data(),
+                      dv16.data(), B, T, C, H, 1, GPTRT_DTYPE_BF16);
+  EXPECT_EQ(dq16, toBf16(wDq));
+  EXPECT_EQ(dk16, toBf16(wDk));
+  EXPECT_EQ(dv16, toBf16(wDv));
 }
 
 TEST_F(AbiTest, CrossEntropyForwardAndBackward) {

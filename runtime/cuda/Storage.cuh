@@ -1,0 +1,37 @@
+// f32-or-bf16 storage as the kernels with a dtype per operand see it
+// (gptrt.h): widened to f32 as it is read (exact), rounded to nearest even
+// once as it is written (__float2bfloat16, which runtime/cpu/Bf16.h
+// emulates). The dtype is one branch per access, the same for every thread.
+#ifndef GPTRT_CUDA_STORAGE_CUH
+#define GPTRT_CUDA_STORAGE_CUH
+
+#include "runtime/abi/gptrt.h"
+
+#include <cuda_bf16.h>
+
+#include <cstdint>
+
+namespace gptrt::cuda {
+
+struct Storage {
+  void *data;
+  bool bf16;
+
+  Storage(const void *p, int64_t dtype)
+      : data(const_cast<void *>(p)), bf16(dtype == GPTRT_DTYPE_BF16) {}
+
+  __device__ float load(int64_t i) const {
+    return bf16 ? __bfloat162float(static_cast<const __nv_bfloat16 *>(data)[i])
+                : static_cast<const float *>(data)[i];
+  }
+  __device__ void store(int64_t i, float v) const {
+    if (bf16)
+      static_cast<__nv_bfloat16 *>(data)[i] = __float2bfloat16(v);
+    else
+      static_cast<float *>(data)[i] = v;
+  }
+};
+
+} // namespace gptrt::cuda
+
+#endif
