@@ -204,6 +204,29 @@ else
   record gptrun-graphs SKIP "artifact or data not packed"
 fi
 
+# 5a'. Flash attention (--attention flash, FlashAttention.cu): the tiny
+# fp8 artifact keeps attention in bf16, so its 3 steps run the flash
+# kernels; the losses must stay within 1% of the baseline kernels' (the
+# flash kernels round probabilities to bf16 before PV: close, not equal).
+if [[ -f $pack/artifacts/tiny-fp8.so && -n $data ]]; then
+  run_step gptrun-flash 120 gptrun-flash.log "$pack/bin/gptrun" "$pack/artifacts/tiny-fp8.so" \
+    --device cuda --attention flash --data "$pack/data/train_*.bin" --steps 3 --seed 7 \
+    --log "$out/run-tiny-fp8-flash.jsonl"
+  rc=$?
+  flash=$(lastLoss "$out/run-tiny-fp8-flash.jsonl")
+  baseline=$(lastLoss "$out/run-tiny-fp8-cuda.jsonl")
+  if [[ $rc == 0 && -n $flash && -n $baseline ]] &&
+     awk -v a="$flash" -v b="$baseline" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 0.01 * (b < 0 ? -b : b)) }'; then
+    record gptrun-flash PASS "3 steps, loss $flash (baseline kernels $baseline)"
+  elif [[ $rc == 0 ]]; then
+    record gptrun-flash FAIL "loss $flash vs baseline kernels $baseline: more than 1% apart"
+  else
+    record gptrun-flash "$([[ $rc == 124 ]] && echo TIMEOUT || echo FAIL)" "rc $rc: $(tail -n 1 "$out/gptrun-flash.log" | cut -c1-100)"
+  fi
+else
+  record gptrun-flash SKIP "artifact or data not packed"
+fi
+
 # 5b. The GPU worker path: gptrun --gpus 1 launches one worker that takes
 # its GPU and joins NCCL (world size 1: the bootstrap, the staging of host
 # buffers and every per-step collective run, nothing crosses a wire), then
@@ -328,14 +351,19 @@ EOF
 bench_peak=${BENCH_PEAK_FLOPS:-989e12}  # H100/H200 dense bf16, as torch_gpt2.py
 gptc_flops=$(cat "$pack/artifacts/gpt2.flops_per_token" 2>/dev/null)
 gptc_micro_batch=$(cat "$pack/artifacts/gpt2.micro_batch" 2>/dev/null)
-for precision in bf16 fp8-tensorwise fp8-delayed; do
-  name=bench-gptc-124m-$precision
+# bf16-flash: the bf16 artifact with --attention flash (FlashAttention.cu).
+for variant in bf16 bf16-flash fp8-tensorwise fp8-delayed; do
+  precision=${variant%-flash}
+  attention=baseline
+  [[ $variant == *-flash ]] && attention=flash
+  name=bench-gptc-124m-$variant
   art=$pack/artifacts/gpt2-$precision.so
   if [[ ! -f $art || -z $data || -z $gptc_flops ]]; then
     record "$name" FAIL "artifact, FLOPs or data not packed: rerun tools/device-check.sh --pack"; continue
   fi
   tokens=$(( gptc_micro_batch * 1024 ))
   run_step "$name" 60 "$name.log" "$pack/bin/gptrun" "$art" --device cuda \
+    --attention "$attention" \
     --data "$pack/data/train_*.bin" --steps 10 --seed 7 --decay constant \
     --total-batch-tokens "$tokens" --quiet --log "$out/$name.jsonl"
   rc=$?

@@ -167,6 +167,9 @@ void DeviceImpl::attentionForward(const void *q, const void *k,
                                   const void *v, void *out, float *lse,
                                   int64_t batch, int64_t seq, int64_t width,
                                   int64_t heads, bool causal, int64_t dtype) {
+  if (flashAttentionApplies(batch, seq, width, heads, dtype))
+    return flashAttentionForward(q, k, v, out, lse, batch, seq, width, heads,
+                                 causal);
   const Dims d = dimsOf(batch, seq, width, heads, causal);
   if (d.B * d.H * d.T == 0)
     return;
@@ -183,6 +186,9 @@ void DeviceImpl::attentionBackward(const void *dout, const void *q,
                                    int64_t batch, int64_t seq, int64_t width,
                                    int64_t heads, bool causal,
                                    int64_t dtype) {
+  if (flashAttentionApplies(batch, seq, width, heads, dtype))
+    return flashAttentionBackward(dout, q, k, v, out, lse, dq, dk, dv, batch,
+                                  seq, width, heads, causal);
   const Dims d = dimsOf(batch, seq, width, heads, causal);
   const int64_t n = d.B * d.T * d.C;
   // f32 sums: dk and dv themselves, or scratch rounded into them after.

@@ -38,6 +38,11 @@ public:
   virtual std::string description() const = 0;
   // major * 10 + minor, e.g. 90 for Hopper, 89 for Ada.
   virtual int computeCapability() const = 0;
+  // Attention through FlashAttention.cu's tensor-core kernels where they
+  // apply (bf16, head dimension a multiple of 16 up to 128), the baseline
+  // kernels elsewhere; off (baseline everywhere) by default until a GPU
+  // has checked the flash kernels.
+  virtual void setFlashAttention(bool on) = 0;
   // cudaMalloc'ed and zeroed; throws naming `what` and the size on failure.
   virtual void *allocZeroed(size_t bytes, const std::string &what) = 0;
   // The function that frees what allocZeroed returned (for unique_ptr).

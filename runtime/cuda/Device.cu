@@ -62,6 +62,7 @@ DeviceImpl::DeviceImpl(int ordinal) : ordinal_(ordinal) {
   check(cudaGetDeviceProperties(&prop, ordinal), "cudaGetDeviceProperties");
   cc_ = prop.major * 10 + prop.minor;
   name_ = prop.name;
+  maxSharedBytesPerBlock_ = prop.sharedMemPerBlockOptin;
   // Non-blocking: the legacy default stream must never serialise with ours.
   check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking),
         "cudaStreamCreate");

@@ -74,6 +74,7 @@ public:
 
   std::string description() const override;
   int computeCapability() const override { return cc_; }
+  void setFlashAttention(bool on) override { flashAttention_ = on; }
   void *allocZeroed(size_t bytes, const std::string &what) override;
   FreeFn freeFunction() const override;
   void zero(void *dst, size_t bytes) override;
@@ -227,8 +228,24 @@ private:
   GemmPlan &planFor(const GemmKey &key, bool mayRefuse = false,
                     const float *bias = nullptr);
 
+  // FlashAttention.cu: whether the flash kernels take this call (see
+  // setFlashAttention), and the kernels themselves.
+  bool flashAttentionApplies(int64_t batch, int64_t seq, int64_t width,
+                             int64_t heads, int64_t dtype) const;
+  void flashAttentionForward(const void *q, const void *k, const void *v,
+                             void *out, float *lse, int64_t batch,
+                             int64_t seq, int64_t width, int64_t heads,
+                             bool causal);
+  void flashAttentionBackward(const void *dout, const void *q, const void *k,
+                              const void *v, const void *out,
+                              const float *lse, void *dq, void *dk, void *dv,
+                              int64_t batch, int64_t seq, int64_t width,
+                              int64_t heads, bool causal);
+
   int ordinal_;
   int cc_ = 0;
+  bool flashAttention_ = false;
+  size_t maxSharedBytesPerBlock_ = 0;  // with the opt-in attribute
   std::string name_;
   cudaStream_t stream_ = nullptr;
   cublasLtHandle_t lt_ = nullptr;

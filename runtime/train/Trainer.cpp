@@ -8,6 +8,7 @@
 #include "runtime/core/Io.h"
 #include "runtime/core/OptimizerShard.h"
 #include "runtime/core/Params.h"
+#include "runtime/cuda/Backend.h"
 #include "runtime/data/Shards.h"
 #include "runtime/dist/Communicators.h"
 #include "runtime/train/GradientBuckets.h"
@@ -289,6 +290,8 @@ float train(const TrainOptions &o, dist::Communicator &comm) {
   const auto &manifest = artifact.manifest();
   Context ctx(manifest, parseDevice(o.device));
   ctx.setCudaGraphs(o.cudaGraphs);
+  if (cuda::Device *gpu = ctx.cudaDevice())
+    gpu->setFlashAttention(o.flashAttention);
   const int64_t B = manifest.micro_batch(), T = manifest.seq();
   Prepared prepared = prepare(o, manifest, rank, world);
   const int64_t batchTokens = prepared.batchTokens;

@@ -40,6 +40,8 @@ struct TrainOptions {
   std::string artifact;
   std::string device = "cpu";
   bool cudaGraphs = false;  ///< --cuda-graphs on (Context::setCudaGraphs)
+  /// --attention flash (cuda::Device::setFlashAttention)
+  bool flashAttention = false;
   std::string data;          ///< glob or directory of llm.c shards
   std::string valData;       ///< empty: no evaluation
   int64_t steps = 100;

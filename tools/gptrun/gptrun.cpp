@@ -41,6 +41,10 @@ const char *kUsage =
     "  --device cpu|cuda          where to run (default: cuda when a CUDA device\n"
     "                             is present and no --procs is given, else cpu;\n"
     "                             the CUDA backend has not run on a GPU yet)\n"
+    "  --attention baseline|flash CUDA attention kernels (default baseline):\n"
+    "                             flash runs FlashAttention-2 on tensor cores\n"
+    "                             for bf16 with head dim a multiple of 16 up to\n"
+    "                             128 (not yet run on a GPU)\n"
     "  --cuda-graphs on|off       replay each entry point as a CUDA graph after\n"
     "                             one eager call (default off: not yet run on a\n"
     "                             GPU); steps exchanging gradients or logging FP8\n"
@@ -276,6 +280,12 @@ int main(int argc, char **argv) {
         argc, argv, 1,
         {{"--device", [&](const std::string &v) { o.device = v; deviceGiven = true; }},
          {"--data", [&](const std::string &v) { o.data = v; }},
+         {"--attention",
+          [&](const std::string &v) {
+            if (v != "baseline" && v != "flash")
+              usageError("--attention '" + v + "': expected baseline or flash");
+            o.flashAttention = v == "flash";
+          }},
          {"--cuda-graphs",
           [&](const std::string &v) {
             if (v != "on" && v != "off")
@@ -343,6 +353,9 @@ int main(int argc, char **argv) {
                      "(--device cpu trains on the CPU)\n",
                      gpus);
     }
+    if (o.flashAttention && o.device != "cuda")
+      usageError("--attention flash needs --device cuda (or --gpus): the "
+                 "CPU has one attention kernel");
     if (o.cudaGraphs && o.device != "cuda")
       usageError("--cuda-graphs on needs --device cuda (or --gpus): graphs "
                  "replay GPU work, the CPU has none to replay");
