@@ -72,6 +72,11 @@ Bf16Capable bf16Capable(Operation *op) {
                         &normGrad.getInputMutable()};
     capable.results = {normGrad.getInputGrad(), normGrad.getWeightGrad(),
                        normGrad.getBiasGrad()};
+  } else if (auto loss = dyn_cast<CrossEntropyOp>(op)) {
+    capable.operands = {&loss.getLogitsMutable()};
+  } else if (auto gather = dyn_cast<EmbeddingGradOp>(op)) {
+    capable.operands = {&gather.getResultGradMutable()};
+    capable.results = {gather.getTableGrad()};
   } else if (auto accumulate = dyn_cast<AccumulateGradOp>(op)) {
     capable.operands = {&accumulate.getGradMutable()};
   }
@@ -91,6 +96,12 @@ Bf16Capable oneStorageType(Operation *op) {
     whole.operands = {&attention.getQMutable(), &attention.getKMutable(),
                       &attention.getVMutable()};
     whole.results = {attention.getAttended()};
+  } else if (auto embedding = dyn_cast<EmbeddingOp>(op)) {
+    whole.operands = {&embedding.getTableMutable()};
+    whole.results = {embedding.getResult()};
+  } else if (auto lossGrad = dyn_cast<CrossEntropyGradOp>(op)) {
+    whole.operands = {&lossGrad.getLogitsMutable()};
+    whole.results = {lossGrad.getLogitsGrad()};
   } else if (auto grad = dyn_cast<AttentionGradOp>(op)) {
     whole.operands = {&grad.getResultGradMutable(), &grad.getQMutable(),
                       &grad.getKMutable(), &grad.getVMutable(),
@@ -140,7 +151,8 @@ private:
     SmallVector<Operation *> ops;
     for (Operation &op : func.front().without_terminator())
       if (isa<AddOp, GeluOp, GeluGradOp, LayerNormOp, LayerNormGradOp,
-              ReduceLeadingOp, AccumulateGradOp>(op))
+              ReduceLeadingOp, CrossEntropyOp, EmbeddingGradOp,
+              AccumulateGradOp>(op))
         ops.push_back(&op);
     for (Operation *op : ops) {
       Bf16Capable capable = bf16Capable(op);
@@ -162,7 +174,8 @@ private:
     // concat) and attention (f32 arithmetic, one dtype for its kernels).
     SmallVector<Operation *> wholeOps;
     for (Operation &op : func.front().without_terminator())
-      if (isa<SplitOp, ConcatOp, AttentionOp, AttentionGradOp>(op))
+      if (isa<SplitOp, ConcatOp, AttentionOp, AttentionGradOp, EmbeddingOp,
+              CrossEntropyGradOp>(op))
         wholeOps.push_back(&op);
     for (Operation *op : wholeOps) {
       Bf16Capable whole = oneStorageType(op);

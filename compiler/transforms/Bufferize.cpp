@@ -513,19 +513,26 @@ LogicalResult EntryLowering::lowerOp(Operation *op) {
                 f64(o.getValue().convertToDouble())});
         return success();
       })
-      .Case([&](gpt::EmbeddingOp o) {
+      .Case([&](gpt::EmbeddingOp o) -> LogicalResult {
+        SmallVector<Attribute> consts{i64(numElements(o.getIds().getType())),
+                                      i64(widthOf(o.getTable().getType()))};
+        // The table and the result share one type (the verifier's rule).
+        if (failed(appendDtypes(o, {o.getTable()}, consts)))
+          return failure();
         kernel("embedding_fwd", {lookup(o.getTable()), lookup(o.getIds())},
-               {define(o.getResult())},
-               {i64(numElements(o.getIds().getType())),
-                i64(widthOf(o.getTable().getType()))});
+               {define(o.getResult())}, consts);
         return success();
       })
-      .Case([&](gpt::EmbeddingGradOp o) {
+      .Case([&](gpt::EmbeddingGradOp o) -> LogicalResult {
         auto table = cast<ShapedType>(o.getType());
+        SmallVector<Attribute> consts{i64(numElements(o.getIds().getType())),
+                                      i64(table.getShape()[0]),
+                                      i64(table.getShape()[1])};
+        if (failed(appendDtypes(o, {o.getResultGrad(), o.getResult()},
+                                consts)))
+          return failure();
         kernel("embedding_bwd", {lookup(o.getResultGrad()), lookup(o.getIds())},
-               {define(o.getResult())},
-               {i64(numElements(o.getIds().getType())),
-                i64(table.getShape()[0]), i64(table.getShape()[1])});
+               {define(o.getResult())}, consts);
         return success();
       })
       .Case([&](gpt::LayerNormOp o) -> LogicalResult {
@@ -680,25 +687,35 @@ LogicalResult EntryLowering::lowerOp(Operation *op) {
                consts);
         return success();
       })
-      .Case([&](gpt::CrossEntropyOp o) {
+      .Case([&](gpt::CrossEntropyOp o) -> LogicalResult {
         Type logits = o.getLogits().getType();
+        SmallVector<Attribute> consts{i64(rowsOf(logits)),
+                                      i64(o.getVocabSize()),
+                                      i64(widthOf(logits)),
+                                      i64(o.getIgnoreIndex())};
+        if (failed(appendDtypes(o, {o.getLogits()}, consts)))
+          return failure();
         SmallVector<int64_t> rows(cast<ShapedType>(logits).getShape().drop_back());
         Value loss = define(o.getLoss());
         Value lse = o.getLse().empty() ? scratch(rows) : define(o.getLse()[0]);
         kernel("cross_entropy_fwd",
                {lookup(o.getLogits()), lookup(o.getTargets())}, {loss, lse},
-               {i64(rowsOf(logits)), i64(o.getVocabSize()),
-                i64(widthOf(logits)), i64(o.getIgnoreIndex())});
+               consts);
         return success();
       })
-      .Case([&](gpt::CrossEntropyGradOp o) {
+      .Case([&](gpt::CrossEntropyGradOp o) -> LogicalResult {
         Type logits = o.getLogits().getType();
+        SmallVector<Attribute> consts{i64(rowsOf(logits)),
+                                      i64(o.getVocabSize()),
+                                      i64(widthOf(logits)),
+                                      i64(o.getIgnoreIndex())};
+        // The logits and their gradient share one type (the verifier's).
+        if (failed(appendDtypes(o, {o.getLogits()}, consts)))
+          return failure();
         kernel("cross_entropy_bwd",
                {lookup(o.getLossGrad()), lookup(o.getLogits()),
                 lookup(o.getTargets()), lookup(o.getLse())},
-               {define(o.getLogitsGrad())},
-               {i64(rowsOf(logits)), i64(o.getVocabSize()),
-                i64(widthOf(logits)), i64(o.getIgnoreIndex())});
+               {define(o.getLogitsGrad())}, consts);
         return success();
       })
       .Case([&](gpt::AccumulateGradOp o) -> LogicalResult {
@@ -926,7 +943,9 @@ private:
                              gpt::AddOp, gpt::GeluOp, gpt::GeluGradOp,
                              gpt::LayerNormOp, gpt::LayerNormGradOp,
                              gpt::SplitOp, gpt::ConcatOp, gpt::AttentionOp,
-                             gpt::AttentionGradOp,
+                             gpt::AttentionGradOp, gpt::EmbeddingOp,
+                             gpt::EmbeddingGradOp, gpt::CrossEntropyOp,
+                             gpt::CrossEntropyGradOp,
                              gpt::ReduceLeadingOp, gpt::AccumulateGradOp>(
                              op) ||
                          fused)) ||

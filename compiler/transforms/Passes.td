@@ -238,7 +238,8 @@ def GptBf16Kernels : Pass<"gpt-bf16-kernels", "::mlir::ModuleOp"> {
     memory where one would do. For the ops whose runtime kernel takes a
     dtype per operand -- `gpt.add`, `gpt.gelu`, `gpt.gelu_grad`,
     `gpt.layernorm`, `gpt.layernorm_grad`, `gpt.reduce_leading` (bias
-    gradients) and `gpt.accumulate_grad` -- this pass hands each operand
+    gradients), `gpt.cross_entropy` (its logits), `gpt.embedding_grad` and
+    `gpt.accumulate_grad` -- this pass hands each operand
     that is a widening the bf16 value itself, and gives each result whose
     only user is a narrowing to bf16 a bf16 type instead (the narrowing
     goes). The kernels compute in f32: they widen as they read (exact) and
@@ -246,8 +247,9 @@ def GptBf16Kernels : Pass<"gpt-bf16-kernels", "::mlir::ModuleOp"> {
     those without the pass.
 
     A reshape of a widening first becomes a widening of a bf16 reshape, so
-    flattened gradients are caught too. `gpt.split` and `gpt.concat`
-    (copies) and `gpt.attention` and `gpt.attention_grad` (one dtype for
+    flattened gradients are caught too. `gpt.split`, `gpt.concat` and
+    `gpt.embedding` (copies), `gpt.cross_entropy_grad` (logits and their
+    gradient) and `gpt.attention` and `gpt.attention_grad` (one dtype for
     all their activations; the log-sum-exp stays f32) move to bf16 whole
     when every such input is a widening and every such result is only
     narrowed. Ops inside `fp8.fused` keep their form (their kernels have

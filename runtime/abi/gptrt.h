@@ -54,13 +54,16 @@ void gptrt_accumulate(gptrt_context *ctx, const void *src, float *dst,
                       int64_t n, int64_t src_dtype);
 void gptrt_arange(gptrt_context *ctx, int32_t *out, int64_t n);
 
-void gptrt_embedding_fwd(gptrt_context *ctx, const float *table,
-                         const int32_t *ids, float *out, int64_t rows,
-                         int64_t width);
-/* dtable = 0, then dtable[ids[i]] += dout[i] (repeated ids add up). */
-void gptrt_embedding_bwd(gptrt_context *ctx, const float *dout,
-                         const int32_t *ids, float *dtable, int64_t rows,
-                         int64_t table_rows, int64_t width);
+/* out[i] = table[ids[i]]: table and out both f32 or both bf16 (dtype). */
+void gptrt_embedding_fwd(gptrt_context *ctx, const void *table,
+                         const int32_t *ids, void *out, int64_t rows,
+                         int64_t width, int64_t dtype);
+/* dtable = 0, then dtable[ids[i]] += dout[i] (repeated ids add up, in f32;
+ * a bf16 dtable is rounded once at the end). */
+void gptrt_embedding_bwd(gptrt_context *ctx, const void *dout,
+                         const int32_t *ids, void *dtable, int64_t rows,
+                         int64_t table_rows, int64_t width, int64_t dout_dtype,
+                         int64_t dtable_dtype);
 
 /* Layer normalisation of each row of width `width` with f32 weight w and
  * bias b; mean and rstd (f32) are saved for the backward. x and out are f32
@@ -153,17 +156,18 @@ void gptrt_attention_bwd(gptrt_context *ctx, const void *dout, const void *q,
                          int64_t batch, int64_t seq, int64_t width,
                          int64_t heads, int64_t causal, int64_t dtype);
 
-/* loss: one f32, the mean over rows whose target != ignore_index. */
-void gptrt_cross_entropy_fwd(gptrt_context *ctx, const float *logits,
+/* loss: one f32, the mean over rows whose target != ignore_index; lse
+ * f32; logits f32 or bf16 storage (logits_dtype). */
+void gptrt_cross_entropy_fwd(gptrt_context *ctx, const void *logits,
                              const int32_t *targets, float *loss, float *lse,
                              int64_t rows, int64_t vocab, int64_t padded_vocab,
-                             int64_t ignore_index);
-/* dloss: one f32. */
+                             int64_t ignore_index, int64_t logits_dtype);
+/* dloss: one f32; logits and dlogits both f32 or both bf16 (dtype). */
 void gptrt_cross_entropy_bwd(gptrt_context *ctx, const float *dloss,
-                             const float *logits, const int32_t *targets,
-                             const float *lse, float *dlogits, int64_t rows,
+                             const void *logits, const int32_t *targets,
+                             const float *lse, void *dlogits, int64_t rows,
                              int64_t vocab, int64_t padded_vocab,
-                             int64_t ignore_index);
+                             int64_t ignore_index, int64_t dtype);
 
 /* out: one f32, sqrt(sum of squares of x). */
 void gptrt_global_norm(gptrt_context *ctx, const float *x, float *out,

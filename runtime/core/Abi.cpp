@@ -551,37 +551,58 @@ GPTRT_EXPORT void gptrt_arange(gptrt_context *ctx, int32_t *out, int64_t n) {
       [&](Context &, Gpu &g) { g.arange(out, n); });
 }
 
-GPTRT_EXPORT void gptrt_embedding_fwd(gptrt_context *ctx, const float *table,
-                                      const int32_t *ids, float *out,
-                                      int64_t rows, int64_t width) {
+GPTRT_EXPORT void gptrt_embedding_fwd(gptrt_context *ctx, const void *table,
+                                      const int32_t *ids, void *out,
+                                      int64_t rows, int64_t width,
+                                      int64_t dtype) {
   // The table's row count is not passed, so ids cannot be range-checked
   // here; the runtime checks token ids against the vocabulary when it
   // writes the inputs (writeBatch).
-  guarded(ctx, "gptrt_embedding_fwd", [&](Context &) {
-    cpu::embeddingForward(out, table, ids, rows, width);
+  guarded(ctx, "gptrt_embedding_fwd", [&](Context &c) {
+    requireNonNegative(rows, "rows");
+    requireNonNegative(width, "width");
+    int64_t tableRows = 0;
+    for (int64_t i = 0; i < rows; ++i)
+      tableRows = std::max<int64_t>(tableRows, int64_t(ids[i]) + 1);
+    // Only the rows the ids reach are widened (the bf16 case).
+    F32Staging f32(c, {{table, dtype, tableRows * width, false, "dtype"},
+                       {out, dtype, rows * width, true, "dtype"}});
+    cpu::embeddingForward(f32[1], f32[0], ids, rows, width);
+    f32.finish();
   }, [&](Context &, Gpu &g) {
-    g.embeddingForward(table, ids, out, rows, width);
+    requireStorageDtype(dtype, "dtype");
+    g.embeddingForward(table, ids, out, rows, width, dtype);
   });
 }
 
-GPTRT_EXPORT void gptrt_embedding_bwd(gptrt_context *ctx, const float *dout,
-                                      const int32_t *ids, float *dtable,
+GPTRT_EXPORT void gptrt_embedding_bwd(gptrt_context *ctx, const void *dout,
+                                      const int32_t *ids, void *dtable,
                                       int64_t rows, int64_t table_rows,
-                                      int64_t width) {
-  guarded(ctx, "gptrt_embedding_bwd", [&](Context &) {
+                                      int64_t width, int64_t dout_dtype,
+                                      int64_t dtable_dtype) {
+  guarded(ctx, "gptrt_embedding_bwd", [&](Context &c) {
+    requireNonNegative(rows, "rows");
     requireNonNegative(table_rows, "table_rows");
+    requireNonNegative(width, "width");
     for (int64_t i = 0; i < rows; ++i)
       if (ids[i] < 0 || ids[i] >= table_rows)
         throw std::out_of_range("id " + std::to_string(ids[i]) + " of row " +
                                 std::to_string(i) + " is outside [0, " +
                                 std::to_string(table_rows) +
                                 "), the embedding table's rows");
+    F32Staging f32(c, {{dout, dout_dtype, rows * width, false, "dout_dtype"},
+                       {dtable, dtable_dtype, table_rows * width, true,
+                        "dtable_dtype"}});
     // The ABI writes dtable; the kernel accumulates.
-    cpu::fill(dtable, 0.0f, table_rows * width);
-    cpu::embeddingBackward(dtable, dout, ids, rows, width);
+    cpu::fill(f32[1], 0.0f, table_rows * width);
+    cpu::embeddingBackward(f32[1], f32[0], ids, rows, width);
+    f32.finish();
   }, [&](Context &, Gpu &g) {
     requireNonNegative(table_rows, "table_rows");
-    g.embeddingBackward(dout, ids, dtable, rows, table_rows, width);
+    requireStorageDtype(dout_dtype, "dout_dtype");
+    requireStorageDtype(dtable_dtype, "dtable_dtype");
+    g.embeddingBackward(dout, dout_dtype, ids, dtable, dtable_dtype, rows,
+                        table_rows, width);
   });
 }
 
@@ -942,34 +963,48 @@ GPTRT_EXPORT void gptrt_attention_bwd(gptrt_context *ctx, const void *dout,
 }
 
 GPTRT_EXPORT void gptrt_cross_entropy_fwd(gptrt_context *ctx,
-                                          const float *logits,
+                                          const void *logits,
                                           const int32_t *targets, float *loss,
                                           float *lse, int64_t rows,
                                           int64_t vocab, int64_t padded_vocab,
-                                          int64_t ignore_index) {
-  guarded(ctx, "gptrt_cross_entropy_fwd", [&](Context &) {
-    *loss = cpu::crossEntropyForward(lse, logits, targets, rows, vocab,
+                                          int64_t ignore_index,
+                                          int64_t logits_dtype) {
+  guarded(ctx, "gptrt_cross_entropy_fwd", [&](Context &c) {
+    requireNonNegative(rows, "rows");
+    requireNonNegative(padded_vocab, "padded_vocab");
+    F32Staging f32(c, {{logits, logits_dtype, rows * padded_vocab, false,
+                        "logits_dtype"}});
+    *loss = cpu::crossEntropyForward(lse, f32[0], targets, rows, vocab,
                                      padded_vocab, ignore_index);
   }, [&](Context &, Gpu &g) {
-    g.crossEntropyForward(logits, targets, loss, lse, rows, vocab,
-                          padded_vocab, ignore_index);
+    requireStorageDtype(logits_dtype, "logits_dtype");
+    g.crossEntropyForward(logits, logits_dtype, targets, loss, lse, rows,
+                          vocab, padded_vocab, ignore_index);
   });
 }
 
 GPTRT_EXPORT void gptrt_cross_entropy_bwd(gptrt_context *ctx,
                                           const float *dloss,
-                                          const float *logits,
+                                          const void *logits,
                                           const int32_t *targets,
-                                          const float *lse, float *dlogits,
+                                          const float *lse, void *dlogits,
                                           int64_t rows, int64_t vocab,
                                           int64_t padded_vocab,
-                                          int64_t ignore_index) {
-  guarded(ctx, "gptrt_cross_entropy_bwd", [&](Context &) {
-    cpu::crossEntropyBackward(dlogits, logits, lse, targets, dloss[0], rows,
+                                          int64_t ignore_index,
+                                          int64_t dtype) {
+  guarded(ctx, "gptrt_cross_entropy_bwd", [&](Context &c) {
+    requireNonNegative(rows, "rows");
+    requireNonNegative(padded_vocab, "padded_vocab");
+    const int64_t n = rows * padded_vocab;
+    F32Staging f32(c, {{logits, dtype, n, false, "dtype"},
+                       {dlogits, dtype, n, true, "dtype"}});
+    cpu::crossEntropyBackward(f32[1], f32[0], lse, targets, dloss[0], rows,
                               vocab, padded_vocab, ignore_index);
+    f32.finish();
   }, [&](Context &, Gpu &g) {
-    g.crossEntropyBackward(dloss, logits, targets, lse, dlogits, rows, vocab,
-                           padded_vocab, ignore_index);
+    requireStorageDtype(dtype, "dtype");
+    g.crossEntropyBackward(dloss, logits, targets, lse, dlogits, dtype, rows,
+                           vocab, padded_vocab, ignore_index);
   });
 }
 

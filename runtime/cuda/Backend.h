@@ -84,19 +84,23 @@ public:
                                  int64_t dxDtype, void *dw, int64_t dwDtype,
                                  void *db, int64_t dbDtype, int64_t rows,
                                  int64_t width) = 0;
-  virtual void embeddingForward(const float *table, const int32_t *ids,
-                                float *out, int64_t rows, int64_t width) = 0;
-  virtual void embeddingBackward(const float *dout, const int32_t *ids,
-                                 float *dtable, int64_t rows,
+  virtual void embeddingForward(const void *table, const int32_t *ids,
+                                void *out, int64_t rows, int64_t width,
+                                int64_t dtype) = 0;
+  virtual void embeddingBackward(const void *dout, int64_t doutDtype,
+                                 const int32_t *ids, void *dtable,
+                                 int64_t dtableDtype, int64_t rows,
                                  int64_t tableRows, int64_t width) = 0;
-  virtual void crossEntropyForward(const float *logits, const int32_t *targets,
-                                   float *loss, float *lse, int64_t rows,
-                                   int64_t vocab, int64_t paddedVocab,
+  virtual void crossEntropyForward(const void *logits, int64_t logitsDtype,
+                                   const int32_t *targets, float *loss,
+                                   float *lse, int64_t rows, int64_t vocab,
+                                   int64_t paddedVocab,
                                    int64_t ignoreIndex) = 0;
-  virtual void crossEntropyBackward(const float *dloss, const float *logits,
+  virtual void crossEntropyBackward(const float *dloss, const void *logits,
                                     const int32_t *targets, const float *lse,
-                                    float *dlogits, int64_t rows,
-                                    int64_t vocab, int64_t paddedVocab,
+                                    void *dlogits, int64_t dtype,
+                                    int64_t rows, int64_t vocab,
+                                    int64_t paddedVocab,
                                     int64_t ignoreIndex) = 0;
   virtual void globalNorm(const float *x, float *out, int64_t n) = 0;
   virtual void clipScale(const float *norm, float *out, float maxNorm) = 0;

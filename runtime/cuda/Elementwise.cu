@@ -165,32 +165,43 @@ void DeviceImpl::geluBackward(const void *doutData, int64_t doutDtype,
             "gptrt_gelu_bwd");
 }
 
-void DeviceImpl::embeddingForward(const float *table, const int32_t *ids,
-                                  float *out, int64_t rows, int64_t width) {
+void DeviceImpl::embeddingForward(const void *tableData, const int32_t *ids,
+                                  void *outData, int64_t rows, int64_t width,
+                                  int64_t dtype) {
+  Storage table(tableData, dtype), out(outData, dtype);
   launchMap(stream_, rows * width,
             [=] __device__(int64_t i) {
               int64_t r = i / width, j = i % width;
-              out[i] = table[int64_t(ids[r]) * width + j];
+              out.store(i, table.load(int64_t(ids[r]) * width + j));
             },
             "gptrt_embedding_fwd");
 }
 
-void DeviceImpl::embeddingBackward(const float *dout, const int32_t *ids,
-                                   float *dtable, int64_t rows,
+void DeviceImpl::embeddingBackward(const void *doutData, int64_t doutDtype,
+                                   const int32_t *ids, void *dtableData,
+                                   int64_t dtableDtype, int64_t rows,
                                    int64_t tableRows, int64_t width) {
-  zero(dtable, size_t(tableRows * width) * sizeof(float));
+  // Sums in f32: the table itself, or scratch rounded into a bf16 table.
+  const int64_t n = tableRows * width;
+  const bool bf16 = dtableDtype == GPTRT_DTYPE_BF16;
+  float *dtable = bf16 ? static_cast<float *>(scratch(size_t(n) * sizeof(float)))
+                       : static_cast<float *>(dtableData);
+  zero(dtable, size_t(n) * sizeof(float));
   // Atomics: repeated ids add up in an unspecified order (results differ
   // from the CPU's in-order sums by rounding only). Ids outside the table
   // are skipped rather than written out of bounds; the host checks token
   // ids against the vocabulary when it writes a batch (Io.cpp).
+  Storage dout(doutData, doutDtype);
   launchMap(stream_, rows * width,
             [=] __device__(int64_t i) {
               int64_t r = i / width, j = i % width;
               int32_t id = ids[r];
               if (id >= 0 && id < tableRows)
-                atomicAdd(&dtable[int64_t(id) * width + j], dout[i]);
+                atomicAdd(&dtable[int64_t(id) * width + j], dout.load(i));
             },
             "gptrt_embedding_bwd");
+  if (bf16)
+    convert(dtable, dtableData, n, GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16);
 }
 
 } // namespace gptrt::cuda

@@ -1,9 +1,11 @@
 // Cross-entropy forward and backward over padded logits. The softmax is
 // never materialised: the forward keeps one log-sum-exp per row (an online
 // max/sum in one pass over the row), and the backward recomputes each
-// probability from it while it writes the gradient.
+// probability from it while it writes the gradient. Logits and their
+// gradient are f32 or bf16 storage (Storage.cuh); the arithmetic is f32.
 #include "runtime/cuda/DeviceImpl.h"
 #include "runtime/cuda/Reduce.cuh"
+#include "runtime/cuda/Storage.cuh"
 
 #include <cfloat>
 
@@ -30,16 +32,15 @@ __device__ MaxSum merge(MaxSum a, MaxSum b) {
 // One block per row: lse[r], and rowLoss[r] = lse - logit[target] (NaN for
 // a counted target outside the vocabulary, so a bad id poisons the loss
 // instead of reading out of bounds) or 0 with counted[r] = 0 when ignored.
-__global__ void crossEntropyRowKernel(const float *logits,
+__global__ void crossEntropyRowKernel(Storage logits,
                                       const int32_t *targets, float *lse,
                                       float *rowLoss, int *counted,
                                       int64_t vocab, int64_t paddedVocab,
                                       int64_t ignoreIndex) {
-  const int64_t r = blockIdx.x;
-  const float *row = logits + r * paddedVocab;
+  const int64_t r = blockIdx.x, row = r * paddedVocab;
   MaxSum acc{-INFINITY, 0.0f};
   for (int64_t j = threadIdx.x; j < vocab; j += blockDim.x)
-    acc = merge(acc, MaxSum{row[j], 1.0f});
+    acc = merge(acc, MaxSum{logits.load(row + j), 1.0f});
   // Block-wide merge: max first, then the sums rescaled to it.
   const float m = blockMax(acc.m, -INFINITY);
   const float mine = acc.m == -INFINITY ? 0.0f : acc.s * expf(acc.m - m);
@@ -53,7 +54,7 @@ __global__ void crossEntropyRowKernel(const float *logits,
   counted[r] = isCounted;
   rowLoss[r] = !isCounted ? 0.0f
                : (t < 0 || t >= vocab) ? NAN
-                                       : l - row[t];
+                                       : l - logits.load(row + t);
 }
 
 // One block: loss = mean of rowLoss over counted rows (0 when none), summed
@@ -87,26 +88,24 @@ __global__ void countKernel(const int32_t *targets, int64_t rows,
 // One block per row: dlogits = (softmax - onehot) * dloss / count on
 // counted rows and real columns, exactly 0 elsewhere.
 __global__ void crossEntropyBackwardKernel(
-    const float *dloss, const float *logits, const int32_t *targets,
-    const float *lse, const long long *count, float *dlogits, int64_t vocab,
+    const float *dloss, Storage logits, const int32_t *targets,
+    const float *lse, const long long *count, Storage dlogits, int64_t vocab,
     int64_t paddedVocab, int64_t ignoreIndex) {
-  const int64_t r = blockIdx.x;
-  float *drow = dlogits + r * paddedVocab;
+  const int64_t r = blockIdx.x, row = r * paddedVocab;
   const int32_t t = targets[r];
   const long long c = *count;
   if (int64_t(t) == ignoreIndex || c == 0) {
     for (int64_t j = threadIdx.x; j < paddedVocab; j += blockDim.x)
-      drow[j] = 0.0f;
+      dlogits.store(row + j, 0.0f);
     return;
   }
   const float factor = float(double(*dloss) / double(c));
-  const float *row = logits + r * paddedVocab;
   const float l = lse[r];
   for (int64_t j = threadIdx.x; j < paddedVocab; j += blockDim.x) {
-    float g = j < vocab ? expf(row[j] - l) * factor : 0.0f;
+    float g = j < vocab ? expf(logits.load(row + j) - l) * factor : 0.0f;
     if (j == t)
       g -= factor;
-    drow[j] = g;
+    dlogits.store(row + j, g);
   }
 }
 
@@ -122,7 +121,7 @@ void checkVocab(int64_t vocab, int64_t paddedVocab, int64_t rows) {
 
 } // namespace
 
-void DeviceImpl::crossEntropyForward(const float *logits,
+void DeviceImpl::crossEntropyForward(const void *logits, int64_t logitsDtype,
                                      const int32_t *targets, float *loss,
                                      float *lse, int64_t rows, int64_t vocab,
                                      int64_t paddedVocab,
@@ -134,8 +133,8 @@ void DeviceImpl::crossEntropyForward(const float *logits,
   int *counted = reinterpret_cast<int *>(tmp + size_t(rows) * sizeof(float));
   if (rows > 0) {
     crossEntropyRowKernel<<<unsigned(rows), kThreads, 0, stream_>>>(
-        logits, targets, lse, rowLoss, counted, vocab, paddedVocab,
-        ignoreIndex);
+        Storage(logits, logitsDtype), targets, lse, rowLoss, counted, vocab,
+        paddedVocab, ignoreIndex);
     checkLaunch("gptrt_cross_entropy_fwd");
   }
   crossEntropyMeanKernel<<<1, 1024, 0, stream_>>>(rowLoss, counted, loss,
@@ -143,11 +142,11 @@ void DeviceImpl::crossEntropyForward(const float *logits,
   checkLaunch("gptrt_cross_entropy_fwd (mean)");
 }
 
-void DeviceImpl::crossEntropyBackward(const float *dloss, const float *logits,
+void DeviceImpl::crossEntropyBackward(const float *dloss, const void *logits,
                                       const int32_t *targets,
-                                      const float *lse, float *dlogits,
-                                      int64_t rows, int64_t vocab,
-                                      int64_t paddedVocab,
+                                      const float *lse, void *dlogits,
+                                      int64_t dtype, int64_t rows,
+                                      int64_t vocab, int64_t paddedVocab,
                                       int64_t ignoreIndex) {
   checkVocab(vocab, paddedVocab, rows);
   if (rows == 0)
@@ -156,8 +155,8 @@ void DeviceImpl::crossEntropyBackward(const float *dloss, const float *logits,
   countKernel<<<1, 1024, 0, stream_>>>(targets, rows, ignoreIndex, count);
   checkLaunch("gptrt_cross_entropy_bwd (count)");
   crossEntropyBackwardKernel<<<unsigned(rows), kThreads, 0, stream_>>>(
-      dloss, logits, targets, lse, count, dlogits, vocab, paddedVocab,
-      ignoreIndex);
+      dloss, Storage(logits, dtype), targets, lse, count,
+      Storage(dlogits, dtype), vocab, paddedVocab, ignoreIndex);
   checkLaunch("gptrt_cross_entropy_bwd");
 }
 

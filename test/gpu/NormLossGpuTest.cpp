@@ -109,8 +109,10 @@ TEST_F(GpuTest, EmbeddingForwardBackward) {
   std::vector<int32_t> ids = randint(rows, 0, tableRows);  // many repeats
   const int32_t *did = upload(ids);
   float *out = alloc<float>(rows * width), *dt = alloc<float>(tableRows * width);
-  gptrt_embedding_fwd(g(), upload(table), did, out, rows, width);
-  gptrt_embedding_bwd(g(), upload(dy), did, dt, rows, tableRows, width);
+  gptrt_embedding_fwd(g(), upload(table), did, out, rows, width,
+                      GPTRT_DTYPE_F32);
+  gptrt_embedding_bwd(g(), upload(dy), did, dt, rows, tableRows, width,
+                      GPTRT_DTYPE_F32, GPTRT_DTYPE_F32);
   expectOk();
   std::vector<float> o = download(out, rows * width);
   for (int64_t i = 0; i < rows * width; ++i)
@@ -132,9 +134,10 @@ TEST_F(GpuTest, CrossEntropyForwardBackward) {
   float *loss = alloc<float>(1), *lse = alloc<float>(rows),
         *grad = alloc<float>(rows * padded);
   const float *dloss = upload(std::vector<float>{0.75f});
-  gptrt_cross_entropy_fwd(g(), dl, dt, loss, lse, rows, vocab, padded, ignore);
+  gptrt_cross_entropy_fwd(g(), dl, dt, loss, lse, rows, vocab, padded, ignore,
+                          GPTRT_DTYPE_F32);
   gptrt_cross_entropy_bwd(g(), dloss, dl, dt, lse, grad, rows, vocab, padded,
-                          ignore);
+                          ignore, GPTRT_DTYPE_F32);
   expectOk();
   std::vector<double> ld = toDouble(logits), rl(rows), rg(rows * padded);
   double refLoss = cpu::crossEntropyForward<double>(
@@ -357,6 +360,74 @@ TEST_F(GpuTest, FlashAttentionMatchesCpu) {
     EXPECT_LT(relErr(wide(download(gDv, n)), wide(dv)), kBf16Tol);
   }
   dev().setFlashAttention(false);
+}
+
+// bf16 logits and embeddings (gpt-bf16-kernels) against the CPU's
+// bf16-storage kernels: bf16 precision norm-wise, every element written.
+TEST_F(GpuTest, LossAndEmbeddingOnBf16StorageMatchCpu) {
+  Context cpuCtx(Device::Cpu, {});
+  auto toBf16 = [](const std::vector<float> &x) {
+    std::vector<uint16_t> out(x.size());
+    for (size_t i = 0; i < x.size(); ++i)
+      out[i] = cpu::floatToBf16(x[i]);
+    return out;
+  };
+  auto wide = [](const std::vector<uint16_t> &codes) {
+    std::vector<double> out(codes.size());
+    for (size_t i = 0; i < codes.size(); ++i) {
+      out[i] = cpu::bf16ToFloat(codes[i]);
+      EXPECT_FALSE(std::isnan(out[i])) << "element " << i << " unwritten";
+    }
+    return out;
+  };
+  const int64_t rows = 300, vocab = 1000, padded = 1024;
+  std::vector<uint16_t> logits = toBf16(randn(rows * padded, 4.0f));
+  std::vector<int32_t> targets = randint(rows, 0, vocab);
+  targets[5] = -1;
+  float loss = 0, dloss = 0.75f;
+  std::vector<float> lse(rows);
+  std::vector<uint16_t> dlogits(rows * padded);
+  gptrt_cross_entropy_fwd(cpuCtx.handle(), logits.data(), targets.data(),
+                          &loss, lse.data(), rows, vocab, padded, -1,
+                          GPTRT_DTYPE_BF16);
+  gptrt_cross_entropy_bwd(cpuCtx.handle(), &dloss, logits.data(),
+                          targets.data(), lse.data(), dlogits.data(), rows,
+                          vocab, padded, -1, GPTRT_DTYPE_BF16);
+  ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
+  const uint16_t *gl = upload(logits);
+  const int32_t *gt = upload(targets);
+  float *gLoss = alloc<float>(1), *gLse = alloc<float>(rows);
+  uint16_t *gGrad = upload(std::vector<uint16_t>(rows * padded, 0xFFFF));
+  gptrt_cross_entropy_fwd(g(), gl, gt, gLoss, gLse, rows, vocab, padded, -1,
+                          GPTRT_DTYPE_BF16);
+  gptrt_cross_entropy_bwd(g(), upload(std::vector<float>{dloss}), gl, gt, gLse,
+                          gGrad, rows, vocab, padded, -1, GPTRT_DTYPE_BF16);
+  expectOk();
+  EXPECT_LT(relErr(download(gLoss, 1), std::vector<double>{loss}), kF32Tol);
+  EXPECT_LT(relErr(download(gLse, rows), toDouble(lse)), kF32Tol);
+  EXPECT_LT(relErr(wide(download(gGrad, rows * padded)), wide(dlogits)),
+            kBf16Tol);
+
+  const int64_t tableRows = 50, width = 96, n = 512;
+  std::vector<uint16_t> table = toBf16(randn(tableRows * width)),
+                        dy = toBf16(randn(n * width));
+  std::vector<int32_t> ids = randint(n, 0, tableRows);
+  std::vector<uint16_t> out(n * width), dtable(tableRows * width);
+  gptrt_embedding_fwd(cpuCtx.handle(), table.data(), ids.data(), out.data(),
+                      n, width, GPTRT_DTYPE_BF16);
+  gptrt_embedding_bwd(cpuCtx.handle(), dy.data(), ids.data(), dtable.data(),
+                      n, tableRows, width, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16);
+  const int32_t *gi = upload(ids);
+  uint16_t *gOut = upload(std::vector<uint16_t>(n * width, 0xFFFF));
+  uint16_t *gTable = upload(std::vector<uint16_t>(tableRows * width, 0xFFFF));
+  gptrt_embedding_fwd(g(), upload(table), gi, gOut, n, width,
+                      GPTRT_DTYPE_BF16);
+  gptrt_embedding_bwd(g(), upload(dy), gi, gTable, n, tableRows, width,
+                      GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16);
+  expectOk();
+  EXPECT_EQ(download(gOut, n * width), out);  // a gather: exact
+  EXPECT_LT(relErr(wide(download(gTable, tableRows * width)), wide(dtable)),
+            kBf16Tol);
 }
 
 } // namespace

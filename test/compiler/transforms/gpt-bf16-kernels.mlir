@@ -225,3 +225,43 @@ func.func @logits() -> (tensor<1x4x8xf32> {gpt.output = "y"}, tensor<1x4x8xf32> 
   %dqw = gpt.cast "out" %dq16 : tensor<1x4x8xbf16> -> tensor<1x4x8xf32>
   return %ow, %dqw : tensor<1x4x8xf32>, tensor<1x4x8xf32>
 }
+
+// -----
+
+// The token embedding gathers bf16 rows of the bf16 table copy; the loss
+// reads bf16 logits, and its gradient writes bf16; the table's gradient
+// is summed in f32 and rounded once.
+gpt.param @wte : tensor<16x8xf32> init <normal, std = 0.02> layer "wte"
+// CHECK-LABEL: func.func @train_step
+// CHECK:       %[[T16:.*]] = gpt.cast "wte" %{{.*}} : tensor<16x8xf32> -> tensor<16x8xbf16>
+// CHECK-NEXT:  %[[E:.*]] = gpt.embedding "wte" %[[T16]][%arg0] : tensor<16x8xbf16>, tensor<2x4xi32> -> tensor<2x4x8xbf16>
+// CHECK:       gpt.cross_entropy "loss" %[[L16:.*]], %arg1 {{.*}}: tensor<2x4x16xbf16>, tensor<2x4xi32>
+// CHECK:       gpt.cross_entropy_grad "loss" %{{.*}}, %[[L16]], %arg1, %{{.*}} {{.*}}: tensor<2x4x16xbf16>, tensor<2x4xi32>, tensor<2x4xf32>
+// CHECK:       %[[DT:.*]] = gpt.embedding_grad "wte" %{{.*}}, %arg0 : tensor<2x4x8xbf16>, tensor<2x4xi32> -> tensor<16x8xbf16>
+// CHECK-NEXT:  gpt.accumulate_grad @wte, %[[DT]] : tensor<16x8xbf16>
+// RT-LABEL: func.func @train_step
+// RT: rt.kernel "embedding_fwd" {{.*}} outs(%{{.*}} : memref<2x4x8xbf16>) consts [8, 8, 2]
+// RT: rt.kernel "cross_entropy_fwd" {{.*}} consts [8, 16, 16, -1, 2]
+// RT: rt.kernel "cross_entropy_bwd" {{.*}} outs(%{{.*}} : memref<2x4x16xbf16>) consts [8, 16, 16, -1, 2]
+// RT: rt.kernel "embedding_bwd" {{.*}} outs(%{{.*}} : memref<16x8xbf16>) consts [8, 16, 8, 2, 2]
+func.func @train_step(%ids: tensor<2x4xi32> {gpt.input = "tokens"}, %targets: tensor<2x4xi32> {gpt.input = "targets"}) -> (tensor<f32> {gpt.output = "loss"}) {
+  %t = gpt.param_ref @wte : tensor<16x8xf32>
+  %t16 = gpt.cast "wte" %t : tensor<16x8xf32> -> tensor<16x8xbf16>
+  %t32 = gpt.cast "wte" %t16 : tensor<16x8xbf16> -> tensor<16x8xf32>
+  %e = gpt.embedding "wte" %t32[%ids] : tensor<16x8xf32>, tensor<2x4xi32> -> tensor<2x4x8xf32>
+  %e16 = gpt.cast "wte" %e : tensor<2x4x8xf32> -> tensor<2x4x8xbf16>
+  %l = gpt.fill "logits" 0.5 : tensor<2x4x16xf32>
+  %l16 = gpt.cast "logits" %l : tensor<2x4x16xf32> -> tensor<2x4x16xbf16>
+  %l32 = gpt.cast "logits" %l16 : tensor<2x4x16xbf16> -> tensor<2x4x16xf32>
+  %loss, %lse = gpt.cross_entropy "loss" %l32, %targets {vocab_size = 16 : i64} : tensor<2x4x16xf32>, tensor<2x4xi32> -> tensor<2x4xf32>
+  %one = gpt.fill "loss" 1.0 : tensor<f32>
+  %l32b = gpt.cast "logits" %l16 : tensor<2x4x16xbf16> -> tensor<2x4x16xf32>
+  %dl = gpt.cross_entropy_grad "loss" %one, %l32b, %targets, %lse {vocab_size = 16 : i64} : tensor<2x4x16xf32>, tensor<2x4xi32>, tensor<2x4xf32>
+  %dl16 = gpt.cast "loss" %dl : tensor<2x4x16xf32> -> tensor<2x4x16xbf16>
+  %de32 = gpt.cast "wte" %e16 : tensor<2x4x8xbf16> -> tensor<2x4x8xf32>
+  %dt = gpt.embedding_grad "wte" %de32, %ids : tensor<2x4x8xf32>, tensor<2x4xi32> -> tensor<16x8xf32>
+  %dt16 = gpt.cast "wte" %dt : tensor<16x8xf32> -> tensor<16x8xbf16>
+  %dt32 = gpt.cast "wte" %dt16 : tensor<16x8xbf16> -> tensor<16x8xf32>
+  gpt.accumulate_grad @wte, %dt32 : tensor<16x8xf32>
+  return %loss : tensor<f32>
+}

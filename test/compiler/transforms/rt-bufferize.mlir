@@ -42,7 +42,7 @@ func.func @forward(%tokens: tensor<?x4xi32> {gpt.input = "tokens"}, %targets: te
 // CHECK: rt.bind input "targets", %[[TGT]]
 // CHECK: %[[WTE:.*]] = rt.view @params[0] : memref<64x8xf32>
 // CHECK: %[[E:.*]] = rt.alloc : memref<2x4x8xf32>
-// CHECK: rt.kernel "embedding_fwd" ins(%[[WTE]], %[[TOK]] : {{.*}}) outs(%[[E]] : memref<2x4x8xf32>) consts [8, 8]
+// CHECK: rt.kernel "embedding_fwd" ins(%[[WTE]], %[[TOK]] : {{.*}}) outs(%[[E]] : memref<2x4x8xf32>) consts [8, 8, 1]
 // Broadcast add: outer 2, inner 32, every operand f32 (dtype 1).
 // CHECK: rt.kernel "add" {{.*}} consts [2, 32, 1, 1, 1, 1]
 // A shared weight: one GEMM over all 8 rows, then the bias in place.
@@ -55,7 +55,7 @@ func.func @forward(%tokens: tensor<?x4xi32> {gpt.input = "tokens"}, %targets: te
 // CHECK: rt.kernel "copy_blocks" ins(%[[H]] : {{.*}}) consts [8, 8, 8, 24, 0, 16, 1]
 // CHECK: rt.kernel "attention_fwd" {{.*}} consts [2, 4, 8, 2, 1, 1]
 // CHECK: %[[LOSS:.*]] = rt.alloc : memref<f32>
-// CHECK: rt.kernel "cross_entropy_fwd" {{.*}} outs(%[[LOSS]], %{{.*}} : memref<f32>, memref<2x4xf32>) consts [8, 60, 64, -1]
+// CHECK: rt.kernel "cross_entropy_fwd" {{.*}} outs(%[[LOSS]], %{{.*}} : memref<f32>, memref<2x4xf32>) consts [8, 60, 64, -1, 1]
 // CHECK: rt.kernel "step_scalar" {{.*}} consts [0]
 // CHECK: rt.kernel "cross_entropy_bwd"
 // The weight gradient flattens the batch with an alias, not a copy.
@@ -66,7 +66,7 @@ func.func @forward(%tokens: tensor<?x4xi32> {gpt.input = "tokens"}, %targets: te
 // CHECK: rt.kernel "attention_bwd"
 // CHECK: rt.kernel "copy_blocks"
 // CHECK: rt.kernel "reduce_rows" {{.*}} consts [8, 24, 1, 1]
-// CHECK: rt.kernel "embedding_bwd" {{.*}} consts [8, 64, 8]
+// CHECK: rt.kernel "embedding_bwd" {{.*}} consts [8, 64, 8, 1, 1]
 // CHECK: rt.bind output "loss", %[[LOSS]] : memref<f32>
 // CHECK: return
 // CHECK-LABEL: func.func @eval_step()

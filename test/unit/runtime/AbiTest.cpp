@@ -166,9 +166,17 @@ TEST_F(AbiTest, EmbeddingForwardMatchesKernel) {
   F table = randomF(tableRows * width, 3);
   auto ids = randomIds(rows, tableRows, 4);
   F got = nanF(rows * width), want(rows * width);
-  gptrt_embedding_fwd(h, table.data(), ids.data(), got.data(), rows, width);
+  gptrt_embedding_fwd(h, table.data(), ids.data(), got.data(), rows, width,
+                      GPTRT_DTYPE_F32);
   cpu::embeddingForward(want.data(), table.data(), ids.data(), rows, width);
   expectSameBits(got, want, "out");
+  // A bf16 table gathers into bf16 rows, as widen, gather, narrow would.
+  std::vector<uint16_t> table16 = toBf16(table), got16(rows * width, 0xBEEF);
+  gptrt_embedding_fwd(h, table16.data(), ids.data(), got16.data(), rows,
+                      width, GPTRT_DTYPE_BF16);
+  F wide = widened(table16), wantWide(rows * width);
+  cpu::embeddingForward(wantWide.data(), wide.data(), ids.data(), rows, width);
+  EXPECT_EQ(got16, toBf16(wantWide));
 }
 
 TEST_F(AbiTest, EmbeddingBackwardWritesAndAddsRepeatedIds) {
@@ -177,18 +185,26 @@ TEST_F(AbiTest, EmbeddingBackwardWritesAndAddsRepeatedIds) {
   std::vector<int32_t> ids = {1, 3, 1, 5, 0, 1, 3, 2, 5};
   F got = nanF(tableRows * width), want(tableRows * width, 0.0f);
   gptrt_embedding_bwd(h, dout.data(), ids.data(), got.data(), rows, tableRows,
-                      width);
+                      width, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32);
   cpu::embeddingBackward(want.data(), dout.data(), ids.data(), rows, width);
   expectSameBits(got, want, "dtable");
   // Row 4 is never looked up: written as zero, not left poisoned.
   for (int64_t j = 0; j < width; ++j)
     EXPECT_EQ(got[4 * width + j], 0.0f);
+  // A bf16 gradient summed in f32 into a bf16 table gradient: one rounding.
+  std::vector<uint16_t> dout16 = toBf16(dout), got16(tableRows * width, 0xBEEF);
+  F wide = widened(dout16), wantWide(tableRows * width, 0.0f);
+  cpu::embeddingBackward(wantWide.data(), wide.data(), ids.data(), rows, width);
+  gptrt_embedding_bwd(h, dout16.data(), ids.data(), got16.data(), rows,
+                      tableRows, width, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16);
+  EXPECT_EQ(got16, toBf16(wantWide));
 }
 
 TEST_F(AbiTest, EmbeddingBackwardRejectsIdOutsideTable) {
   std::vector<int32_t> ids = {0, 6};
   F dout(2 * 3, 1.0f), dtable(6 * 3);
-  gptrt_embedding_bwd(h, dout.data(), ids.data(), dtable.data(), 2, 6, 3);
+  gptrt_embedding_bwd(h, dout.data(), ids.data(), dtable.data(), 2, 6, 3,
+                      GPTRT_DTYPE_F32, GPTRT_DTYPE_F32);
   EXPECT_THAT(ctx.error(),
               ::testing::HasSubstr("gptrt_embedding_bwd: id 6 of row 1 is "
                                    "outside [0, 6)"));
@@ -537,17 +553,36 @@ TEST_F(AbiTest, CrossEntropyForwardAndBackward) {
   std::vector<int32_t> targets = {3, -1, 0, 6, 2}; // row 1 ignored
   F loss = nanF(1), lse = nanF(rows), wLse(rows);
   gptrt_cross_entropy_fwd(h, logits.data(), targets.data(), loss.data(),
-                          lse.data(), rows, vocab, padded, -1);
+                          lse.data(), rows, vocab, padded, -1, GPTRT_DTYPE_F32);
   const float wLoss = cpu::crossEntropyForward(
       wLse.data(), logits.data(), targets.data(), rows, vocab, padded, -1);
   expectSameBits(loss, F{wLoss}, "loss");
   expectSameBits(lse, wLse, "lse");
   F dloss = {0.25f}, dlogits = nanF(rows * padded), want(rows * padded);
   gptrt_cross_entropy_bwd(h, dloss.data(), logits.data(), targets.data(),
-                          lse.data(), dlogits.data(), rows, vocab, padded, -1);
+                          lse.data(), dlogits.data(), rows, vocab, padded, -1,
+                          GPTRT_DTYPE_F32);
   cpu::crossEntropyBackward(want.data(), logits.data(), lse.data(),
                             targets.data(), 0.25f, rows, vocab, padded, -1);
   expectSameBits(dlogits, want, "dlogits");
+  // bf16 logits (and gradient): the f32 kernels between conversions.
+  std::vector<uint16_t> logits16 = toBf16(logits);
+  F wide = widened(logits16), wLse16(rows), lse16 = nanF(rows), loss16 = nanF(1);
+  const float wLoss16 = cpu::crossEntropyForward(
+      wLse16.data(), wide.data(), targets.data(), rows, vocab, padded, -1);
+  gptrt_cross_entropy_fwd(h, logits16.data(), targets.data(), loss16.data(),
+                          lse16.data(), rows, vocab, padded, -1,
+                          GPTRT_DTYPE_BF16);
+  expectSameBits(loss16, F{wLoss16}, "loss");
+  expectSameBits(lse16, wLse16, "lse");
+  F want16(rows * padded);
+  cpu::crossEntropyBackward(want16.data(), wide.data(), wLse16.data(),
+                            targets.data(), 0.25f, rows, vocab, padded, -1);
+  std::vector<uint16_t> dlogits16(rows * padded, 0xBEEF);
+  gptrt_cross_entropy_bwd(h, dloss.data(), logits16.data(), targets.data(),
+                          lse16.data(), dlogits16.data(), rows, vocab, padded,
+                          -1, GPTRT_DTYPE_BF16);
+  EXPECT_EQ(dlogits16, toBf16(want16));
 }
 
 TEST_F(AbiTest, GlobalNormIsSqrtOfSumOfSquares) {
