@@ -1460,8 +1460,9 @@ GPTRT_EXPORT void gptrt_grad_bucket_ready(gptrt_context *ctx, float *grads,
       throw std::invalid_argument("an FP8 bucket cannot be reduce-scattered "
                                   "(scatter = 1 needs fp8_format -1)");
     if (c.gradientExchange() && c.lastMicroStep())
-      c.gradientExchange()->start(grads, n, bucket, fp8Format, scatter == 1);
-  }, [&](Context &c, Gpu &) {
+      c.gradientExchange()->start(grads, n, bucket, fp8Format, scatter == 1,
+                                  nullptr);
+  }, [&](Context &c, Gpu &g) {
     if (!c.gradientExchange() || !c.lastMicroStep())
       return;
     // The exchange's collectives work on the arena in place (NCCL reads
@@ -1472,11 +1473,11 @@ GPTRT_EXPORT void gptrt_grad_bucket_ready(gptrt_context *ctx, float *grads,
                                                       "communication") +
           " across GPU workers is not built yet: compile with --zero=0 "
           "--grad-comm f32 for --gpus");
-    // The bucket must be final before the communication stream reads it.
-    // (Waiting here costs the overlap of kernel launches; an event the
-    // communication stream waits on would keep it.)
-    c.synchronize();
-    c.gradientExchange()->start(grads, n, bucket, fp8Format, false);
+    // The bucket must be final before the communication stream reads it:
+    // an event after the kernels that wrote it, which that stream waits
+    // for on the device, so this thread goes on launching the backward.
+    c.gradientExchange()->start(grads, n, bucket, fp8Format, false,
+                                g.recordBucketEvent(bucket));
   });
 }
 

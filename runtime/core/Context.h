@@ -70,8 +70,10 @@ public:
   // With `scatter` (ZeRO-1) it reduce-scatters instead: afterwards only
   // this rank's slice of the bucket (bucketSlice in OptimizerShard.h)
   // holds the sums, the rest keeps this rank's own values.
+  // `ready` (null on the CPU) is a cudaEvent_t after the kernels that
+  // wrote the bucket: the communication waits for it on the device.
   virtual void start(float *grads, int64_t n, int64_t bucket,
-                     int64_t fp8Format, bool scatter) = 0;
+                     int64_t fp8Format, bool scatter, void *ready) = 0;
   // Waits for every started bucket; throws std::runtime_error if one failed
   // or if not exactly `buckets` were started this step.
   virtual void finish(int64_t buckets) = 0;

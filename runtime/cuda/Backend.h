@@ -38,6 +38,11 @@ public:
   virtual std::string description() const = 0;
   // major * 10 + minor, e.g. 90 for Hopper, 89 for Ada.
   virtual int computeCapability() const = 0;
+  // Records an event on the stream after everything launched so far and
+  // returns it (a cudaEvent_t): gradient bucket `bucket` is final once it
+  // completes. One event per bucket, re-recorded every step (the exchange
+  // is done with it by then: gptrt_grad_sync waited).
+  virtual void *recordBucketEvent(int64_t bucket) = 0;
   // Attention through FlashAttention.cu's tensor-core kernels where they
   // apply (bf16, head dimension a multiple of 16 up to 128), the baseline
   // kernels elsewhere; off (baseline everywhere) by default until a GPU

@@ -84,6 +84,9 @@ DeviceImpl::~DeviceImpl() {
   // Destructors must not throw: errors here are ignored.
   if (stream_)
     cudaStreamSynchronize(stream_);
+  for (cudaEvent_t event : bucketEvents_)
+    if (event)
+      cudaEventDestroy(event);
   plans_.clear();
   if (lt_)
     cublasLtDestroy(lt_);
@@ -96,6 +99,20 @@ DeviceImpl::~DeviceImpl() {
   cudaFree(gemmScales_);
   if (stream_)
     cudaStreamDestroy(stream_);
+}
+
+void *DeviceImpl::recordBucketEvent(int64_t bucket) {
+  if (bucket < 0)
+    throw std::invalid_argument("bucket " + std::to_string(bucket) +
+                                ", expected >= 0");
+  if (size_t(bucket) >= bucketEvents_.size())
+    bucketEvents_.resize(size_t(bucket) + 1, nullptr);
+  cudaEvent_t &event = bucketEvents_[size_t(bucket)];
+  if (!event)
+    check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming),
+          "cudaEventCreate (gradient bucket)");
+  check(cudaEventRecord(event, stream_), "cudaEventRecord (gradient bucket)");
+  return event;
 }
 
 std::string DeviceImpl::description() const {

@@ -75,6 +75,7 @@ public:
   std::string description() const override;
   int computeCapability() const override { return cc_; }
   void setFlashAttention(bool on) override { flashAttention_ = on; }
+  void *recordBucketEvent(int64_t bucket) override;
   void *allocZeroed(size_t bytes, const std::string &what) override;
   FreeFn freeFunction() const override;
   void zero(void *dst, size_t bytes) override;
@@ -247,6 +248,7 @@ private:
   int ordinal_;
   int cc_ = 0;
   bool flashAttention_ = false;
+  std::vector<cudaEvent_t> bucketEvents_;  // recordBucketEvent's, by bucket
   size_t maxSharedBytesPerBlock_ = 0;  // with the opt-in attribute
   std::string name_;
   cudaStream_t stream_ = nullptr;

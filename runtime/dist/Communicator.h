@@ -32,6 +32,14 @@ public:
   // "local", "gloo": for logs.
   virtual const char *backend() const = 0;
 
+  // Orders the next collective after device work: `event` is a
+  // cudaEvent_t recorded on the stream that wrote its buffers (null:
+  // nothing to wait for). A communicator with a device stream (NCCL) makes
+  // that stream wait for the event, so the writer's host thread never
+  // blocks; the others ignore it, their callers hand over finished
+  // buffers (the CPU's kernels are synchronous).
+  virtual void waitForDeviceEvent(void *event) { (void)event; }
+
   // data[i] = sum over ranks of data[i], in place. NaN and inf propagate.
   void allReduceSum(float *data, size_t n) {
     checkBuffer("allReduceSum", data, n);

@@ -27,10 +27,10 @@ BackgroundGradientExchange::~BackgroundGradientExchange() {
 
 void BackgroundGradientExchange::start(float *grads, int64_t n,
                                        int64_t bucket, int64_t fp8Format,
-                                       bool scatter) {
+                                       bool scatter, void *ready) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    queue_.push_back({grads, n, bucket, fp8Format, scatter});
+    queue_.push_back({grads, n, bucket, fp8Format, scatter, ready});
     ++started_;
   }
   changed_.notify_all();
@@ -167,6 +167,7 @@ void BackgroundGradientExchange::run() {
     try {
       // Buckets go in the order they are started, the same on every rank,
       // so the collectives match up.
+      comm_.waitForDeviceEvent(job.ready);
       if (job.scatter)
         scatterSum(job);
       else if (job.fp8Format < 0)

@@ -26,7 +26,7 @@ public:
   ~BackgroundGradientExchange() override;
 
   void start(float *grads, int64_t n, int64_t bucket, int64_t fp8Format,
-             bool scatter) override;
+             bool scatter, void *ready) override;
   void finish(int64_t buckets) override;
   double sumOverRanks(double local) override;
   void gatherParams(float *params, const OptimizerShard &shard) override;
@@ -45,6 +45,7 @@ private:
     float *grads;
     int64_t n, bucket, fp8Format;
     bool scatter;
+    void *ready;  // see GradientExchange::start
   };
   void run();
   // One bucket as FP8: shared scale, all-gather of the codes, f32 sum.

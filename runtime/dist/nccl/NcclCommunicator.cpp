@@ -160,6 +160,11 @@ protected:
       return api_.broadcast(in, out, n, ncclFloat32, root, comm_, stream_);
     });
   }
+  void waitForDeviceEvent(void *event) override {
+    if (event)
+      checkCuda(cudaStreamWaitEvent(stream_, static_cast<cudaEvent_t>(event), 0),
+                "cudaStreamWaitEvent");
+  }
   void doBarrier() override {
     float token = 0.0f;
     doAllReduceSum(&token, 1);

@@ -264,8 +264,8 @@ std::string bucketExchange(int rank, uint16_t port, int world) {
   std::vector<float> bLocal = b;
   {
     BackgroundGradientExchange exchange(*comm);
-    exchange.start(a.data(), a.size(), 0, -1, false);
-    exchange.start(b.data(), b.size(), 1, GPTRT_FP8_E4M3, false);
+    exchange.start(a.data(), a.size(), 0, -1, false, nullptr);
+    exchange.start(b.data(), b.size(), 1, GPTRT_FP8_E4M3, false, nullptr);
     exchange.finish(2);
     const float ranks = static_cast<float>(world * (world + 1) / 2);
     for (size_t i = 0; i < a.size(); ++i)
@@ -292,7 +292,7 @@ std::string bucketExchange(int rank, uint16_t port, int world) {
       check(std::fabs(b[i] - exact) <= world * (std::fabs(exact) / 16 + 0.002f / scale + amax / 16),
             "fp8 bucket element " + std::to_string(i) + " too far from the exact sum");
     }
-    exchange.start(a.data(), a.size(), 0, -1, false);
+    exchange.start(a.data(), a.size(), 0, -1, false, nullptr);
     try {
       exchange.finish(2);
       return "finish(2) after one bucket did not throw";
@@ -349,8 +349,8 @@ std::string shardedExchange(int rank, uint16_t port, int world) {
     grads[i] = value(rank, i);
   OptimizerShard shard(m, rank, world);
   BackgroundGradientExchange exchange(*comm);
-  exchange.start(grads.data(), 1001, 0, -1, true);
-  exchange.start(grads.data() + 1024, 37, 1, -1, true);
+  exchange.start(grads.data(), 1001, 0, -1, true, nullptr);
+  exchange.start(grads.data() + 1024, 37, 1, -1, true, nullptr);
   exchange.finish(2);
   std::vector<bool> owned(elements, false);
   for (const OptimizerShard::Range &r : shard.owned())
