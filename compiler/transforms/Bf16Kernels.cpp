@@ -77,6 +77,10 @@ Bf16Capable bf16Capable(Operation *op) {
   } else if (auto gather = dyn_cast<EmbeddingGradOp>(op)) {
     capable.operands = {&gather.getResultGradMutable()};
     capable.results = {gather.getTableGrad()};
+  } else if (auto amax = dyn_cast<gptc::fp8::AmaxOp>(op)) {
+    capable.operands = {&amax.getInputMutable()};
+  } else if (auto quantize = dyn_cast<gptc::fp8::QuantizeOp>(op)) {
+    capable.operands = {&quantize.getInputMutable()};
   } else if (auto accumulate = dyn_cast<AccumulateGradOp>(op)) {
     capable.operands = {&accumulate.getGradMutable()};
   }
@@ -152,7 +156,7 @@ private:
     for (Operation &op : func.front().without_terminator())
       if (isa<AddOp, GeluOp, GeluGradOp, LayerNormOp, LayerNormGradOp,
               ReduceLeadingOp, CrossEntropyOp, EmbeddingGradOp,
-              AccumulateGradOp>(op))
+              AccumulateGradOp, gptc::fp8::AmaxOp, gptc::fp8::QuantizeOp>(op))
         ops.push_back(&op);
     for (Operation *op : ops) {
       Bf16Capable capable = bf16Capable(op);

@@ -147,7 +147,7 @@ private:
   /// Appends the dtype code of each value to `consts`, in order.
   LogicalResult appendDtypes(Operation *op, ValueRange values,
                              SmallVectorImpl<Attribute> &consts);
-  void lowerScaledMatmul(fp8::ScaledMatmulOp op);
+  LogicalResult lowerScaledMatmul(fp8::ScaledMatmulOp op);
   void lowerCopies(Value src, ArrayRef<Value> parts, int64_t axis, bool split);
 
   OpBuilder &b;
@@ -349,7 +349,12 @@ LogicalResult EntryLowering::lowerFused(fp8::FusedOp op) {
   return success();
 }
 
-void EntryLowering::lowerScaledMatmul(fp8::ScaledMatmulOp op) {
+LogicalResult EntryLowering::lowerScaledMatmul(fp8::ScaledMatmulOp op) {
+  if (op.getAmax())
+    return op.emitOpError()
+           << "returns the amax of its output; the runtime computes it in the "
+              "GEMM's epilogue only through fp8.fused (run fp8-fuse-amax, "
+              "or take the amax with fp8.amax)";
   auto a = cast<ShapedType>(op.getA().getType());
   auto w = cast<ShapedType>(op.getB().getType());
   auto c = cast<ShapedType>(op.getResult().getType());
@@ -363,12 +368,20 @@ void EntryLowering::lowerScaledMatmul(fp8::ScaledMatmulOp op) {
   // for a and one per column for b.
   bool rowsA = cast<ShapedType>(op.getAScale().getType()).getRank() == 1;
   bool rowsB = cast<ShapedType>(op.getBScale().getType()).getRank() == 1;
+  const bool bf16Result = c.getElementType().isBF16();
+  if ((rowsA || rowsB) && bf16Result)
+    return op.emitOpError()
+           << "has rowwise scales and a bf16 result; the rowwise FP8 GEMM "
+              "writes f32: give it an f32 result and cast";
   if (rowsA || rowsB)
     consts.append({i64(rowsA), i64(rowsB)});
+  else
+    consts.push_back(i64(bf16Result ? GPTRT_DTYPE_BF16 : GPTRT_DTYPE_F32));
   kernel(rowsA || rowsB ? "scaled_matmul_rowwise" : "scaled_matmul",
          {lookup(op.getA()), lookup(op.getB()), lookup(op.getAScale()),
           lookup(op.getBScale())},
          {out}, consts);
+  return success();
 }
 
 /// One copy_blocks call per part: a split reads parts out of `src`, a
@@ -462,9 +475,12 @@ LogicalResult EntryLowering::lowerOp(Operation *op) {
                 i64(dtype(o.getType()))});
         return success();
       })
-      .Case([&](fp8::AmaxOp o) {
+      .Case([&](fp8::AmaxOp o) -> LogicalResult {
+        SmallVector<Attribute> consts{i64(numElements(o.getInput().getType()))};
+        if (failed(appendDtypes(o, {o.getInput()}, consts)))
+          return failure();
         kernel("amax", {lookup(o.getInput())}, {define(o.getResult())},
-               {i64(numElements(o.getInput().getType()))});
+               consts);
         return success();
       })
       .Case([&](fp8::ScaleFromAmaxOp o) {
@@ -475,14 +491,16 @@ LogicalResult EntryLowering::lowerOp(Operation *op) {
                 f64(recipe.getEps().convertToDouble())});
         return success();
       })
-      .Case([&](fp8::QuantizeOp o) {
+      .Case([&](fp8::QuantizeOp o) -> LogicalResult {
         NamedAttrList stat;
         int64_t slot = statSlot(o.getResult(), o.getLayerAttr(), stat);
+        SmallVector<Attribute> consts{i64(numElements(o.getType())),
+                                      i64(fp8Format(o.getType())), i64(slot)};
+        if (failed(appendDtypes(o, {o.getInput()}, consts)))
+          return failure();
         rt::KernelOp k = kernel(
             "quantize_fp8", {lookup(o.getInput()), lookup(o.getScale())},
-            {define(o.getResult())},
-            {i64(numElements(o.getType())), i64(fp8Format(o.getType())),
-             i64(slot)});
+            {define(o.getResult())}, consts);
         if (slot >= 0)
           k->setAttr("rt.fp8_stat", stat.getDictionary(b.getContext()));
         return success();
@@ -503,10 +521,7 @@ LogicalResult EntryLowering::lowerOp(Operation *op) {
                {i64(state.getHistory())});
         return success();
       })
-      .Case([&](fp8::ScaledMatmulOp o) {
-        lowerScaledMatmul(o);
-        return success();
-      })
+      .Case([&](fp8::ScaledMatmulOp o) { return lowerScaledMatmul(o); })
       .Case([&](gpt::FillOp o) {
         kernel("fill", {}, {define(o.getResult())},
                {i64(numElements(o.getType())),
@@ -945,7 +960,8 @@ private:
                              gpt::SplitOp, gpt::ConcatOp, gpt::AttentionOp,
                              gpt::AttentionGradOp, gpt::EmbeddingOp,
                              gpt::EmbeddingGradOp, gpt::CrossEntropyOp,
-                             gpt::CrossEntropyGradOp,
+                             gpt::CrossEntropyGradOp, fp8::AmaxOp,
+                             fp8::QuantizeOp, fp8::ScaledMatmulOp,
                              gpt::ReduceLeadingOp, gpt::AccumulateGradOp>(
                              op) ||
                          fused)) ||

@@ -187,8 +187,10 @@ void gptrt_adamw(gptrt_context *ctx, const float *grad,
 #define GPTRT_FP8_E4M3 0
 #define GPTRT_FP8_E5M2 1
 
-/* out: one f32, max |x[i]| (NaN if any element is NaN). */
-void gptrt_amax(gptrt_context *ctx, const float *x, float *out, int64_t n);
+/* out: one f32, max |x[i]| (NaN if any element is NaN); x is f32 or bf16
+ * storage (x_dtype). */
+void gptrt_amax(gptrt_context *ctx, const void *x, float *out, int64_t n,
+                int64_t x_dtype);
 /* out: one f32, fp8_max / max(amax, eps) / 2^margin, rounded down to a
  * power of two when power_of_two is 1 (computed in f32). */
 void gptrt_scale_from_amax(gptrt_context *ctx, const float *amax, float *out,
@@ -201,19 +203,21 @@ void gptrt_scale_from_amax(gptrt_context *ctx, const float *amax, float *out,
  * the scale, how many nonzero x became a zero code (underflow) and how many
  * were clamped beyond rounding, |x * scale| > 464 (E4M3) or >= 61440 (E5M2)
  * (saturation; nearer values round to 448 / 57344 anyway). On other
- * steps, and for stat_slot -1, it does no extra work. */
-void gptrt_quantize_fp8(gptrt_context *ctx, const float *x, const float *scale,
+ * steps, and for stat_slot -1, it does no extra work. x is f32 or bf16
+ * storage (x_dtype), widened exactly before the multiplication. */
+void gptrt_quantize_fp8(gptrt_context *ctx, const void *x, const float *scale,
                         uint8_t *q, int64_t n, int64_t format,
-                        int64_t stat_slot);
+                        int64_t stat_slot, int64_t x_dtype);
 /* c = op(a) op(b) / (scale_a[0] * scale_b[0]) on FP8 codes (decoded
- * exactly, accumulated in f32); layouts and strides as gptrt_matmul. */
+ * exactly, accumulated in f32); layouts and strides as gptrt_matmul. c is
+ * f32, or bf16 (out_dtype): that f32 result rounded once. */
 void gptrt_scaled_matmul(gptrt_context *ctx, const uint8_t *a,
                          const uint8_t *b, const float *scale_a,
-                         const float *scale_b, float *c, int64_t batch,
+                         const float *scale_b, void *c, int64_t batch,
                          int64_t m, int64_t n, int64_t k, int64_t trans_a,
                          int64_t trans_b, int64_t stride_a, int64_t stride_b,
                          int64_t stride_c, int64_t format_a,
-                         int64_t format_b);
+                         int64_t format_b, int64_t out_dtype);
 
 /* Rowwise scaling: x seen as rows x cols; along_cols 0 gives one value
  * per row, 1 one per column. amax_rows: largest magnitude of each (NaN if
@@ -321,21 +325,22 @@ void gptrt_matmul_cast(gptrt_context *ctx, const float *a, const float *b,
                        int64_t transpose, int64_t stat_slot);
 void gptrt_scaled_matmul_amax(gptrt_context *ctx, const uint8_t *a,
                               const uint8_t *b, const float *scale_a,
-                              const float *scale_b, float *c, float *amax,
+                              const float *scale_b, void *c, float *amax,
                               int64_t batch, int64_t m, int64_t n, int64_t k,
                               int64_t trans_a, int64_t trans_b,
                               int64_t stride_a, int64_t stride_b,
                               int64_t stride_c, int64_t format_a,
-                              int64_t format_b, int64_t rows, int64_t cols,
-                              int64_t out_dtype);
+                              int64_t format_b, int64_t c_dtype, int64_t rows,
+                              int64_t cols, int64_t out_dtype);
 void gptrt_scaled_matmul_cast(gptrt_context *ctx, const uint8_t *a,
                               const uint8_t *b, const float *scale_a,
                               const float *scale_b, const float *scale,
-                              float *c, float *amax, uint8_t *q, int64_t batch,
-                              int64_t m, int64_t n, int64_t k, int64_t trans_a,
-                              int64_t trans_b, int64_t stride_a,
-                              int64_t stride_b, int64_t stride_c,
-                              int64_t format_a, int64_t format_b, int64_t rows,
+                              void *c, float *amax, uint8_t *q, int64_t batch,
+                              int64_t m, int64_t n, int64_t k,
+                              int64_t trans_a, int64_t trans_b,
+                              int64_t stride_a, int64_t stride_b,
+                              int64_t stride_c, int64_t format_a,
+                              int64_t format_b, int64_t c_dtype, int64_t rows,
                               int64_t cols, int64_t out_dtype, int64_t format,
                               int64_t transpose, int64_t stat_slot);
 

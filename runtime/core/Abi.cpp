@@ -290,14 +290,16 @@ void recordCastStats(Context &c, int64_t slot, const float *x, int64_t n,
 
 } // namespace
 
-GPTRT_EXPORT void gptrt_amax(gptrt_context *ctx, const float *x, float *out,
-                             int64_t n) {
-  guarded(ctx, "gptrt_amax", [&](Context &) {
+GPTRT_EXPORT void gptrt_amax(gptrt_context *ctx, const void *x, float *out,
+                             int64_t n, int64_t x_dtype) {
+  guarded(ctx, "gptrt_amax", [&](Context &c) {
     requireNonNegative(n, "n");
-    out[0] = amaxOf(x, n);
+    F32Staging f32(c, {{x, x_dtype, n, false, "x_dtype"}});
+    out[0] = amaxOf(f32[0], n);
   }, [&](Context &, Gpu &g) {
     requireNonNegative(n, "n");
-    g.amax(x, out, n);
+    requireStorageDtype(x_dtype, "x_dtype");
+    g.amax(x, x_dtype, out, n);
   });
 }
 
@@ -367,12 +369,15 @@ GPTRT_EXPORT void gptrt_fp8_state_update(gptrt_context *ctx, const float *amax,
   }, [&](Context &, Gpu &g) { g.fp8StateUpdate(amax, history, length); });
 }
 
-GPTRT_EXPORT void gptrt_quantize_fp8(gptrt_context *ctx, const float *x,
+GPTRT_EXPORT void gptrt_quantize_fp8(gptrt_context *ctx, const void *xData,
                                      const float *scale, uint8_t *q, int64_t n,
-                                     int64_t format, int64_t statSlot) {
+                                     int64_t format, int64_t statSlot,
+                                     int64_t xDtype) {
   guarded(ctx, "gptrt_quantize_fp8", [&](Context &c) {
     requireNonNegative(n, "n");
     requireFormat(format);
+    F32Staging f32(c, {{xData, xDtype, n, false, "x_dtype"}});
+    const float *x = f32[0];
     if (format == GPTRT_FP8_E4M3)
       cpu::quantizeE4M3(x, n, scale[0], q);
     else
@@ -381,9 +386,10 @@ GPTRT_EXPORT void gptrt_quantize_fp8(gptrt_context *ctx, const float *x,
                     format);
   }, [&](Context &c, Gpu &g) {
     requireNonNegative(n, "n");
-    g.quantizeFp8(x, scale, q, n, format);
+    requireStorageDtype(xDtype, "x_dtype");
+    g.quantizeFp8(xData, xDtype, scale, q, n, format);
     if (statSlot >= 0 && c.collectingFp8Stats())
-      g.recordCastStats(x, GPTRT_DTYPE_F32, n, scale, format, statSlot);
+      g.recordCastStats(xData, xDtype, n, scale, format, statSlot);
   });
 }
 
@@ -414,20 +420,34 @@ void fp8GemmUnscaled(const uint8_t *a, const uint8_t *b, float *c,
 
 GPTRT_EXPORT void gptrt_scaled_matmul(
     gptrt_context *ctx, const uint8_t *a, const uint8_t *b,
-    const float *scaleA, const float *scaleB, float *c, int64_t batch,
+    const float *scaleA, const float *scaleB, void *c, int64_t batch,
     int64_t m, int64_t n, int64_t k, int64_t transA, int64_t transB,
     int64_t strideA, int64_t strideB, int64_t strideC, int64_t formatA,
-    int64_t formatB) {
-  guarded(ctx, "gptrt_scaled_matmul", [&](Context &) {
-    fp8GemmUnscaled(a, b, c, batch, m, n, k, transA, transB, strideA,
+    int64_t formatB, int64_t outDtype) {
+  guarded(ctx, "gptrt_scaled_matmul", [&](Context &ctxRef) {
+    requireStorageDtype(outDtype, "out_dtype");
+    int64_t cElems = batch == 1 ? m * n : (batch - 1) * strideC + m * n;
+    // A bf16 c: the f32 result in scratch, rounded once (only the batches'
+    // own elements: the gaps between strided batches are someone else's).
+    const bool narrow = outDtype == GPTRT_DTYPE_BF16;
+    float *result = narrow ? ctxRef.scratch(static_cast<size_t>(cElems))
+                           : static_cast<float *>(c);
+    fp8GemmUnscaled(a, b, result, batch, m, n, k, transA, transB, strideA,
                     strideB, strideC, formatA, formatB);
     const float dequant = scaleA[0] * scaleB[0];
-    int64_t cElems = batch == 1 ? m * n : (batch - 1) * strideC + m * n;
     for (int64_t i = 0; i < cElems; ++i)
-      c[i] /= dequant;
+      result[i] /= dequant;
+    if (narrow) {
+      uint16_t *out = static_cast<uint16_t *>(c);
+      for (int64_t p = 0; p < batch; ++p)
+        for (int64_t i = 0; i < m * n; ++i)
+          out[p * strideC + i] = cpu::floatToBf16(result[p * strideC + i]);
+    }
   }, [&](Context &, Gpu &g) {
+    requireStorageDtype(outDtype, "out_dtype");
     g.scaledMatmul(a, b, scaleA, scaleB, c, batch, m, n, k, transA != 0,
-                   transB != 0, strideA, strideB, strideC, formatA, formatB);
+                   transB != 0, strideA, strideB, strideC, formatA, formatB,
+                   outDtype);
   });
 }
 
@@ -1420,26 +1440,32 @@ GPTRT_EXPORT void gptrt_matmul_cast(
 
 GPTRT_EXPORT void gptrt_scaled_matmul_amax(
     gptrt_context *ctx, const uint8_t *a, const uint8_t *b,
-    const float *scaleA, const float *scaleB, float *c, float *amax,
+    const float *scaleA, const float *scaleB, void *c, float *amax,
     int64_t batch, int64_t m, int64_t n, int64_t k, int64_t transA,
     int64_t transB, int64_t strideA, int64_t strideB, int64_t strideC,
-    int64_t formatA, int64_t formatB, int64_t rows, int64_t cols,
-    int64_t outDtype) {
+    int64_t formatA, int64_t formatB, int64_t cDtype, int64_t rows,
+    int64_t cols, int64_t outDtype) {
+  if (!agreeingDtypes(ctx, "gptrt_scaled_matmul_amax", cDtype, outDtype))
+    return;
   gptrt_scaled_matmul(ctx, a, b, scaleA, scaleB, c, batch, m, n, k, transA,
-                      transB, strideA, strideB, strideC, formatA, formatB);
+                      transB, strideA, strideB, strideC, formatA, formatB,
+                      cDtype);
   finish(ctx, "gptrt_scaled_matmul_amax", c, {rows, cols, outDtype, amax});
 }
 
 GPTRT_EXPORT void gptrt_scaled_matmul_cast(
     gptrt_context *ctx, const uint8_t *a, const uint8_t *b,
-    const float *scaleA, const float *scaleB, const float *scale, float *c,
+    const float *scaleA, const float *scaleB, const float *scale, void *c,
     float *amax, uint8_t *q, int64_t batch, int64_t m, int64_t n, int64_t k,
     int64_t transA, int64_t transB, int64_t strideA, int64_t strideB,
-    int64_t strideC, int64_t formatA, int64_t formatB, int64_t rows,
-    int64_t cols, int64_t outDtype, int64_t format, int64_t transpose,
-    int64_t statSlot) {
+    int64_t strideC, int64_t formatA, int64_t formatB, int64_t cDtype,
+    int64_t rows, int64_t cols, int64_t outDtype, int64_t format,
+    int64_t transpose, int64_t statSlot) {
+  if (!agreeingDtypes(ctx, "gptrt_scaled_matmul_cast", cDtype, outDtype))
+    return;
   gptrt_scaled_matmul(ctx, a, b, scaleA, scaleB, c, batch, m, n, k, transA,
-                      transB, strideA, strideB, strideC, formatA, formatB);
+                      transB, strideA, strideB, strideC, formatA, formatB,
+                      cDtype);
   finish(ctx, "gptrt_scaled_matmul_cast", c,
          {rows, cols, outDtype, amax, scale, q, format, transpose, statSlot});
 }

@@ -193,11 +193,11 @@ public:
   virtual void launchGraph(int slot) = 0;
 
   // FP8 tensorwise scaling.
-  virtual void amax(const float *x, float *out, int64_t n) = 0;
+  virtual void amax(const void *x, int64_t xDtype, float *out, int64_t n) = 0;
   virtual void scaleFromAmax(const float *amax, float *out, double fp8Max,
                              int64_t margin, bool powerOfTwo, double eps) = 0;
-  virtual void quantizeFp8(const float *x, const float *scale, uint8_t *q,
-                           int64_t n, int64_t format) = 0;
+  virtual void quantizeFp8(const void *x, int64_t xDtype, const float *scale,
+                           uint8_t *q, int64_t n, int64_t format) = 0;
   virtual void fp8StateScale(const float *history, float *out,
                              int64_t length, double fp8Max, int64_t margin,
                              bool powerOfTwo, double eps,
@@ -227,12 +227,14 @@ public:
                           int64_t batch, int64_t m, int64_t n, int64_t k,
                           bool transA, bool transB, int64_t strideA,
                           int64_t strideB, int64_t strideC) = 0;
+  // c is f32 or bf16 (outDtype; cuBLASLt writes D in that type).
   virtual void scaledMatmul(const uint8_t *a, const uint8_t *b,
                             const float *scaleA, const float *scaleB,
-                            float *c, int64_t batch, int64_t m, int64_t n,
+                            void *c, int64_t batch, int64_t m, int64_t n,
                             int64_t k, bool transA, bool transB,
                             int64_t strideA, int64_t strideB, int64_t strideC,
-                            int64_t formatA, int64_t formatB) = 0;
+                            int64_t formatA, int64_t formatB,
+                            int64_t outDtype) = 0;
 };
 
 // Opens device 0. Throws std::runtime_error with one line for the user:

@@ -39,7 +39,9 @@ inline unsigned gridFor(int64_t n, int threads = 256) {
 // One cached cuBLASLt plan: descriptors and the heuristic's algorithm for a
 // shape, so a training step asks the heuristic once per GEMM shape.
 struct GemmKey {
-  int kind;  // 0 f32, 1 bf16, 2 fp8, 3 bf16 with a bf16 result
+  // 0 f32, 1 bf16, 2 fp8, 3 bf16 with a bf16 result, 4 fp8 with a bf16
+  // result
+  int kind;
   int64_t batch, m, n, k, strideA, strideB, strideC;
   bool transA, transB;
   // FP8 formats in the low byte; the operand's pointer alignment << 8.
@@ -172,11 +174,11 @@ public:
   void reduceRows(const void *x, int64_t xDtype, void *out,
                   int64_t outDtype, int64_t rows, int64_t cols) override;
 
-  void amax(const float *x, float *out, int64_t n) override;
+  void amax(const void *x, int64_t xDtype, float *out, int64_t n) override;
   void scaleFromAmax(const float *amax, float *out, double fp8Max,
                      int64_t margin, bool powerOfTwo, double eps) override;
-  void quantizeFp8(const float *x, const float *scale, uint8_t *q, int64_t n,
-                   int64_t format) override;
+  void quantizeFp8(const void *x, int64_t xDtype, const float *scale,
+                   uint8_t *q, int64_t n, int64_t format) override;
   void fp8StateScale(const float *history, float *out, int64_t length,
                      double fp8Max, int64_t margin, bool powerOfTwo,
                      double eps, bool mostRecent) override;
@@ -195,10 +197,11 @@ public:
                   int64_t n, int64_t k, bool transA, bool transB,
                   int64_t strideA, int64_t strideB, int64_t strideC) override;
   void scaledMatmul(const uint8_t *a, const uint8_t *b, const float *scaleA,
-                    const float *scaleB, float *c, int64_t batch, int64_t m,
+                    const float *scaleB, void *c, int64_t batch, int64_t m,
                     int64_t n, int64_t k, bool transA, bool transB,
                     int64_t strideA, int64_t strideB, int64_t strideC,
-                    int64_t formatA, int64_t formatB) override;
+                    int64_t formatA, int64_t formatB,
+                    int64_t outDtype) override;
 
   cudaStream_t stream() const { return stream_; }
   // A device buffer of at least `bytes`, reused by every kernel that needs

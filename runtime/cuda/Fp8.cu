@@ -250,7 +250,7 @@ void requireLength(int64_t length) {
 
 } // namespace
 
-void DeviceImpl::amax(const float *x, float *out, int64_t n) {
+void DeviceImpl::amax(const void *x, int64_t xDtype, float *out, int64_t n) {
   // The result is built in place: zero, then atomic maxima of the blocks.
   zero(out, sizeof(float));
   if (n <= 0)
@@ -258,7 +258,12 @@ void DeviceImpl::amax(const float *x, float *out, int64_t n) {
   unsigned blocks = gridFor(n, 512);
   if (blocks > 1024)
     blocks = 1024;  // a grid-stride loop covers the rest
-  amaxKernel<<<blocks, 512, 0, stream_>>>(x, n, reinterpret_cast<unsigned *>(out));
+  if (xDtype == GPTRT_DTYPE_BF16)
+    amaxAnyKernel<<<blocks, 512, 0, stream_>>>(
+        x, true, n, reinterpret_cast<unsigned *>(out));
+  else
+    amaxKernel<<<blocks, 512, 0, stream_>>>(
+        static_cast<const float *>(x), n, reinterpret_cast<unsigned *>(out));
   checkLaunch("gptrt_amax");
 }
 
@@ -270,12 +275,25 @@ void DeviceImpl::scaleFromAmax(const float *amax, float *out, double fp8Max,
   checkLaunch("gptrt_scale_from_amax");
 }
 
-void DeviceImpl::quantizeFp8(const float *x, const float *scale, uint8_t *q,
-                             int64_t n, int64_t format) {
+void DeviceImpl::quantizeFp8(const void *xData, int64_t xDtype,
+                             const float *scale, uint8_t *q, int64_t n,
+                             int64_t format) {
   requireFormat(format);
   if (n <= 0)
     return;
   const bool e4m3 = format == GPTRT_FP8_E4M3;
+  if (xDtype == GPTRT_DTYPE_BF16) {
+    // The fused epilogues' cast: one row of n values, not transposed.
+    if (e4m3)
+      castKernel<__NV_E4M3><<<gridFor(n), 256, 0, stream_>>>(
+          xData, true, scale, q, 1, n, false);
+    else
+      castKernel<__NV_E5M2><<<gridFor(n), 256, 0, stream_>>>(
+          xData, true, scale, q, 1, n, false);
+    checkLaunch("gptrt_quantize_fp8");
+    return;
+  }
+  const float *x = static_cast<const float *>(xData);
   const bool vec = n % 4 == 0 &&
                    (reinterpret_cast<uintptr_t>(x) & 15) == 0 &&
                    (reinterpret_cast<uintptr_t>(q) & 3) == 0;
@@ -375,7 +393,8 @@ void DeviceImpl::scaledMatmulRowwise(
                                 ", expected m * n = " + std::to_string(m * n) +
                                 " (rowwise scales index contiguous rows)");
   scaledMatmul(a, b, unitScales_, unitScales_ + 1, c, batch, m, n, k, transA,
-               transB, strideA, strideB, strideC, formatA, formatB);
+               transB, strideA, strideB, strideC, formatA, formatB,
+               GPTRT_DTYPE_F32);
   const int64_t total = batch * m * n;
   if (total == 0)
     return;

@@ -112,11 +112,12 @@ GemmPlan &DeviceImpl::planFor(const GemmKey &key, bool mayRefuse,
   GemmPlan &plan = plans_[key];
   try {
     // cuBLAS operand 1 is our b, operand 2 our a (see the file comment).
-    const cudaDataType ab = key.kind == 0                    ? CUDA_R_32F
-                            : key.kind == 1 || key.kind == 3 ? CUDA_R_16BF
-                                                             : CUDA_R_8F_E4M3;
-    const cudaDataType type1 = key.kind == 2 ? fp8Type(key.formatB & 0xFF) : ab;
-    const cudaDataType type2 = key.kind == 2 ? fp8Type(key.formatA & 0xFF) : ab;
+    const bool fp8 = key.kind == 2 || key.kind == 4;
+    const cudaDataType ab = key.kind == 0 ? CUDA_R_32F
+                            : fp8         ? CUDA_R_8F_E4M3
+                                          : CUDA_R_16BF;
+    const cudaDataType type1 = fp8 ? fp8Type(key.formatB & 0xFF) : ab;
+    const cudaDataType type2 = fp8 ? fp8Type(key.formatA & 0xFF) : ab;
     check(cublasLtMatmulDescCreate(&plan.op, CUBLAS_COMPUTE_32F, CUDA_R_32F),
           "cublasLtMatmulDescCreate");
     cublasOperation_t op1 = key.transB ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -155,8 +156,12 @@ GemmPlan &DeviceImpl::planFor(const GemmKey &key, bool mayRefuse,
           "layout of b");
     check(cublasLtMatrixLayoutCreate(&plan.b, type2, rows2, cols2, rows2),
           "layout of a");
+    // A bf16 D (kinds 3, 4): C, unused with beta 0, takes D's type, the
+    // combination cuBLASLt's FP8 kernels accept.
     check(cublasLtMatrixLayoutCreate(&plan.c,
-                                     key.kind == 3 ? CUDA_R_16BF : CUDA_R_32F,
+                                     key.kind == 3 || key.kind == 4
+                                         ? CUDA_R_16BF
+                                         : CUDA_R_32F,
                                      key.n, key.m, key.n),
           "layout of c");
     if (key.batch > 1) {
@@ -233,7 +238,7 @@ void DeviceImpl::runGemm(GemmPlan &plan, const GemmKey &key, const void *a,
                                          CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                          &bias, sizeof bias),
           "set BIAS_POINTER");
-  if (key.kind == 2) {
+  if (key.kind == 2 || key.kind == 4) {
     // cuBLASLt multiplies by the scales it is given; ours divide (q = x *
     // scale), so it gets their reciprocals, operand 1 (our b) first.
     // Its own small buffer: scratch may hold the transposed operands.
@@ -315,11 +320,11 @@ void DeviceImpl::matmulBf16(const uint16_t *a, const uint16_t *b,
 
 void DeviceImpl::scaledMatmul(const uint8_t *a, const uint8_t *b,
                               const float *scaleA, const float *scaleB,
-                              float *c, int64_t batch, int64_t m, int64_t n,
+                              void *c, int64_t batch, int64_t m, int64_t n,
                               int64_t k, bool transA, bool transB,
                               int64_t strideA, int64_t strideB,
                               int64_t strideC, int64_t formatA,
-                              int64_t formatB) {
+                              int64_t formatB, int64_t outDtype) {
   requireDims(batch, m, n, k);
   for (int64_t f : {formatA, formatB})
     if (f != GPTRT_FP8_E4M3 && f != GPTRT_FP8_E5M2)
@@ -371,7 +376,7 @@ void DeviceImpl::scaledMatmul(const uint8_t *a, const uint8_t *b,
     }
   }
   foldSharedB(batch, m, k, n, false, sA, sB, strideC);
-  GemmKey key{2,  batch, m,    n,
+  GemmKey key{outDtype == GPTRT_DTYPE_BF16 ? 4 : 2,  batch, m,    n,
               k,  sA,    sB,   strideC,
               false, true,
               formatA | (alignmentOf(aT) << 8),

@@ -15,16 +15,16 @@ TEST_F(GpuTest, AmaxMatchesCpuAndKeepsNaN) {
   for (int64_t n : {1, 1000, 3000017}) {
     std::vector<float> x = randn(n, 5.0f);
     float *out = alloc<float>(1);
-    gptrt_amax(g(), upload(x), out, n);
+    gptrt_amax(g(), upload(x), out, n, GPTRT_DTYPE_F32);
     expectOk();
     float ref = -1;
-    gptrt_amax(cpuCtx.handle(), x.data(), &ref, n);
+    gptrt_amax(cpuCtx.handle(), x.data(), &ref, n, GPTRT_DTYPE_F32);
     EXPECT_EQ(download(out, 1)[0], ref) << "n=" << n;
   }
   std::vector<float> x = randn(5000);
   x[4321] = std::nanf("");
   float *out = alloc<float>(1);
-  gptrt_amax(g(), upload(x), out, 5000);
+  gptrt_amax(g(), upload(x), out, 5000, GPTRT_DTYPE_F32);
   expectOk();
   EXPECT_TRUE(std::isnan(download(out, 1)[0]));
 }
@@ -91,15 +91,39 @@ TEST_F(GpuTest, QuantizeIsBitExact) {
       const float scale = 3.0f;
       uint8_t *q = alloc<uint8_t>(n);
       gptrt_quantize_fp8(g(), upload(x), upload(std::vector<float>{scale}), q,
-                         n, format, -1);
+                         n, format, -1, GPTRT_DTYPE_F32);
       expectOk();
       std::vector<uint8_t> ref(n);
       gptrt_quantize_fp8(cpuCtx.handle(), x.data(), &scale, ref.data(), n,
-                         format, -1);
+                         format, -1, GPTRT_DTYPE_F32);
       std::vector<uint8_t> got = download(q, n);
       for (int64_t i = 0; i < n; ++i)
         ASSERT_EQ(got[i], ref[i])
             << "format " << format << " n " << n << " x " << x[i];
+      // bf16 storage in (gpt-bf16-kernels): the cast and the amax of the
+      // exact widening, bit for bit with the CPU too.
+      std::vector<uint16_t> x16(n);
+      for (int64_t i = 0; i < n; ++i)
+        x16[i] = cpu::floatToBf16(x[i]);
+      uint8_t *q16 = alloc<uint8_t>(n);
+      float *amax16 = alloc<float>(1);
+      const uint16_t *dx16 = upload(x16);
+      gptrt_quantize_fp8(g(), dx16, upload(std::vector<float>{scale}), q16, n,
+                         format, -1, GPTRT_DTYPE_BF16);
+      gptrt_amax(g(), dx16, amax16, n, GPTRT_DTYPE_BF16);
+      expectOk();
+      std::vector<uint8_t> ref16(n);
+      float refAmax16 = 0;
+      gptrt_quantize_fp8(cpuCtx.handle(), x16.data(), &scale, ref16.data(), n,
+                         format, -1, GPTRT_DTYPE_BF16);
+      gptrt_amax(cpuCtx.handle(), x16.data(), &refAmax16, n,
+                 GPTRT_DTYPE_BF16);
+      EXPECT_EQ(download(q16, n), ref16) << "bf16 input, n " << n;
+      std::vector<float> gotAmax = download(amax16, 1);
+      if (std::isnan(refAmax16))
+        EXPECT_TRUE(std::isnan(gotAmax[0]));
+      else
+        EXPECT_EQ(gotAmax[0], refAmax16) << "bf16 amax, n " << n;
     }
   }
 }
@@ -184,7 +208,7 @@ TEST_F(GpuTest, CastStatisticsMatchCpu) {
     c->beginFp8Stats(2);
   auto cast = [&](gptrt_context *h, const float *x, const float *scale,
                   uint8_t *q, int64_t format, int64_t slot) {
-    gptrt_quantize_fp8(h, x, scale, q, n, format, slot);
+    gptrt_quantize_fp8(h, x, scale, q, n, format, slot, GPTRT_DTYPE_F32);
   };
   std::vector<uint8_t> ref(n);
   uint8_t *q = alloc<uint8_t>(n);

@@ -166,15 +166,15 @@ TEST_F(GpuTest, ScaledMatmulFp8MatchesEmulation) {
           const int64_t sA = s.m * s.k, sB = s.broadcastB ? 0 : s.n * s.k,
                         sC = s.m * s.n;
           float *c = alloc<float>(s.batch * sC);
-          gptrt_scaled_matmul(g(), upload(a), upload(b),
-                              upload(std::vector<float>{sa}),
-                              upload(std::vector<float>{sb}), c, s.batch, s.m,
-                              s.n, s.k, ta, tb, sA, sB, sC, fa, fb);
+          gptrt_scaled_matmul(
+              g(), upload(a), upload(b), upload(std::vector<float>{sa}),
+              upload(std::vector<float>{sb}), c, s.batch, s.m, s.n, s.k, ta, tb,
+              sA, sB, sC, fa, fb, GPTRT_DTYPE_F32);
           expectOk();
           std::vector<float> ref(s.batch * sC);
           gptrt_scaled_matmul(cpuCtx.handle(), a.data(), b.data(), &sa, &sb,
                               ref.data(), s.batch, s.m, s.n, s.k, ta, tb, sA,
-                              sB, sC, fa, fb);
+                              sB, sC, fa, fb, GPTRT_DTYPE_F32);
           ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
           // Same exact products (FP8 x FP8 fits f32; power-of-two scales
           // make the reciprocals exact); what differs is the summation: f32
@@ -188,6 +188,23 @@ TEST_F(GpuTest, ScaledMatmulFp8MatchesEmulation) {
               << s.batch << "x" << s.m << "x" << s.n << "x" << s.k
               << " formats " << fa << "," << fb << " ta " << ta << " tb "
               << tb;
+          // D in bf16 (gpt-bf16-gemm folds the store of the result): the
+          // f32 result rounded once, poisoned first (0xFFFF: bf16 NaN).
+          uint16_t *c16 =
+              upload(std::vector<uint16_t>(s.batch * sC, uint16_t(0xFFFF)));
+          gptrt_scaled_matmul(
+              g(), upload(a), upload(b), upload(std::vector<float>{sa}),
+              upload(std::vector<float>{sb}), c16, s.batch, s.m, s.n, s.k, ta,
+              tb, sA, sB, sC, fa, fb, GPTRT_DTYPE_BF16);
+          expectOk();
+          std::vector<uint16_t> got16 = download(c16, s.batch * sC);
+          std::vector<float> wide16(got16.size());
+          for (size_t i = 0; i < got16.size(); ++i) {
+            wide16[i] = cpu::bf16ToFloat(got16[i]);
+            ASSERT_FALSE(std::isnan(wide16[i])) << "element " << i;
+          }
+          EXPECT_LT(relErr(wide16, toDouble(ref)), 1.0 / 256)
+              << "bf16 D " << s.batch << "x" << s.m << "x" << s.n;
         }
   std::printf("FP8 GEMM vs CPU emulation: worst norm-wise error %.3g\n",
               worst);
@@ -274,11 +291,11 @@ TEST_F(GpuTest, ScaledMatmulRefusesWhatCublasLtCannotDo) {
   float *s = upload(std::vector<float>{1.0f, 1.0f});
   float *c = alloc<float>(64 * 64);
   gptrt_scaled_matmul(g(), a, b, s, s + 1, c, 1, 64, 64, 64, 0, 1, 0, 0, 0,
-                      GPTRT_FP8_E5M2, GPTRT_FP8_E5M2);
+                      GPTRT_FP8_E5M2, GPTRT_FP8_E5M2, GPTRT_DTYPE_F32);
   EXPECT_THAT(gpu().error(), ::testing::HasSubstr("both E5M2"));
   gpu().clearError();
   gptrt_scaled_matmul(g(), a, b, s, s + 1, c, 1, 24, 64, 64, 0, 1, 0, 0, 0,
-                      GPTRT_FP8_E4M3, GPTRT_FP8_E4M3);
+                      GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, GPTRT_DTYPE_F32);
   EXPECT_THAT(gpu().error(), ::testing::HasSubstr("multiples of 16"));
   gpu().clearError();
 }

@@ -265,3 +265,25 @@ func.func @train_step(%ids: tensor<2x4xi32> {gpt.input = "tokens"}, %targets: te
   gpt.accumulate_grad @wte, %dt32 : tensor<16x8xf32>
   return %loss : tensor<f32>
 }
+
+// -----
+
+// fp8.amax and fp8.quantize read a stored activation as it is: the amax of
+// the exact widening, the cast of the exact widening.
+// CHECK-LABEL: func.func @logits
+// CHECK:       %[[X16:.*]] = gpt.cast "x" %{{.*}} : tensor<4x16xf32> -> tensor<4x16xbf16>
+// CHECK-NEXT:  %[[A:.*]] = fp8.amax "fc" %[[X16]] : tensor<4x16xbf16>
+// CHECK:       fp8.quantize "fc" %[[X16]], %{{.*}} : tensor<4x16xbf16> -> tensor<4x16xf8E4M3FN>
+// RT-LABEL: func.func @logits
+// RT: rt.kernel "amax" ins(%{{.*}} : memref<4x16xbf16>) {{.*}} consts [64, 2]
+// RT: rt.kernel "quantize_fp8" ins(%{{.*}}, %{{.*}} : memref<4x16xbf16>, memref<f32>) {{.*}} consts [64, 0, -1, 2]
+func.func @logits() -> (tensor<16x16xf32> {gpt.output = "y"}) {
+  %x = gpt.fill "x" 1.0 : tensor<4x16xf32>
+  %x16 = gpt.cast "x" %x : tensor<4x16xf32> -> tensor<4x16xbf16>
+  %x32 = gpt.cast "x" %x16 : tensor<4x16xbf16> -> tensor<4x16xf32>
+  %a = fp8.amax "fc" %x32 : tensor<4x16xf32>
+  %s = fp8.scale_from_amax "fc" %a recipe <format = e4m3>
+  %q = fp8.quantize "fc" %x32, %s : tensor<4x16xf32> -> tensor<4x16xf8E4M3FN>
+  %y = fp8.scaled_matmul "fc" %q, %q scales(%s, %s) transpose_a : tensor<4x16xf8E4M3FN>, tensor<4x16xf8E4M3FN> -> tensor<16x16xf32>
+  return %y : tensor<16x16xf32>
+}

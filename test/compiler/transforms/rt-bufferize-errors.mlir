@@ -68,3 +68,15 @@ func.func @logits() -> (tensor<4x8xf32> {gpt.output = "logits"}) {
   %y32 = gpt.cast "mm" %y : tensor<4x8xbf16> -> tensor<4x8xf32>
   return %y32 : tensor<4x8xf32>
 }
+
+// -----
+
+// A GEMM output's amax comes from fp8.fused (the epilogue) or fp8.amax;
+// the plain op's second result has no kernel.
+func.func @logits(%x: tensor<16x32xf32> {gpt.input = "tokens"}) -> (tensor<16x16xf32> {gpt.output = "y"}, tensor<f32> {gpt.output = "amax"}) {
+  %one = gpt.fill "s" 1.0 : tensor<f32>
+  %q = fp8.quantize "fc" %x, %one : tensor<16x32xf32> -> tensor<16x32xf8E4M3FN>
+  // expected-error @+1 {{returns the amax of its output; the runtime computes it in the GEMM's epilogue only through fp8.fused}}
+  %y, %amax = fp8.scaled_matmul "fc" %q, %q scales(%one, %one) transpose_b : tensor<16x32xf8E4M3FN>, tensor<16x32xf8E4M3FN> -> tensor<16x16xf32>, tensor<f32>
+  return %y, %amax : tensor<16x16xf32>, tensor<f32>
+}

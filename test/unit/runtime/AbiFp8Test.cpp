@@ -62,10 +62,10 @@ TEST_F(AbiFp8Test, AmaxIsLargestMagnitudeAndPropagatesNaN) {
   std::vector<float> x = randomF(777, 5, -3.0, 3.0);
   x[123] = -7.25f;
   float amax = 0;
-  gptrt_amax(h, x.data(), &amax, x.size());
+  gptrt_amax(h, x.data(), &amax, x.size(), GPTRT_DTYPE_F32);
   EXPECT_EQ(amax, 7.25f);
   x[500] = NAN;
-  gptrt_amax(h, x.data(), &amax, x.size());
+  gptrt_amax(h, x.data(), &amax, x.size(), GPTRT_DTYPE_F32);
   EXPECT_TRUE(std::isnan(amax));
 }
 
@@ -120,9 +120,9 @@ TEST_F(AbiFp8Test, QuantizeMatchesFp8Conversions) {
   float scale = 20.0f;
   std::vector<uint8_t> q4(x.size()), q5(x.size());
   gptrt_quantize_fp8(h, x.data(), &scale, q4.data(), x.size(), GPTRT_FP8_E4M3,
-                     -1);
+                     -1, GPTRT_DTYPE_F32);
   gptrt_quantize_fp8(h, x.data(), &scale, q5.data(), x.size(), GPTRT_FP8_E5M2,
-                     -1);
+                     -1, GPTRT_DTYPE_F32);
   for (size_t i = 0; i < x.size(); ++i) {
     EXPECT_EQ(q4[i], cpu::floatToE4M3(x[i] * scale)) << i;
     EXPECT_EQ(q5[i], cpu::floatToE5M2(x[i] * scale)) << i;
@@ -138,17 +138,21 @@ TEST_F(AbiFp8Test, QuantizeRecordsStatisticsOnlyWhenAsked) {
                           -1e6f, 2e-3f};
   std::vector<uint8_t> q(x.size());
   float scale = 1.0f;
-  gptrt_quantize_fp8(h, x.data(), &scale, q.data(), x.size(), GPTRT_FP8_E4M3, 1);
+  gptrt_quantize_fp8(h, x.data(), &scale, q.data(), x.size(), GPTRT_FP8_E4M3, 1,
+                     GPTRT_DTYPE_F32);
   EXPECT_TRUE(ctx.fp8Stats().empty()) << "nothing recorded outside a window";
 
   ctx.beginFp8Stats(2);
-  gptrt_quantize_fp8(h, x.data(), &scale, q.data(), x.size(), GPTRT_FP8_E4M3, 1);
+  gptrt_quantize_fp8(h, x.data(), &scale, q.data(), x.size(), GPTRT_FP8_E4M3, 1,
+                     GPTRT_DTYPE_F32);
   float half = 0.5f;  // a second micro-step: counts add, amax is the max
   std::vector<float> y = {8.0f, -4.0f};
   std::vector<uint8_t> qy(y.size());
-  gptrt_quantize_fp8(h, y.data(), &half, qy.data(), y.size(), GPTRT_FP8_E4M3, 1);
+  gptrt_quantize_fp8(h, y.data(), &half, qy.data(), y.size(), GPTRT_FP8_E4M3, 1,
+                     GPTRT_DTYPE_F32);
   ctx.endFp8Stats();
-  gptrt_quantize_fp8(h, x.data(), &scale, q.data(), x.size(), GPTRT_FP8_E4M3, 0);
+  gptrt_quantize_fp8(h, x.data(), &scale, q.data(), x.size(), GPTRT_FP8_E4M3, 0,
+                     GPTRT_DTYPE_F32);
   ASSERT_FALSE(ctx.failed()) << ctx.error();
 
   const Fp8CastStats &s = ctx.fp8Stats()[1];
@@ -163,10 +167,12 @@ TEST_F(AbiFp8Test, QuantizeRecordsStatisticsOnlyWhenAsked) {
   std::vector<float> z = {61439.0f, 61440.0f};
   std::vector<uint8_t> qz(z.size());
   ctx.beginFp8Stats(1);
-  gptrt_quantize_fp8(h, z.data(), &scale, qz.data(), z.size(), GPTRT_FP8_E5M2, 0);
+  gptrt_quantize_fp8(h, z.data(), &scale, qz.data(), z.size(), GPTRT_FP8_E5M2,
+                     0, GPTRT_DTYPE_F32);
   EXPECT_EQ(ctx.fp8Stats()[0].saturated, 1);
 
-  gptrt_quantize_fp8(h, z.data(), &scale, qz.data(), z.size(), GPTRT_FP8_E5M2, 4);
+  gptrt_quantize_fp8(h, z.data(), &scale, qz.data(), z.size(), GPTRT_FP8_E5M2,
+                     4, GPTRT_DTYPE_F32);
   EXPECT_THAT(ctx.error(), ::testing::HasSubstr(
                                 "stat_slot 4, expected < 1 (the manifest's "
                                 "fp8_stats)"));
@@ -186,8 +192,9 @@ TEST_F(AbiFp8Test, ScaledMatmulIsTheProductOfDecodedValues) {
     b[i] = cpu::floatToE4M3(xb[i] * 16.0f);
   float sa = 8.0f, sb = 16.0f;
   std::vector<float> c = poisoned<float>(m * n);
-  gptrt_scaled_matmul(h, a.data(), b.data(), &sa, &sb, c.data(), 1, m, n, k,
-                      0, 1, 0, 0, 0, GPTRT_FP8_E5M2, GPTRT_FP8_E4M3);
+  gptrt_scaled_matmul(h, a.data(), b.data(), &sa, &sb, c.data(), 1, m, n, k, 0,
+                      1, 0, 0, 0, GPTRT_FP8_E5M2, GPTRT_FP8_E4M3,
+                      GPTRT_DTYPE_F32);
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
       double want = 0;
@@ -198,6 +205,51 @@ TEST_F(AbiFp8Test, ScaledMatmulIsTheProductOfDecodedValues) {
       EXPECT_NEAR(c[i * n + j], want, 1e-5 * (1 + std::fabs(want)))
           << i << "," << j;
     }
+}
+
+// bf16 storage (gpt-bf16-kernels, gpt-bf16-gemm): amax and quantize of a
+// bf16 input are those of its exact widening, and a bf16 GEMM result is
+// the f32 one rounded once (the gap between strided batches untouched).
+TEST_F(AbiFp8Test, Bf16InputsAndOutputsAreTheF32OnesBetweenConversions) {
+  std::vector<float> x = randomF(301, 31, -50.0, 50.0);
+  std::vector<uint16_t> x16(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    x16[i] = cpu::floatToBf16(x[i]);
+    x[i] = cpu::bf16ToFloat(x16[i]);
+  }
+  float amax = -1, amax16 = -2;
+  gptrt_amax(h, x.data(), &amax, x.size(), GPTRT_DTYPE_F32);
+  gptrt_amax(h, x16.data(), &amax16, x.size(), GPTRT_DTYPE_BF16);
+  EXPECT_EQ(amax16, amax);
+  const float scale = 448.0f / amax;
+  std::vector<uint8_t> q(x.size()), q16(x.size(), 0xAA);
+  gptrt_quantize_fp8(h, x.data(), &scale, q.data(), x.size(), GPTRT_FP8_E4M3,
+                     -1, GPTRT_DTYPE_F32);
+  gptrt_quantize_fp8(h, x16.data(), &scale, q16.data(), x.size(),
+                     GPTRT_FP8_E4M3, -1, GPTRT_DTYPE_BF16);
+  EXPECT_EQ(q16, q);
+
+  const int64_t batch = 2, m = 3, n = 4, k = 16, strideC = m * n + 2;
+  std::vector<uint8_t> a(batch * m * k), b(n * k);
+  for (size_t i = 0; i < a.size(); ++i)
+    a[i] = cpu::floatToE4M3(x[i % x.size()] * scale);
+  for (size_t i = 0; i < b.size(); ++i)
+    b[i] = cpu::floatToE4M3(x[(i * 7) % x.size()] * scale);
+  std::vector<float> c32((batch - 1) * strideC + m * n);
+  gptrt_scaled_matmul(h, a.data(), b.data(), &scale, &scale, c32.data(),
+                      batch, m, n, k, 0, 1, m * k, 0, strideC, GPTRT_FP8_E4M3,
+                      GPTRT_FP8_E4M3, GPTRT_DTYPE_F32);
+  std::vector<uint16_t> c16(c32.size(), 0xBEEF);
+  gptrt_scaled_matmul(h, a.data(), b.data(), &scale, &scale, c16.data(),
+                      batch, m, n, k, 0, 1, m * k, 0, strideC, GPTRT_FP8_E4M3,
+                      GPTRT_FP8_E4M3, GPTRT_DTYPE_BF16);
+  for (int64_t p = 0; p < batch; ++p) {
+    for (int64_t i = 0; i < m * n; ++i)
+      EXPECT_EQ(c16[p * strideC + i], cpu::floatToBf16(c32[p * strideC + i]))
+          << "batch " << p << " element " << i;
+    if (p + 1 < batch)
+      EXPECT_EQ(c16[p * strideC + m * n], 0xBEEF) << "gap written";
+  }
 }
 
 TEST_F(AbiFp8Test, RowwiseAmaxScalesAndCast) {
@@ -276,7 +328,8 @@ TEST_F(AbiFp8Test, RowwiseScaledMatmulDividesEachRowAndColumn) {
 TEST_F(AbiFp8Test, ScaledMatmulRejectsUnknownFormat) {
   uint8_t a = 0, b = 0;
   float s = 1, c = 0;
-  gptrt_scaled_matmul(h, &a, &b, &s, &s, &c, 1, 1, 1, 1, 0, 0, 0, 0, 0, 7, 0);
+  gptrt_scaled_matmul(h, &a, &b, &s, &s, &c, 1, 1, 1, 1, 0, 0, 0, 0, 0, 7, 0,
+                      GPTRT_DTYPE_F32);
   ASSERT_TRUE(ctx.failed());
   EXPECT_NE(ctx.error().find("expected 0 (E4M3) or 1 (E5M2)"), std::string::npos);
   ctx.clearError();

@@ -31,10 +31,10 @@ protected:
   void reference(const std::vector<float> &out, int64_t rows, int64_t cols,
                  float scale, int64_t format, bool transpose, float *amax,
                  std::vector<uint8_t> &q) {
-    gptrt_amax(h, out.data(), amax, rows * cols);
+    gptrt_amax(h, out.data(), amax, rows * cols, GPTRT_DTYPE_F32);
     std::vector<uint8_t> plain(out.size());
-    gptrt_quantize_fp8(h, out.data(), &scale, plain.data(), rows * cols,
-                       format, -1);
+    gptrt_quantize_fp8(h, out.data(), &scale, plain.data(), rows * cols, format,
+                       -1, GPTRT_DTYPE_F32);
     q.resize(out.size());
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t c = 0; c < cols; ++c)
@@ -112,7 +112,7 @@ TEST_F(AbiFusedTest, LayernormGeluAddMatchTheirBaseKernels) {
                  GPTRT_DTYPE_F32);
   gptrt_add(h, x.data(), b.data(), ref.data(), rows, cols, 1, GPTRT_DTYPE_F32,
             GPTRT_DTYPE_F32, GPTRT_DTYPE_F32);
-  gptrt_amax(h, ref.data(), &amaxRef, ref.size());
+  gptrt_amax(h, ref.data(), &amaxRef, ref.size(), GPTRT_DTYPE_F32);
   EXPECT_EQ(out, ref);
   EXPECT_EQ(amax, amaxRef);
 }
@@ -140,10 +140,12 @@ TEST_F(AbiFusedTest, GemmOutputsWithAmaxAndCast) {
   float sa = 100.0f, sb = 100.0f;
   gptrt_scaled_matmul_amax(h, qa.data(), qb.data(), &sa, &sb, c.data(), &amax,
                            1, m, n, k, 0, 1, 0, 0, 0, GPTRT_FP8_E4M3,
-                           GPTRT_FP8_E4M3, m, n, GPTRT_DTYPE_F32);
+                           GPTRT_FP8_E4M3, GPTRT_DTYPE_F32, m, n,
+                           GPTRT_DTYPE_F32);
   gptrt_scaled_matmul(h, qa.data(), qb.data(), &sa, &sb, cRef.data(), 1, m, n,
-                      k, 0, 1, 0, 0, 0, GPTRT_FP8_E4M3, GPTRT_FP8_E4M3);
-  gptrt_amax(h, cRef.data(), &amaxRef, cRef.size());
+                      k, 0, 1, 0, 0, 0, GPTRT_FP8_E4M3, GPTRT_FP8_E4M3,
+                      GPTRT_DTYPE_F32);
+  gptrt_amax(h, cRef.data(), &amaxRef, cRef.size(), GPTRT_DTYPE_F32);
   EXPECT_EQ(c, cRef);
   EXPECT_EQ(amax, amaxRef);
 }
@@ -161,7 +163,7 @@ TEST_F(AbiFusedTest, FusedCastRecordsStatisticsLikeQuantize) {
                       x.size(), GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, rows, cols,
                       GPTRT_DTYPE_F32, GPTRT_FP8_E4M3, 1, 1);
   gptrt_quantize_fp8(h, out.data(), &scale, plain.data(), out.size(),
-                     GPTRT_FP8_E4M3, 0);
+                     GPTRT_FP8_E4M3, 0, GPTRT_DTYPE_F32);
   ctx.endFp8Stats();
   const Fp8CastStats &fused = ctx.fp8Stats()[1], &separate = ctx.fp8Stats()[0];
   EXPECT_EQ(fused.elements, rows * cols);
