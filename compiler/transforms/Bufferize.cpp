@@ -144,6 +144,17 @@ private:
                << "; its runtime kernel reads parameters as f32";
     return success();
   }
+  /// rows, vocab_size, padded vocab, ignore_index and the logits' dtype:
+  /// the constants of cross_entropy_fwd and _bwd alike.
+  LogicalResult crossEntropyConsts(Operation *op, Value logits,
+                                   int64_t vocab, int64_t ignoreIndex,
+                                   SmallVectorImpl<Attribute> &consts) {
+    auto type = cast<ShapedType>(logits.getType());
+    int64_t width = type.getShape().back();
+    consts.append({i64(type.getNumElements() / width), i64(vocab), i64(width),
+                   i64(ignoreIndex)});
+    return appendDtypes(op, {logits}, consts);
+  }
   /// Appends the dtype code of each value to `consts`, in order.
   LogicalResult appendDtypes(Operation *op, ValueRange values,
                              SmallVectorImpl<Attribute> &consts);
@@ -704,11 +715,9 @@ LogicalResult EntryLowering::lowerOp(Operation *op) {
       })
       .Case([&](gpt::CrossEntropyOp o) -> LogicalResult {
         Type logits = o.getLogits().getType();
-        SmallVector<Attribute> consts{i64(rowsOf(logits)),
-                                      i64(o.getVocabSize()),
-                                      i64(widthOf(logits)),
-                                      i64(o.getIgnoreIndex())};
-        if (failed(appendDtypes(o, {o.getLogits()}, consts)))
+        SmallVector<Attribute> consts;
+        if (failed(crossEntropyConsts(o, o.getLogits(), o.getVocabSize(),
+                                      o.getIgnoreIndex(), consts)))
           return failure();
         SmallVector<int64_t> rows(cast<ShapedType>(logits).getShape().drop_back());
         Value loss = define(o.getLoss());
@@ -719,13 +728,10 @@ LogicalResult EntryLowering::lowerOp(Operation *op) {
         return success();
       })
       .Case([&](gpt::CrossEntropyGradOp o) -> LogicalResult {
-        Type logits = o.getLogits().getType();
-        SmallVector<Attribute> consts{i64(rowsOf(logits)),
-                                      i64(o.getVocabSize()),
-                                      i64(widthOf(logits)),
-                                      i64(o.getIgnoreIndex())};
         // The logits and their gradient share one type (the verifier's).
-        if (failed(appendDtypes(o, {o.getLogits()}, consts)))
+        SmallVector<Attribute> consts;
+        if (failed(crossEntropyConsts(o, o.getLogits(), o.getVocabSize(),
+                                      o.getIgnoreIndex(), consts)))
           return failure();
         kernel("cross_entropy_bwd",
                {lookup(o.getLossGrad()), lookup(o.getLogits()),

@@ -927,16 +927,23 @@ GPTRT_EXPORT void gptrt_permute(gptrt_context *ctx, const float *src,
   });
 }
 
+namespace {
+// batch * seq * width, each checked: the elements of q, k, v and out.
+int64_t attentionElements(int64_t batch, int64_t seq, int64_t width) {
+  requireNonNegative(batch, "batch");
+  requireNonNegative(seq, "seq");
+  requireNonNegative(width, "width");
+  return batch * seq * width;
+}
+} // namespace
+
 GPTRT_EXPORT void gptrt_attention_fwd(gptrt_context *ctx, const void *q,
                                       const void *k, const void *v, void *out,
                                       float *lse, int64_t batch, int64_t seq,
                                       int64_t width, int64_t heads,
                                       int64_t causal, int64_t dtype) {
   guarded(ctx, "gptrt_attention_fwd", [&](Context &c) {
-    requireNonNegative(batch, "batch");
-    requireNonNegative(seq, "seq");
-    requireNonNegative(width, "width");
-    const int64_t n = batch * seq * width;
+    const int64_t n = attentionElements(batch, seq, width);
     F32Staging f32(c, {{q, dtype, n, false, "dtype"},
                        {k, dtype, n, false, "dtype"},
                        {v, dtype, n, false, "dtype"},
@@ -959,10 +966,7 @@ GPTRT_EXPORT void gptrt_attention_bwd(gptrt_context *ctx, const void *dout,
                                       int64_t width, int64_t heads,
                                       int64_t causal, int64_t dtype) {
   guarded(ctx, "gptrt_attention_bwd", [&](Context &c) {
-    requireNonNegative(batch, "batch");
-    requireNonNegative(seq, "seq");
-    requireNonNegative(width, "width");
-    const int64_t n = batch * seq * width;
+    const int64_t n = attentionElements(batch, seq, width);
     F32Staging f32(c, {{dout, dtype, n, false, "dtype"},
                        {q, dtype, n, false, "dtype"},
                        {k, dtype, n, false, "dtype"},

@@ -12,8 +12,8 @@
 // Selected with Device::setFlashAttention (gptrun --attention flash) for
 // bf16 activations with a head dimension that is a multiple of 16, at most
 // 128; anything else runs the baseline kernels of Attention.cu. Not yet
-// run on a GPU: gpu test FlashAttentionMatchesCpu checks it against the
-// CPU kernels.
+// run on a GPU: gpu test AttentionOnBf16StorageMatchesCpu checks it
+// against the CPU kernels.
 #include "runtime/abi/gptrt.h"
 #include "runtime/cuda/DeviceImpl.h"
 #include "runtime/cuda/Reduce.cuh"
@@ -315,6 +315,27 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+FlashDims flashDims(int64_t batch, int64_t seq, int64_t width, int64_t heads,
+                     bool causal) {
+  const int D = int(width / heads);
+  return {batch, seq, width, heads, D, causal,
+          float(1.0 / std::sqrt(double(D)))};
+}
+
+// One block per tile of kTile rows of one (batch, head).
+dim3 tileGrid(const FlashDims &d) {
+  return dim3(unsigned((d.T + kTile - 1) / kTile), unsigned(d.B * d.H));
+}
+
+// Dynamic shared memory beyond 48 KiB needs the kernel's opt-in.
+template <typename Kernel>
+void allowSharedBytes(Kernel kernel, size_t bytes, const char *what) {
+  check(cudaFuncSetAttribute(kernel,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             int(bytes)),
+        what);
+}
+
 } // namespace
 
 bool DeviceImpl::flashAttentionApplies(int64_t batch, int64_t seq,
@@ -333,16 +354,11 @@ void DeviceImpl::flashAttentionForward(const void *q, const void *k,
                                        int64_t batch, int64_t seq,
                                        int64_t width, int64_t heads,
                                        bool causal) {
-  const int D = int(width / heads);
-  const FlashDims d{batch, seq, width, heads, D, causal,
-                    float(1.0 / std::sqrt(double(D)))};
-  const size_t shared = forwardSharedBytes(D);
-  check(cudaFuncSetAttribute(flashForwardKernel,
-                             cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             int(shared)),
-        "cudaFuncSetAttribute (flash attention forward)");
-  const dim3 grid(unsigned((seq + kTile - 1) / kTile), unsigned(batch * heads));
-  flashForwardKernel<<<grid, kThreads, shared, stream_>>>(
+  const FlashDims d = flashDims(batch, seq, width, heads, causal);
+  const size_t shared = forwardSharedBytes(d.D);
+  allowSharedBytes(flashForwardKernel, shared,
+                   "cudaFuncSetAttribute (flash attention forward)");
+  flashForwardKernel<<<tileGrid(d), kThreads, shared, stream_>>>(
       static_cast<const bf16 *>(q), static_cast<const bf16 *>(k),
       static_cast<const bf16 *>(v), static_cast<bf16 *>(out), lse, d);
   checkLaunch("gptrt_attention_fwd (flash)");
@@ -355,9 +371,7 @@ void DeviceImpl::flashAttentionBackward(const void *dout, const void *q,
                                         int64_t batch, int64_t seq,
                                         int64_t width, int64_t heads,
                                         bool causal) {
-  const int D = int(width / heads);
-  const FlashDims d{batch, seq, width, heads, D, causal,
-                    float(1.0 / std::sqrt(double(D)))};
+  const FlashDims d = flashDims(batch, seq, width, heads, causal);
   const int64_t n = batch * seq * width, rows = batch * heads * seq;
   // f32 scratch: dQ's sums over key tiles, then each row's delta.
   float *dqSum = static_cast<float *>(
@@ -368,13 +382,10 @@ void DeviceImpl::flashAttentionBackward(const void *dout, const void *q,
       static_cast<const bf16 *>(dout), static_cast<const bf16 *>(out), delta,
       d);
   checkLaunch("gptrt_attention_bwd (flash delta)");
-  const size_t shared = backwardSharedBytes(D);
-  check(cudaFuncSetAttribute(flashBackwardKernel,
-                             cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             int(shared)),
-        "cudaFuncSetAttribute (flash attention backward)");
-  const dim3 grid(unsigned((seq + kTile - 1) / kTile), unsigned(batch * heads));
-  flashBackwardKernel<<<grid, kThreads, shared, stream_>>>(
+  const size_t shared = backwardSharedBytes(d.D);
+  allowSharedBytes(flashBackwardKernel, shared,
+                   "cudaFuncSetAttribute (flash attention backward)");
+  flashBackwardKernel<<<tileGrid(d), kThreads, shared, stream_>>>(
       static_cast<const bf16 *>(dout), static_cast<const bf16 *>(q),
       static_cast<const bf16 *>(k), static_cast<const bf16 *>(v), lse, delta,
       dqSum, static_cast<bf16 *>(dk), static_cast<bf16 *>(dv), d);

@@ -170,12 +170,6 @@ TEST_F(GpuTest, LayoutKernelsMatchCpu) {
 // within f32 rounding. Outputs are poisoned first (0xFFFF is a bf16 NaN).
 TEST_F(GpuTest, Bf16StorageKernelsMatchCpu) {
   Context cpuCtx(Device::Cpu, {});
-  auto toBf16 = [](const std::vector<float> &x) {
-    std::vector<uint16_t> out(x.size());
-    for (size_t i = 0; i < x.size(); ++i)
-      out[i] = cpu::floatToBf16(x[i]);
-    return out;
-  };
   const int64_t outer = 64, inner = 768, n = outer * inner;
   std::vector<uint16_t> a = toBf16(randn(n)), b = toBf16(randn(n));
   for (int64_t bcast : {0, 1}) {
@@ -228,23 +222,9 @@ TEST_F(GpuTest, Bf16StorageKernelsMatchCpu) {
   gptrt_gelu_bwd(g(), upload(b), da, ddx, n, GPTRT_DTYPE_BF16,
                  GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16);
   expectOk();
-  auto wide = [](const std::vector<uint16_t> &codes) {
-    std::vector<double> out(codes.size());
-    for (size_t i = 0; i < codes.size(); ++i)
-      out[i] = cpu::bf16ToFloat(codes[i]);
-    return out;
-  };
-  auto wideF = [&](const std::vector<uint16_t> &codes) {
-    std::vector<float> out(codes.size());
-    for (size_t i = 0; i < codes.size(); ++i) {
-      out[i] = cpu::bf16ToFloat(codes[i]);
-      EXPECT_FALSE(std::isnan(out[i])) << "element " << i << " unwritten";
-    }
-    return out;
-  };
-  EXPECT_LT(relErr(wideF(download(dy, n)), wide(wantY)), kBf16Tol)
+  EXPECT_LT(relErr(bf16Values(download(dy, n)), bf16Values(wantY)), kBf16Tol)
       << "gelu fwd bf16";
-  EXPECT_LT(relErr(wideF(download(ddx, n)), wide(wantDx)), kBf16Tol)
+  EXPECT_LT(relErr(bf16Values(download(ddx, n)), bf16Values(wantDx)), kBf16Tol)
       << "gelu bwd bf16";
 }
 

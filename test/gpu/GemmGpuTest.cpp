@@ -56,13 +56,6 @@ TEST_F(GpuTest, MatmulF32AllLayouts) {
       }
 }
 
-std::vector<uint16_t> toBf16(const std::vector<float> &x) {
-  std::vector<uint16_t> codes(x.size());
-  for (size_t i = 0; i < x.size(); ++i)
-    codes[i] = cpu::floatToBf16(x[i]);
-  return codes;
-}
-
 TEST_F(GpuTest, MatmulBf16AllLayouts) {
   for (const Shape &s : kShapes)
     for (int ta : {0, 1})

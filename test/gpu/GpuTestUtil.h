@@ -9,6 +9,7 @@
 
 #include "runtime/abi/gptrt.h"
 #include "runtime/core/Context.h"
+#include "runtime/cpu/Bf16.h"
 #include "runtime/cuda/Backend.h"
 
 #include <gtest/gtest.h>
@@ -118,6 +119,24 @@ protected:
 
 template <typename T> std::vector<double> toDouble(const std::vector<T> &v) {
   return std::vector<double>(v.begin(), v.end());
+}
+
+// bf16 codes of x, rounded to nearest even (runtime/cpu/Bf16.h).
+inline std::vector<uint16_t> toBf16(const std::vector<float> &x) {
+  std::vector<uint16_t> codes(x.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    codes[i] = cpu::floatToBf16(x[i]);
+  return codes;
+}
+
+// The values of bf16 codes. Outputs are poisoned with 0xFFFF (a bf16 NaN)
+// before a kernel runs, so an unwritten element reads as NaN and relErr
+// reports it as infinitely wrong.
+inline std::vector<double> bf16Values(const std::vector<uint16_t> &codes) {
+  std::vector<double> values(codes.size());
+  for (size_t i = 0; i < codes.size(); ++i)
+    values[i] = cpu::bf16ToFloat(codes[i]);
+  return values;
 }
 
 // ||got - ref|| / ||ref|| (||ref|| taken as 1 when it is 0); infinity if

@@ -51,20 +51,6 @@ TEST_F(GpuTest, LayerNormForwardBackward) {
 TEST_F(GpuTest, LayerNormOnBf16StorageMatchesCpu) {
   Context cpuCtx(Device::Cpu, {});
   const int64_t rows = 37, width = 768;
-  auto toBf16 = [](const std::vector<float> &v) {
-    std::vector<uint16_t> out(v.size());
-    for (size_t i = 0; i < v.size(); ++i)
-      out[i] = cpu::floatToBf16(v[i]);
-    return out;
-  };
-  auto wide = [](const std::vector<uint16_t> &codes) {
-    std::vector<float> out(codes.size());
-    for (size_t i = 0; i < codes.size(); ++i) {
-      out[i] = cpu::bf16ToFloat(codes[i]);
-      EXPECT_FALSE(std::isnan(out[i])) << "element " << i << " unwritten";
-    }
-    return out;
-  };
   std::vector<uint16_t> x = toBf16(randn(rows * width, 2.0f)),
                         dy = toBf16(randn(rows * width));
   std::vector<float> w = randn(width), b = randn(width);
@@ -92,15 +78,14 @@ TEST_F(GpuTest, LayerNormOnBf16StorageMatchesCpu) {
                       rows, width, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16,
                       GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16);
   expectOk();
-  auto ref = [&](const std::vector<uint16_t> &codes) {
-    return toDouble(wide(codes));
-  };
-  EXPECT_LT(relErr(wide(download(gOut, rows * width)), ref(out)), kBf16Tol);
+  EXPECT_LT(relErr(bf16Values(download(gOut, rows * width)), bf16Values(out)),
+            kBf16Tol);
   EXPECT_LT(relErr(download(gMean, rows), toDouble(mean)), kF32Tol);
   EXPECT_LT(relErr(download(gRstd, rows), toDouble(rstd)), kF32Tol);
-  EXPECT_LT(relErr(wide(download(gDx, rows * width)), ref(dx)), kBf16Tol);
-  EXPECT_LT(relErr(wide(download(gDw, width)), ref(dw)), kBf16Tol);
-  EXPECT_LT(relErr(wide(download(gDb, width)), ref(db)), kBf16Tol);
+  EXPECT_LT(relErr(bf16Values(download(gDx, rows * width)), bf16Values(dx)),
+            kBf16Tol);
+  EXPECT_LT(relErr(bf16Values(download(gDw, width)), bf16Values(dw)), kBf16Tol);
+  EXPECT_LT(relErr(bf16Values(download(gDb, width)), bf16Values(db)), kBf16Tol);
 }
 
 TEST_F(GpuTest, EmbeddingForwardBackward) {
@@ -243,122 +228,60 @@ TEST_F(GpuTest, AttentionForwardBackward) {
   }
 }
 
-// bf16 storage of every activation (gpt-bf16-kernels) against the CPU's
-// bf16-storage kernels: bf16 precision norm-wise (the f32 sums run in
-// another order), every element written (outputs poisoned with 0xFFFF, a
-// bf16 NaN).
+// Attention on bf16 storage (gpt-bf16-kernels), by the baseline kernels
+// and by FlashAttention.cu, against the CPU's bf16-storage kernels: bf16
+// precision norm-wise (sums in another order; the flash kernels also round
+// probabilities to bf16 before the PV product, as FlashAttention does), on
+// sequences that fill whole tiles and ones that do not, causal and full,
+// head dims 32, 64 and 128. Outputs are poisoned (0xFFFF, a bf16 NaN).
 TEST_F(GpuTest, AttentionOnBf16StorageMatchesCpu) {
-  Context cpuCtx(Device::Cpu, {});
-  const int64_t B = 2, T = 64, C = 96, H = 3, n = B * T * C, nl = B * H * T;
-  auto toBf16 = [](const std::vector<float> &x) {
-    std::vector<uint16_t> out(x.size());
-    for (size_t i = 0; i < x.size(); ++i)
-      out[i] = cpu::floatToBf16(x[i]);
-    return out;
-  };
-  auto wide = [](const std::vector<uint16_t> &codes) {
-    std::vector<float> out(codes.size());
-    for (size_t i = 0; i < codes.size(); ++i) {
-      out[i] = cpu::bf16ToFloat(codes[i]);
-      EXPECT_FALSE(std::isnan(out[i])) << "element " << i << " unwritten";
-    }
-    return out;
-  };
-  std::vector<uint16_t> q = toBf16(randn(n)), k = toBf16(randn(n)),
-                        v = toBf16(randn(n)), dy = toBf16(randn(n));
-  std::vector<uint16_t> out(n), dq(n), dk(n), dv(n);
-  std::vector<float> lse(nl);
-  gptrt_attention_fwd(cpuCtx.handle(), q.data(), k.data(), v.data(),
-                      out.data(), lse.data(), B, T, C, H, 1,
-                      GPTRT_DTYPE_BF16);
-  gptrt_attention_bwd(cpuCtx.handle(), dy.data(), q.data(), k.data(),
-                      v.data(), out.data(), lse.data(), dq.data(), dk.data(),
-                      dv.data(), B, T, C, H, 1, GPTRT_DTYPE_BF16);
-  ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
-  const uint16_t *gq = upload(q), *gk = upload(k), *gv = upload(v);
-  uint16_t *gOut = upload(std::vector<uint16_t>(n, 0xFFFF));
-  float *gLse = alloc<float>(nl);
-  gptrt_attention_fwd(g(), gq, gk, gv, gOut, gLse, B, T, C, H, 1,
-                      GPTRT_DTYPE_BF16);
-  uint16_t *gDq = upload(std::vector<uint16_t>(n, 0xFFFF));
-  uint16_t *gDk = upload(std::vector<uint16_t>(n, 0xFFFF));
-  uint16_t *gDv = upload(std::vector<uint16_t>(n, 0xFFFF));
-  gptrt_attention_bwd(g(), upload(dy), gq, gk, gv, gOut, gLse, gDq, gDk, gDv,
-                      B, T, C, H, 1, GPTRT_DTYPE_BF16);
-  expectOk();
-  auto ref = [&](const std::vector<uint16_t> &codes) {
-    return toDouble(wide(codes));
-  };
-  EXPECT_LT(relErr(wide(download(gOut, n)), ref(out)), kBf16Tol);
-  EXPECT_LT(relErr(download(gLse, nl), toDouble(lse)), kF32Tol);
-  EXPECT_LT(relErr(wide(download(gDq, n)), ref(dq)), kBf16Tol);
-  EXPECT_LT(relErr(wide(download(gDk, n)), ref(dk)), kBf16Tol);
-  EXPECT_LT(relErr(wide(download(gDv, n)), ref(dv)), kBf16Tol);
-}
-
-// FlashAttention.cu against the CPU's bf16-storage kernels: bf16 precision
-// norm-wise (the flash kernels also round probabilities to bf16 before the
-// PV product, as FlashAttention does), on sequences that fill whole tiles
-// and ones that do not, causal and full, head dims 32, 64 and 128.
-TEST_F(GpuTest, FlashAttentionMatchesCpu) {
   Context cpuCtx(Device::Cpu, {});
   struct Case {
     int64_t B, T, C, H;
     int64_t causal;
   };
-  auto toBf16 = [](const std::vector<float> &x) {
-    std::vector<uint16_t> out(x.size());
-    for (size_t i = 0; i < x.size(); ++i)
-      out[i] = cpu::floatToBf16(x[i]);
-    return out;
-  };
-  auto wide = [](const std::vector<uint16_t> &codes) {
-    std::vector<double> out(codes.size());
-    for (size_t i = 0; i < codes.size(); ++i) {
-      out[i] = cpu::bf16ToFloat(codes[i]);
-      EXPECT_FALSE(std::isnan(out[i])) << "element " << i << " unwritten";
+  for (bool flash : {false, true})
+    for (Case s : {Case{2, 64, 128, 2, 1}, Case{2, 100, 96, 3, 1},
+                   Case{1, 200, 256, 2, 0}, Case{2, 256, 768, 12, 1}}) {
+      dev().setFlashAttention(flash);
+      SCOPED_TRACE(std::string(flash ? "flash" : "baseline") + " B " +
+                   std::to_string(s.B) + " T " + std::to_string(s.T) + " C " +
+                   std::to_string(s.C) + " H " + std::to_string(s.H) +
+                   (s.causal ? " causal" : " full"));
+      const int64_t n = s.B * s.T * s.C, nl = s.B * s.H * s.T;
+      std::vector<uint16_t> q = toBf16(randn(n)), k = toBf16(randn(n)),
+                            v = toBf16(randn(n)), dy = toBf16(randn(n));
+      std::vector<uint16_t> out(n), dq(n), dk(n), dv(n);
+      std::vector<float> lse(nl);
+      gptrt_attention_fwd(cpuCtx.handle(), q.data(), k.data(), v.data(),
+                          out.data(), lse.data(), s.B, s.T, s.C, s.H, s.causal,
+                          GPTRT_DTYPE_BF16);
+      gptrt_attention_bwd(cpuCtx.handle(), dy.data(), q.data(), k.data(),
+                          v.data(), out.data(), lse.data(), dq.data(),
+                          dk.data(), dv.data(), s.B, s.T, s.C, s.H, s.causal,
+                          GPTRT_DTYPE_BF16);
+      ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
+      const uint16_t *gq = upload(q), *gk = upload(k), *gv = upload(v);
+      uint16_t *gOut = upload(std::vector<uint16_t>(n, 0xFFFF));
+      float *gLse = upload(std::vector<float>(nl, std::nanf("")));
+      gptrt_attention_fwd(g(), gq, gk, gv, gOut, gLse, s.B, s.T, s.C, s.H,
+                          s.causal, GPTRT_DTYPE_BF16);
+      // The backward reads the CPU's stored output, so dq, dk, dv compare
+      // the same inputs.
+      uint16_t *gDq = upload(std::vector<uint16_t>(n, 0xFFFF));
+      uint16_t *gDk = upload(std::vector<uint16_t>(n, 0xFFFF));
+      uint16_t *gDv = upload(std::vector<uint16_t>(n, 0xFFFF));
+      gptrt_attention_bwd(g(), upload(dy), gq, gk, gv, upload(out), upload(lse),
+                          gDq, gDk, gDv, s.B, s.T, s.C, s.H, s.causal,
+                          GPTRT_DTYPE_BF16);
+      expectOk();
+      EXPECT_LT(relErr(bf16Values(download(gOut, n)), bf16Values(out)),
+                kBf16Tol);
+      EXPECT_LT(relErr(download(gLse, nl), toDouble(lse)), kF32Tol);
+      EXPECT_LT(relErr(bf16Values(download(gDq, n)), bf16Values(dq)), kBf16Tol);
+      EXPECT_LT(relErr(bf16Values(download(gDk, n)), bf16Values(dk)), kBf16Tol);
+      EXPECT_LT(relErr(bf16Values(download(gDv, n)), bf16Values(dv)), kBf16Tol);
     }
-    return out;
-  };
-  dev().setFlashAttention(true);
-  for (Case s : {Case{2, 64, 128, 2, 1}, Case{2, 100, 96, 3, 1},
-                 Case{1, 200, 256, 2, 0}, Case{2, 256, 768, 12, 1}}) {
-    SCOPED_TRACE("B " + std::to_string(s.B) + " T " + std::to_string(s.T) +
-                 " C " + std::to_string(s.C) + " H " + std::to_string(s.H) +
-                 (s.causal ? " causal" : " full"));
-    const int64_t n = s.B * s.T * s.C, nl = s.B * s.H * s.T;
-    std::vector<uint16_t> q = toBf16(randn(n)), k = toBf16(randn(n)),
-                          v = toBf16(randn(n)), dy = toBf16(randn(n));
-    std::vector<uint16_t> out(n), dq(n), dk(n), dv(n);
-    std::vector<float> lse(nl);
-    gptrt_attention_fwd(cpuCtx.handle(), q.data(), k.data(), v.data(),
-                        out.data(), lse.data(), s.B, s.T, s.C, s.H, s.causal,
-                        GPTRT_DTYPE_BF16);
-    gptrt_attention_bwd(cpuCtx.handle(), dy.data(), q.data(), k.data(),
-                        v.data(), out.data(), lse.data(), dq.data(),
-                        dk.data(), dv.data(), s.B, s.T, s.C, s.H, s.causal,
-                        GPTRT_DTYPE_BF16);
-    ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
-    const uint16_t *gq = upload(q), *gk = upload(k), *gv = upload(v);
-    uint16_t *gOut = upload(std::vector<uint16_t>(n, 0xFFFF));
-    float *gLse = upload(std::vector<float>(nl, std::nanf("")));
-    gptrt_attention_fwd(g(), gq, gk, gv, gOut, gLse, s.B, s.T, s.C, s.H,
-                        s.causal, GPTRT_DTYPE_BF16);
-    // The backward reads the CPU's stored output, so dq, dk, dv compare
-    // the same inputs.
-    uint16_t *gDq = upload(std::vector<uint16_t>(n, 0xFFFF));
-    uint16_t *gDk = upload(std::vector<uint16_t>(n, 0xFFFF));
-    uint16_t *gDv = upload(std::vector<uint16_t>(n, 0xFFFF));
-    gptrt_attention_bwd(g(), upload(dy), gq, gk, gv, upload(out),
-                        upload(lse), gDq, gDk, gDv, s.B, s.T, s.C, s.H,
-                        s.causal, GPTRT_DTYPE_BF16);
-    expectOk();
-    EXPECT_LT(relErr(wide(download(gOut, n)), wide(out)), kBf16Tol);
-    EXPECT_LT(relErr(download(gLse, nl), toDouble(lse)), kF32Tol);
-    EXPECT_LT(relErr(wide(download(gDq, n)), wide(dq)), kBf16Tol);
-    EXPECT_LT(relErr(wide(download(gDk, n)), wide(dk)), kBf16Tol);
-    EXPECT_LT(relErr(wide(download(gDv, n)), wide(dv)), kBf16Tol);
-  }
   dev().setFlashAttention(false);
 }
 
@@ -366,20 +289,6 @@ TEST_F(GpuTest, FlashAttentionMatchesCpu) {
 // bf16-storage kernels: bf16 precision norm-wise, every element written.
 TEST_F(GpuTest, LossAndEmbeddingOnBf16StorageMatchCpu) {
   Context cpuCtx(Device::Cpu, {});
-  auto toBf16 = [](const std::vector<float> &x) {
-    std::vector<uint16_t> out(x.size());
-    for (size_t i = 0; i < x.size(); ++i)
-      out[i] = cpu::floatToBf16(x[i]);
-    return out;
-  };
-  auto wide = [](const std::vector<uint16_t> &codes) {
-    std::vector<double> out(codes.size());
-    for (size_t i = 0; i < codes.size(); ++i) {
-      out[i] = cpu::bf16ToFloat(codes[i]);
-      EXPECT_FALSE(std::isnan(out[i])) << "element " << i << " unwritten";
-    }
-    return out;
-  };
   const int64_t rows = 300, vocab = 1000, padded = 1024;
   std::vector<uint16_t> logits = toBf16(randn(rows * padded, 4.0f));
   std::vector<int32_t> targets = randint(rows, 0, vocab);
@@ -405,8 +314,9 @@ TEST_F(GpuTest, LossAndEmbeddingOnBf16StorageMatchCpu) {
   expectOk();
   EXPECT_LT(relErr(download(gLoss, 1), std::vector<double>{loss}), kF32Tol);
   EXPECT_LT(relErr(download(gLse, rows), toDouble(lse)), kF32Tol);
-  EXPECT_LT(relErr(wide(download(gGrad, rows * padded)), wide(dlogits)),
-            kBf16Tol);
+  EXPECT_LT(
+      relErr(bf16Values(download(gGrad, rows * padded)), bf16Values(dlogits)),
+      kBf16Tol);
 
   const int64_t tableRows = 50, width = 96, n = 512;
   std::vector<uint16_t> table = toBf16(randn(tableRows * width)),
@@ -426,7 +336,8 @@ TEST_F(GpuTest, LossAndEmbeddingOnBf16StorageMatchCpu) {
                       GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16);
   expectOk();
   EXPECT_EQ(download(gOut, n * width), out);  // a gather: exact
-  EXPECT_LT(relErr(wide(download(gTable, tableRows * width)), wide(dtable)),
+  EXPECT_LT(relErr(bf16Values(download(gTable, tableRows * width)),
+                   bf16Values(dtable)),
             kBf16Tol);
 }
 
