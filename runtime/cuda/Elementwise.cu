@@ -96,6 +96,23 @@ void DeviceImpl::accumulate(const void *srcData, int64_t srcDtype, float *dst,
       return;
     }
   }
+  if (srcDtype == GPTRT_DTYPE_BF16 && n % 8 == 0 && aligned16(srcData) &&
+      aligned16(dst)) {
+    const Bf16x8 *s8 = static_cast<const Bf16x8 *>(srcData);
+    float4 *d4 = reinterpret_cast<float4 *>(dst);
+    launchMap(stream_, n / 8,
+              [=] __device__(int64_t i) {
+                float s[8];
+                s8[i].unpack(s);
+                float4 lo = d4[2 * i], hi = d4[2 * i + 1];
+                d4[2 * i] = make_float4(lo.x + s[0], lo.y + s[1], lo.z + s[2],
+                                        lo.w + s[3]);
+                d4[2 * i + 1] = make_float4(hi.x + s[4], hi.y + s[5],
+                                            hi.z + s[6], hi.w + s[7]);
+              },
+              "gptrt_accumulate");
+    return;
+  }
   Storage src(srcData, srcDtype);
   launchMap(stream_, n, [=] __device__(int64_t i) { dst[i] += src.load(i); },
             "gptrt_accumulate");
@@ -116,6 +133,30 @@ void DeviceImpl::add(const void *aData, int64_t aDtype, const void *bData,
               [=] __device__(int64_t i) {
                 float4 x = a4[i], y = b4[i];
                 o4[i] = make_float4(x.x + y.x, x.y + y.y, x.z + y.z, x.w + y.w);
+              },
+              "gptrt_add");
+    return;
+  }
+  const bool allBf16 = aDtype == GPTRT_DTYPE_BF16 &&
+                       bDtype == GPTRT_DTYPE_BF16 &&
+                       outDtype == GPTRT_DTYPE_BF16;
+  if (allBf16 && inner % 8 == 0 && aligned16(aData) && aligned16(bData) &&
+      aligned16(outData)) {
+    // The residual adds and bias rows of bf16 activations, 8 at a time;
+    // out may be a (each vector is read before it is written).
+    const Bf16x8 *a8 = static_cast<const Bf16x8 *>(aData);
+    const Bf16x8 *b8 = static_cast<const Bf16x8 *>(bData);
+    Bf16x8 *o8 = static_cast<Bf16x8 *>(outData);
+    const int64_t inner8 = inner / 8;
+    launchMap(stream_, n / 8,
+              [=] __device__(int64_t i) {
+                float x[8], y[8];
+                a8[i].unpack(x);
+                b8[broadcastB ? i % inner8 : i].unpack(y);
+#pragma unroll
+                for (int j = 0; j < 8; ++j)
+                  x[j] += y[j];
+                o8[i] = Bf16x8::pack(x);
               },
               "gptrt_add");
     return;
@@ -148,6 +189,22 @@ void DeviceImpl::geluForward(const void *xData, int64_t xDtype,
               "gptrt_gelu_fwd");
     return;
   }
+  if (xDtype == GPTRT_DTYPE_BF16 && outDtype == GPTRT_DTYPE_BF16 &&
+      n % 8 == 0 && aligned16(xData) && aligned16(outData)) {
+    const Bf16x8 *x8 = static_cast<const Bf16x8 *>(xData);
+    Bf16x8 *o8 = static_cast<Bf16x8 *>(outData);
+    launchMap(stream_, n / 8,
+              [=] __device__(int64_t i) {
+                float v[8];
+                x8[i].unpack(v);
+#pragma unroll
+                for (int j = 0; j < 8; ++j)
+                  v[j] = gelu(v[j]);
+                o8[i] = Bf16x8::pack(v);
+              },
+              "gptrt_gelu_fwd");
+    return;
+  }
   Storage x(xData, xDtype), out(outData, outDtype);
   launchMap(stream_, n,
             [=] __device__(int64_t i) { out.store(i, gelu(x.load(i))); },
@@ -157,6 +214,25 @@ void DeviceImpl::geluForward(const void *xData, int64_t xDtype,
 void DeviceImpl::geluBackward(const void *doutData, int64_t doutDtype,
                               const void *xData, int64_t xDtype, void *dxData,
                               int64_t dxDtype, int64_t n) {
+  if (doutDtype == GPTRT_DTYPE_BF16 && xDtype == GPTRT_DTYPE_BF16 &&
+      dxDtype == GPTRT_DTYPE_BF16 && n % 8 == 0 && aligned16(doutData) &&
+      aligned16(xData) && aligned16(dxData)) {
+    const Bf16x8 *d8 = static_cast<const Bf16x8 *>(doutData);
+    const Bf16x8 *x8 = static_cast<const Bf16x8 *>(xData);
+    Bf16x8 *g8 = static_cast<Bf16x8 *>(dxData);
+    launchMap(stream_, n / 8,
+              [=] __device__(int64_t i) {
+                float d[8], v[8];
+                d8[i].unpack(d);
+                x8[i].unpack(v);
+#pragma unroll
+                for (int j = 0; j < 8; ++j)
+                  v[j] = geluGrad(v[j]) * d[j];
+                g8[i] = Bf16x8::pack(v);
+              },
+              "gptrt_gelu_bwd");
+    return;
+  }
   Storage dout(doutData, doutDtype), x(xData, xDtype), dx(dxData, dxDtype);
   launchMap(stream_, n,
             [=] __device__(int64_t i) {
