@@ -204,6 +204,25 @@ else
   record gptrun-graphs SKIP "artifact or data not packed"
 fi
 
+# 5a''. The tiny GPT 50 steps on the GPU against 50 on the CPU: the loss
+# curves within 2% per step (test/e2e/gpu_cpu_parity.py says why).
+if [[ -f $pack/artifacts/tiny.so && -n $data ]]; then
+  run_step gpu-cpu-parity 150 gpu-cpu-parity.log "${BENCH_PYTHON:-python3}" \
+    "$here/test/e2e/gpu_cpu_parity.py" --gptrun "$pack/bin/gptrun" \
+    --artifact "$pack/artifacts/tiny.so" --data "$pack/data/train_*.bin" \
+    --work "$out/gpu-cpu-parity"
+  rc=$?
+  note=$(grep -E '^(PASSED|FAILED|SKIPPED)' "$out/gpu-cpu-parity.log" | tail -n 1 | cut -c1-150)
+  case $rc in
+    0) record gpu-cpu-parity PASS "${note#PASSED: }" ;;
+    77) record gpu-cpu-parity SKIP "${note#SKIPPED: }" ;;
+    124) record gpu-cpu-parity TIMEOUT "over the step's time" ;;
+    *) record gpu-cpu-parity FAIL "${note:-rc $rc}" ;;
+  esac
+else
+  record gpu-cpu-parity SKIP "artifact or data not packed"
+fi
+
 # 5a'. Flash attention (--attention flash, FlashAttention.cu): the tiny
 # fp8 artifact keeps attention in bf16, so its 3 steps run the flash
 # kernels; the losses must stay within 1% of the baseline kernels' (the
