@@ -29,7 +29,7 @@ if [[ "${1:-}" == "--pack" ]]; then
   pack=$build/devcheck
   rm -rf "$pack"
   mkdir -p "$pack/bin" "$pack/lib" "$pack/artifacts" "$pack/data"
-  for b in gpu-tests runtime-cuda-parity-tests gptrun; do
+  for b in gpu-tests runtime-cuda-parity-tests gptrun attention-bench; do
     [[ -x $build/bin/$b ]] || { echo "device-check: $build/bin/$b is missing: build it first (ninja -C $build $b)"; exit 1; }
     cp "$build/bin/$b" "$pack/bin/"
   done
@@ -309,6 +309,29 @@ for config in dict.fromkeys(r["config"] for r in rows):
 print("; ".join(parts) + " (geomean of %d GEMMs)" % len(rows))
 EOF
 }
+# The attention table's RESULT line as forward and backward times.
+attention_note() {
+  "$bench_python" - "$1" <<'EOF'
+import json, sys
+r = [json.loads(line[len("RESULT "):]) for line in open(sys.argv[1]) if line.startswith("RESULT ")][-1]
+print("SDPA fwd %.0f us, bwd %.0f us (B %d H %d T %d D %d)" % (r["fwd_us"], r["bwd_us"], r["batch"], r["heads"],
+                                                            r["seq"], r["head_dim"]))
+EOF
+}
+# attention-bench's RESULT line, and its ratio to PyTorch's (JSON, may be
+# empty) as torch time / ours: above 1 means ours is faster.
+attention_ratio_note() {
+  "$bench_python" - "$1" "$2" <<'EOF'
+import json, sys
+ours = [json.loads(l[len("RESULT "):]) for l in open(sys.argv[1]) if l.startswith("RESULT ")][-1]
+note = "fwd %.0f us, bwd %.0f us" % (ours["fwd_us"], ours["bwd_us"])
+if sys.argv[2]:
+    torch = json.loads(sys.argv[2])
+    note += "; SDPA/ours time: fwd %.2fx, bwd %.2fx" % (torch["fwd_us"] / ours["fwd_us"],
+                                                       torch["bwd_us"] / ours["bwd_us"])
+print(note)
+EOF
+}
 # bench_row NAME LOG RC NOTE_FUNCTION: one table row from a finished run.
 # Exit status 2 with a last line "torch_gpt2: ..." is the script refusing
 # (this machine or its torch lacks what the run needs): not applicable
@@ -332,7 +355,7 @@ elif ! "${torch_python[@]}" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_a
   torch_skip="no torch with CUDA under $bench_python"
 fi
 if [[ -n $torch_skip ]]; then
-  for name in bench-torch-124m-bf16 bench-torch-124m-fp8 bench-torch-gemm; do
+  for name in bench-torch-124m-bf16 bench-torch-124m-fp8 bench-torch-gemm bench-torch-attention; do
     record "$name" SKIP "$torch_skip"
   done
 elif [[ ! -f $bench_py ]]; then
@@ -349,7 +372,31 @@ else
     "${torch_python[@]}" "$bench_py" --gemm-table --micro-batch "$bench_micro_batch"
   rc=$?
   bench_row bench-torch-gemm "$out/bench-torch-gemm.log" $rc gemm_note
+  run_step bench-torch-attention 60 bench-torch-attention.log \
+    "${torch_python[@]}" "$bench_py" --attention-table --gemm-configs 124m \
+    --micro-batch "$bench_micro_batch"
+  rc=$?
+  bench_row bench-torch-attention "$out/bench-torch-attention.log" $rc attention_note
 fi
+
+# gptc's attention kernels at the same shape (GPT-2 124M: micro-batch x 12
+# heads x 1024 x 64, causal, bf16), baseline and flash, each as a ratio to
+# PyTorch's SDPA above when that ran (item 3 of the CUDA issue).
+torch_attention=$(grep '^RESULT ' "$out/bench-torch-attention.log" 2>/dev/null | tail -n 1)
+for kernel in baseline flash; do
+  name=bench-gptc-attention-$kernel
+  if [[ ! -x $pack/bin/attention-bench ]]; then
+    record "$name" FAIL "attention-bench not packed: rerun tools/device-check.sh --pack"; continue
+  fi
+  run_step "$name" 60 "$name.log" "$pack/bin/attention-bench" --kernel "$kernel" \
+    --batch "$bench_micro_batch" --seq 1024 --heads 12 --head-dim 64
+  rc=$?
+  if [[ $rc == 0 ]] && grep -q '^RESULT ' "$out/$name.log"; then
+    record "$name" PASS "$(attention_ratio_note "$out/$name.log" "${torch_attention#RESULT }" 2>&1 | tail -n 1)"
+  else
+    record "$name" "$([[ $rc == 124 ]] && echo TIMEOUT || echo FAIL)" "rc $rc: $(tail -n 1 "$out/$name.log" | cut -c1-120)"
+  fi
+done
 
 # gptc side: the packed GPT-2 124M artifacts, one optimizer step per
 # micro-batch (--total-batch-tokens = micro-batch x 1024), on the packed

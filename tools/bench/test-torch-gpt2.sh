@@ -6,7 +6,8 @@
 #             loss fell over 10 steps on one fixed batch) and prints a
 #             RESULT line whose JSON has the training keys and a finite
 #             final_loss.
-#   refusals  what needs a GPU (--variant fp8, --gemm-table) on --device cpu
+#   refusals  what needs a GPU (--variant fp8, --gemm-table,
+#             --attention-table) on --device cpu
 #             exits 2 with exactly one line "torch_gpt2: ..." and no
 #             traceback.
 set -u
@@ -35,7 +36,7 @@ assert math.isfinite(r["final_loss"]) and r["tokens_per_s"] > 0 and r["step_ms"]
 EOF
   ;;
 refusals)
-  for args in "--variant fp8" "--gemm-table"; do
+  for args in "--variant fp8" "--gemm-table" "--attention-table"; do
     # shellcheck disable=SC2086 # args is two words on purpose
     output=$("$python" "$script" --device cpu $args 2>&1)
     rc=$?

@@ -27,6 +27,11 @@ compiles, timed on the same GPU in the same run. Two modes:
       grad-weight) timed with CUDA events as bf16 torch.matmul, as FP8
       torch._scaled_mm on pre-cast operands, and as FP8 including the cast
       (amax, scale, cast of both operands).
+  --attention-table
+      For GPT-2 124M and 774M shapes (micro-batch x heads x 1024 x 64):
+      causal F.scaled_dot_product_attention in bf16, forward and backward
+      (dq, dk, dv) timed with CUDA events -- what attention-bench times for
+      gptc's kernels in the same device-check run.
 
 Output: a human line and one line `RESULT {json}` per run or GEMM shape.
 Exit status: 0 done; 1 failed (including a smoke run whose loss did not
@@ -616,6 +621,46 @@ def run_gemm_table(args):
         torch.cuda.empty_cache()
 
 
+def run_attention_table(args):
+    if args.device == "cpu":
+        raise Refusal("--attention-table times CUDA attention (F.scaled_dot_product_attention): it needs "
+                      "--device cuda on a GPU")
+    require_cuda()
+    micro_batch = 16 if args.micro_batch is None else args.micro_batch
+    if micro_batch < 1:
+        raise Refusal("--micro-batch %d: expected a positive number of sequences" % micro_batch)
+    gen = torch.Generator(device="cuda").manual_seed(args.seed)
+    print("causal scaled_dot_product_attention, bf16, %s, torch %s; microseconds per call (CUDA events)"
+          % (torch.cuda.get_device_name(), torch.__version__))
+    for name in args.gemm_configs.split(","):
+        if name not in CONFIGS:
+            raise Refusal("--gemm-configs: %r is not a config; expected some of %s" % (name, ",".join(CONFIGS)))
+        config = CONFIGS[name]
+        heads, seq = config["heads"], config["seq"]
+        head_dim = config["width"] // heads
+        shape = (micro_batch, heads, seq, head_dim)
+        q, k, v, dout = (torch.randn(shape, device="cuda", dtype=torch.bfloat16, generator=gen)
+                         for _ in range(4))
+        for t in (q, k, v):
+            t.requires_grad_(True)
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+        def forward():
+            return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+        def backward():
+            return torch.autograd.grad(out, (q, k, v), dout, retain_graph=True)
+
+        fwd_us, bwd_us = time_cuda_us(forward, 20), time_cuda_us(backward, 20)
+        print("%-6s B %d H %d T %d D %d: forward %.1f us, backward %.1f us"
+              % (name, micro_batch, heads, seq, head_dim, fwd_us, bwd_us))
+        print("RESULT " + json.dumps(dict(framework="pytorch", kind="attention", config=name, batch=micro_batch,
+                                          heads=heads, seq=seq, head_dim=head_dim, fwd_us=round(fwd_us, 2),
+                                          bwd_us=round(bwd_us, 2))), flush=True)
+        del q, k, v, dout, out
+        torch.cuda.empty_cache()
+
+
 # ----------------------------------------------------------------------- main
 
 
@@ -641,11 +686,16 @@ def main(argv=None):
     ap.add_argument("--smoke", action="store_true",
                     help="tiny, 10 steps on one fixed batch, check the loss falls (exit 1 if not)")
     ap.add_argument("--gemm-table", action="store_true", help="time bf16 vs FP8 GEMMs instead of training")
-    ap.add_argument("--gemm-configs", default="124m,774m", help="configs for --gemm-table (default 124m,774m)")
+    ap.add_argument("--gemm-configs", default="124m,774m",
+                    help="configs for --gemm-table and --attention-table (default 124m,774m)")
+    ap.add_argument("--attention-table", action="store_true",
+                    help="time causal bf16 attention (SDPA) forward and backward instead of training")
     args = ap.parse_args(argv)
     try:
         if args.gemm_table:
             run_gemm_table(args)
+        elif args.attention_table:
+            run_attention_table(args)
         else:
             run_training(args)
     except Refusal as e:
