@@ -1,5 +1,7 @@
-// gpt-bf16-kernels: elementwise kernels read bf16-stored operands and write
-// bf16 results directly instead of through f32 copies (see Passes.td).
+// gpt-bf16-kernels: the kernels of adds, GELU, layernorm, attention, the
+// embeddings, the loss, their gradients and the FP8 casts read bf16-stored
+// operands and write bf16 results directly instead of through f32 copies
+// (see Passes.td).
 #include "compiler/transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -47,6 +49,7 @@ CastOp onlyNarrowing(Value result) {
 struct Bf16Capable {
   SmallVector<OpOperand *> operands;
   SmallVector<Value> results;
+  bool empty() const { return operands.empty() && results.empty(); }
 };
 
 Bf16Capable bf16Capable(Operation *op) {
@@ -150,16 +153,16 @@ private:
       maybeDead.insert(widen);
     }
     // Only ops directly in the function: a producer inside fp8.fused has
-    // a fused kernel with its own ABI.
-    // (Collected first: the narrowings erased below are never among them.)
-    SmallVector<Operation *> ops;
-    for (Operation &op : func.front().without_terminator())
-      if (isa<AddOp, GeluOp, GeluGradOp, LayerNormOp, LayerNormGradOp,
-              ReduceLeadingOp, CrossEntropyOp, EmbeddingGradOp,
-              AccumulateGradOp, gptc::fp8::AmaxOp, gptc::fp8::QuantizeOp>(op))
-        ops.push_back(&op);
-    for (Operation *op : ops) {
-      Bf16Capable capable = bf16Capable(op);
+    // a fused kernel with its own ABI. Both kinds are listed before any
+    // rewrite, as the narrowings erased below must not be visited.
+    SmallVector<Bf16Capable> perOperand, whole;
+    for (Operation &op : func.front().without_terminator()) {
+      if (Bf16Capable capable = bf16Capable(&op); !capable.empty())
+        perOperand.push_back(std::move(capable));
+      if (Bf16Capable capable = oneStorageType(&op); !capable.empty())
+        whole.push_back(std::move(capable));
+    }
+    for (const Bf16Capable &capable : perOperand) {
       for (OpOperand *operand : capable.operands)
         if (CastOp widen = widening(operand->get())) {
           operand->set(widen.getInput());
@@ -175,28 +178,23 @@ private:
     // Ops whose activations share one element type move to bf16 as a
     // whole, when every such input is a widening and every such result is
     // only narrowed: split and concat (copies: the qkv split, the heads'
-    // concat) and attention (f32 arithmetic, one dtype for its kernels).
-    SmallVector<Operation *> wholeOps;
-    for (Operation &op : func.front().without_terminator())
-      if (isa<SplitOp, ConcatOp, AttentionOp, AttentionGradOp, EmbeddingOp,
-              CrossEntropyGradOp>(op))
-        wholeOps.push_back(&op);
-    for (Operation *op : wholeOps) {
-      Bf16Capable whole = oneStorageType(op);
-      bool allWidened = llvm::all_of(whole.operands, [](OpOperand *operand) {
+    // concat), the embedding gather, the loss gradient and attention (f32
+    // arithmetic, one dtype for its kernels).
+    for (const Bf16Capable &op : whole) {
+      bool allWidened = llvm::all_of(op.operands, [](OpOperand *operand) {
         return static_cast<bool>(widening(operand->get()));
       });
-      bool allNarrowed = llvm::all_of(whole.results, [](Value v) {
+      bool allNarrowed = llvm::all_of(op.results, [](Value v) {
         return static_cast<bool>(onlyNarrowing(v));
       });
       if (!allWidened || !allNarrowed)
         continue;
-      for (OpOperand *operand : whole.operands) {
+      for (OpOperand *operand : op.operands) {
         CastOp widen = widening(operand->get());
         operand->set(widen.getInput());
         maybeDead.insert(widen);
       }
-      for (Value result : whole.results) {
+      for (Value result : op.results) {
         CastOp narrow = onlyNarrowing(result);
         result.setType(narrow.getType());
         narrow.getResult().replaceAllUsesWith(result);
