@@ -101,17 +101,13 @@ public:
       narrow.getResult().replaceAllUsesWith(matmul.getResult());
       narrowings.push_back(narrow);
     });
-    // The same for an FP8 GEMM with per-tensor scales and no amax of its
-    // output (that amax would then read the rounded values): cuBLASLt
-    // writes D in bf16 from the f32 sum, the CPU rounds once.
+    // The same for an FP8 GEMM without an amax of its output (that amax
+    // would then read the rounded values): cuBLASLt writes D in bf16 from
+    // the f32 sum (the rowwise kernel rounds its f32 quotient), the CPU
+    // rounds once.
     getOperation().walk([&](gptc::fp8::ScaledMatmulOp matmul) {
       auto type = cast<RankedTensorType>(matmul.getResult().getType());
-      auto scaleRank = [](Value scale) {
-        return cast<RankedTensorType>(scale.getType()).getRank();
-      };
       if (!type.getElementType().isF32() || matmul.getAmax() ||
-          scaleRank(matmul.getAScale()) != 0 ||
-          scaleRank(matmul.getBScale()) != 0 ||
           !matmul.getResult().hasOneUse())
         return;
       auto narrow = dyn_cast<CastOp>(*matmul.getResult().getUsers().begin());

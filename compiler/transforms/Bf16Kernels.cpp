@@ -84,6 +84,10 @@ Bf16Capable bf16Capable(Operation *op) {
     capable.operands = {&amax.getInputMutable()};
   } else if (auto quantize = dyn_cast<gptc::fp8::QuantizeOp>(op)) {
     capable.operands = {&quantize.getInputMutable()};
+  } else if (auto amaxRows = dyn_cast<gptc::fp8::AmaxRowsOp>(op)) {
+    capable.operands = {&amaxRows.getInputMutable()};
+  } else if (auto quantizeRows = dyn_cast<gptc::fp8::QuantizeRowsOp>(op)) {
+    capable.operands = {&quantizeRows.getInputMutable()};
   } else if (auto accumulate = dyn_cast<AccumulateGradOp>(op)) {
     capable.operands = {&accumulate.getGradMutable()};
   }

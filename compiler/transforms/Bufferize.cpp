@@ -379,15 +379,10 @@ LogicalResult EntryLowering::lowerScaledMatmul(fp8::ScaledMatmulOp op) {
   // for a and one per column for b.
   bool rowsA = cast<ShapedType>(op.getAScale().getType()).getRank() == 1;
   bool rowsB = cast<ShapedType>(op.getBScale().getType()).getRank() == 1;
-  const bool bf16Result = c.getElementType().isBF16();
-  if ((rowsA || rowsB) && bf16Result)
-    return op.emitOpError()
-           << "has rowwise scales and a bf16 result; the rowwise FP8 GEMM "
-              "writes f32: give it an f32 result and cast";
   if (rowsA || rowsB)
     consts.append({i64(rowsA), i64(rowsB)});
-  else
-    consts.push_back(i64(bf16Result ? GPTRT_DTYPE_BF16 : GPTRT_DTYPE_F32));
+  consts.push_back(i64(c.getElementType().isBF16() ? GPTRT_DTYPE_BF16
+                                                   : GPTRT_DTYPE_F32));
   kernel(rowsA || rowsB ? "scaled_matmul_rowwise" : "scaled_matmul",
          {lookup(op.getA()), lookup(op.getB()), lookup(op.getAScale()),
           lookup(op.getBScale())},
@@ -447,11 +442,14 @@ LogicalResult EntryLowering::lowerOp(Operation *op) {
         return success();
       })
       .Case([&](fp8::FusedOp o) { return lowerFused(o); })
-      .Case([&](fp8::AmaxRowsOp o) {
+      .Case([&](fp8::AmaxRowsOp o) -> LogicalResult {
         auto in = cast<ShapedType>(o.getInput().getType());
+        SmallVector<Attribute> consts{i64(rowsOf(in)), i64(widthOf(in)),
+                                      i64(o.getAlong() == fp8::Axis::Cols)};
+        if (failed(appendDtypes(o, {o.getInput()}, consts)))
+          return failure();
         kernel("amax_rows", {lookup(o.getInput())}, {define(o.getResult())},
-               {i64(rowsOf(in)), i64(widthOf(in)),
-                i64(o.getAlong() == fp8::Axis::Cols)});
+               consts);
         return success();
       })
       .Case([&](fp8::RowScalesOp o) {
@@ -462,16 +460,19 @@ LogicalResult EntryLowering::lowerOp(Operation *op) {
                 f64(recipe.getEps().convertToDouble())});
         return success();
       })
-      .Case([&](fp8::QuantizeRowsOp o) {
+      .Case([&](fp8::QuantizeRowsOp o) -> LogicalResult {
         auto in = cast<ShapedType>(o.getInput().getType());
         NamedAttrList stat;
         int64_t slot = statSlot(o.getResult(), o.getLayerAttr(), stat);
+        SmallVector<Attribute> consts{
+            i64(rowsOf(in)), i64(widthOf(in)),
+            i64(o.getAlong() == fp8::Axis::Cols), i64(fp8Format(o.getType())),
+            i64(slot)};
+        if (failed(appendDtypes(o, {o.getInput()}, consts)))
+          return failure();
         rt::KernelOp k = kernel(
             "quantize_rows", {lookup(o.getInput()), lookup(o.getScales())},
-            {define(o.getResult())},
-            {i64(rowsOf(in)), i64(widthOf(in)),
-             i64(o.getAlong() == fp8::Axis::Cols), i64(fp8Format(o.getType())),
-             i64(slot)});
+            {define(o.getResult())}, consts);
         if (slot >= 0)
           k->setAttr("rt.fp8_stat", stat.getDictionary(b.getContext()));
         return success();
@@ -967,7 +968,8 @@ private:
                              gpt::AttentionGradOp, gpt::EmbeddingOp,
                              gpt::EmbeddingGradOp, gpt::CrossEntropyOp,
                              gpt::CrossEntropyGradOp, fp8::AmaxOp,
-                             fp8::QuantizeOp, fp8::ScaledMatmulOp,
+                             fp8::QuantizeOp, fp8::AmaxRowsOp,
+                             fp8::QuantizeRowsOp, fp8::ScaledMatmulOp,
                              gpt::ReduceLeadingOp, gpt::AccumulateGradOp>(
                              op) ||
                          fused)) ||

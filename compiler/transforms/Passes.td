@@ -223,8 +223,9 @@ def GptBf16Gemm : Pass<"gpt-bf16-gemm", "::mlir::ModuleOp"> {
     A bias stays f32 and is added in the GEMM's epilogue. Such a GEMM
     whose f32 result is only narrowed to bf16 (`gpt.cast`) gets a bf16
     result instead: the runtime rounds the f32 sum (bias included) once, as
-    the cast did. So does an FP8 GEMM (`fp8.scaled_matmul` with per-tensor
-    scales and no amax result): cuBLASLt writes its D in bf16. Runs after gpt-precision and
+    the cast did. So does an FP8 GEMM (`fp8.scaled_matmul` without an amax
+    result): cuBLASLt writes its D in bf16, the rowwise kernel its
+    unscaled quotient. Runs after gpt-precision and
     the fp8 passes, before rt-bufferize; a module without bf16 storage is
     left as it is.
   }];
@@ -240,8 +241,8 @@ def GptBf16Kernels : Pass<"gpt-bf16-kernels", "::mlir::ModuleOp"> {
     dtype per operand -- `gpt.add`, `gpt.gelu`, `gpt.gelu_grad`,
     `gpt.layernorm`, `gpt.layernorm_grad`, `gpt.reduce_leading` (bias
     gradients), `gpt.cross_entropy` (its logits), `gpt.embedding_grad`,
-    `gpt.accumulate_grad`, and `fp8.amax` and `fp8.quantize` (their input)
-    -- this pass hands each operand
+    `gpt.accumulate_grad`, and `fp8.amax`, `fp8.quantize`, `fp8.amax_rows`
+    and `fp8.quantize_rows` (their input) -- this pass hands each operand
     that is a widening the bf16 value itself, and gives each result whose
     only user is a narrowing to bf16 a bf16 type instead (the narrowing
     goes). The kernels compute in f32: they widen as they read (exact) and

@@ -224,24 +224,27 @@ void gptrt_scaled_matmul(gptrt_context *ctx, const uint8_t *a,
  * it holds a NaN); row_scales: scale_from_amax of each of n amaxes;
  * quantize_rows: q[i] = fp8(x[i] * scale of its row or column), statistics
  * as gptrt_quantize_fp8 (the logged scale is the smallest). */
-void gptrt_amax_rows(gptrt_context *ctx, const float *x, float *out,
-                     int64_t rows, int64_t cols, int64_t along_cols);
+void gptrt_amax_rows(gptrt_context *ctx, const void *x, float *out,
+                     int64_t rows, int64_t cols, int64_t along_cols,
+                     int64_t x_dtype);
 void gptrt_row_scales(gptrt_context *ctx, const float *amax, float *out,
                       int64_t n, double fp8_max, int64_t margin,
                       int64_t power_of_two, double eps);
-void gptrt_quantize_rows(gptrt_context *ctx, const float *x,
+void gptrt_quantize_rows(gptrt_context *ctx, const void *x,
                          const float *scales, uint8_t *q, int64_t rows,
                          int64_t cols, int64_t along_cols, int64_t format,
-                         int64_t stat_slot);
+                         int64_t stat_slot, int64_t x_dtype);
 /* As gptrt_scaled_matmul, with c[r, j] (r over all batch x m rows) divided
  * by scale_a[r] (rowwise_a 1, else scale_a[0]) times scale_b[j] (rowwise_b
- * 1, else scale_b[0]). */
+ * 1, else scale_b[0]), in f32; a bf16 c (out_dtype) is that rounded once.
+ * x of amax_rows and quantize_rows: f32 or bf16 storage (x_dtype). */
 void gptrt_scaled_matmul_rowwise(
     gptrt_context *ctx, const uint8_t *a, const uint8_t *b,
-    const float *scale_a, const float *scale_b, float *c, int64_t batch,
+    const float *scale_a, const float *scale_b, void *c, int64_t batch,
     int64_t m, int64_t n, int64_t k, int64_t trans_a, int64_t trans_b,
     int64_t stride_a, int64_t stride_b, int64_t stride_c, int64_t format_a,
-    int64_t format_b, int64_t rowwise_a, int64_t rowwise_b);
+    int64_t format_b, int64_t rowwise_a, int64_t rowwise_b,
+    int64_t out_dtype);
 
 /* Delayed scaling: history[0] is the newest of `history_length` amaxes.
  * out: one f32, the scale of scale_from_amax applied to max(history) (or

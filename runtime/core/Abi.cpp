@@ -453,12 +453,14 @@ GPTRT_EXPORT void gptrt_scaled_matmul(
 
 // ----------------------------------------------------- rowwise scaling
 
-GPTRT_EXPORT void gptrt_amax_rows(gptrt_context *ctx, const float *x,
+GPTRT_EXPORT void gptrt_amax_rows(gptrt_context *ctx, const void *xData,
                                   float *out, int64_t rows, int64_t cols,
-                                  int64_t alongCols) {
-  guarded(ctx, "gptrt_amax_rows", [&](Context &) {
+                                  int64_t alongCols, int64_t xDtype) {
+  guarded(ctx, "gptrt_amax_rows", [&](Context &c) {
     requireNonNegative(rows, "rows");
     requireNonNegative(cols, "cols");
+    F32Staging f32(c, {{xData, xDtype, rows * cols, false, "x_dtype"}});
+    const float *x = f32[0];
     if (!alongCols) {
       for (int64_t r = 0; r < rows; ++r)
         out[r] = amaxOf(x + r * cols, cols);
@@ -472,7 +474,8 @@ GPTRT_EXPORT void gptrt_amax_rows(gptrt_context *ctx, const float *x,
         out[c] = std::isnan(out[c]) || std::isnan(a) ? NAN : std::max(out[c], a);
       }
   }, [&](Context &, Gpu &g) {
-    g.amaxRows(x, out, rows, cols, alongCols != 0);
+    requireStorageDtype(xDtype, "x_dtype");
+    g.amaxRows(xData, xDtype, out, rows, cols, alongCols != 0);
   });
 }
 
@@ -489,15 +492,17 @@ GPTRT_EXPORT void gptrt_row_scales(gptrt_context *ctx, const float *amax,
   });
 }
 
-GPTRT_EXPORT void gptrt_quantize_rows(gptrt_context *ctx, const float *x,
+GPTRT_EXPORT void gptrt_quantize_rows(gptrt_context *ctx, const void *xData,
                                       const float *scales, uint8_t *q,
                                       int64_t rows, int64_t cols,
                                       int64_t alongCols, int64_t format,
-                                      int64_t statSlot) {
+                                      int64_t statSlot, int64_t xDtype) {
   guarded(ctx, "gptrt_quantize_rows", [&](Context &c) {
     requireNonNegative(rows, "rows");
     requireNonNegative(cols, "cols");
     requireFormat(format);
+    F32Staging f32(c, {{xData, xDtype, rows * cols, false, "x_dtype"}});
+    const float *x = f32[0];
     auto scaleAt = [&](int64_t i) {
       return alongCols ? scales[i % cols] : scales[i / cols];
     };
@@ -509,34 +514,41 @@ GPTRT_EXPORT void gptrt_quantize_rows(gptrt_context *ctx, const float *x,
       throw std::runtime_error(
           "FP8 statistics of rowwise casts are not collected on CUDA yet: "
           "run without --fp8-stats-every, or on --device cpu");
-    g.quantizeRows(x, scales, q, rows, cols, alongCols != 0, format);
+    requireStorageDtype(xDtype, "x_dtype");
+    g.quantizeRows(xData, xDtype, scales, q, rows, cols, alongCols != 0,
+                   format);
   });
 }
 
 GPTRT_EXPORT void gptrt_scaled_matmul_rowwise(
     gptrt_context *ctx, const uint8_t *a, const uint8_t *b,
-    const float *scaleA, const float *scaleB, float *c, int64_t batch,
+    const float *scaleA, const float *scaleB, void *c, int64_t batch,
     int64_t m, int64_t n, int64_t k, int64_t transA, int64_t transB,
     int64_t strideA, int64_t strideB, int64_t strideC, int64_t formatA,
-    int64_t formatB, int64_t rowwiseA, int64_t rowwiseB) {
-  guarded(ctx, "gptrt_scaled_matmul_rowwise", [&](Context &) {
+    int64_t formatB, int64_t rowwiseA, int64_t rowwiseB, int64_t outDtype) {
+  guarded(ctx, "gptrt_scaled_matmul_rowwise", [&](Context &ctxRef) {
     if (batch > 1 && strideC != m * n)
       throw std::invalid_argument("stride_c " + std::to_string(strideC) +
                                   ", expected m * n = " +
                                   std::to_string(m * n) +
                                   " (rowwise scales index contiguous rows)");
-    fp8GemmUnscaled(a, b, c, batch, m, n, k, transA, transB, strideA,
+    F32Staging f32(ctxRef, {{c, outDtype, batch * m * n, true, "out_dtype"}});
+    float *result = f32[0];
+    fp8GemmUnscaled(a, b, result, batch, m, n, k, transA, transB, strideA,
                     strideB, strideC, formatA, formatB);
     // Row r of all batch x m rows of c, column j: divided by a's scale of
     // its row and b's of its column (each a scalar when not rowwise).
     for (int64_t r = 0; r < batch * m; ++r)
       for (int64_t j = 0; j < n; ++j)
-        c[r * n + j] /= (rowwiseA ? scaleA[r] : scaleA[0]) *
-                        (rowwiseB ? scaleB[j] : scaleB[0]);
+        result[r * n + j] /= (rowwiseA ? scaleA[r] : scaleA[0]) *
+                             (rowwiseB ? scaleB[j] : scaleB[0]);
+    f32.finish();
   }, [&](Context &, Gpu &g) {
+    requireStorageDtype(outDtype, "out_dtype");
     g.scaledMatmulRowwise(a, b, scaleA, scaleB, c, batch, m, n, k,
                           transA != 0, transB != 0, strideA, strideB, strideC,
-                          formatA, formatB, rowwiseA != 0, rowwiseB != 0);
+                          formatA, formatB, rowwiseA != 0, rowwiseB != 0,
+                          outDtype);
   });
 }
 

@@ -132,20 +132,20 @@ public:
   void uploadStepScalars(float lossScale, float learningRate,
                          float step) override;
   void copyStepScalar(float *out, int64_t which) override;
-  void amaxRows(const float *x, float *out, int64_t rows, int64_t cols,
-                bool alongCols) override;
+  void amaxRows(const void *x, int64_t xDtype, float *out, int64_t rows,
+                int64_t cols, bool alongCols) override;
   void rowScales(const float *amax, float *out, int64_t n, double fp8Max,
                  int64_t margin, bool powerOfTwo, double eps) override;
-  void quantizeRows(const float *x, const float *scales, uint8_t *q,
-                    int64_t rows, int64_t cols, bool alongCols,
+  void quantizeRows(const void *x, int64_t xDtype, const float *scales,
+                    uint8_t *q, int64_t rows, int64_t cols, bool alongCols,
                     int64_t format) override;
   void scaledMatmulRowwise(const uint8_t *a, const uint8_t *b,
-                           const float *scaleA, const float *scaleB, float *c,
+                           const float *scaleA, const float *scaleB, void *c,
                            int64_t batch, int64_t m, int64_t n, int64_t k,
                            bool transA, bool transB, int64_t strideA,
                            int64_t strideB, int64_t strideC, int64_t formatA,
-                           int64_t formatB, bool rowwiseA,
-                           bool rowwiseB) override;
+                           int64_t formatB, bool rowwiseA, bool rowwiseB,
+                           int64_t outDtype) override;
   void beginCastStats(size_t slots) override;
   void recordCastStats(const void *x, int64_t dtype, int64_t n,
                        const float *scale, int64_t format,

@@ -134,25 +134,25 @@ __global__ void castKernel(const void *x, bool bf16, const float *scale,
 // Rowwise scaling. amax per row (one block a row) or per column (one thread
 // a column, rows walked in order: coalesced across the threads); NaN wins
 // through the bit order, as in amaxKernel.
-__global__ void amaxEachRowKernel(const float *x, float *out, int64_t rows,
-                                  int64_t cols) {
+__global__ void amaxEachRowKernel(const void *x, bool bf16, float *out,
+                                  int64_t rows, int64_t cols) {
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     unsigned m = 0;
     for (int64_t c = threadIdx.x; c < cols; c += blockDim.x)
-      m = max(m, __float_as_uint(fabsf(x[r * cols + c])));
+      m = max(m, __float_as_uint(fabsf(valueAt(x, bf16, r * cols + c))));
     m = blockMax(m, 0u);
     if (threadIdx.x == 0)
       out[r] = __uint_as_float(m);
   }
 }
 
-__global__ void amaxEachColumnKernel(const float *x, float *out, int64_t rows,
-                                     int64_t cols) {
+__global__ void amaxEachColumnKernel(const void *x, bool bf16, float *out,
+                                     int64_t rows, int64_t cols) {
   for (int64_t c = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; c < cols;
        c += int64_t(gridDim.x) * blockDim.x) {
     unsigned m = 0;
     for (int64_t r = 0; r < rows; ++r)
-      m = max(m, __float_as_uint(fabsf(x[r * cols + c])));
+      m = max(m, __float_as_uint(fabsf(valueAt(x, bf16, r * cols + c))));
     out[c] = __uint_as_float(m);
   }
 }
@@ -166,20 +166,24 @@ __global__ void rowScalesKernel(const float *amax, float *out, int64_t n,
 }
 
 template <__nv_fp8_interpretation_t Format>
-__global__ void quantizeRowsKernel(const float *x, const float *scales,
-                                   uint8_t *q, int64_t rows, int64_t cols,
+__global__ void quantizeRowsKernel(const void *x, bool bf16,
+                                   const float *scales, uint8_t *q,
+                                   int64_t rows, int64_t cols,
                                    bool alongCols) {
   const int64_t n = rows * cols;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     const float s = alongCols ? scales[i % cols] : scales[i / cols];
-    q[i] = __nv_cvt_float_to_fp8(__fmul_rn(x[i], s), __NV_SATFINITE, Format);
+    q[i] = __nv_cvt_float_to_fp8(__fmul_rn(valueAt(x, bf16, i), s),
+                                 __NV_SATFINITE, Format);
   }
 }
 
-// c[r, j] /= scaleA(r) * scaleB(j): one rounded product, one rounded
-// quotient, as the CPU does after its unscaled FP8 GEMM.
-__global__ void unscaleRowwiseKernel(float *c, int64_t rows, int64_t n,
+// c[r, j] = sum[r, j] / (scaleA(r) * scaleB(j)): one rounded product, one
+// rounded quotient, as the CPU does after its unscaled FP8 GEMM; stored as
+// f32 (sum may be c itself) or rounded once to bf16.
+__global__ void unscaleRowwiseKernel(const float *sum, void *c, bool bf16,
+                                     int64_t rows, int64_t n,
                                      const float *scaleA, bool rowwiseA,
                                      const float *scaleB, bool rowwiseB) {
   const int64_t total = rows * n;
@@ -187,7 +191,11 @@ __global__ void unscaleRowwiseKernel(float *c, int64_t rows, int64_t n,
        i += int64_t(gridDim.x) * blockDim.x) {
     const float sa = rowwiseA ? scaleA[i / n] : scaleA[0];
     const float sb = rowwiseB ? scaleB[i % n] : scaleB[0];
-    c[i] = __fdiv_rn(c[i], __fmul_rn(sa, sb));
+    const float v = __fdiv_rn(sum[i], __fmul_rn(sa, sb));
+    if (bf16)
+      static_cast<__nv_bfloat16 *>(c)[i] = __float2bfloat16(v);
+    else
+      static_cast<float *>(c)[i] = v;
   }
 }
 
@@ -329,8 +337,9 @@ void DeviceImpl::fp8StateUpdate(const float *amax, float *history,
   checkLaunch("gptrt_fp8_state_update");
 }
 
-void DeviceImpl::amaxRows(const float *x, float *out, int64_t rows,
-                          int64_t cols, bool alongCols) {
+void DeviceImpl::amaxRows(const void *x, int64_t xDtype, float *out,
+                          int64_t rows, int64_t cols, bool alongCols) {
+  const bool bf16 = xDtype == GPTRT_DTYPE_BF16;
   if (rows < 0 || cols < 0)
     throw std::invalid_argument("rows, cols = " + std::to_string(rows) + ", " +
                                 std::to_string(cols) + ", expected >= 0");
@@ -341,12 +350,13 @@ void DeviceImpl::amaxRows(const float *x, float *out, int64_t rows,
       zero(out, size_t(cols) * sizeof(float));
       return;
     }
-    amaxEachColumnKernel<<<gridFor(cols), 256, 0, stream_>>>(x, out, rows, cols);
+    amaxEachColumnKernel<<<gridFor(cols), 256, 0, stream_>>>(x, bf16, out,
+                                                             rows, cols);
   } else {
     if (rows == 0)
       return;
     unsigned blocks = rows > 65535 ? 65535u : unsigned(rows);
-    amaxEachRowKernel<<<blocks, 256, 0, stream_>>>(x, out, rows, cols);
+    amaxEachRowKernel<<<blocks, 256, 0, stream_>>>(x, bf16, out, rows, cols);
   }
   checkLaunch("gptrt_amax_rows");
 }
@@ -363,9 +373,10 @@ void DeviceImpl::rowScales(const float *amax, float *out, int64_t n,
   checkLaunch("gptrt_row_scales");
 }
 
-void DeviceImpl::quantizeRows(const float *x, const float *scales, uint8_t *q,
-                              int64_t rows, int64_t cols, bool alongCols,
-                              int64_t format) {
+void DeviceImpl::quantizeRows(const void *x, int64_t xDtype,
+                              const float *scales, uint8_t *q, int64_t rows,
+                              int64_t cols, bool alongCols, int64_t format) {
+  const bool bf16 = xDtype == GPTRT_DTYPE_BF16;
   requireFormat(format);
   if (rows < 0 || cols < 0)
     throw std::invalid_argument("rows, cols = " + std::to_string(rows) + ", " +
@@ -375,31 +386,35 @@ void DeviceImpl::quantizeRows(const float *x, const float *scales, uint8_t *q,
     return;
   if (format == GPTRT_FP8_E4M3)
     quantizeRowsKernel<__NV_E4M3><<<gridFor(n), 256, 0, stream_>>>(
-        x, scales, q, rows, cols, alongCols);
+        x, bf16, scales, q, rows, cols, alongCols);
   else
     quantizeRowsKernel<__NV_E5M2><<<gridFor(n), 256, 0, stream_>>>(
-        x, scales, q, rows, cols, alongCols);
+        x, bf16, scales, q, rows, cols, alongCols);
   checkLaunch("gptrt_quantize_rows");
 }
 
 void DeviceImpl::scaledMatmulRowwise(
     const uint8_t *a, const uint8_t *b, const float *scaleA,
-    const float *scaleB, float *c, int64_t batch, int64_t m, int64_t n,
+    const float *scaleB, void *c, int64_t batch, int64_t m, int64_t n,
     int64_t k, bool transA, bool transB, int64_t strideA, int64_t strideB,
     int64_t strideC, int64_t formatA, int64_t formatB, bool rowwiseA,
-    bool rowwiseB) {
+    bool rowwiseB, int64_t outDtype) {
   if (batch > 1 && strideC != m * n)
     throw std::invalid_argument("stride_c " + std::to_string(strideC) +
                                 ", expected m * n = " + std::to_string(m * n) +
                                 " (rowwise scales index contiguous rows)");
-  scaledMatmul(a, b, unitScales_, unitScales_ + 1, c, batch, m, n, k, transA,
-               transB, strideA, strideB, strideC, formatA, formatB,
-               GPTRT_DTYPE_F32);
   const int64_t total = batch * m * n;
+  // The unit-scale product in f32: in c itself, or in scratch for a bf16 c.
+  const bool bf16 = outDtype == GPTRT_DTYPE_BF16;
+  float *sum = bf16 ? static_cast<float *>(scratch(size_t(total) * sizeof(float)))
+                    : static_cast<float *>(c);
+  scaledMatmul(a, b, unitScales_, unitScales_ + 1, sum, batch, m, n, k,
+               transA, transB, strideA, strideB, strideC, formatA, formatB,
+               GPTRT_DTYPE_F32);
   if (total == 0)
     return;
   unscaleRowwiseKernel<<<gridFor(total), 256, 0, stream_>>>(
-      c, batch * m, n, scaleA, rowwiseA, scaleB, rowwiseB);
+      sum, c, bf16, batch * m, n, scaleA, rowwiseA, scaleB, rowwiseB);
   checkLaunch("gptrt_scaled_matmul_rowwise unscale");
 }
 

@@ -3,7 +3,7 @@
 and narrowed, never the numbers: the tiny GPT compiled with both passes,
 with gpt-bf16-gemm alone and with neither trains to bit-identical losses and
 gradient norms (every f32 digit in the log), in bf16 and in fp8-tensorwise
-with lm_head kept bf16 (--fp8-exclude=lm_head). Also checks that the
+and fp8-rowwise with lm_head kept bf16 (--fp8-exclude=lm_head). Also checks that the
 rewrites happened (gptc --emit=rt, train_step): every bf16 GEMM is a
 matmul_bf16(_bias) kernel with its bias in the epilogue (no bias_add left),
 and each pass removes convert kernels. Prints the CPU step times side by
@@ -22,6 +22,7 @@ import e2e_setup
 CASES = (
     (["--precision=bf16"], 3 * (4 * 4 + 1)),
     (["--precision=fp8-tensorwise", "--fp8-exclude=lm_head"], 3),
+    (["--precision=fp8-rowwise", "--fp8-exclude=lm_head"], 3),
 )
 
 

@@ -10,7 +10,7 @@ namespace {
 
 TEST_F(GpuTest, MissingKernelIsAnErrorNamingIt) {
   float *p = alloc<float>(64);
-  gptrt_amax_rows(g(), p, p, 4, 4, 0);
+  gptrt_amax_rows(g(), p, p, 4, 4, 0, GPTRT_DTYPE_F32);
   EXPECT_THAT(gpu().error(),
               ::testing::StartsWith("gptrt_amax_rows has no CUDA kernel yet"));
   gpu().clearError();

@@ -214,15 +214,18 @@ TEST_F(GpuTest, RowwiseFp8MatchesCpu) {
   // a: one scale per row of the batch x m rows; b ([n, k], transposed in
   // the GEMM): one per row too, i.e. per output column.
   std::vector<float> amaxA(batch * m), amaxW(n), amaxCols(k);
-  gptrt_amax_rows(cpuCtx.handle(), x.data(), amaxA.data(), batch * m, k, 0);
-  gptrt_amax_rows(cpuCtx.handle(), w.data(), amaxW.data(), n, k, 0);
-  gptrt_amax_rows(cpuCtx.handle(), x.data(), amaxCols.data(), batch * m, k, 1);
+  gptrt_amax_rows(cpuCtx.handle(), x.data(), amaxA.data(), batch * m, k, 0,
+                  GPTRT_DTYPE_F32);
+  gptrt_amax_rows(cpuCtx.handle(), w.data(), amaxW.data(), n, k, 0,
+                  GPTRT_DTYPE_F32);
+  gptrt_amax_rows(cpuCtx.handle(), x.data(), amaxCols.data(), batch * m, k, 1,
+                  GPTRT_DTYPE_F32);
   float *dAmaxA = alloc<float>(batch * m), *dAmaxW = alloc<float>(n),
         *dAmaxCols = alloc<float>(k);
   const float *dx = upload(x), *dw = upload(w);
-  gptrt_amax_rows(g(), dx, dAmaxA, batch * m, k, 0);
-  gptrt_amax_rows(g(), dw, dAmaxW, n, k, 0);
-  gptrt_amax_rows(g(), dx, dAmaxCols, batch * m, k, 1);
+  gptrt_amax_rows(g(), dx, dAmaxA, batch * m, k, 0, GPTRT_DTYPE_F32);
+  gptrt_amax_rows(g(), dw, dAmaxW, n, k, 0, GPTRT_DTYPE_F32);
+  gptrt_amax_rows(g(), dx, dAmaxCols, batch * m, k, 1, GPTRT_DTYPE_F32);
   expectOk();
   EXPECT_EQ(download(dAmaxA, batch * m), amaxA);
   EXPECT_EQ(download(dAmaxW, n), amaxW);
@@ -242,21 +245,23 @@ TEST_F(GpuTest, RowwiseFp8MatchesCpu) {
 
   std::vector<uint8_t> qa(x.size()), qw(w.size()), qCols(x.size());
   gptrt_quantize_rows(cpuCtx.handle(), x.data(), scaleA.data(), qa.data(),
-                      batch * m, k, 0, GPTRT_FP8_E4M3, -1);
-  gptrt_quantize_rows(cpuCtx.handle(), w.data(), scaleW.data(), qw.data(), n,
-                      k, 0, GPTRT_FP8_E4M3, -1);
+                      batch * m, k, 0, GPTRT_FP8_E4M3, -1, GPTRT_DTYPE_F32);
+  gptrt_quantize_rows(cpuCtx.handle(), w.data(), scaleW.data(), qw.data(), n, k,
+                      0, GPTRT_FP8_E4M3, -1, GPTRT_DTYPE_F32);
   // Along columns, with the column scales of x (scales from amaxCols).
   std::vector<float> scaleCols(k);
   gptrt_row_scales(cpuCtx.handle(), amaxCols.data(), scaleCols.data(), k,
                    57344.0, 0, 1, 1e-12);
-  gptrt_quantize_rows(cpuCtx.handle(), x.data(), scaleCols.data(),
-                      qCols.data(), batch * m, k, 1, GPTRT_FP8_E5M2, -1);
+  gptrt_quantize_rows(cpuCtx.handle(), x.data(), scaleCols.data(), qCols.data(),
+                      batch * m, k, 1, GPTRT_FP8_E5M2, -1, GPTRT_DTYPE_F32);
   uint8_t *dqa = alloc<uint8_t>(x.size()), *dqw = alloc<uint8_t>(w.size()),
           *dqCols = alloc<uint8_t>(x.size());
-  gptrt_quantize_rows(g(), dx, dScaleA, dqa, batch * m, k, 0, GPTRT_FP8_E4M3, -1);
-  gptrt_quantize_rows(g(), dw, dScaleW, dqw, n, k, 0, GPTRT_FP8_E4M3, -1);
+  gptrt_quantize_rows(g(), dx, dScaleA, dqa, batch * m, k, 0, GPTRT_FP8_E4M3,
+                      -1, GPTRT_DTYPE_F32);
+  gptrt_quantize_rows(g(), dw, dScaleW, dqw, n, k, 0, GPTRT_FP8_E4M3, -1,
+                      GPTRT_DTYPE_F32);
   gptrt_quantize_rows(g(), dx, upload(scaleCols), dqCols, batch * m, k, 1,
-                      GPTRT_FP8_E5M2, -1);
+                      GPTRT_FP8_E5M2, -1, GPTRT_DTYPE_F32);
   expectOk();
   ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
   EXPECT_EQ(download(dqa, x.size()), qa);
@@ -267,16 +272,43 @@ TEST_F(GpuTest, RowwiseFp8MatchesCpu) {
   gptrt_scaled_matmul_rowwise(cpuCtx.handle(), qa.data(), qw.data(),
                               scaleA.data(), scaleW.data(), ref.data(), batch,
                               m, n, k, 0, 1, m * k, 0, m * n, GPTRT_FP8_E4M3,
-                              GPTRT_FP8_E4M3, 1, 1);
+                              GPTRT_FP8_E4M3, 1, 1, GPTRT_DTYPE_F32);
   float *c = alloc<float>(batch * m * n);
   gptrt_scaled_matmul_rowwise(g(), dqa, dqw, dScaleA, dScaleW, c, batch, m, n,
                               k, 0, 1, m * k, 0, m * n, GPTRT_FP8_E4M3,
-                              GPTRT_FP8_E4M3, 1, 1);
+                              GPTRT_FP8_E4M3, 1, 1, GPTRT_DTYPE_F32);
   expectOk();
   ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
   const double err = relErr(download(c, batch * m * n), toDouble(ref));
   std::printf("rowwise FP8 GEMM vs CPU emulation: norm-wise error %.3g\n", err);
   EXPECT_LT(err, kFp8GemmTol);
+  // A bf16 result (gpt-bf16-gemm): the unscaled quotient rounded once;
+  // poisoned first, and bf16 inputs to the amaxes and casts give the codes
+  // of their exact widening.
+  uint16_t *c16 = upload(std::vector<uint16_t>(batch * m * n, 0xFFFF));
+  gptrt_scaled_matmul_rowwise(g(), dqa, dqw, dScaleA, dScaleW, c16, batch, m,
+                              n, k, 0, 1, m * k, 0, m * n, GPTRT_FP8_E4M3,
+                              GPTRT_FP8_E4M3, 1, 1, GPTRT_DTYPE_BF16);
+  expectOk();
+  EXPECT_LT(relErr(bf16Values(download(c16, batch * m * n)), toDouble(ref)),
+            1.0 / 256);
+  std::vector<uint16_t> x16 = toBf16(x);
+  std::vector<float> amax16(batch * m), amaxRef16(batch * m);
+  gptrt_amax_rows(cpuCtx.handle(), x16.data(), amaxRef16.data(), batch * m, k,
+                  0, GPTRT_DTYPE_BF16);
+  float *dAmax16 = alloc<float>(batch * m);
+  const uint16_t *dx16 = upload(x16);
+  gptrt_amax_rows(g(), dx16, dAmax16, batch * m, k, 0, GPTRT_DTYPE_BF16);
+  std::vector<uint8_t> q16Ref(x.size());
+  gptrt_quantize_rows(cpuCtx.handle(), x16.data(), scaleA.data(),
+                      q16Ref.data(), batch * m, k, 0, GPTRT_FP8_E4M3, -1,
+                      GPTRT_DTYPE_BF16);
+  uint8_t *dq16 = alloc<uint8_t>(x.size());
+  gptrt_quantize_rows(g(), dx16, dScaleA, dq16, batch * m, k, 0,
+                      GPTRT_FP8_E4M3, -1, GPTRT_DTYPE_BF16);
+  expectOk();
+  EXPECT_EQ(download(dAmax16, batch * m), amaxRef16);
+  EXPECT_EQ(download(dq16, x.size()), q16Ref);
 }
 
 TEST_F(GpuTest, ScaledMatmulRefusesWhatCublasLtCannotDo) {

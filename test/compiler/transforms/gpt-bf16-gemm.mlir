@@ -148,26 +148,31 @@ func.func @linear() -> (tensor<4x8xf32> {gpt.output = "y"}) {
 
 // -----
 
-// An FP8 GEMM with per-tensor scales whose result is only stored in bf16
-// writes bf16 (cuBLASLt's D in bf16); a rowwise one keeps f32 (its kernel
-// unscales the f32 result).
+// An FP8 GEMM whose result is only stored in bf16 writes bf16 (cuBLASLt's
+// D in bf16; the rowwise kernel rounds its unscaled quotient); one whose
+// f32 result another op reads keeps f32.
 // CHECK-LABEL: func.func @fp8
 // CHECK:       %[[Y:.*]] = fp8.scaled_matmul "fc" %{{.*}}, %{{.*}} scales(%{{.*}}, %{{.*}}) transpose_b : tensor<16x32xf8E4M3FN>, tensor<16x32xf8E4M3FN> -> tensor<16x16xbf16>
-// CHECK-NEXT:  %[[Z:.*]] = fp8.scaled_matmul "fc2" {{.*}} -> tensor<16x16xf32>
-// CHECK-NEXT:  gpt.cast "fc2" %[[Z]] : tensor<16x16xf32> -> tensor<16x16xbf16>
-// CHECK:       gpt.cast "out" %[[Y]] : tensor<16x16xbf16> -> tensor<16x16xf32>
+// CHECK-NEXT:  %[[Z:.*]] = fp8.scaled_matmul "fc2" {{.*}} -> tensor<16x16xbf16>
+// CHECK-NEXT:  %[[U:.*]] = fp8.scaled_matmul "fc3" {{.*}} -> tensor<16x16xf32>
+// CHECK-NEXT:  gpt.cast "fc3" %[[U]] : tensor<16x16xf32> -> tensor<16x16xbf16>
 // RT-LABEL: func.func @fp8
 // RT: rt.kernel "scaled_matmul" {{.*}} outs(%{{.*}} : memref<16x16xbf16>) consts [1, 16, 16, 32, 0, 1, 0, 0, 0, 0, 0, 2]
-// RT: rt.kernel "scaled_matmul_rowwise" {{.*}} outs(%{{.*}} : memref<16x16xf32>)
-func.func @fp8(%x: tensor<16x32xf32> {gpt.input = "tokens"}) -> (tensor<16x16xf32> {gpt.output = "y"}, tensor<16x16xf32> {gpt.output = "z"}) {
+// RT: rt.kernel "scaled_matmul_rowwise" {{.*}} outs(%{{.*}} : memref<16x16xbf16>) consts [1, 16, 16, 32, 0, 1, 0, 0, 0, 0, 0, 1, 1, 2]
+// RT: rt.kernel "scaled_matmul" {{.*}} outs(%{{.*}} : memref<16x16xf32>)
+func.func @fp8(%x: tensor<16x32xf32> {gpt.input = "tokens"}) -> (tensor<16x16xf32> {gpt.output = "y"}, tensor<16x16xf32> {gpt.output = "z"}, tensor<16x16xf32> {gpt.output = "u"}, tensor<16x16xf32> {gpt.output = "g"}) {
   %one = gpt.fill "s" 1.0 : tensor<f32>
   %rows = gpt.fill "s" 1.0 : tensor<16xf32>
   %q = fp8.quantize "fc" %x, %one : tensor<16x32xf32> -> tensor<16x32xf8E4M3FN>
   %y = fp8.scaled_matmul "fc" %q, %q scales(%one, %one) transpose_b : tensor<16x32xf8E4M3FN>, tensor<16x32xf8E4M3FN> -> tensor<16x16xf32>
   %z = fp8.scaled_matmul "fc2" %q, %q scales(%rows, %rows) row_scales(tensor<16xf32>, tensor<16xf32>) transpose_b : tensor<16x32xf8E4M3FN>, tensor<16x32xf8E4M3FN> -> tensor<16x16xf32>
+  %u = fp8.scaled_matmul "fc3" %q, %q scales(%one, %one) transpose_b : tensor<16x32xf8E4M3FN>, tensor<16x32xf8E4M3FN> -> tensor<16x16xf32>
   %y16 = gpt.cast "fc" %y : tensor<16x16xf32> -> tensor<16x16xbf16>
   %z16 = gpt.cast "fc2" %z : tensor<16x16xf32> -> tensor<16x16xbf16>
+  %u16 = gpt.cast "fc3" %u : tensor<16x16xf32> -> tensor<16x16xbf16>
+  %g = gpt.gelu "act" %u : tensor<16x16xf32>
   %yw = gpt.cast "out" %y16 : tensor<16x16xbf16> -> tensor<16x16xf32>
   %zw = gpt.cast "out" %z16 : tensor<16x16xbf16> -> tensor<16x16xf32>
-  return %yw, %zw : tensor<16x16xf32>, tensor<16x16xf32>
+  %uw = gpt.cast "out" %u16 : tensor<16x16xbf16> -> tensor<16x16xf32>
+  return %yw, %zw, %uw, %g : tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>
 }

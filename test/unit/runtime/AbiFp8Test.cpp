@@ -252,14 +252,64 @@ TEST_F(AbiFp8Test, Bf16InputsAndOutputsAreTheF32OnesBetweenConversions) {
   }
 }
 
+// Rowwise on bf16 storage: amax_rows and quantize_rows of a bf16 input are
+// those of its exact widening; a bf16 rowwise GEMM result is the f32 one
+// rounded once.
+TEST_F(AbiFp8Test, RowwiseOnBf16StorageIsTheF32OneBetweenConversions) {
+  const int64_t rows = 6, cols = 32;
+  std::vector<float> x = randomF(rows * cols, 41, -9.0, 9.0);
+  std::vector<uint16_t> x16(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    x16[i] = cpu::floatToBf16(x[i]);
+    x[i] = cpu::bf16ToFloat(x16[i]);
+  }
+  for (int64_t alongCols : {0, 1}) {
+    const int64_t count = alongCols ? cols : rows;
+    std::vector<float> amax(count), amax16(count), scales(count);
+    gptrt_amax_rows(h, x.data(), amax.data(), rows, cols, alongCols,
+                    GPTRT_DTYPE_F32);
+    gptrt_amax_rows(h, x16.data(), amax16.data(), rows, cols, alongCols,
+                    GPTRT_DTYPE_BF16);
+    EXPECT_EQ(amax16, amax) << "along cols " << alongCols;
+    gptrt_row_scales(h, amax.data(), scales.data(), count, 448.0, 0, 1,
+                     1e-12);
+    std::vector<uint8_t> q(x.size()), q16(x.size(), 0xAA);
+    gptrt_quantize_rows(h, x.data(), scales.data(), q.data(), rows, cols,
+                        alongCols, GPTRT_FP8_E4M3, -1, GPTRT_DTYPE_F32);
+    gptrt_quantize_rows(h, x16.data(), scales.data(), q16.data(), rows, cols,
+                        alongCols, GPTRT_FP8_E4M3, -1, GPTRT_DTYPE_BF16);
+    EXPECT_EQ(q16, q) << "along cols " << alongCols;
+  }
+  // c = a b^T with a's scales per row and b's per row of b (columns of c).
+  std::vector<float> sa(rows), sb(rows), ones(1, 1.0f);
+  gptrt_amax_rows(h, x.data(), sa.data(), rows, cols, 0, GPTRT_DTYPE_F32);
+  gptrt_row_scales(h, sa.data(), sa.data(), rows, 448.0, 0, 1, 1e-12);
+  sb = sa;
+  std::vector<uint8_t> q(x.size());
+  gptrt_quantize_rows(h, x.data(), sa.data(), q.data(), rows, cols, 0,
+                      GPTRT_FP8_E4M3, -1, GPTRT_DTYPE_F32);
+  std::vector<float> c32(rows * rows);
+  std::vector<uint16_t> c16(rows * rows, 0xBEEF);
+  gptrt_scaled_matmul_rowwise(h, q.data(), q.data(), sa.data(), sb.data(),
+                              c32.data(), 1, rows, rows, cols, 0, 1, 0, 0, 0,
+                              GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 1, 1,
+                              GPTRT_DTYPE_F32);
+  gptrt_scaled_matmul_rowwise(h, q.data(), q.data(), sa.data(), sb.data(),
+                              c16.data(), 1, rows, rows, cols, 0, 1, 0, 0, 0,
+                              GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 1, 1,
+                              GPTRT_DTYPE_BF16);
+  for (size_t i = 0; i < c32.size(); ++i)
+    EXPECT_EQ(c16[i], cpu::floatToBf16(c32[i])) << "element " << i;
+}
+
 TEST_F(AbiFp8Test, RowwiseAmaxScalesAndCast) {
   const int64_t rows = 3, cols = 4;
   std::vector<float> x = {1, -2, 3, -4,  //
                           0.5f, 0, 0, 0, //
                           -8, 1, NAN, 2};
   std::vector<float> perRow(rows), perCol(cols);
-  gptrt_amax_rows(h, x.data(), perRow.data(), rows, cols, 0);
-  gptrt_amax_rows(h, x.data(), perCol.data(), rows, cols, 1);
+  gptrt_amax_rows(h, x.data(), perRow.data(), rows, cols, 0, GPTRT_DTYPE_F32);
+  gptrt_amax_rows(h, x.data(), perCol.data(), rows, cols, 1, GPTRT_DTYPE_F32);
   EXPECT_EQ(perRow[0], 4.0f);
   EXPECT_EQ(perRow[1], 0.5f);
   EXPECT_TRUE(std::isnan(perRow[2])) << "NaN in a row makes its amax NaN";
@@ -279,9 +329,9 @@ TEST_F(AbiFp8Test, RowwiseAmaxScalesAndCast) {
   std::vector<float> rs = {2.0f, 64.0f, 0.25f}, cs = {1.0f, 8.0f, 16.0f, 0.5f};
   std::vector<uint8_t> qr(y.size()), qc(y.size());
   gptrt_quantize_rows(h, y.data(), rs.data(), qr.data(), rows, cols, 0,
-                      GPTRT_FP8_E4M3, -1);
+                      GPTRT_FP8_E4M3, -1, GPTRT_DTYPE_F32);
   gptrt_quantize_rows(h, y.data(), cs.data(), qc.data(), rows, cols, 1,
-                      GPTRT_FP8_E5M2, -1);
+                      GPTRT_FP8_E5M2, -1, GPTRT_DTYPE_F32);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < cols; ++c) {
       EXPECT_EQ(qr[r * cols + c], cpu::floatToE4M3(y[r * cols + c] * rs[r]));
@@ -303,7 +353,8 @@ TEST_F(AbiFp8Test, RowwiseScaledMatmulDividesEachRowAndColumn) {
   std::vector<float> c(batch * m * n);
   gptrt_scaled_matmul_rowwise(h, a.data(), b.data(), sa.data(), sb.data(),
                               c.data(), batch, m, n, k, 0, 1, m * k, n * k,
-                              m * n, GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 1, 1);
+                              m * n, GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 1, 1,
+                              GPTRT_DTYPE_F32);
   for (int64_t t = 0; t < batch; ++t)
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {
@@ -318,7 +369,8 @@ TEST_F(AbiFp8Test, RowwiseScaledMatmulDividesEachRowAndColumn) {
   std::vector<float> c2(c.size());
   gptrt_scaled_matmul_rowwise(h, a.data(), b.data(), &scalar, sb.data(),
                               c2.data(), batch, m, n, k, 0, 1, m * k, n * k,
-                              m * n, GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 0, 1);
+                              m * n, GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 0, 1,
+                              GPTRT_DTYPE_F32);
   for (int64_t r = 0; r < batch * m; ++r)
     for (int64_t j = 0; j < n; ++j)
       EXPECT_NEAR(c2[r * n + j] * scalar, c[r * n + j] * sa[r],
