@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below or the manifest's meaning changes. */
-#define GPTRT_ABI_VERSION 13
+#define GPTRT_ABI_VERSION 14
 
 typedef struct gptrt_context gptrt_context;
 
