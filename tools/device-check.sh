@@ -141,21 +141,7 @@ grep -E '^\[  FAILED  \] GpuTest' "$out/gpu-tests.log" | sort -u | sed 's/^/   /
 fp8err=$(grep -o 'worst norm-wise error [^ ]*' "$out/gpu-tests.log" | head -1)
 [[ -n $fp8err ]] && record "fp8-gemm-error" INFO "$fp8err (tolerance 1e-4)"
 
-# 4. The same tests under compute-sanitizer memcheck (works on the
-# Firecracker machines per the device notes): out-of-bounds accesses and
-# unwritten reads that a parity test can miss. Large sizes are filtered
-# out to fit the budget.
-if command -v compute-sanitizer >/dev/null; then
-  run_step memcheck 200 memcheck.log compute-sanitizer --tool memcheck --error-exitcode 3 \
-    "$pack/bin/gpu-tests" --gtest_filter='-*MatmulBf16*:*ScaledMatmulFp8*'
-  rc=$?
-  record "memcheck" "$([[ $rc == 0 ]] && echo PASS || { [[ $rc == 124 ]] && echo TIMEOUT || echo FAIL; })" \
-    "rc $rc, $(grep -c 'Invalid' "$out/memcheck.log") invalid accesses"
-else
-  record "memcheck" SKIP "compute-sanitizer not on PATH"
-fi
-
-# 5. gptrun --device cuda on the tiny artifacts: 3 training steps. Every
+# 4. gptrun --device cuda on the tiny artifacts: 3 training steps. Every
 # kernel the tiny f32 and fp8-tensorwise artifacts call has a CUDA version,
 # so PASS is expected; a clean stop naming a kernel without one ("... has
 # no CUDA kernel yet") is reported as TODO, anything else (a crash, a CUDA
@@ -183,7 +169,7 @@ for art in tiny tiny-fp8 tiny-rowwise; do
   fi
 done
 
-# 5a. CUDA graphs: the same 3 steps with every entry point replayed as a
+# 4a. CUDA graphs: the same 3 steps with every entry point replayed as a
 # graph after its first call; the kernels are the same, so the losses must
 # equal the eager run's bit for bit.
 if [[ -f $pack/artifacts/tiny.so && -n $data ]]; then
@@ -204,7 +190,7 @@ else
   record gptrun-graphs SKIP "artifact or data not packed"
 fi
 
-# 5a''. The tiny GPT 50 steps on the GPU against 50 on the CPU: the loss
+# 4b. The tiny GPT 50 steps on the GPU against 50 on the CPU: the loss
 # curves within 2% per step (test/e2e/gpu_cpu_parity.py says why).
 if [[ -f $pack/artifacts/tiny.so && -n $data ]]; then
   run_step gpu-cpu-parity 150 gpu-cpu-parity.log "${BENCH_PYTHON:-python3}" \
@@ -223,7 +209,7 @@ else
   record gpu-cpu-parity SKIP "artifact or data not packed"
 fi
 
-# 5a'. Flash attention (--attention flash, FlashAttention.cu): the tiny
+# 4c. Flash attention (--attention flash, FlashAttention.cu): the tiny
 # fp8 artifact keeps attention in bf16, so its 3 steps run the flash
 # kernels; the losses must stay within 1% of the baseline kernels' (the
 # flash kernels round probabilities to bf16 before PV: close, not equal).
@@ -246,7 +232,7 @@ else
   record gptrun-flash SKIP "artifact or data not packed"
 fi
 
-# 5b. The GPU worker path: gptrun --gpus 1 launches one worker that takes
+# 4d. The GPU worker path: gptrun --gpus 1 launches one worker that takes
 # its GPU and joins NCCL (world size 1: the bootstrap, the staging of host
 # buffers and every per-step collective run, nothing crosses a wire), then
 # trains the tiny f32 artifact 3 steps; the loss must match the plain
@@ -267,7 +253,7 @@ else
   record gptrun-gpus1 SKIP "artifact or data not packed"
 fi
 
-# 6. Benchmarks (DESIGN.md section 8): GPT-2 124M tokens/s, bf16 and FP8,
+# 5. Benchmarks (DESIGN.md section 8): GPT-2 124M tokens/s, bf16 and FP8,
 # side by side with PyTorch (+ torch.compile) in the same run.
 #
 # PyTorch side (tools/bench/torch_gpt2.py, from the pack): 124M bf16 and
@@ -441,6 +427,21 @@ for variant in bf16 bf16-flash fp8-tensorwise fp8-delayed; do
     record "$name" "$([[ $rc == 124 ]] && echo TIMEOUT || echo FAIL)" "rc $rc: $(tail -n 1 "$out/$name.log" | cut -c1-100)"
   fi
 done
+
+# 6. (last, so the benchmarks above always get their time) The GPU
+# tests under compute-sanitizer memcheck (works on the Firecracker machines
+# per the device notes): out-of-bounds accesses and unwritten reads that a
+# parity test can miss. Large sizes are filtered out to fit the budget;
+# whatever budget is left bounds it.
+if command -v compute-sanitizer >/dev/null; then
+  run_step memcheck 200 memcheck.log compute-sanitizer --tool memcheck --error-exitcode 3 \
+    "$pack/bin/gpu-tests" --gtest_filter='-*MatmulBf16*:*ScaledMatmulFp8*'
+  rc=$?
+  record "memcheck" "$([[ $rc == 0 ]] && echo PASS || { [[ $rc == 124 ]] && echo TIMEOUT || echo FAIL; })" \
+    "rc $rc, $(grep -c 'Invalid' "$out/memcheck.log") invalid accesses"
+else
+  record "memcheck" SKIP "compute-sanitizer not on PATH"
+fi
 
 # ---------------------------------------------------------------- table
 elapsed=$(( $(date +%s) - start ))
