@@ -94,6 +94,11 @@ export LD_LIBRARY_PATH=$pack/lib:$cublas_dirs${py_cublas:+:$py_cublas}${LD_LIBRA
 
 names=(); states=(); notes=()
 record() { names+=("$1"); states+=("$2"); notes+=("$3"); echo "== $1: $2 $3"; }
+# record_failed NAME RC LOG: a step that did not pass, TIMEOUT (rc 124) or
+# FAIL, with the exit status and the log's last line.
+record_failed() {
+  record "$1" "$([[ $2 == 124 ]] && echo TIMEOUT || echo FAIL)" "rc $2: $(tail -n 1 "$3" | cut -c1-110)"
+}
 
 # The whole run must fit the device session (DESIGN.md: under 8 minutes):
 # a step never runs past the budget, it times out instead (and says so).
@@ -165,7 +170,7 @@ for art in tiny tiny-fp8 tiny-rowwise; do
   elif grep -q "has no CUDA kernel yet" "$out/gptrun-$art.log"; then
     record "gptrun-$art" TODO "$(grep -o 'gptrt_[a-z0-9_]* has no CUDA kernel yet' "$out/gptrun-$art.log" | head -1)"
   else
-    record "gptrun-$art" "$([[ $rc == 124 ]] && echo TIMEOUT || echo FAIL)" "rc $rc: $(tail -n 1 "$out/gptrun-$art.log" | cut -c1-100)"
+    record_failed "gptrun-$art" $rc "$out/gptrun-$art.log"
   fi
 done
 
@@ -184,7 +189,7 @@ if [[ -f $pack/artifacts/tiny.so && -n $data ]]; then
   elif [[ $rc == 0 ]]; then
     record gptrun-graphs FAIL "losses differ from the eager run: graphs [$graphs] eager [$eager]"
   else
-    record gptrun-graphs "$([[ $rc == 124 ]] && echo TIMEOUT || echo FAIL)" "rc $rc: $(tail -n 1 "$out/gptrun-graphs.log" | cut -c1-100)"
+    record_failed gptrun-graphs $rc "$out/gptrun-graphs.log"
   fi
 else
   record gptrun-graphs SKIP "artifact or data not packed"
@@ -226,7 +231,7 @@ if [[ -f $pack/artifacts/tiny-fp8.so && -n $data ]]; then
   elif [[ $rc == 0 ]]; then
     record gptrun-flash FAIL "loss $flash vs baseline kernels $baseline: more than 1% apart"
   else
-    record gptrun-flash "$([[ $rc == 124 ]] && echo TIMEOUT || echo FAIL)" "rc $rc: $(tail -n 1 "$out/gptrun-flash.log" | cut -c1-100)"
+    record_failed gptrun-flash $rc "$out/gptrun-flash.log"
   fi
 else
   record gptrun-flash SKIP "artifact or data not packed"
@@ -247,7 +252,7 @@ if [[ -f $pack/artifacts/tiny.so && -n $data ]]; then
   elif grep -q "has no CUDA kernel yet" "$out/gptrun-gpus1.log"; then
     record gptrun-gpus1 TODO "$(grep -o 'gptrt_[a-z0-9_]* has no CUDA kernel yet' "$out/gptrun-gpus1.log" | head -1)"
   else
-    record gptrun-gpus1 "$([[ $rc == 124 ]] && echo TIMEOUT || echo FAIL)" "rc $rc: $(tail -n 1 "$out/gptrun-gpus1.log" | cut -c1-100)"
+    record_failed gptrun-gpus1 $rc "$out/gptrun-gpus1.log"
   fi
 else
   record gptrun-gpus1 SKIP "artifact or data not packed"
@@ -330,7 +335,7 @@ bench_row() {
   elif [[ $rc == 2 ]] && tail -n 1 "$log" | grep -q '^torch_gpt2: '; then
     record "$name" SKIP "$(tail -n 1 "$log" | cut -c1-160)"
   else
-    record "$name" "$([[ $rc == 124 ]] && echo TIMEOUT || echo FAIL)" "rc $rc: $(tail -n 1 "$log" | cut -c1-120)"
+    record_failed "$name" $rc "$log"
   fi
 }
 
@@ -380,7 +385,7 @@ for kernel in baseline flash; do
   if [[ $rc == 0 ]] && grep -q '^RESULT ' "$out/$name.log"; then
     record "$name" PASS "$(attention_ratio_note "$out/$name.log" "${torch_attention#RESULT }" 2>&1 | tail -n 1)"
   else
-    record "$name" "$([[ $rc == 124 ]] && echo TIMEOUT || echo FAIL)" "rc $rc: $(tail -n 1 "$out/$name.log" | cut -c1-120)"
+    record_failed "$name" $rc "$out/$name.log"
   fi
 done
 
@@ -424,7 +429,7 @@ for variant in bf16 bf16-flash fp8-tensorwise fp8-delayed; do
   elif grep -q "has no CUDA kernel yet" "$out/$name.log"; then
     record "$name" TODO "$(grep -o 'gptrt_[a-z0-9_]* has no CUDA kernel yet' "$out/$name.log" | head -1)"
   else
-    record "$name" "$([[ $rc == 124 ]] && echo TIMEOUT || echo FAIL)" "rc $rc: $(tail -n 1 "$out/$name.log" | cut -c1-100)"
+    record_failed "$name" $rc "$out/$name.log"
   fi
 done
 

@@ -1,5 +1,6 @@
 // gpt-bf16-gemm: GEMMs read their bf16-stored operands directly instead of
 // f32 widenings of them (see Passes.td).
+#include "compiler/transforms/Bf16Storage.h"
 #include "compiler/transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -14,20 +15,11 @@ namespace gptc {
 
 using namespace mlir;
 using namespace gptc::gpt;
+using gptc::onlyNarrowing;
+using gptc::takeOverNarrowing;
+using gptc::widening;
 
 namespace {
-
-/// The widening of a bf16 value that `value` is, if it is one.
-CastOp widening(Value value) {
-  auto widen = value.getDefiningOp<CastOp>();
-  if (!widen)
-    return {};
-  auto from = cast<RankedTensorType>(widen.getInput().getType());
-  auto to = cast<RankedTensorType>(widen.getType());
-  if (!from.getElementType().isBF16() || !to.getElementType().isF32())
-    return {};
-  return widen;
-}
 
 /// A GEMM operand that is a widened bf16 value, possibly reshaped after
 /// the widening (the weight-gradient GEMMs flatten [B, T, C] to [B*T, C]).
@@ -84,39 +76,25 @@ public:
     // bf16 writes bf16 itself: the same single rounding, without the f32
     // copy.
     SmallVector<Operation *> narrowings;
+    auto storeAsBf16 = [&](Value result) {
+      if (CastOp narrow = onlyNarrowing(result)) {
+        takeOverNarrowing(result, narrow);
+        narrowings.push_back(narrow);
+      }
+    };
     getOperation().walk([&](MatmulOp matmul) {
-      auto type = cast<RankedTensorType>(matmul.getType());
-      if (!type.getElementType().isF32() ||
-          !cast<RankedTensorType>(matmul.getA().getType())
-               .getElementType()
-               .isBF16() ||
-          !matmul->hasOneUse())
-        return;
-      auto narrow = dyn_cast<CastOp>(*matmul->getUsers().begin());
-      if (!narrow ||
-          !cast<RankedTensorType>(narrow.getType()).getElementType().isBF16())
-        return;
-      matmul.getResult().setType(
-          RankedTensorType::get(type.getShape(), narrow.getType().getElementType()));
-      narrow.getResult().replaceAllUsesWith(matmul.getResult());
-      narrowings.push_back(narrow);
+      if (cast<RankedTensorType>(matmul.getA().getType())
+              .getElementType()
+              .isBF16())
+        storeAsBf16(matmul.getResult());
     });
     // The same for an FP8 GEMM without an amax of its output (that amax
     // would then read the rounded values): cuBLASLt writes D in bf16 from
     // the f32 sum (the rowwise kernel rounds its f32 quotient), the CPU
     // rounds once.
     getOperation().walk([&](gptc::fp8::ScaledMatmulOp matmul) {
-      auto type = cast<RankedTensorType>(matmul.getResult().getType());
-      if (!type.getElementType().isF32() || matmul.getAmax() ||
-          !matmul.getResult().hasOneUse())
-        return;
-      auto narrow = dyn_cast<CastOp>(*matmul.getResult().getUsers().begin());
-      if (!narrow || narrow->getBlock() != matmul->getBlock() ||
-          !cast<RankedTensorType>(narrow.getType()).getElementType().isBF16())
-        return;
-      matmul.getResult().setType(narrow.getType());
-      narrow.getResult().replaceAllUsesWith(matmul.getResult());
-      narrowings.push_back(narrow);
+      if (!matmul.getAmax())
+        storeAsBf16(matmul.getResult());
     });
     for (Operation *narrow : narrowings)
       narrow->erase();

@@ -2,6 +2,7 @@
 // embeddings, the loss, their gradients and the FP8 casts read bf16-stored
 // operands and write bf16 results directly instead of through f32 copies
 // (see Passes.td).
+#include "compiler/transforms/Bf16Storage.h"
 #include "compiler/transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -15,34 +16,11 @@ namespace gptc {
 
 using namespace mlir;
 using namespace gptc::gpt;
+using gptc::onlyNarrowing;
+using gptc::takeOverNarrowing;
+using gptc::widening;
 
 namespace {
-
-bool hasElement(Type type, bool bf16) {
-  Type element = cast<RankedTensorType>(type).getElementType();
-  return bf16 ? element.isBF16() : element.isF32();
-}
-
-/// `value` as an exact f32 widening of a bf16 value, if it is one.
-CastOp widening(Value value) {
-  auto cast = value.getDefiningOp<CastOp>();
-  if (cast && hasElement(cast.getInput().getType(), /*bf16=*/true) &&
-      hasElement(cast.getType(), /*bf16=*/false))
-    return cast;
-  return {};
-}
-
-/// The one user of `result`, if that is a narrowing of it to bf16 beside
-/// its producer (one inside an fp8.fused also computes an amax: it stays).
-CastOp onlyNarrowing(Value result) {
-  if (!result.hasOneUse() || !hasElement(result.getType(), /*bf16=*/false))
-    return {};
-  auto cast = dyn_cast<CastOp>(*result.getUsers().begin());
-  if (cast && cast->getBlock() == result.getParentBlock() &&
-      hasElement(cast.getType(), /*bf16=*/true))
-    return cast;
-  return {};
-}
 
 /// The operands and results of `op` its runtime kernel can keep in bf16
 /// storage (a dtype per operand in the ABI); none for other ops.
@@ -174,8 +152,7 @@ private:
         }
       for (Value result : capable.results)
         if (CastOp narrow = onlyNarrowing(result)) {
-          result.setType(narrow.getType());
-          narrow.getResult().replaceAllUsesWith(result);
+          takeOverNarrowing(result, narrow);
           narrow.erase();
         }
     }
@@ -200,8 +177,7 @@ private:
       }
       for (Value result : op.results) {
         CastOp narrow = onlyNarrowing(result);
-        result.setType(narrow.getType());
-        narrow.getResult().replaceAllUsesWith(result);
+        takeOverNarrowing(result, narrow);
         narrow.erase();
       }
     }

@@ -713,13 +713,16 @@ GPTRT_EXPORT void gptrt_matmul(gptrt_context *ctx, const float *a,
 
 namespace {
 
-// gptrt_matmul_bf16 and, with a bias, gptrt_matmul_bf16_bias.
-void matmulBf16(gptrt_context *ctx, const char *fn, const uint16_t *a,
-                const uint16_t *b, const float *bias, void *c, int64_t batch,
-                int64_t m, int64_t n, int64_t k, int64_t trans_a,
-                int64_t trans_b, int64_t stride_a, int64_t stride_b,
-                int64_t stride_c, int64_t out_dtype) {
+// gptrt_matmul_bf16 and, with a bias (`withBias`), gptrt_matmul_bf16_bias.
+void matmulBf16(gptrt_context *ctx, const char *fn, bool withBias,
+                const uint16_t *a, const uint16_t *b, const float *bias,
+                void *c, int64_t batch, int64_t m, int64_t n, int64_t k,
+                int64_t trans_a, int64_t trans_b, int64_t stride_a,
+                int64_t stride_b, int64_t stride_c, int64_t out_dtype) {
   auto checkArguments = [&] {
+    if (withBias && bias == nullptr)
+      throw std::invalid_argument("bias is null, expected a vector of n "
+                                  "floats (gptrt_matmul_bf16 has no bias)");
     requireNonNegative(batch, "batch");
     requireNonNegative(m, "m");
     requireNonNegative(n, "n");
@@ -777,8 +780,9 @@ GPTRT_EXPORT void gptrt_matmul_bf16(gptrt_context *ctx, const uint16_t *a,
                                     int64_t trans_b, int64_t stride_a,
                                     int64_t stride_b, int64_t stride_c,
                                     int64_t out_dtype) {
-  matmulBf16(ctx, "gptrt_matmul_bf16", a, b, nullptr, c, batch, m, n, k,
-             trans_a, trans_b, stride_a, stride_b, stride_c, out_dtype);
+  matmulBf16(ctx, "gptrt_matmul_bf16", /*withBias=*/false, a, b, nullptr, c,
+             batch, m, n, k, trans_a, trans_b, stride_a, stride_b, stride_c,
+             out_dtype);
 }
 
 GPTRT_EXPORT void gptrt_matmul_bf16_bias(
@@ -786,18 +790,9 @@ GPTRT_EXPORT void gptrt_matmul_bf16_bias(
     const float *bias, void *c, int64_t batch, int64_t m, int64_t n,
     int64_t k, int64_t trans_a, int64_t trans_b, int64_t stride_a,
     int64_t stride_b, int64_t stride_c, int64_t out_dtype) {
-  if (bias == nullptr) {
-    guarded(ctx, "gptrt_matmul_bf16_bias", [](Context &) {
-      throw std::invalid_argument("bias is null, expected a vector of n "
-                                  "floats (gptrt_matmul_bf16 has no bias)");
-    }, [](Context &, Gpu &) {
-      throw std::invalid_argument("bias is null, expected a vector of n "
-                                  "floats (gptrt_matmul_bf16 has no bias)");
-    });
-    return;
-  }
-  matmulBf16(ctx, "gptrt_matmul_bf16_bias", a, b, bias, c, batch, m, n, k,
-             trans_a, trans_b, stride_a, stride_b, stride_c, out_dtype);
+  matmulBf16(ctx, "gptrt_matmul_bf16_bias", /*withBias=*/true, a, b, bias, c,
+             batch, m, n, k, trans_a, trans_b, stride_a, stride_b, stride_c,
+             out_dtype);
 }
 
 GPTRT_EXPORT void gptrt_bias_add(gptrt_context *ctx, const float *bias,
