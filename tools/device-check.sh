@@ -47,6 +47,11 @@ if [[ "${1:-}" == "--pack" ]]; then
     -o "$pack/artifacts/tiny-fp8.so" || exit 1
   "$build/bin/gptc" "$here/models/gpt2-tiny.mlir" --precision=fp8-rowwise \
     -o "$pack/artifacts/tiny-rowwise.so" || exit 1
+  # The data-parallel forms of the GPU workers' exchange (row gptrun-gpus1).
+  "$build/bin/gptc" "$here/models/gpt2-tiny.mlir" --zero=1 \
+    -o "$pack/artifacts/tiny-zero.so" || exit 1
+  "$build/bin/gptc" "$here/models/gpt2-tiny.mlir" --grad-comm=fp8 \
+    -o "$pack/artifacts/tiny-gradfp8.so" || exit 1
   data=$(ls "$build"/test/e2e/train-tiny/data/train_*.bin 2>/dev/null | head -1)
   [[ -n $data ]] && cp "$data" "$pack/data/"
   # gptc's side of the benchmark: GPT-2 124M at the benchmark's micro-batch
@@ -238,25 +243,34 @@ else
 fi
 
 # 4d. The GPU worker path: gptrun --gpus 1 launches one worker that takes
-# its GPU and joins NCCL (world size 1: the bootstrap, the staging of host
-# buffers and every per-step collective run, nothing crosses a wire), then
-# trains the tiny f32 artifact 3 steps; the loss must match the plain
-# --device cuda run above. Several GPUs would need a bigger machine.
-if [[ -f $pack/artifacts/tiny.so && -n $data ]]; then
-  run_step gptrun-gpus1 120 gptrun-gpus1.log "$pack/bin/gptrun" "$pack/artifacts/tiny.so" \
-    --gpus 1 --data "$pack/data/train_*.bin" --steps 3 --seed 7 \
-    --log "$out/run-tiny-gpus1.jsonl"
-  rc=$?
-  if [[ $rc == 0 ]]; then
-    record gptrun-gpus1 PASS "3 steps over NCCL; loss $(lastLoss "$out/run-tiny-gpus1.jsonl") (plain cuda $(lastLoss "$out/run-tiny-cuda.jsonl"))"
-  elif grep -q "has no CUDA kernel yet" "$out/gptrun-gpus1.log"; then
-    record gptrun-gpus1 TODO "$(grep -o 'gptrt_[a-z0-9_]* has no CUDA kernel yet' "$out/gptrun-gpus1.log" | head -1)"
-  else
-    record_failed gptrun-gpus1 $rc "$out/gptrun-gpus1.log"
+# its GPU and joins NCCL. A GPU worker exchanges even alone (world size 1:
+# nothing crosses a wire, but the bootstrap, the bucket exchange on NCCL's
+# stream and every per-step collective run), so this times communication
+# against the step: comm_ms is the buckets' time on NCCL's stream (CUDA
+# events), exposed_ms how long after the backward's end the last bucket
+# finished. tiny: f32 buckets, whose loss must match the plain --device
+# cuda run above; tiny-zero: reduce-scattered buckets (ZeRO-1's form; one
+# rank keeps all moments); tiny-gradfp8: buckets sent as E4M3 (loss close,
+# not equal). Several GPUs would need a bigger machine.
+lastField() { grep -o "\"$2\": *[-0-9.eE+naif]*" "$1" 2>/dev/null | tail -1 | sed 's/.*: *//'; }
+for art in tiny tiny-zero tiny-gradfp8; do
+  name=gptrun-gpus1${art#tiny}
+  if [[ ! -f $pack/artifacts/$art.so || -z $data ]]; then
+    record $name SKIP "artifact or data not packed"; continue
   fi
-else
-  record gptrun-gpus1 SKIP "artifact or data not packed"
-fi
+  run_step $name 120 $name.log "$pack/bin/gptrun" "$pack/artifacts/$art.so" \
+    --gpus 1 --data "$pack/data/train_*.bin" --steps 3 --seed 7 \
+    --log "$out/run-$art-gpus1.jsonl"
+  rc=$?
+  log=$out/run-$art-gpus1.jsonl
+  if [[ $rc == 0 ]]; then
+    record $name PASS "3 steps over NCCL; loss $(lastLoss "$log") (plain cuda $(lastLoss "$out/run-tiny-cuda.jsonl")); last step $(lastField "$log" step_ms) ms, comm $(lastField "$log" comm_ms) ms, exposed $(lastField "$log" comm_exposed_ms) ms"
+  elif grep -q "has no CUDA kernel yet" "$out/$name.log"; then
+    record $name TODO "$(grep -o 'gptrt_[a-z0-9_]* has no CUDA kernel yet' "$out/$name.log" | head -1)"
+  else
+    record_failed $name $rc "$out/$name.log"
+  fi
+done
 
 # 5. Benchmarks (DESIGN.md section 8): GPT-2 124M tokens/s, bf16 and FP8,
 # side by side with PyTorch (+ torch.compile) in the same run.

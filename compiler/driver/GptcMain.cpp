@@ -64,8 +64,12 @@ void printGradientBuckets(ModuleOp module, llvm::raw_ostream &os) {
      << llvm::format("%.1f", largest * mib) << " MiB), "
      << llvm::format("%.1f", floats * mib)
      << " MiB of f32 gradients summed across ranks per optimizer step, sent "
-     << (fp8 ? "as E4M3 (" + std::string(llvm::formatv("{0:f1}", floats * mib / 4)) +
-                   " MiB per rank)"
+     << (fp8 ? std::string("as E4M3 (") +
+                   llvm::formatv("{0:f1}", floats * mib / 4).str() +
+                   " MiB of codes: each slice's to its owner, which sums "
+                   "them in f32" +
+                   (scatter ? "" : ", then the sums back to every rank") +
+                   "; a quarter of the f32 bytes at any number of ranks)"
              : std::string("as f32"))
      << ", each bucket as soon as the backward has finished it\n";
   if (scatter)
@@ -186,11 +190,20 @@ int gptcMain(int argc, char **argv) {
       llvm::cl::desc("Divide FP8 scales by 2^margin for headroom above the "
                      "amax (default 0)"),
       llvm::cl::init(0), llvm::cl::cat(category));
+  llvm::cl::opt<bool> fp8FastAccum(
+      "fp8-fast-accum",
+      llvm::cl::desc("Forward FP8 GEMMs accumulate as Hopper's tensor cores "
+                     "do natively, without periodic promotion to f32 "
+                     "(default true, as TransformerEngine and torchao); the "
+                     "backward's always accumulate precisely. =false: "
+                     "precise everywhere"),
+      llvm::cl::init(true), llvm::cl::cat(category));
   llvm::cl::opt<std::string> gradComm(
       "grad-comm",
       llvm::cl::desc("Data parallelism: gradients travel as f32 (default, "
                      "exact sums) or fp8 (E4M3 with a scale shared by all "
-                     "ranks, a quarter of the bytes, summed in f32)"),
+                     "ranks, a quarter of the bytes: each slice's owner sums "
+                     "it in f32 and sends the sums back as E4M3)"),
       llvm::cl::init("f32"), llvm::cl::cat(category));
   llvm::cl::opt<double> gradBucketMb(
       "grad-bucket-mb",
@@ -373,6 +386,7 @@ int gptcMain(int argc, char **argv) {
       fp8.historyLength = fp8History;
       fp8.amaxReduction = fp8AmaxReduction;
       fp8.margin = fp8Margin;
+      fp8.fastAccum = fp8FastAccum;
       pm.addPass(createFp8Precision(fp8));
     }
     GptPrecisionOptions storage;

@@ -101,7 +101,8 @@ void printPrecisionTable(ModuleOp module, StringRef precision,
                     smm.getTransposeA()),
           formatName(smm.getA().getType()) + " x " +
               formatName(smm.getB().getType()),
-          scalingColumn(smm));
+          scalingColumn(smm) +
+              (smm.getFastAccum() ? ", fast accumulation" : ""));
     }
   });
   os << fp8 << " of " << total << " GEMMs in FP8\n";

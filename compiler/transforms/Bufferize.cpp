@@ -371,10 +371,18 @@ LogicalResult EntryLowering::lowerScaledMatmul(fp8::ScaledMatmulOp op) {
   auto c = cast<ShapedType>(op.getResult().getType());
   Value out = define(op.getResult());
   GemmShape g = gemmShape(a, w, c, op.getTransposeA(), op.getTransposeB());
-  SmallVector<Attribute> consts{
-      i64(g.batch), i64(g.m), i64(g.n), i64(g.k), i64(g.ta), i64(g.tb),
-      i64(g.strideA), i64(g.strideB), i64(g.strideC),
-      i64(fp8Format(op.getA().getType())), i64(fp8Format(op.getB().getType()))};
+  SmallVector<Attribute> consts{i64(g.batch),
+                                i64(g.m),
+                                i64(g.n),
+                                i64(g.k),
+                                i64(g.ta),
+                                i64(g.tb),
+                                i64(g.strideA),
+                                i64(g.strideB),
+                                i64(g.strideC),
+                                i64(fp8Format(op.getA().getType())),
+                                i64(fp8Format(op.getB().getType())),
+                                i64(op.getFastAccum())};
   // Rowwise scales (vectors) take the kernel that reads one per row of c
   // for a and one per column for b.
   bool rowsA = cast<ShapedType>(op.getAScale().getType()).getRank() == 1;

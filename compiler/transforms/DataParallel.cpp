@@ -53,13 +53,6 @@ public:
                             "set bucket-mb > 0 (e.g. 25)";
       return signalPassFailure();
     }
-    if (zero == 1 && gradComm == "fp8") {
-      module.emitError() << "gpt-data-parallel zero=1 with grad-comm=fp8 is "
-                            "not built yet (the FP8 exchange all-gathers codes "
-                            "and has no reduce-scatter form); use "
-                            "grad-comm=f32 with zero=1";
-      return signalPassFailure();
-    }
     auto train = module.lookupSymbol<func::FuncOp>("train_step");
     if (!train || bucketMb == 0)
       return;

@@ -333,9 +333,12 @@ private:
       return failure();
     auto [qa, sa] = *a;
     auto [qb, sb] = *bq;
+    // Fast accumulation in the forward GEMMs only: the gradients' GEMMs sum
+    // long K (tokens, for the weight gradient) where the error would grow.
+    bool fast = fastAccum && op.getRole() == gpt::GemmRole::Forward;
     auto scaled = fp8::ScaledMatmulOp::create(
         b, loc, op.getType(), /*amax=*/Type(), layer, qa, qb, sa, sb,
-        op.getTransposeA(), op.getTransposeB());
+        op.getTransposeA(), op.getTransposeB(), fast);
     // Which GEMM of the layer this is, for the precision report.
     scaled->setAttr("gpt.role", StringAttr::get(&getContext(),
                                                 gpt::stringifyGemmRole(

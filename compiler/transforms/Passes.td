@@ -173,6 +173,12 @@ def Fp8Precision : Pass<"fp8-precision", "::mlir::ModuleOp"> {
            "GEMM's saved compute (~M*N*K / 790e12 s) beats casting its "
            "operands (~5 bytes x (M*K + K*N) / 4.3e12 s): start from "
            "min-mnk=6000000000 (a 1840^3 GEMM) and compare tokens/s">,
+    Option<"fastAccum", "fast-accum", "bool", "true",
+           "Mark the forward FP8 GEMMs fast_accum: on Hopper they accumulate "
+           "without periodic promotion to f32, as TransformerEngine and "
+           "torchao do (faster, slightly less accurate). The backward's "
+           "GEMMs always accumulate precisely. false: precise everywhere, "
+           "to compare losses">,
   ];
 }
 

@@ -173,18 +173,27 @@ def Fp8_ScaledMatmulOp : Fp8_Op<"scaled_matmul", [Pure]> {
     bf16 or f32. With a second result the op also returns the amax of its
     output (cuBLASLt's AMAX_D epilogue), so the next quantization needs no
     separate reduction. Shapes follow gpt.matmul.
+
+    `fast_accum` lets the GPU accumulate as Hopper's FP8 tensor cores do
+    natively, without promoting partial sums to full f32 at intervals:
+    faster, a little less accurate. TransformerEngine and torchao use it in
+    the forward GEMMs only; the backward's gradients keep the precise
+    ("split") accumulation. The CPU's emulation accumulates in f32 either
+    way.
   }];
   let arguments = (ins StrAttr:$layer, Fp8_Fp8Tensor:$a, Fp8_Fp8Tensor:$b,
                        RankedTensorOf<[F32]>:$a_scale,
                        RankedTensorOf<[F32]>:$b_scale,
-                       UnitAttr:$transpose_a, UnitAttr:$transpose_b);
+                       UnitAttr:$transpose_a, UnitAttr:$transpose_b,
+                       UnitAttr:$fast_accum);
   let results = (outs Fp8_HighTensor:$result, Optional<Fp8_ScalarF32>:$amax);
   // Scales are tensor<f32> (per tensor) unless `row_scales(...)` gives
   // vectors: a's one per row of op(a) (M), b's one per column of op(b) (N).
   let assemblyFormat = [{
     $layer $a `,` $b `scales` `(` $a_scale `,` $b_scale `)`
     custom<ScaleTypes>(type($a_scale), type($b_scale))
-    (`transpose_a` $transpose_a^)? (`transpose_b` $transpose_b^)? attr-dict
+    (`transpose_a` $transpose_a^)? (`transpose_b` $transpose_b^)?
+    (`fast_accum` $fast_accum^)? attr-dict
     `:` type($a) `,` type($b) `->` type(results)
   }];
 }

@@ -664,15 +664,6 @@ GradBucketReadyOp::verifySymbolUses(SymbolTableCollection &symbols) {
   return success();
 }
 
-LogicalResult GradBucketReadyOp::verify() {
-  if (getFp8() && getScatter())
-    return emitOpError() << "bucket " << getBucket()
-                         << " is both fp8 and scatter: FP8 gradient "
-                            "communication all-gathers codes and has no "
-                            "reduce-scatter form yet; drop one of them";
-  return success();
-}
-
 LogicalResult GradSyncOp::verify() {
   if (static_cast<int64_t>(getBuckets()) < 1)
     return emitOpError() << "waits for " << static_cast<int64_t>(getBuckets())

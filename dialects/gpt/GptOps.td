@@ -404,19 +404,20 @@ def Gpt_GradBucketReadyOp : Gpt_Op<"grad_bucket_ready", [
     while the rest of the backward computes. Only on the last micro-step of
     an optimizer step (the runtime knows) and only with more than one rank
     does it communicate; otherwise it does nothing. The parameters' gradient
-    buffers must be contiguous (consecutive parameters). With `fp8` the
-    bucket travels as E4M3 with one scale shared by all ranks (from a
-    max-all-reduce of their amaxes) and is summed in f32 after it arrives.
-    With `scatter` (ZeRO-1) it is a reduce-scatter instead: the bucket is cut
-    into one slice per rank (ceil(elements / ranks) each, the last one
-    shorter) and each rank receives the sums of its own slice only, which is
-    all its shard of the optimizer reads (`gpt.adamw ... sharded`).
+    buffers must be contiguous (consecutive parameters). The bucket is cut
+    into one slice per rank (ceil(elements / ranks) each, the last ones
+    shorter or empty). With `scatter` (ZeRO-1) it is a reduce-scatter: each
+    rank receives the sums of its own slice only, which is all its shard of
+    the optimizer reads (`gpt.adamw ... sharded`). With `fp8` the bucket
+    travels as E4M3 with one scale shared by all ranks (from a
+    max-all-reduce of their amaxes): each slice's codes go to its owner,
+    which sums them in f32; without `scatter` the sums then go back to every
+    rank as E4M3 under a second shared scale.
   }];
   let arguments = (ins I64Attr:$bucket, FlatSymbolRefArrayAttr:$params,
                        UnitAttr:$fp8, UnitAttr:$scatter);
   let assemblyFormat =
       "$bucket $params (`fp8` $fp8^)? (`scatter` $scatter^)? attr-dict";
-  let hasVerifier = 1;
 }
 
 def Gpt_GradSyncOp : Gpt_Op<"grad_sync", [MemoryEffects<[MemRead, MemWrite]>]> {

@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below or the manifest's meaning changes. */
-#define GPTRT_ABI_VERSION 14
+#define GPTRT_ABI_VERSION 15
 
 typedef struct gptrt_context gptrt_context;
 
@@ -210,14 +210,17 @@ void gptrt_quantize_fp8(gptrt_context *ctx, const void *x, const float *scale,
                         int64_t stat_slot, int64_t x_dtype);
 /* c = op(a) op(b) / (scale_a[0] * scale_b[0]) on FP8 codes (decoded
  * exactly, accumulated in f32); layouts and strides as gptrt_matmul. c is
- * f32, or bf16 (out_dtype): that f32 result rounded once. */
-void gptrt_scaled_matmul(gptrt_context *ctx, const uint8_t *a,
-                         const uint8_t *b, const float *scale_a,
-                         const float *scale_b, void *c, int64_t batch,
-                         int64_t m, int64_t n, int64_t k, int64_t trans_a,
-                         int64_t trans_b, int64_t stride_a, int64_t stride_b,
-                         int64_t stride_c, int64_t format_a,
-                         int64_t format_b, int64_t out_dtype);
+ * f32, or bf16 (out_dtype): that f32 result rounded once. fast_accum 1
+ * lets a GPU accumulate without periodic promotion to full f32 (Hopper's
+ * CUBLASLT_MATMUL_DESC_FAST_ACCUM; faster, less accurate), 0 asks for the
+ * precise accumulation; the CPU accumulates in f32 either way. */
+void gptrt_scaled_matmul(gptrt_context *ctx, const uint8_t *a, const uint8_t *b,
+                         const float *scale_a, const float *scale_b, void *c,
+                         int64_t batch, int64_t m, int64_t n, int64_t k,
+                         int64_t trans_a, int64_t trans_b, int64_t stride_a,
+                         int64_t stride_b, int64_t stride_c, int64_t format_a,
+                         int64_t format_b, int64_t fast_accum,
+                         int64_t out_dtype);
 
 /* Rowwise scaling: x seen as rows x cols; along_cols 0 gives one value
  * per row, 1 one per column. amax_rows: largest magnitude of each (NaN if
@@ -243,7 +246,7 @@ void gptrt_scaled_matmul_rowwise(
     const float *scale_a, const float *scale_b, void *c, int64_t batch,
     int64_t m, int64_t n, int64_t k, int64_t trans_a, int64_t trans_b,
     int64_t stride_a, int64_t stride_b, int64_t stride_c, int64_t format_a,
-    int64_t format_b, int64_t rowwise_a, int64_t rowwise_b,
+    int64_t format_b, int64_t fast_accum, int64_t rowwise_a, int64_t rowwise_b,
     int64_t out_dtype);
 
 /* Delayed scaling: history[0] is the newest of `history_length` amaxes.
@@ -326,36 +329,33 @@ void gptrt_matmul_cast(gptrt_context *ctx, const float *a, const float *b,
                        int64_t stride_b, int64_t stride_c, int64_t rows,
                        int64_t cols, int64_t out_dtype, int64_t format,
                        int64_t transpose, int64_t stat_slot);
-void gptrt_scaled_matmul_amax(gptrt_context *ctx, const uint8_t *a,
-                              const uint8_t *b, const float *scale_a,
-                              const float *scale_b, void *c, float *amax,
-                              int64_t batch, int64_t m, int64_t n, int64_t k,
-                              int64_t trans_a, int64_t trans_b,
-                              int64_t stride_a, int64_t stride_b,
-                              int64_t stride_c, int64_t format_a,
-                              int64_t format_b, int64_t c_dtype, int64_t rows,
-                              int64_t cols, int64_t out_dtype);
-void gptrt_scaled_matmul_cast(gptrt_context *ctx, const uint8_t *a,
-                              const uint8_t *b, const float *scale_a,
-                              const float *scale_b, const float *scale,
-                              void *c, float *amax, uint8_t *q, int64_t batch,
-                              int64_t m, int64_t n, int64_t k,
-                              int64_t trans_a, int64_t trans_b,
-                              int64_t stride_a, int64_t stride_b,
-                              int64_t stride_c, int64_t format_a,
-                              int64_t format_b, int64_t c_dtype, int64_t rows,
-                              int64_t cols, int64_t out_dtype, int64_t format,
-                              int64_t transpose, int64_t stat_slot);
+void gptrt_scaled_matmul_amax(
+    gptrt_context *ctx, const uint8_t *a, const uint8_t *b,
+    const float *scale_a, const float *scale_b, void *c, float *amax,
+    int64_t batch, int64_t m, int64_t n, int64_t k, int64_t trans_a,
+    int64_t trans_b, int64_t stride_a, int64_t stride_b, int64_t stride_c,
+    int64_t format_a, int64_t format_b, int64_t fast_accum, int64_t c_dtype,
+    int64_t rows, int64_t cols, int64_t out_dtype);
+void gptrt_scaled_matmul_cast(
+    gptrt_context *ctx, const uint8_t *a, const uint8_t *b,
+    const float *scale_a, const float *scale_b, const float *scale, void *c,
+    float *amax, uint8_t *q, int64_t batch, int64_t m, int64_t n, int64_t k,
+    int64_t trans_a, int64_t trans_b, int64_t stride_a, int64_t stride_b,
+    int64_t stride_c, int64_t format_a, int64_t format_b, int64_t fast_accum,
+    int64_t c_dtype, int64_t rows, int64_t cols, int64_t out_dtype,
+    int64_t format, int64_t transpose, int64_t stat_slot);
 
 /* Data parallelism (gpt-data-parallel). grad_bucket_ready: bucket `bucket`
  * of the gradients (n f32 in the grads arena) is final; on the last
  * micro-step of an optimizer step with more than one rank, the runtime
  * starts summing it across ranks in the background, else nothing happens.
- * fp8_format -1 sends f32; GPTRT_FP8_E4M3 sends E4M3 codes with a scale
- * shared by all ranks (max-all-reduce of the bucket's amax), summed in f32.
- * scatter 1 (ZeRO-1): a reduce-scatter instead; afterwards this rank's
- * slice of the bucket holds the sums (slices of ceil(n / ranks) elements,
- * rank r owns slice r).
+ * The bucket is cut into slices of ceil(n / ranks) elements, rank r owning
+ * slice r. scatter 1 (ZeRO-1): a reduce-scatter; afterwards this rank's
+ * slice holds the sums, the rest its own values. fp8_format -1 sends f32;
+ * GPTRT_FP8_E4M3 sends E4M3 codes with a scale shared by all ranks
+ * (max-all-reduce of the bucket's amax) to each slice's owner, which sums
+ * them in f32; without scatter the sums then reach every rank as E4M3
+ * under a second shared scale.
  * grad_sync: waits until all `buckets` sums of this step are done (grads:
  * the whole gradient arena, which then holds them). */
 void gptrt_grad_bucket_ready(gptrt_context *ctx, float *grads, int64_t n,

@@ -93,6 +93,12 @@ void requireNonNegative(int64_t v, const char *name) {
                                 ", expected >= 0");
 }
 
+void requireFlag(int64_t flag, const char *name) {
+  if (flag != 0 && flag != 1)
+    throw std::invalid_argument(std::string(name) + " " +
+                                std::to_string(flag) + ", expected 0 or 1");
+}
+
 void requireStorageDtype(int64_t dtype, const char *name) {
   if (dtype != GPTRT_DTYPE_F32 && dtype != GPTRT_DTYPE_BF16)
     throw std::invalid_argument(std::string(name) + " " +
@@ -423,8 +429,9 @@ GPTRT_EXPORT void gptrt_scaled_matmul(
     const float *scaleA, const float *scaleB, void *c, int64_t batch,
     int64_t m, int64_t n, int64_t k, int64_t transA, int64_t transB,
     int64_t strideA, int64_t strideB, int64_t strideC, int64_t formatA,
-    int64_t formatB, int64_t outDtype) {
+    int64_t formatB, int64_t fastAccum, int64_t outDtype) {
   guarded(ctx, "gptrt_scaled_matmul", [&](Context &ctxRef) {
+    requireFlag(fastAccum, "fast_accum");
     requireStorageDtype(outDtype, "out_dtype");
     int64_t cElems = batch == 1 ? m * n : (batch - 1) * strideC + m * n;
     // A bf16 c: the f32 result in scratch, rounded once (only the batches'
@@ -444,10 +451,11 @@ GPTRT_EXPORT void gptrt_scaled_matmul(
           out[p * strideC + i] = cpu::floatToBf16(result[p * strideC + i]);
     }
   }, [&](Context &, Gpu &g) {
+    requireFlag(fastAccum, "fast_accum");
     requireStorageDtype(outDtype, "out_dtype");
     g.scaledMatmul(a, b, scaleA, scaleB, c, batch, m, n, k, transA != 0,
                    transB != 0, strideA, strideB, strideC, formatA, formatB,
-                   outDtype);
+                   fastAccum != 0, outDtype);
   });
 }
 
@@ -525,8 +533,10 @@ GPTRT_EXPORT void gptrt_scaled_matmul_rowwise(
     const float *scaleA, const float *scaleB, void *c, int64_t batch,
     int64_t m, int64_t n, int64_t k, int64_t transA, int64_t transB,
     int64_t strideA, int64_t strideB, int64_t strideC, int64_t formatA,
-    int64_t formatB, int64_t rowwiseA, int64_t rowwiseB, int64_t outDtype) {
+    int64_t formatB, int64_t fastAccum, int64_t rowwiseA, int64_t rowwiseB,
+    int64_t outDtype) {
   guarded(ctx, "gptrt_scaled_matmul_rowwise", [&](Context &ctxRef) {
+    requireFlag(fastAccum, "fast_accum");
     if (batch > 1 && strideC != m * n)
       throw std::invalid_argument("stride_c " + std::to_string(strideC) +
                                   ", expected m * n = " +
@@ -544,11 +554,12 @@ GPTRT_EXPORT void gptrt_scaled_matmul_rowwise(
                              (rowwiseB ? scaleB[j] : scaleB[0]);
     f32.finish();
   }, [&](Context &, Gpu &g) {
+    requireFlag(fastAccum, "fast_accum");
     requireStorageDtype(outDtype, "out_dtype");
     g.scaledMatmulRowwise(a, b, scaleA, scaleB, c, batch, m, n, k,
                           transA != 0, transB != 0, strideA, strideB, strideC,
-                          formatA, formatB, rowwiseA != 0, rowwiseB != 0,
-                          outDtype);
+                          formatA, formatB, fastAccum != 0, rowwiseA != 0,
+                          rowwiseB != 0, outDtype);
   });
 }
 
@@ -1125,9 +1136,24 @@ void forEachOwnedRun(const Context &c, int64_t gradOffset, int64_t n,
   }
 }
 
-[[noreturn]] void noMultiRankCuda() {
-  throw std::runtime_error("ZeRO-1 across ranks on CUDA is not built yet "
-                           "(NCCL): train on one GPU, or on CPU ranks");
+// The shard a sharded kernel over `n` gradient elements runs with.
+void checkShardFits(const OptimizerShard &shard, int64_t n,
+                    const char *arena) {
+  if (shard.gradElements() != n)
+    throw std::invalid_argument(
+        std::string("the ") + arena + " arena has " + std::to_string(n) +
+        " elements, the optimizer shard was made for " +
+        std::to_string(shard.gradElements()) + ": the context was "
+        "sharded for another artifact");
+}
+
+gptrt::GradientExchange &exchangeFor(const Context &c,
+                                     const OptimizerShard &shard) {
+  if (c.gradientExchange() == nullptr)
+    throw std::logic_error("a sharded optimizer over " +
+                           std::to_string(shard.world()) +
+                           " ranks needs the gradient exchange set");
+  return *c.gradientExchange();
 }
 
 } // namespace
@@ -1158,28 +1184,35 @@ GPTRT_EXPORT void gptrt_global_norm_sharded(gptrt_context *ctx,
       *out = static_cast<float>(std::sqrt(cpu::sumSquares(grads, n)));
       return;
     }
-    if (shard->gradElements() != n)
-      throw std::invalid_argument(
-          "the grads arena has " + std::to_string(n) +
-          " elements, the optimizer shard was made for " +
-          std::to_string(shard->gradElements()) + ": the context was "
-          "sharded for another artifact");
+    checkShardFits(*shard, n, "grads");
     double sum = 0;
     for (const OptimizerShard::Range &r : shard->owned())
       sum += cpu::sumSquares(grads + r.gradBegin, r.count);
-    if (shard->world() > 1) {
-      if (c.gradientExchange() == nullptr)
-        throw std::logic_error("a sharded optimizer over " +
-                               std::to_string(shard->world()) +
-                               " ranks needs the gradient exchange set");
-      sum = c.gradientExchange()->sumOverRanks(sum);
-    }
+    if (shard->world() > 1)
+      sum = exchangeFor(c, *shard).sumOverRanks(sum);
     *out = static_cast<float>(std::sqrt(sum));
   }, [&](Context &c, Gpu &g) {
     requireNonNegative(n, "n");
-    if (c.optimizerShard() != nullptr)
-      noMultiRankCuda();
-    g.globalNorm(grads, out, n);
+    const OptimizerShard *shard = c.optimizerShard();
+    if (shard == nullptr) {
+      g.globalNorm(grads, out, n);
+      return;
+    }
+    checkShardFits(*shard, n, "grads");
+    // Each owned run's norm on the device, their squares summed on the
+    // host and over the ranks: ZeRO-1 waits for the device here, once per
+    // optimizer step (the CPU sums each run in double instead).
+    double sum = 0;
+    for (const OptimizerShard::Range &r : shard->owned()) {
+      g.globalNorm(grads + r.gradBegin, out, r.count);
+      float norm = 0;
+      g.toHost(&norm, out, sizeof norm);
+      sum += static_cast<double>(norm) * norm;
+    }
+    if (shard->world() > 1)
+      sum = exchangeFor(c, *shard).sumOverRanks(sum);
+    const float total = static_cast<float>(std::sqrt(sum));
+    g.toDevice(out, &total, sizeof total);
   });
 }
 
@@ -1223,19 +1256,17 @@ GPTRT_EXPORT void gptrt_gather_params(gptrt_context *ctx, float *params,
     const OptimizerShard *shard = c.optimizerShard();
     if (shard == nullptr || shard->world() == 1)
       return;
-    if (shard->gradElements() != n)
-      throw std::invalid_argument(
-          "the params arena has " + std::to_string(n) +
-          " elements, the optimizer shard was made for " +
-          std::to_string(shard->gradElements()));
-    if (c.gradientExchange() == nullptr)
-      throw std::logic_error("a sharded optimizer over " +
-                             std::to_string(shard->world()) +
-                             " ranks needs the gradient exchange set");
-    c.gradientExchange()->gatherParams(params, *shard);
-  }, [&](Context &c, Gpu &) {
-    if (c.optimizerShard() != nullptr && c.optimizerShard()->world() > 1)
-      noMultiRankCuda();
+    checkShardFits(*shard, n, "params");
+    exchangeFor(c, *shard).gatherParams(params, *shard);
+  }, [&](Context &c, Gpu &g) {
+    requireNonNegative(n, "n");
+    const OptimizerShard *shard = c.optimizerShard();
+    if (shard == nullptr || shard->world() == 1)
+      return;
+    checkShardFits(*shard, n, "params");
+    // The exchange copies on its own stream: the updates must be done.
+    g.synchronize();
+    exchangeFor(c, *shard).gatherParams(params, *shard);
   });
 }
 
@@ -1454,13 +1485,14 @@ GPTRT_EXPORT void gptrt_scaled_matmul_amax(
     const float *scaleA, const float *scaleB, void *c, float *amax,
     int64_t batch, int64_t m, int64_t n, int64_t k, int64_t transA,
     int64_t transB, int64_t strideA, int64_t strideB, int64_t strideC,
-    int64_t formatA, int64_t formatB, int64_t cDtype, int64_t rows,
+    int64_t formatA, int64_t formatB, int64_t fastAccum, int64_t cDtype,
+    int64_t rows,
     int64_t cols, int64_t outDtype) {
   if (!agreeingDtypes(ctx, "gptrt_scaled_matmul_amax", cDtype, outDtype))
     return;
   gptrt_scaled_matmul(ctx, a, b, scaleA, scaleB, c, batch, m, n, k, transA,
                       transB, strideA, strideB, strideC, formatA, formatB,
-                      cDtype);
+                      fastAccum, cDtype);
   finish(ctx, "gptrt_scaled_matmul_amax", c, {rows, cols, outDtype, amax});
 }
 
@@ -1469,51 +1501,50 @@ GPTRT_EXPORT void gptrt_scaled_matmul_cast(
     const float *scaleA, const float *scaleB, const float *scale, void *c,
     float *amax, uint8_t *q, int64_t batch, int64_t m, int64_t n, int64_t k,
     int64_t transA, int64_t transB, int64_t strideA, int64_t strideB,
-    int64_t strideC, int64_t formatA, int64_t formatB, int64_t cDtype,
+    int64_t strideC, int64_t formatA, int64_t formatB, int64_t fastAccum,
+    int64_t cDtype,
     int64_t rows, int64_t cols, int64_t outDtype, int64_t format,
     int64_t transpose, int64_t statSlot) {
   if (!agreeingDtypes(ctx, "gptrt_scaled_matmul_cast", cDtype, outDtype))
     return;
   gptrt_scaled_matmul(ctx, a, b, scaleA, scaleB, c, batch, m, n, k, transA,
                       transB, strideA, strideB, strideC, formatA, formatB,
-                      cDtype);
+                      fastAccum, cDtype);
   finish(ctx, "gptrt_scaled_matmul_cast", c,
          {rows, cols, outDtype, amax, scale, q, format, transpose, statSlot});
 }
 
 // ------------------------------------------------------- data parallelism
 
+namespace {
+
+void checkBucketArgs(int64_t n, int64_t fp8Format, int64_t scatter) {
+  requireNonNegative(n, "n");
+  if (fp8Format != -1)
+    requireFormat(fp8Format);
+  if (scatter != 0 && scatter != 1)
+    throw std::invalid_argument("scatter = " + std::to_string(scatter) +
+                                ", expected 0 or 1");
+}
+
+} // namespace
+
 GPTRT_EXPORT void gptrt_grad_bucket_ready(gptrt_context *ctx, float *grads,
                                           int64_t n, int64_t bucket,
                                           int64_t fp8Format, int64_t scatter) {
   guarded(ctx, "gptrt_grad_bucket_ready", [&](Context &c) {
-    requireNonNegative(n, "n");
-    if (fp8Format != -1)
-      requireFormat(fp8Format);
-    if (scatter != 0 && scatter != 1)
-      throw std::invalid_argument("scatter = " + std::to_string(scatter) +
-                                  ", expected 0 or 1");
-    if (scatter && fp8Format != -1)
-      throw std::invalid_argument("an FP8 bucket cannot be reduce-scattered "
-                                  "(scatter = 1 needs fp8_format -1)");
+    checkBucketArgs(n, fp8Format, scatter);
     if (c.gradientExchange() && c.lastMicroStep())
       c.gradientExchange()->start(grads, n, bucket, fp8Format, scatter == 1,
                                   nullptr);
   }, [&](Context &c, Gpu &g) {
+    checkBucketArgs(n, fp8Format, scatter);
     if (!c.gradientExchange() || !c.lastMicroStep())
       return;
-    // The exchange's collectives work on the arena in place (NCCL reads
-    // device memory); the host-side FP8 and reduce-scatter paths do not.
-    if (scatter || fp8Format != -1)
-      throw std::runtime_error(
-          std::string(scatter ? "ZeRO-1 (--zero=1)" : "FP8 gradient "
-                                                      "communication") +
-          " across GPU workers is not built yet: compile with --zero=0 "
-          "--grad-comm f32 for --gpus");
     // The bucket must be final before the communication stream reads it:
     // an event after the kernels that wrote it, which that stream waits
     // for on the device, so this thread goes on launching the backward.
-    c.gradientExchange()->start(grads, n, bucket, fp8Format, false,
+    c.gradientExchange()->start(grads, n, bucket, fp8Format, scatter == 1,
                                 g.recordBucketEvent(bucket));
   });
 }

@@ -82,15 +82,25 @@ void OptimizerShard::insert(const float *shard, float *full) const {
   }
 }
 
-void OptimizerShard::place(const float *shards, size_t stride,
-                           float *full) const {
-  for (int rank = 0; rank < world_; ++rank) {
-    const float *theirs = shards + static_cast<size_t>(rank) * stride;
+std::vector<OptimizerShard::Placement>
+OptimizerShard::placements(size_t stride) const {
+  std::vector<Placement> copies;
+  for (int rank = 0; rank < world_; ++rank)
     for (const Bucket &b : buckets_) {
       BucketSlice s = bucketSlice(b.elements, rank, world_);
-      std::copy_n(theirs + b.localBegin, s.count, full + b.begin + s.begin);
+      if (s.count > 0)
+        copies.push_back({static_cast<size_t>(rank) * stride +
+                              static_cast<size_t>(b.localBegin),
+                          static_cast<size_t>(b.begin + s.begin),
+                          static_cast<size_t>(s.count)});
     }
-  }
+  return copies;
+}
+
+void OptimizerShard::place(const float *shards, size_t stride,
+                           float *full) const {
+  for (const Placement &p : placements(stride))
+    std::copy_n(shards + p.from, p.count, full + p.to);
 }
 
 void OptimizerShard::assemble(const float *shards, float *full) const {

@@ -64,6 +64,12 @@ public:
   // out like the grads arena): rank r's values, in shard order (as its
   // first moments are), start at shards + r * stride.
   void place(const float *shards, size_t stride, float *full) const;
+  // The copies place() makes: `count` floats from shards + from to
+  // full + to, every rank's buckets in order.
+  struct Placement {
+    size_t from = 0, to = 0, count = 0;
+  };
+  std::vector<Placement> placements(size_t stride) const;
   // The unsharded optimizer layout from all ranks' shards, rank r's
   // 2 * localElements() floats at r * 2 * localElements().
   void assemble(const float *shards, float *full) const;

@@ -61,6 +61,40 @@ public:
   // Waits for the stream; throws the first asynchronous error.
   virtual void synchronize() = 0;
 
+  // --- gradient communication (GradientComm.cu) ---------------------------
+  // For the data-parallel exchange's thread (runtime/train/BucketMemory):
+  // each runs on `stream`, a cudaStream_t that is not the compute stream
+  // (the NCCL communicator's), so that a bucket's copies and FP8 coding
+  // overlap the backward as its transfer does. They use no state of this
+  // Device, so they may be called while another thread feeds the compute
+  // stream.
+  virtual void copyOnStream(void *stream, void *dst, const void *src,
+                            size_t bytes) = 0;
+  virtual void zeroOnStream(void *stream, void *dst, size_t bytes) = 0;
+  virtual void synchronizeStream(void *stream) = 0;
+  // Timing events (cudaEvent_t), for the exchange's report of how long
+  // communication took on its stream and how much of it the compute
+  // stream waited for. recordTimingEvent records on `stream`, or on the
+  // compute stream for null; secondsBetween waits for both events and
+  // returns to's time minus from's (negative when `to` came first).
+  virtual void *newTimingEvent() = 0;
+  virtual void deleteTimingEvent(void *event) = 0;
+  virtual void recordTimingEvent(void *event, void *stream) = 0;
+  virtual double secondsBetween(void *from, void *to) = 0;
+  // amax[0] = max |x[i]| over n f32 values, NaN winning; built in place.
+  virtual void gradientAmax(void *stream, const float *x, int64_t n,
+                            float *amax) = 0;
+  // codes[i] = E4M3(x[i] * gradientFp8Scale(amax[0])), saturating to +-448
+  // (runtime/core/GradientFp8Scale.h).
+  virtual void gradientEncodeE4M3(void *stream, const float *x, int64_t n,
+                                  const float *amax, uint8_t *codes) = 0;
+  // x[i] = the f32 sum, from 0 and rank 0 first, of decoded
+  // codes[r * stride + i] / scale over r < ranks: every rank adds in the
+  // same order, so all get the same bits.
+  virtual void gradientDecodeSumE4M3(void *stream, const uint8_t *codes,
+                                     int64_t ranks, int64_t stride, int64_t n,
+                                     const float *amax, float *x) = 0;
+
   // --- kernels (gptrt.h semantics) ---------------------------------------
   virtual void convert(const void *src, void *dst, int64_t n, int64_t from,
                        int64_t to) = 0;
@@ -161,15 +195,13 @@ public:
   virtual void quantizeRows(const void *x, int64_t xDtype,
                             const float *scales, uint8_t *q, int64_t rows,
                             int64_t cols, bool alongCols, int64_t format) = 0;
-  virtual void scaledMatmulRowwise(const uint8_t *a, const uint8_t *b,
-                                   const float *scaleA, const float *scaleB,
-                                   void *c, int64_t batch, int64_t m,
-                                   int64_t n, int64_t k, bool transA,
-                                   bool transB, int64_t strideA,
-                                   int64_t strideB, int64_t strideC,
-                                   int64_t formatA, int64_t formatB,
-                                   bool rowwiseA, bool rowwiseB,
-                                   int64_t outDtype) = 0;
+  virtual void
+  scaledMatmulRowwise(const uint8_t *a, const uint8_t *b, const float *scaleA,
+                      const float *scaleB, void *c, int64_t batch, int64_t m,
+                      int64_t n, int64_t k, bool transA, bool transB,
+                      int64_t strideA, int64_t strideB, int64_t strideC,
+                      int64_t formatA, int64_t formatB, bool fastAccum,
+                      bool rowwiseA, bool rowwiseB, int64_t outDtype) = 0;
 
   // FP8 cast statistics (gptrun --fp8-stats-every), counted on the device
   // so that the casts stay asynchronous: beginCastStats zeroes `slots`
@@ -232,11 +264,11 @@ public:
                           int64_t strideB, int64_t strideC) = 0;
   // c is f32 or bf16 (outDtype; cuBLASLt writes D in that type).
   virtual void scaledMatmul(const uint8_t *a, const uint8_t *b,
-                            const float *scaleA, const float *scaleB,
-                            void *c, int64_t batch, int64_t m, int64_t n,
-                            int64_t k, bool transA, bool transB,
-                            int64_t strideA, int64_t strideB, int64_t strideC,
-                            int64_t formatA, int64_t formatB,
+                            const float *scaleA, const float *scaleB, void *c,
+                            int64_t batch, int64_t m, int64_t n, int64_t k,
+                            bool transA, bool transB, int64_t strideA,
+                            int64_t strideB, int64_t strideC, int64_t formatA,
+                            int64_t formatB, bool fastAccum,
                             int64_t outDtype) = 0;
 };
 

@@ -50,12 +50,15 @@ struct GemmKey {
   // An f32 bias vector added in the epilogue: its pointer's alignment in
   // bytes, 0 without a bias.
   int64_t alignBias = 0;
+  // FP8 only: CUBLASLT_MATMUL_DESC_FAST_ACCUM (gptrt_scaled_matmul's
+  // fast_accum).
+  bool fastAccum = false;
   bool operator<(const GemmKey &o) const {
     return std::tie(kind, batch, m, n, k, strideA, strideB, strideC, transA,
-                    transB, formatA, formatB, alignC, alignBias) <
+                    transB, formatA, formatB, alignC, alignBias, fastAccum) <
            std::tie(o.kind, o.batch, o.m, o.n, o.k, o.strideA, o.strideB,
                     o.strideC, o.transA, o.transB, o.formatA, o.formatB,
-                    o.alignC, o.alignBias);
+                    o.alignC, o.alignBias, o.fastAccum);
   }
 };
 
@@ -84,6 +87,21 @@ public:
   void toDevice(void *dst, const void *src, size_t bytes) override;
   void toHost(void *dst, const void *src, size_t bytes) override;
   void synchronize() override;
+  void copyOnStream(void *stream, void *dst, const void *src,
+                    size_t bytes) override;
+  void zeroOnStream(void *stream, void *dst, size_t bytes) override;
+  void synchronizeStream(void *stream) override;
+  void *newTimingEvent() override;
+  void deleteTimingEvent(void *event) override;
+  void recordTimingEvent(void *event, void *stream) override;
+  double secondsBetween(void *from, void *to) override;
+  void gradientAmax(void *stream, const float *x, int64_t n,
+                    float *amax) override;
+  void gradientEncodeE4M3(void *stream, const float *x, int64_t n,
+                          const float *amax, uint8_t *codes) override;
+  void gradientDecodeSumE4M3(void *stream, const uint8_t *codes, int64_t ranks,
+                             int64_t stride, int64_t n, const float *amax,
+                             float *x) override;
 
   void convert(const void *src, void *dst, int64_t n, int64_t from,
                int64_t to) override;
@@ -144,8 +162,8 @@ public:
                            int64_t batch, int64_t m, int64_t n, int64_t k,
                            bool transA, bool transB, int64_t strideA,
                            int64_t strideB, int64_t strideC, int64_t formatA,
-                           int64_t formatB, bool rowwiseA, bool rowwiseB,
-                           int64_t outDtype) override;
+                           int64_t formatB, bool fastAccum, bool rowwiseA,
+                           bool rowwiseB, int64_t outDtype) override;
   void beginCastStats(size_t slots) override;
   void recordCastStats(const void *x, int64_t dtype, int64_t n,
                        const float *scale, int64_t format,
@@ -200,7 +218,7 @@ public:
                     const float *scaleB, void *c, int64_t batch, int64_t m,
                     int64_t n, int64_t k, bool transA, bool transB,
                     int64_t strideA, int64_t strideB, int64_t strideC,
-                    int64_t formatA, int64_t formatB,
+                    int64_t formatA, int64_t formatB, bool fastAccum,
                     int64_t outDtype) override;
 
   cudaStream_t stream() const { return stream_; }

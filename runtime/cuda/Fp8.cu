@@ -397,8 +397,8 @@ void DeviceImpl::scaledMatmulRowwise(
     const uint8_t *a, const uint8_t *b, const float *scaleA,
     const float *scaleB, void *c, int64_t batch, int64_t m, int64_t n,
     int64_t k, bool transA, bool transB, int64_t strideA, int64_t strideB,
-    int64_t strideC, int64_t formatA, int64_t formatB, bool rowwiseA,
-    bool rowwiseB, int64_t outDtype) {
+    int64_t strideC, int64_t formatA, int64_t formatB, bool fastAccum,
+    bool rowwiseA, bool rowwiseB, int64_t outDtype) {
   if (batch > 1 && strideC != m * n)
     throw std::invalid_argument("stride_c " + std::to_string(strideC) +
                                 ", expected m * n = " + std::to_string(m * n) +
@@ -408,8 +408,8 @@ void DeviceImpl::scaledMatmulRowwise(
   const bool bf16 = outDtype == GPTRT_DTYPE_BF16;
   float *sum = bf16 ? static_cast<float *>(scratch(size_t(total) * sizeof(float)))
                     : static_cast<float *>(c);
-  scaledMatmul(a, b, unitScales_, unitScales_ + 1, sum, batch, m, n, k,
-               transA, transB, strideA, strideB, strideC, formatA, formatB,
+  scaledMatmul(a, b, unitScales_, unitScales_ + 1, sum, batch, m, n, k, transA,
+               transB, strideA, strideB, strideC, formatA, formatB, fastAccum,
                GPTRT_DTYPE_F32);
   if (total == 0)
     return;

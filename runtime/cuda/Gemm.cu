@@ -128,6 +128,15 @@ GemmPlan &DeviceImpl::planFor(const GemmKey &key, bool mayRefuse,
     check(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_TRANSB,
                                          &op2, sizeof op2),
           "set TRANSB");
+    if (fp8) {
+      // Off: cuBLASLt promotes the tensor cores' partial sums to full f32
+      // at intervals (the "split accumulation" of the backward GEMMs).
+      const int8_t fastAccum = key.fastAccum ? 1 : 0;
+      check(cublasLtMatmulDescSetAttribute(plan.op,
+                                           CUBLASLT_MATMUL_DESC_FAST_ACCUM,
+                                           &fastAccum, sizeof fastAccum),
+            "set FAST_ACCUM");
+    }
     if (key.alignBias) {
       // Our bias runs along c's columns, which are the rows of cuBLAS's
       // column-major D (see the file comment): the BIAS epilogue's vector.
@@ -319,12 +328,12 @@ void DeviceImpl::matmulBf16(const uint16_t *a, const uint16_t *b,
 }
 
 void DeviceImpl::scaledMatmul(const uint8_t *a, const uint8_t *b,
-                              const float *scaleA, const float *scaleB,
-                              void *c, int64_t batch, int64_t m, int64_t n,
-                              int64_t k, bool transA, bool transB,
-                              int64_t strideA, int64_t strideB,
-                              int64_t strideC, int64_t formatA,
-                              int64_t formatB, int64_t outDtype) {
+                              const float *scaleA, const float *scaleB, void *c,
+                              int64_t batch, int64_t m, int64_t n, int64_t k,
+                              bool transA, bool transB, int64_t strideA,
+                              int64_t strideB, int64_t strideC, int64_t formatA,
+                              int64_t formatB, bool fastAccum,
+                              int64_t outDtype) {
   requireDims(batch, m, n, k);
   for (int64_t f : {formatA, formatB})
     if (f != GPTRT_FP8_E4M3 && f != GPTRT_FP8_E5M2)
@@ -381,6 +390,7 @@ void DeviceImpl::scaledMatmul(const uint8_t *a, const uint8_t *b,
               false, true,
               formatA | (alignmentOf(aT) << 8),
               formatB | (alignmentOf(bT) << 8), alignmentOf(c)};
+  key.fastAccum = fastAccum;
   runGemm(planFor(key), key, aT, bT, c, scaleA, scaleB, nullptr);
 }
 

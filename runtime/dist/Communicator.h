@@ -39,6 +39,10 @@ public:
   // blocks; the others ignore it, their callers hand over finished
   // buffers (the CPU's kernels are synchronous).
   virtual void waitForDeviceEvent(void *event) { (void)event; }
+  // The cudaStream_t this communicator's collectives run on (NCCL), null
+  // for host communicators. Work on a gradient bucket between collectives
+  // (runtime/train/BucketMemory) goes on the same stream, in order.
+  virtual void *deviceStream() const { return nullptr; }
 
   // data[i] = sum over ranks of data[i], in place. NaN and inf propagate.
   void allReduceSum(float *data, size_t n) {
@@ -88,6 +92,23 @@ public:
       doAllGather(send, recv, n);
   }
 
+  // All-to-all: `send` holds worldSize() blocks of n elements, block r for
+  // rank r; afterwards block r of `recv` holds the block rank r sent this
+  // rank. The buffers must not overlap. (FP8 gradient communication sends
+  // each slice of a bucket to the rank that sums it this way.)
+  void allToAll(const float *send, float *recv, size_t n) {
+    const size_t total = n * static_cast<size_t>(worldSize());
+    checkBuffer("allToAll", send, total);
+    checkBuffer("allToAll", recv, total);
+    std::less<const float *> before;
+    if (before(send, recv + total) && before(recv, send + total))
+      throw std::invalid_argument(
+          "allToAll: the send and recv buffers overlap: use separate "
+          "buffers");
+    if (n > 0)
+      doAllToAll(send, recv, n);
+  }
+
   // Copies root's data[0, n) to every rank's data.
   void broadcast(float *data, size_t n, int root) {
     checkBuffer("broadcast", data, n);
@@ -115,6 +136,7 @@ protected:
   virtual void doAllReduceMax(float *data, size_t n) = 0;
   virtual void doReduceScatterSum(const float *send, float *recv, size_t n) = 0;
   virtual void doAllGather(const float *send, float *recv, size_t n) = 0;
+  virtual void doAllToAll(const float *send, float *recv, size_t n) = 0;
   virtual void doBroadcast(float *data, size_t n, int root) = 0;
   virtual void doBarrier() = 0;
 

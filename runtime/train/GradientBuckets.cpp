@@ -2,19 +2,16 @@
 #include "runtime/train/GradientBuckets.h"
 
 #include "runtime/core/OptimizerShard.h"
-#include "runtime/cpu/Fp8.h"
 #include "runtime/train/RankSync.h"
 
-#include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <stdexcept>
-#include <vector>
 
 namespace gptrt::train {
 
-BackgroundGradientExchange::BackgroundGradientExchange(dist::Communicator &comm)
-    : comm_(comm), thread_([this] { run(); }) {}
+BackgroundGradientExchange::BackgroundGradientExchange(
+    dist::Communicator &comm, std::unique_ptr<BucketMemory> memory)
+    : comm_(comm), memory_(std::move(memory)), thread_([this] { run(); }) {}
 
 BackgroundGradientExchange::~BackgroundGradientExchange() {
   {
@@ -54,10 +51,10 @@ BackgroundGradientExchange::Timing BackgroundGradientExchange::takeTiming() {
 }
 
 void BackgroundGradientExchange::finish(int64_t buckets) {
+  memory_->markComputeDone();
   std::unique_lock<std::mutex> lock(mutex_);
-  const Clock::time_point waiting = Clock::now();
   changed_.wait(lock, [&] { return queue_.empty() && !busy_; });
-  timing_.exposedSeconds += secondsSince(waiting);
+  timing_.exposedSeconds += memory_->exposedSeconds();
   int64_t started = started_;
   started_ = 0;
   if (!error_.empty()) {
@@ -73,33 +70,57 @@ void BackgroundGradientExchange::finish(int64_t buckets) {
 }
 
 void BackgroundGradientExchange::sumAsFp8(const Job &job) {
-  const int world = comm_.worldSize();
-  const size_t n = static_cast<size_t>(job.n);
-  // One scale for all ranks: from the largest magnitude anywhere, so every
-  // rank's codes mean the same thing (NaN stays NaN through the max).
-  float amax = 0.0f;
-  for (size_t i = 0; i < n; ++i)
-    amax = std::isnan(job.grads[i]) || std::isnan(amax)
-               ? NAN
-               : std::max(amax, std::fabs(job.grads[i]));
-  comm_.allReduceMax(&amax, 1);
-  // 448: E4M3's largest finite value (OCP FP8). Summed in f32 after the
-  // transfer, so -- unlike a sum in FP8 (FP8-LM) -- no pre-division by the
-  // world size is needed to keep the sum in range.
-  const float scale = amax > 0.0f && std::isfinite(amax) ? 448.0f / amax : 1.0f;
-  // The codes travel packed four to a float (the all-gather moves bytes).
-  const size_t words = (n + 3) / 4;
-  std::vector<float> mine(words, 0.0f), all(words * world);
-  uint8_t *codes = reinterpret_cast<uint8_t *>(mine.data());
-  for (size_t i = 0; i < n; ++i)
-    codes[i] = cpu::floatToE4M3(job.grads[i] * scale);
-  comm_.allGather(mine.data(), all.data(), words);
-  // The same order on every rank: rank 0's values first.
-  std::fill(job.grads, job.grads + n, 0.0f);
+  const int world = comm_.worldSize(), rank = comm_.rank();
+  const BucketSlice mine = bucketSlice(job.n, rank, world);
+  if (mine.stride == 0)
+    return;
+  // Each rank sums one slice of the bucket (bucketSlice, ZeRO-1's cut) and
+  // sends the sums back, both ways as E4M3: per rank (world - 1) / world of
+  // the bucket's element count in bytes each way, a quarter of what a ring
+  // all-reduce of f32 sends, at any world size. Each slice's codes travel
+  // as a block of whole floats.
+  const size_t blockBytes = (static_cast<size_t>(mine.stride) + 3) / 4 * 4;
+  const size_t blockWords = blockBytes / 4;
+  float *codes = memory_->buffer(kCodes, blockWords * world);
+  float *received = memory_->buffer(kGathered, blockWords * world);
+  uint8_t *codeBytes = reinterpret_cast<uint8_t *>(codes);
+  float *amax = memory_->buffer(kAmax, 2);
+  // 1. One scale for all ranks (GradientFp8Scale.h) from the largest
+  // magnitude anywhere, so every rank's codes mean the same thing (NaN
+  // stays NaN through the max); each slice's codes go to its owner, which
+  // sums them in f32, rank 0's first.
+  memory_->amax(job.grads, static_cast<size_t>(job.n), amax);
+  comm_.allReduceMax(amax, 1);
   for (int r = 0; r < world; ++r) {
-    const uint8_t *theirs = reinterpret_cast<const uint8_t *>(all.data() + r * words);
-    for (size_t i = 0; i < n; ++i)
-      job.grads[i] += cpu::e4m3ToFloat(theirs[i]) / scale;
+    const BucketSlice slice = bucketSlice(job.n, r, world);
+    memory_->encodeE4M3(job.grads + slice.begin,
+                        static_cast<size_t>(slice.count), amax,
+                        codeBytes + static_cast<size_t>(r) * blockBytes);
+  }
+  comm_.allToAll(codes, received, blockWords);
+  float *sums = job.grads + mine.begin;
+  memory_->decodeSumE4M3(reinterpret_cast<const uint8_t *>(received), world,
+                         blockBytes, static_cast<size_t>(mine.count), amax,
+                         sums);
+  // ZeRO-1 stops here: the owner keeps its f32 sums, the optimizer reads
+  // only those.
+  if (job.scatter)
+    return;
+  // 2. The sums to every rank, as E4M3 under a second shared scale (the
+  // owner too takes the decoded values, so every rank holds the same bits),
+  // gathered in place.
+  float *amaxOfSums = amax + 1;
+  memory_->amax(sums, static_cast<size_t>(mine.count), amaxOfSums);
+  comm_.allReduceMax(amaxOfSums, 1);
+  float *myBlock = codes + static_cast<size_t>(rank) * blockWords;
+  memory_->encodeE4M3(sums, static_cast<size_t>(mine.count), amaxOfSums,
+                      reinterpret_cast<uint8_t *>(myBlock));
+  comm_.allGather(myBlock, codes, blockWords);
+  for (int r = 0; r < world; ++r) {
+    const BucketSlice slice = bucketSlice(job.n, r, world);
+    memory_->decodeSumE4M3(codeBytes + static_cast<size_t>(r) * blockBytes, 1,
+                           blockBytes, static_cast<size_t>(slice.count),
+                           amaxOfSums, job.grads + slice.begin);
   }
 }
 
@@ -110,12 +131,14 @@ void BackgroundGradientExchange::scatterSum(const Job &job) {
     return;
   // Padded to equal slices in a copy: in place, the padding would be the
   // next bucket's gradients, which the backward may still be writing.
+  const size_t n = static_cast<size_t>(job.n);
   const size_t padded = static_cast<size_t>(mine.stride) * world;
-  staging_.assign(padded, 0.0f);
-  std::copy_n(job.grads, job.n, staging_.begin());
-  float *slice = staging_.data() + static_cast<size_t>(rank) * mine.stride;
-  comm_.reduceScatterSum(staging_.data(), slice, padded);
-  std::copy_n(slice, mine.count, job.grads + mine.begin);
+  float *staging = memory_->buffer(kStaging, padded);
+  memory_->copy(staging, job.grads, n);
+  memory_->fillZero(staging + n, padded - n);
+  float *slice = staging + static_cast<size_t>(rank) * mine.stride;
+  comm_.reduceScatterSum(staging, slice, padded);
+  memory_->copy(job.grads + mine.begin, slice, static_cast<size_t>(mine.count));
 }
 
 double BackgroundGradientExchange::sumOverRanks(double local) {
@@ -141,12 +164,15 @@ void BackgroundGradientExchange::gatherParams(float *params,
   // slices in shard order into its part of the buffer, every rank places
   // everyone's. The buffer is kept: it is the size of the parameters.
   const size_t local = static_cast<size_t>(shard.localElements());
-  gathered_.resize(local * comm_.worldSize());  // padding is never read
-  float *mine = gathered_.data() + local * static_cast<size_t>(comm_.rank());
+  float *gathered = memory_->buffer(kParams, local * comm_.worldSize());
+  float *mine = gathered + local * static_cast<size_t>(comm_.rank());
   for (const OptimizerShard::Range &r : shard.owned())
-    std::copy_n(params + r.gradBegin, r.count, mine + r.localBegin);
-  comm_.allGather(mine, gathered_.data(), local);
-  shard.place(gathered_.data(), local, params);
+    memory_->copy(mine + r.localBegin, params + r.gradBegin,
+                  static_cast<size_t>(r.count));
+  comm_.allGather(mine, gathered, local);
+  for (const OptimizerShard::Placement &p : shard.placements(local))
+    memory_->copy(params + p.to, gathered + p.from, p.count);
+  memory_->complete();
   std::lock_guard<std::mutex> lock(mutex_);
   timing_.busySeconds += secondsSince(start);
   timing_.exposedSeconds += secondsSince(start);
@@ -163,23 +189,26 @@ void BackgroundGradientExchange::run() {
     busy_ = true;
     lock.unlock();
     std::string error;
-    const Clock::time_point started = Clock::now();
+    double seconds = 0;
     try {
       // Buckets go in the order they are started, the same on every rank,
       // so the collectives match up.
       comm_.waitForDeviceEvent(job.ready);
-      if (job.scatter)
+      memory_->startTiming();
+      if (job.fp8Format >= 0)
+        sumAsFp8(job);  // reduce-scattered too, under ZeRO-1
+      else if (job.scatter)
         scatterSum(job);
-      else if (job.fp8Format < 0)
-        comm_.allReduceSum(job.grads, static_cast<size_t>(job.n));
       else
-        sumAsFp8(job);
+        comm_.allReduceSum(job.grads, static_cast<size_t>(job.n));
+      // The bucket is in place when finish() sees the job done.
+      seconds = memory_->stopTiming();
     } catch (const std::exception &e) {
       error = "summing gradient bucket " + std::to_string(job.bucket) +
               " across ranks failed: " + e.what();
     }
     lock.lock();
-    timing_.busySeconds += secondsSince(started);
+    timing_.busySeconds += seconds;
     busy_ = false;
     if (!error.empty() && error_.empty())
       error_ = error;

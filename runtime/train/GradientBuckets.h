@@ -10,19 +10,23 @@
 
 #include "runtime/core/Context.h"
 #include "runtime/dist/Communicator.h"
+#include "runtime/train/BucketMemory.h"
 
 #include <condition_variable>
 #include <deque>
 #include <mutex>
 #include <string>
 #include <thread>
-#include <vector>
 
 namespace gptrt::train {
 
 class BackgroundGradientExchange : public GradientExchange {
 public:
-  explicit BackgroundGradientExchange(dist::Communicator &comm);
+  // Buckets in host memory (CPU ranks) by default; GPU workers pass
+  // deviceBucketMemory on the communicator's stream.
+  explicit BackgroundGradientExchange(
+      dist::Communicator &comm,
+      std::unique_ptr<BucketMemory> memory = hostBucketMemory());
   ~BackgroundGradientExchange() override;
 
   void start(float *grads, int64_t n, int64_t bucket, int64_t fp8Format,
@@ -32,9 +36,11 @@ public:
   void gatherParams(float *params, const OptimizerShard &shard) override;
 
   // Communication time since the last call: `busy` is what the collectives
-  // took in all (on the communication thread, overlapping the backward),
-  // `exposed` how long the training thread was blocked on them (finish(),
-  // including its wake-up, and the sharded optimizer's sum and gather).
+  // took in all (on the communication thread or stream, overlapping the
+  // backward), `exposed` how much of it the step waited for: on the CPU
+  // how long the training thread blocked in finish() (including its
+  // wake-up), on a GPU how long after the backward's last kernel the last
+  // bucket was done; plus the sharded optimizer's sum and gather.
   struct Timing {
     double busySeconds = 0, exposedSeconds = 0;
   };
@@ -48,20 +54,24 @@ private:
     void *ready;  // see GradientExchange::start
   };
   void run();
-  // One bucket as FP8: shared scale, all-gather of the codes, f32 sum.
+  // One bucket as FP8: shared scale, each slice's codes to its owner, f32
+  // sums there, and (unless scattered) the sums back to all as FP8.
   void sumAsFp8(const Job &job);
   // One bucket reduce-scattered: this rank's slice gets the sums.
   void scatterSum(const Job &job);
 
+  // memory_'s buffer slots: kParams is the training thread's
+  // (gatherParams, after finish()), the others the exchange thread's.
+  enum Slot { kStaging, kAmax, kCodes, kGathered, kParams };
+
   dist::Communicator &comm_;
+  std::unique_ptr<BucketMemory> memory_;
   std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<Job> queue_;
   bool busy_ = false, stopping_ = false;
   int64_t started_ = 0;
   std::string error_;
-  std::vector<float> staging_;  // scatterSum's padded copy (comm thread only)
-  std::vector<float> gathered_; // gatherParams' buffer (caller's thread only)
   Timing timing_;               // guarded by mutex_
   std::thread thread_;  // last: starts once the members above exist
 };

@@ -376,10 +376,18 @@ float train(const TrainOptions &o, dist::Communicator &comm) {
   // An artifact compiled with gpt-data-parallel sums its gradient buckets
   // itself, during the last micro-step's backward; others get the whole
   // gradient arena summed after the micro-steps.
+  // Across ranks, and on a GPU worker alone too, so that `gptrun --gpus 1`
+  // runs (and times) the NCCL path that several GPUs take.
+  const bool communicating = world > 1 || comm.deviceStream() != nullptr;
   std::unique_ptr<BackgroundGradientExchange> exchange;
   const bool bucketed = manifest.grad_buckets_size() > 0;
-  if (world > 1 && bucketed) {
-    exchange = std::make_unique<BackgroundGradientExchange>(comm);
+  if (communicating && bucketed) {
+    // A GPU worker's buckets stay on the device, worked on in the
+    // communicator's stream.
+    cuda::Device *gpu = ctx.cudaDevice();
+    exchange = std::make_unique<BackgroundGradientExchange>(
+        comm, gpu ? deviceBucketMemory(*gpu, comm.deviceStream())
+                  : hostBucketMemory());
     ctx.setGradientExchange(exchange.get());
   }
   struct Detach {
@@ -411,7 +419,7 @@ float train(const TrainOptions &o, dist::Communicator &comm) {
     // Communication on this thread (blocking) plus the exchange's: what a
     // step spends communicating, and how much of it the backward hid.
     double commSeconds = 0, exposedSeconds = 0;
-    if (world > 1) {
+    if (communicating) {
       Clock::time_point commStart = Clock::now();
       if (!bucketed)
         allReduceGradients(comm, manifest, ctx);
@@ -509,7 +517,7 @@ float train(const TrainOptions &o, dist::Communicator &comm) {
           << ", \"lr\": " << lr << ", \"grad_norm\": " << norm
           << ", \"tokens_per_s\": " << tokensPerSecond
           << ", \"step_ms\": " << stepSeconds * 1e3;
-      if (world > 1)
+      if (communicating)
         log << ", \"comm_ms\": " << commSeconds * 1e3
             << ", \"comm_exposed_ms\": " << exposedSeconds * 1e3;
       if (!std::isnan(valLoss))

@@ -10,6 +10,7 @@
 
 #include <gloo/allgather.h>
 #include <gloo/allreduce.h>
+#include <gloo/alltoall.h>
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
 #include <gloo/common/error.h>
@@ -133,6 +134,15 @@ protected:
         options.setInput(const_cast<float *>(send), n);
       options.setOutput(recv, n * static_cast<size_t>(world_));
       gloo::allgather(options);
+    });
+  }
+  void doAllToAll(const float *send, float *recv, size_t n) override {
+    const size_t total = n * static_cast<size_t>(world_);
+    guarded("allToAll", total, [&] {
+      gloo::AlltoallOptions options(context_);
+      options.setInput(const_cast<float *>(send), total);
+      options.setOutput(recv, total);
+      gloo::alltoall(options);
     });
   }
   void doBroadcast(float *data, size_t n, int root) override {

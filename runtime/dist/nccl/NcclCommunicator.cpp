@@ -38,6 +38,10 @@ struct NcclApi {
   decltype(&ncclReduceScatter) reduceScatter = nullptr;
   decltype(&ncclAllGather) allGather = nullptr;
   decltype(&ncclBroadcast) broadcast = nullptr;
+  decltype(&ncclSend) send = nullptr;
+  decltype(&ncclRecv) recv = nullptr;
+  decltype(&ncclGroupStart) groupStart = nullptr;
+  decltype(&ncclGroupEnd) groupEnd = nullptr;
 };
 
 // Loaded once per process and kept: NCCL keeps threads that must not lose
@@ -81,6 +85,10 @@ const NcclApi &loadNccl(const std::string &requested) {
   bind(loaded.reduceScatter, "ncclReduceScatter");
   bind(loaded.allGather, "ncclAllGather");
   bind(loaded.broadcast, "ncclBroadcast");
+  bind(loaded.send, "ncclSend");
+  bind(loaded.recv, "ncclRecv");
+  bind(loaded.groupStart, "ncclGroupStart");
+  bind(loaded.groupEnd, "ncclGroupEnd");
   api = loaded;
   return api;
 }
@@ -155,6 +163,24 @@ protected:
           return api_.allGather(in, out, n, ncclFloat32, comm_, stream_);
         });
   }
+  // NCCL has no all-to-all collective: one send and one receive per peer,
+  // grouped so that they progress together.
+  void doAllToAll(const float *send, float *recv, size_t n) override {
+    const size_t total = n * static_cast<size_t>(world_);
+    run("allToAll", {send, total, recv, total},
+        [&](const float *in, float *out) {
+          ncclResult_t result = api_.groupStart();
+          for (int peer = 0; peer < world_ && result == ncclSuccess; ++peer) {
+            const size_t at = static_cast<size_t>(peer) * n;
+            result = api_.send(in + at, n, ncclFloat32, peer, comm_, stream_);
+            if (result == ncclSuccess)
+              result =
+                  api_.recv(out + at, n, ncclFloat32, peer, comm_, stream_);
+          }
+          ncclResult_t ended = api_.groupEnd();
+          return result != ncclSuccess ? result : ended;
+        });
+  }
   void doBroadcast(float *data, size_t n, int root) override {
     run("broadcast", {data, n, data, n}, [&](const float *in, float *out) {
       return api_.broadcast(in, out, n, ncclFloat32, root, comm_, stream_);
@@ -165,6 +191,7 @@ protected:
       checkCuda(cudaStreamWaitEvent(stream_, static_cast<cudaEvent_t>(event), 0),
                 "cudaStreamWaitEvent");
   }
+  void *deviceStream() const override { return stream_; }
   void doBarrier() override {
     float token = 0.0f;
     doAllReduceSum(&token, 1);

@@ -157,8 +157,8 @@ func.func @linear() -> (tensor<4x8xf32> {gpt.output = "y"}) {
 // CHECK-NEXT:  %[[U:.*]] = fp8.scaled_matmul "fc3" {{.*}} -> tensor<16x16xf32>
 // CHECK-NEXT:  gpt.cast "fc3" %[[U]] : tensor<16x16xf32> -> tensor<16x16xbf16>
 // RT-LABEL: func.func @fp8
-// RT: rt.kernel "scaled_matmul" {{.*}} outs(%{{.*}} : memref<16x16xbf16>) consts [1, 16, 16, 32, 0, 1, 0, 0, 0, 0, 0, 2]
-// RT: rt.kernel "scaled_matmul_rowwise" {{.*}} outs(%{{.*}} : memref<16x16xbf16>) consts [1, 16, 16, 32, 0, 1, 0, 0, 0, 0, 0, 1, 1, 2]
+// RT: rt.kernel "scaled_matmul" {{.*}} outs(%{{.*}} : memref<16x16xbf16>) consts [1, 16, 16, 32, 0, 1, 0, 0, 0, 0, 0, 0, 2]
+// RT: rt.kernel "scaled_matmul_rowwise" {{.*}} outs(%{{.*}} : memref<16x16xbf16>) consts [1, 16, 16, 32, 0, 1, 0, 0, 0, 0, 0, 0, 1, 1, 2]
 // RT: rt.kernel "scaled_matmul" {{.*}} outs(%{{.*}} : memref<16x16xf32>)
 func.func @fp8(%x: tensor<16x32xf32> {gpt.input = "tokens"}) -> (tensor<16x16xf32> {gpt.output = "y"}, tensor<16x16xf32> {gpt.output = "z"}, tensor<16x16xf32> {gpt.output = "u"}, tensor<16x16xf32> {gpt.output = "g"}) {
   %one = gpt.fill "s" 1.0 : tensor<f32>

@@ -9,7 +9,7 @@
 // RUN: not gpt-opt %s -split-input-file -gpt-optimizer -gpt-data-parallel="bucket-mb=0.001 zero=1" -rt-bufferize 2>/dev/null | FileCheck %s --check-prefix=ZRT
 // RUN: not gpt-opt %s -split-input-file -gpt-optimizer -gpt-data-parallel="bucket-mb=0.001 zero=1" 2>&1 >/dev/null | FileCheck %s --check-prefix=ZUNUSED
 // RUN: not gpt-opt %s -split-input-file -gpt-data-parallel="bucket-mb=0.001 zero=1" 2>&1 | FileCheck %s --check-prefix=ZNOOPT
-// RUN: not gpt-opt %s -split-input-file -gpt-optimizer -gpt-data-parallel="zero=1 grad-comm=fp8" 2>&1 | FileCheck %s --check-prefix=ZFP8
+// RUN: not gpt-opt %s -split-input-file -gpt-optimizer -gpt-data-parallel="bucket-mb=0.001 zero=1 grad-comm=fp8" -rt-bufferize 2>/dev/null | FileCheck %s --check-prefix=ZFP8
 // RUN: not gpt-opt %s -split-input-file -gpt-optimizer -gpt-data-parallel="zero=1 bucket-mb=0" 2>&1 | FileCheck %s --check-prefix=ZOFF
 // RUN: not gpt-opt %s -split-input-file -gpt-optimizer -gpt-data-parallel="zero=2" 2>&1 | FileCheck %s --check-prefix=ZSTAGE
 
@@ -69,7 +69,12 @@
 // ZRT-NEXT: rt.view @grads[0]
 // ZRT-NEXT: rt.kernel "fill"
 // ZNOOPT: error: gpt-data-parallel zero=1 shards @optimizer_step, which this module does not have; run gpt-optimizer first
-// ZFP8: error: gpt-data-parallel zero=1 with grad-comm=fp8 is not built yet (the FP8 exchange all-gathers codes and has no reduce-scatter form); use grad-comm=f32 with zero=1
+// ZeRO-1 with FP8 gradients: the buckets are reduce-scattered as E4M3.
+// ZFP8-LABEL: func.func @train_step
+// ZFP8: rt.kernel "grad_bucket_ready" {{.*}} consts [192, 0, 0, 1]
+// ZFP8: rt.kernel "grad_bucket_ready" {{.*}} consts [256, 1, 0, 1]
+// ZFP8-LABEL: func.func @optimizer_step
+// ZFP8: rt.kernel "adamw_sharded"
 // ZOFF: error: gpt-data-parallel zero=1 shards along the gradient buckets, but bucket-mb=0 makes none; set bucket-mb > 0 (e.g. 25)
 // ZSTAGE: error: gpt-data-parallel zero=2 is not a ZeRO stage this compiler has; use 0 (all-reduce) or 1 (sharded optimizer)
 gpt.param @a : tensor<16x16xf32> init <normal, std = 0.02> layer "a"

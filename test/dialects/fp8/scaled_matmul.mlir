@@ -11,6 +11,16 @@ func.func @forward(%x: tensor<?x8x16xf8E4M3FN>, %w: tensor<64x16xf8E4M3FN>, %sx:
 
 // -----
 
+// fast_accum (the forward GEMMs' accumulation on Hopper) round-trips.
+// CHECK-LABEL: func.func @fast_accum
+// CHECK:         fp8.scaled_matmul "h.0.mlp.fc" %arg0, %arg1 scales(%arg2, %arg3) transpose_b fast_accum : tensor<16x16xf8E4M3FN>, tensor<64x16xf8E4M3FN> -> tensor<16x64xbf16>
+func.func @fast_accum(%x: tensor<16x16xf8E4M3FN>, %w: tensor<64x16xf8E4M3FN>, %sx: tensor<f32>, %sw: tensor<f32>) -> tensor<16x64xbf16> {
+  %0 = fp8.scaled_matmul "h.0.mlp.fc" %x, %w scales(%sx, %sw) transpose_b fast_accum : tensor<16x16xf8E4M3FN>, tensor<64x16xf8E4M3FN> -> tensor<16x64xbf16>
+  return %0 : tensor<16x64xbf16>
+}
+
+// -----
+
 // With the optional amax of the output (an f32 scalar) as a second result.
 // CHECK-LABEL: func.func @with_amax
 // CHECK:         %[[OUT:[^ ,]+]], %[[AMAX:[^ ,]+]] = fp8.scaled_matmul "h.0.mlp.fc" %arg0, %arg1 scales(%arg2, %arg3) transpose_b : tensor<?x8x16xf8E4M3FN>, tensor<64x16xf8E4M3FN> -> tensor<?x8x64xbf16>, tensor<f32>

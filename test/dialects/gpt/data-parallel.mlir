@@ -4,6 +4,7 @@
 // CHECK: gpt.grad_bucket_ready 0 [@a, @b]
 // CHECK: gpt.grad_bucket_ready 1 [@c] fp8
 // CHECK: gpt.grad_bucket_ready 2 [@c] scatter
+// CHECK: gpt.grad_bucket_ready 3 [@c] fp8 scatter
 // CHECK: gpt.grad_sync 2
 gpt.param @a : tensor<4xf32> init <zeros> layer "a"
 gpt.param @b : tensor<4xf32> init <zeros> layer "b"
@@ -12,6 +13,7 @@ func.func @train_step() {
   gpt.grad_bucket_ready 0 [@a, @b]
   gpt.grad_bucket_ready 1 [@c] fp8
   gpt.grad_bucket_ready 2 [@c] scatter
+  gpt.grad_bucket_ready 3 [@c] fp8 scatter
   gpt.grad_sync 2
   return
 }
@@ -32,15 +34,6 @@ func.func @optimizer_step() -> tensor<f32> {
   gpt.gather_params
   gpt.zero_grads
   return %n : tensor<f32>
-}
-
-// -----
-
-gpt.param @f : tensor<4xf32> init <zeros> layer "f"
-func.func @fp8_scatter() {
-  // expected-error @+1 {{bucket 0 is both fp8 and scatter: FP8 gradient communication all-gathers codes and has no reduce-scatter form yet; drop one of them}}
-  gpt.grad_bucket_ready 0 [@f] fp8 scatter
-  return
 }
 
 // -----

@@ -35,6 +35,9 @@ TEST(LocalCommunicator, CollectivesAreIdentitiesOrCopies) {
   std::fill(out.begin(), out.end(), 0.0f);
   comm->allGather(data.data(), out.data(), 3);
   EXPECT_EQ(out, data);
+  std::fill(out.begin(), out.end(), 0.0f);
+  comm->allToAll(data.data(), out.data(), 3);
+  EXPECT_EQ(out, data);
   // In place.
   comm->reduceScatterSum(data.data(), data.data(), 3);
   comm->allGather(data.data(), data.data(), 3);
@@ -67,6 +70,7 @@ protected:
   void doAllReduceMax(float *, size_t) override { ++calls; }
   void doReduceScatterSum(const float *, float *, size_t) override { ++calls; }
   void doAllGather(const float *, float *, size_t) override { ++calls; }
+  void doAllToAll(const float *, float *, size_t) override { ++calls; }
   void doBroadcast(float *, size_t, int) override { ++calls; }
   void doBarrier() override { ++calls; }
 
@@ -87,6 +91,18 @@ TEST(Communicator, ReduceScatterNeedsACountDivisibleByTheWorldSize) {
   EXPECT_EQ(comm.paddedCount(0), 0u);
   send.resize(12);
   comm.reduceScatterSum(send.data(), recv.data(), 12);
+  EXPECT_EQ(comm.calls, 1);
+}
+
+TEST(Communicator, AllToAllNeedsSeparateBuffers) {
+  RecordingCommunicator comm(1, 3);
+  std::vector<float> buffer(12);
+  EXPECT_ERROR(comm.allToAll(buffer.data(), buffer.data() + 4, 4),
+               "allToAll: the send and recv buffers overlap: use separate "
+               "buffers");
+  EXPECT_EQ(comm.calls, 0);
+  std::vector<float> send(12), recv(12);
+  comm.allToAll(send.data(), recv.data(), 4);
   EXPECT_EQ(comm.calls, 1);
 }
 

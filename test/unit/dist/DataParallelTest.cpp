@@ -5,6 +5,7 @@
 // checkpoint index and arenas, and refusing ranks that run different jobs.
 #include "runtime/abi/manifest.pb.h"
 #include "runtime/core/Context.h"
+#include "runtime/core/GradientFp8Scale.h"
 #include "runtime/core/OptimizerShard.h"
 #include "runtime/dist/Communicators.h"
 #include "runtime/dist/Store.h"
@@ -249,48 +250,78 @@ TEST_P(StepCollectives, AgreeOnEveryRank) {
 INSTANTIATE_TEST_SUITE_P(WorldSizes, StepCollectives, ::testing::Values(2, 3));
 
 // The compiled step's gradient buckets (gpt-data-parallel) through the
-// background exchange: f32 buckets sum exactly (whole numbers), FP8 buckets
-// sum each rank's E4M3 codes under one shared scale, in rank order, the same
-// on every rank; a step that starts a different number of buckets than
-// grad_sync expects is an error.
+// background exchange: f32 buckets sum exactly (whole numbers); FP8 buckets
+// send each rank's E4M3 codes under one shared scale to each slice's owner,
+// which sums them in f32 in rank order and sends the sums back as E4M3
+// under a second shared scale, the same on every rank; an FP8 bucket of
+// ZeRO-1 stops after the owner's sum; a step that starts a different
+// number of buckets than grad_sync expects is an error.
 std::string bucketExchange(int rank, uint16_t port, int world) {
   std::unique_ptr<dist::StoreClient> store;
   auto comm = join(rank, port, world, store);
   std::vector<float> a(1000), b(37);
   for (size_t i = 0; i < a.size(); ++i)
     a[i] = static_cast<float>((rank + 1) * static_cast<int>(i % 11) - 5);
+  auto bValue = [](size_t i, int r) {
+    return 0.001f * static_cast<float>(i) * (r + 1) - 0.01f;
+  };
   for (size_t i = 0; i < b.size(); ++i)
-    b[i] = 0.001f * static_cast<float>(i) * (rank + 1) - 0.01f;
-  std::vector<float> bLocal = b;
+    b[i] = bValue(i, rank);
+  std::vector<float> c = b;  // the same values, reduce-scattered as FP8
   {
     BackgroundGradientExchange exchange(*comm);
     exchange.start(a.data(), a.size(), 0, -1, false, nullptr);
     exchange.start(b.data(), b.size(), 1, GPTRT_FP8_E4M3, false, nullptr);
-    exchange.finish(2);
+    exchange.start(c.data(), c.size(), 2, GPTRT_FP8_E4M3, true, nullptr);
+    exchange.finish(3);
     const float ranks = static_cast<float>(world * (world + 1) / 2);
     for (size_t i = 0; i < a.size(); ++i)
       check(a[i] == ranks * static_cast<float>(i % 11) - 5.0f * world,
             "f32 bucket element " + std::to_string(i));
-    // The FP8 sum: each rank's value rounded to E4M3 at the shared scale
-    // 448 / max |b| over all ranks (rank world-1 holds the largest).
+    // 1. Each rank's value rounded to E4M3 at the shared scale 448 / max |b|
+    // over all ranks (rank world-1 holds the largest), summed in rank
+    // order by the slice's owner.
     float amax = 0;
     for (size_t i = 0; i < b.size(); ++i)
-      amax = std::max(amax, std::fabs(0.001f * i * world - 0.01f));
-    const float scale = 448.0f / amax;
+      amax = std::max(amax, std::fabs(bValue(i, world - 1)));
+    const float scale = gradientFp8Scale(amax);
+    auto roundTrip = [](float v, float s) {
+      return cpu::e4m3ToFloat(cpu::floatToE4M3(v * s)) / s;
+    };
+    std::vector<float> sums(b.size()), exact(b.size());
+    float amaxOfSums = 0;
     for (size_t i = 0; i < b.size(); ++i) {
-      float want = 0, exact = 0;
       for (int r = 0; r < world; ++r) {
-        float v = 0.001f * static_cast<float>(i) * (r + 1) - 0.01f;
-        want += cpu::e4m3ToFloat(cpu::floatToE4M3(v * scale)) / scale;
-        exact += v;
+        sums[i] += roundTrip(bValue(i, r), scale);
+        exact[i] += bValue(i, r);
       }
+      amaxOfSums = std::max(amaxOfSums, std::fabs(sums[i]));
+    }
+    // 2. The sums rounded to E4M3 at 448 / max |sum|, on every rank.
+    const float scaleOfSums = gradientFp8Scale(amaxOfSums);
+    const BucketSlice mine = bucketSlice(static_cast<int64_t>(c.size()), rank,
+                                         world);
+    for (size_t i = 0; i < b.size(); ++i) {
+      const float want = roundTrip(sums[i], scaleOfSums);
       check(b[i] == want, "fp8 bucket element " + std::to_string(i) + " is " +
                               std::to_string(b[i]) + ", expected " +
                               std::to_string(want));
-      // E4M3 keeps 3 mantissa bits: each term within 2^-4 of itself, plus
-      // the subnormal step (2^-9 / scale) for small terms.
-      check(std::fabs(b[i] - exact) <= world * (std::fabs(exact) / 16 + 0.002f / scale + amax / 16),
-            "fp8 bucket element " + std::to_string(i) + " too far from the exact sum");
+      // E4M3 keeps 3 mantissa bits: each term and the sum within 2^-4 of
+      // themselves, plus the subnormal step (2^-9 / scale) for small ones.
+      check(std::fabs(b[i] - exact[i]) <=
+                world * (std::fabs(exact[i]) / 16 + 0.002f / scale +
+                         amax / 16) +
+                    std::fabs(sums[i]) / 16 + 0.002f / scaleOfSums,
+            "fp8 bucket element " + std::to_string(i) +
+                " too far from the exact sum");
+      // ZeRO-1: the owner's f32 sums in its slice, its own values elsewhere.
+      const bool owned = static_cast<int64_t>(i) >= mine.begin &&
+                         static_cast<int64_t>(i) < mine.begin + mine.count;
+      const float wantC = owned ? sums[i] : bValue(i, rank);
+      check(c[i] == wantC, "reduce-scattered fp8 bucket element " +
+                               std::to_string(i) + " is " +
+                               std::to_string(c[i]) + ", expected " +
+                               std::to_string(wantC));
     }
     exchange.start(a.data(), a.size(), 0, -1, false, nullptr);
     try {

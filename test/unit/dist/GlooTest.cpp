@@ -176,6 +176,20 @@ std::string checkCollectives(int rank, uint16_t port, int world) {
     comm->allGather(inPlace.data() + rank * n, inPlace.data(), n);
     expectEqual(inPlace, want, "in-place allGather");
   }
+  { // allToAll: block r of rank q's send arrives as block q of rank r's
+    // recv, for every pair.
+    const size_t n = 513;
+    std::vector<float> send = realInput(rank, n * world, 8),
+                       recv(n * world, 0.0f), want;
+    for (int r = 0; r < world; ++r) {
+      std::vector<float> theirs = realInput(r, n * world, 8);
+      want.insert(want.end(), theirs.begin() + rank * n,
+                  theirs.begin() + (rank + 1) * n);
+    }
+    comm->allToAll(send.data(), recv.data(), n);
+    expectEqual(recv, want, "allToAll");
+    expectEqual(send, realInput(rank, n * world, 8), "allToAll's send buffer");
+  }
   { // broadcast from the last rank and from rank 0.
     for (int root : {world - 1, 0}) {
       const size_t n = 3001;

@@ -13,6 +13,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <random>
+#include <utility>
 #include <vector>
 
 namespace gptrt::test {
@@ -193,7 +195,7 @@ TEST_F(AbiFp8Test, ScaledMatmulIsTheProductOfDecodedValues) {
   float sa = 8.0f, sb = 16.0f;
   std::vector<float> c = poisoned<float>(m * n);
   gptrt_scaled_matmul(h, a.data(), b.data(), &sa, &sb, c.data(), 1, m, n, k, 0,
-                      1, 0, 0, 0, GPTRT_FP8_E5M2, GPTRT_FP8_E4M3,
+                      1, 0, 0, 0, GPTRT_FP8_E5M2, GPTRT_FP8_E4M3, 0,
                       GPTRT_DTYPE_F32);
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
@@ -236,13 +238,13 @@ TEST_F(AbiFp8Test, Bf16InputsAndOutputsAreTheF32OnesBetweenConversions) {
   for (size_t i = 0; i < b.size(); ++i)
     b[i] = cpu::floatToE4M3(x[(i * 7) % x.size()] * scale);
   std::vector<float> c32((batch - 1) * strideC + m * n);
-  gptrt_scaled_matmul(h, a.data(), b.data(), &scale, &scale, c32.data(),
-                      batch, m, n, k, 0, 1, m * k, 0, strideC, GPTRT_FP8_E4M3,
-                      GPTRT_FP8_E4M3, GPTRT_DTYPE_F32);
+  gptrt_scaled_matmul(h, a.data(), b.data(), &scale, &scale, c32.data(), batch,
+                      m, n, k, 0, 1, m * k, 0, strideC, GPTRT_FP8_E4M3,
+                      GPTRT_FP8_E4M3, 0, GPTRT_DTYPE_F32);
   std::vector<uint16_t> c16(c32.size(), 0xBEEF);
-  gptrt_scaled_matmul(h, a.data(), b.data(), &scale, &scale, c16.data(),
-                      batch, m, n, k, 0, 1, m * k, 0, strideC, GPTRT_FP8_E4M3,
-                      GPTRT_FP8_E4M3, GPTRT_DTYPE_BF16);
+  gptrt_scaled_matmul(h, a.data(), b.data(), &scale, &scale, c16.data(), batch,
+                      m, n, k, 0, 1, m * k, 0, strideC, GPTRT_FP8_E4M3,
+                      GPTRT_FP8_E4M3, 0, GPTRT_DTYPE_BF16);
   for (int64_t p = 0; p < batch; ++p) {
     for (int64_t i = 0; i < m * n; ++i)
       EXPECT_EQ(c16[p * strideC + i], cpu::floatToBf16(c32[p * strideC + i]))
@@ -292,11 +294,11 @@ TEST_F(AbiFp8Test, RowwiseOnBf16StorageIsTheF32OneBetweenConversions) {
   std::vector<uint16_t> c16(rows * rows, 0xBEEF);
   gptrt_scaled_matmul_rowwise(h, q.data(), q.data(), sa.data(), sb.data(),
                               c32.data(), 1, rows, rows, cols, 0, 1, 0, 0, 0,
-                              GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 1, 1,
+                              GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 0, 1, 1,
                               GPTRT_DTYPE_F32);
   gptrt_scaled_matmul_rowwise(h, q.data(), q.data(), sa.data(), sb.data(),
                               c16.data(), 1, rows, rows, cols, 0, 1, 0, 0, 0,
-                              GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 1, 1,
+                              GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 0, 1, 1,
                               GPTRT_DTYPE_BF16);
   for (size_t i = 0; i < c32.size(); ++i)
     EXPECT_EQ(c16[i], cpu::floatToBf16(c32[i])) << "element " << i;
@@ -353,7 +355,7 @@ TEST_F(AbiFp8Test, RowwiseScaledMatmulDividesEachRowAndColumn) {
   std::vector<float> c(batch * m * n);
   gptrt_scaled_matmul_rowwise(h, a.data(), b.data(), sa.data(), sb.data(),
                               c.data(), batch, m, n, k, 0, 1, m * k, n * k,
-                              m * n, GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 1, 1,
+                              m * n, GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 0, 1, 1,
                               GPTRT_DTYPE_F32);
   for (int64_t t = 0; t < batch; ++t)
     for (int64_t i = 0; i < m; ++i)
@@ -369,7 +371,7 @@ TEST_F(AbiFp8Test, RowwiseScaledMatmulDividesEachRowAndColumn) {
   std::vector<float> c2(c.size());
   gptrt_scaled_matmul_rowwise(h, a.data(), b.data(), &scalar, sb.data(),
                               c2.data(), batch, m, n, k, 0, 1, m * k, n * k,
-                              m * n, GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 0, 1,
+                              m * n, GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 0, 0, 1,
                               GPTRT_DTYPE_F32);
   for (int64_t r = 0; r < batch * m; ++r)
     for (int64_t j = 0; j < n; ++j)
@@ -377,10 +379,42 @@ TEST_F(AbiFp8Test, RowwiseScaledMatmulDividesEachRowAndColumn) {
                   1e-5 * (1 + std::fabs(c[r * n + j] * sa[r])));
 }
 
+// fast_accum only changes how a GPU accumulates: the CPU's emulation sums
+// in f32 either way, so both give the same bits; other values are refused.
+TEST_F(AbiFp8Test, FastAccumulationIsAFlagTheCpuAccumulatesAlike) {
+  const int64_t m = 16, n = 32, k = 48;
+  std::vector<uint8_t> a(m * k), b(n * k);
+  std::mt19937 rng(11);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  for (uint8_t &q : a)
+    q = cpu::floatToE4M3(d(rng) * 64.0f);
+  for (uint8_t &q : b)
+    q = cpu::floatToE4M3(d(rng) * 64.0f);
+  float sa = 64.0f, sb = 64.0f;
+  std::vector<float> precise = poisoned<float>(m * n),
+                     fast = poisoned<float>(m * n);
+  for (auto [fastAccum, c] : {std::pair{0, &precise}, std::pair{1, &fast}})
+    gptrt_scaled_matmul(h, a.data(), b.data(), &sa, &sb, c->data(), 1, m, n, k,
+                        0, 1, 0, 0, 0, GPTRT_FP8_E4M3, GPTRT_FP8_E4M3,
+                        fastAccum, GPTRT_DTYPE_F32);
+  ASSERT_FALSE(ctx.failed()) << ctx.error();
+  EXPECT_EQ(std::memcmp(precise.data(), fast.data(), m * n * sizeof(float)), 0);
+  EXPECT_FALSE(std::isnan(fast[0]));
+
+  gptrt_scaled_matmul(h, a.data(), b.data(), &sa, &sb, fast.data(), 1, m, n, k,
+                      0, 1, 0, 0, 0, GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 2,
+                      GPTRT_DTYPE_F32);
+  ASSERT_TRUE(ctx.failed());
+  EXPECT_NE(ctx.error().find("fast_accum 2, expected 0 or 1"),
+            std::string::npos)
+      << ctx.error();
+  ctx.clearError();
+}
+
 TEST_F(AbiFp8Test, ScaledMatmulRejectsUnknownFormat) {
   uint8_t a = 0, b = 0;
   float s = 1, c = 0;
-  gptrt_scaled_matmul(h, &a, &b, &s, &s, &c, 1, 1, 1, 1, 0, 0, 0, 0, 0, 7, 0,
+  gptrt_scaled_matmul(h, &a, &b, &s, &s, &c, 1, 1, 1, 1, 0, 0, 0, 0, 0, 7, 0, 0,
                       GPTRT_DTYPE_F32);
   ASSERT_TRUE(ctx.failed());
   EXPECT_NE(ctx.error().find("expected 0 (E4M3) or 1 (E5M2)"), std::string::npos);

@@ -140,10 +140,10 @@ TEST_F(AbiFusedTest, GemmOutputsWithAmaxAndCast) {
   float sa = 100.0f, sb = 100.0f;
   gptrt_scaled_matmul_amax(h, qa.data(), qb.data(), &sa, &sb, c.data(), &amax,
                            1, m, n, k, 0, 1, 0, 0, 0, GPTRT_FP8_E4M3,
-                           GPTRT_FP8_E4M3, GPTRT_DTYPE_F32, m, n,
+                           GPTRT_FP8_E4M3, 0, GPTRT_DTYPE_F32, m, n,
                            GPTRT_DTYPE_F32);
   gptrt_scaled_matmul(h, qa.data(), qb.data(), &sa, &sb, cRef.data(), 1, m, n,
-                      k, 0, 1, 0, 0, 0, GPTRT_FP8_E4M3, GPTRT_FP8_E4M3,
+                      k, 0, 1, 0, 0, 0, GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 0,
                       GPTRT_DTYPE_F32);
   gptrt_amax(h, cRef.data(), &amaxRef, cRef.size(), GPTRT_DTYPE_F32);
   EXPECT_EQ(c, cRef);
