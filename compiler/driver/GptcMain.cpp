@@ -225,6 +225,14 @@ int gptcMain(int argc, char **argv) {
                      "fp8-fuse-cast; default true). =false keeps separate "
                      "kernels, with the same numbers"),
       llvm::cl::init(true), llvm::cl::cat(category));
+  llvm::cl::opt<bool> gemmEpilogues(
+      "gemm-epilogues",
+      llvm::cl::desc("Fold the GELU after a bf16 GEMM, and its gradient "
+                     "after the backward GEMM, into the GEMM "
+                     "(rt-fuse-gemm-epilogue; default true): on a GPU "
+                     "cuBLASLt's GELU epilogues, on the CPU the same "
+                     "numbers. =false keeps separate GELU kernels"),
+      llvm::cl::init(true), llvm::cl::cat(category));
   llvm::cl::opt<bool> bf16Gemm(
       "bf16-gemm",
       llvm::cl::desc("GEMMs whose operands are stored in bf16 read them "
@@ -411,6 +419,8 @@ int gptcMain(int argc, char **argv) {
       if (bf16Kernels)
         lower.addPass(createGptBf16Kernels());
       lower.addPass(createRtBufferize());
+      if (gemmEpilogues)
+        lower.addPass(createRtFuseGemmEpilogue());
       lower.addPass(createRtPlanMemory());
       if (failed(lower.run(work)))
         return 1;

@@ -334,6 +334,31 @@ def RtBufferize : Pass<"rt-bufferize", "::mlir::ModuleOp"> {
   ];
 }
 
+def RtFuseGemmEpilogue : Pass<"rt-fuse-gemm-epilogue", "::mlir::ModuleOp"> {
+  let summary = "Folds GELU and its gradient into the bf16 GEMMs beside them";
+  let description = [{
+    Runs after rt-bufferize, before rt-plan-memory. A `matmul_bf16_bias`
+    whose result is next touched by a `gelu_fwd` reading it becomes one
+    `matmul_bf16_bias_gelu` writing both the pre-activation (which the
+    backward keeps) and the GELU; a `matmul_bf16` whose result only a
+    `gelu_bwd` reads becomes one `matmul_bf16_dgelu` that reads the saved
+    pre-activation, and the product's buffer disappears. The fused kernel
+    takes the GEMM's place: the GELU's output is defined there (its rt.alloc
+    moves up) and must not be touched in between, the pre-activation must
+    not change in between, and only contiguous results (batch 1 or
+    stride_c = m * n) are fused. On the CPU the fused kernels run the two
+    kernels they replace, with the same numbers; on a GPU cuBLASLt computes
+    the GELU, or its gradient, in the GEMM's epilogue (gptrt.h).
+    `gptc --gemm-epilogues=false` leaves this pass out.
+  }];
+  let dependentDialects = ["::gptc::rt::RtDialect"];
+  let statistics = [
+    Statistic<"fusedGelu", "fused-gelu", "GEMMs that took the GELU after them">,
+    Statistic<"fusedGeluGrad", "fused-gelu-grad",
+              "GEMMs that took the GELU gradient after them">,
+  ];
+}
+
 def RtPlanMemory : Pass<"rt-plan-memory", "::mlir::ModuleOp"> {
   let summary = "Places every rt.alloc in one activation arena by liveness";
   let description = [{

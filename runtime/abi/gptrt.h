@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below or the manifest's meaning changes. */
-#define GPTRT_ABI_VERSION 15
+#define GPTRT_ABI_VERSION 16
 
 typedef struct gptrt_context gptrt_context;
 
@@ -95,13 +95,39 @@ void gptrt_matmul_bf16(gptrt_context *ctx, const uint16_t *a,
                        int64_t stride_a, int64_t stride_b, int64_t stride_c,
                        int64_t out_dtype);
 /* c = op(a) op(b) + bias (bias[j] added to every row, in f32, before the
- * one rounding of a bf16 result); otherwise as gptrt_matmul_bf16. */
+ * one rounding of a bf16 result); otherwise as gptrt_matmul_bf16. On a GPU
+ * a bf16 result's bias is first rounded to bf16 (cuBLASLt's bias epilogue
+ * takes the result's type), as PyTorch's bf16 linear layers do. */
 void gptrt_matmul_bf16_bias(gptrt_context *ctx, const uint16_t *a,
                             const uint16_t *b, const float *bias, void *c,
                             int64_t batch, int64_t m, int64_t n, int64_t k,
                             int64_t trans_a, int64_t trans_b,
                             int64_t stride_a, int64_t stride_b,
                             int64_t stride_c, int64_t out_dtype);
+/* GEMM epilogues (rt-fuse-gemm-epilogue), on contiguous results (batch 1
+ * or stride_c = m * n). matmul_bf16_bias_gelu: pre = op(a) op(b) + bias
+ * stored as pre_dtype (gptrt_matmul_bf16_bias), and out = gelu(pre) as
+ * out_dtype (gptrt_gelu_fwd of the stored pre). matmul_bf16_dgelu:
+ * dx = gelu'(pre) * op(a) op(b), the product first stored as dg_dtype
+ * (gptrt_matmul_bf16, then gptrt_gelu_bwd). The CPU runs exactly those two
+ * kernels. A GPU computes the GELU, or its derivative, in the GEMM's
+ * epilogue (cuBLASLt GELU_AUX_BIAS / DGELU) on the f32 result, before the
+ * one rounding, where the shapes allow (pre_dtype equal to out_dtype or
+ * dx_dtype, n a multiple of 8), else the two kernels. */
+void gptrt_matmul_bf16_bias_gelu(gptrt_context *ctx, const uint16_t *a,
+                                 const uint16_t *b, const float *bias,
+                                 void *pre, void *out, int64_t batch, int64_t m,
+                                 int64_t n, int64_t k, int64_t trans_a,
+                                 int64_t trans_b, int64_t stride_a,
+                                 int64_t stride_b, int64_t stride_c,
+                                 int64_t pre_dtype, int64_t out_dtype);
+void gptrt_matmul_bf16_dgelu(gptrt_context *ctx, const uint16_t *a,
+                             const uint16_t *b, const void *pre, void *dx,
+                             int64_t batch, int64_t m, int64_t n, int64_t k,
+                             int64_t trans_a, int64_t trans_b, int64_t stride_a,
+                             int64_t stride_b, int64_t stride_c,
+                             int64_t dg_dtype, int64_t pre_dtype,
+                             int64_t dx_dtype);
 /* In place: c[i, j] += bias[j]. */
 void gptrt_bias_add(gptrt_context *ctx, const float *bias, float *c,
                     int64_t rows, int64_t cols);

@@ -806,6 +806,91 @@ GPTRT_EXPORT void gptrt_matmul_bf16_bias(
              out_dtype);
 }
 
+namespace {
+
+// The fused GEMM epilogues' results are contiguous, so that the GELU runs
+// over batch * m * n elements (rt-fuse-gemm-epilogue fuses only those).
+void requireContiguous(int64_t batch, int64_t m, int64_t n, int64_t strideC) {
+  if (batch > 1 && strideC != m * n)
+    throw std::invalid_argument(
+        "stride_c " + std::to_string(strideC) +
+        ", expected m * n = " + std::to_string(m * n) +
+        " (a fused GELU epilogue needs a contiguous result)");
+}
+
+} // namespace
+
+GPTRT_EXPORT void gptrt_matmul_bf16_bias_gelu(
+    gptrt_context *ctx, const uint16_t *a, const uint16_t *b, const float *bias,
+    void *pre, void *out, int64_t batch, int64_t m, int64_t n, int64_t k,
+    int64_t trans_a, int64_t trans_b, int64_t stride_a, int64_t stride_b,
+    int64_t stride_c, int64_t pre_dtype, int64_t out_dtype) {
+  guarded(
+      ctx, "gptrt_matmul_bf16_bias_gelu",
+      [&](Context &) {
+        requireNonNegative(batch, "batch");
+        requireContiguous(batch, m, n, stride_c);
+        // The two kernels it fuses, so the same numbers as without the fusion.
+        gptrt_matmul_bf16_bias(ctx, a, b, bias, pre, batch, m, n, k, trans_a,
+                               trans_b, stride_a, stride_b, stride_c,
+                               pre_dtype);
+        gptrt_gelu_fwd(ctx, pre, out, batch * m * n, pre_dtype, out_dtype);
+      },
+      [&](Context &, Gpu &g) {
+        if (bias == nullptr)
+          throw std::invalid_argument("bias is null, expected a vector of n "
+                                      "floats");
+        requireNonNegative(batch, "batch");
+        requireNonNegative(m, "m");
+        requireNonNegative(n, "n");
+        requireNonNegative(k, "k");
+        requireContiguous(batch, m, n, stride_c);
+        requireStorageDtype(pre_dtype, "pre_dtype");
+        requireStorageDtype(out_dtype, "out_dtype");
+        g.matmulBf16BiasGelu(a, b, bias, pre, pre_dtype, out, out_dtype, batch,
+                             m, n, k, trans_a != 0, trans_b != 0, stride_a,
+                             stride_b, stride_c);
+      });
+}
+
+GPTRT_EXPORT void gptrt_matmul_bf16_dgelu(
+    gptrt_context *ctx, const uint16_t *a, const uint16_t *b, const void *pre,
+    void *dx, int64_t batch, int64_t m, int64_t n, int64_t k, int64_t trans_a,
+    int64_t trans_b, int64_t stride_a, int64_t stride_b, int64_t stride_c,
+    int64_t dg_dtype, int64_t pre_dtype, int64_t dx_dtype) {
+  guarded(
+      ctx, "gptrt_matmul_bf16_dgelu",
+      [&](Context &) {
+        requireNonNegative(batch, "batch");
+        requireNonNegative(m, "m");
+        requireNonNegative(n, "n");
+        requireContiguous(batch, m, n, stride_c);
+        requireStorageDtype(dg_dtype, "dg_dtype");
+        // The product as the unfused GEMM stored it (its own buffer: the GEMM
+        // uses the context's scratch), then the GELU gradient.
+        const int64_t count = batch * m * n;
+        std::vector<float> dg(static_cast<size_t>(
+            dg_dtype == GPTRT_DTYPE_BF16 ? (count + 1) / 2 : count));
+        gptrt_matmul_bf16(ctx, a, b, dg.data(), batch, m, n, k, trans_a,
+                          trans_b, stride_a, stride_b, stride_c, dg_dtype);
+        gptrt_gelu_bwd(ctx, dg.data(), pre, dx, count, dg_dtype, pre_dtype,
+                       dx_dtype);
+      },
+      [&](Context &, Gpu &g) {
+        requireNonNegative(batch, "batch");
+        requireNonNegative(m, "m");
+        requireNonNegative(n, "n");
+        requireNonNegative(k, "k");
+        requireContiguous(batch, m, n, stride_c);
+        requireStorageDtype(dg_dtype, "dg_dtype");
+        requireStorageDtype(pre_dtype, "pre_dtype");
+        requireStorageDtype(dx_dtype, "dx_dtype");
+        g.matmulBf16Dgelu(a, b, pre, pre_dtype, dx, dx_dtype, dg_dtype, batch,
+                          m, n, k, trans_a != 0, trans_b != 0, stride_a,
+                          stride_b, stride_c);
+      });
+}
+
 GPTRT_EXPORT void gptrt_bias_add(gptrt_context *ctx, const float *bias,
                                  float *c, int64_t rows, int64_t cols) {
   guarded(
@@ -1567,34 +1652,62 @@ namespace gptrt {
 const std::vector<AbiSymbol> &abiSymbols() {
 #define GPTRT_SYM(f) AbiSymbol{#f, reinterpret_cast<void *>(&f)}
   static const std::vector<AbiSymbol> symbols = {
-      GPTRT_SYM(gptrt_arena_base),       GPTRT_SYM(gptrt_step_scalar),
+      GPTRT_SYM(gptrt_arena_base),
+      GPTRT_SYM(gptrt_step_scalar),
       GPTRT_SYM(gptrt_convert),
-      GPTRT_SYM(gptrt_fill),             GPTRT_SYM(gptrt_accumulate),
-      GPTRT_SYM(gptrt_arange),           GPTRT_SYM(gptrt_embedding_fwd),
-      GPTRT_SYM(gptrt_embedding_bwd),    GPTRT_SYM(gptrt_layernorm_fwd),
-      GPTRT_SYM(gptrt_layernorm_bwd),    GPTRT_SYM(gptrt_matmul),
-      GPTRT_SYM(gptrt_matmul_bf16),      GPTRT_SYM(gptrt_matmul_bf16_bias),
-      GPTRT_SYM(gptrt_bias_add),         GPTRT_SYM(gptrt_reduce_rows),
-      GPTRT_SYM(gptrt_add),              GPTRT_SYM(gptrt_scale),
-      GPTRT_SYM(gptrt_gelu_fwd),         GPTRT_SYM(gptrt_gelu_bwd),
-      GPTRT_SYM(gptrt_copy_blocks),      GPTRT_SYM(gptrt_permute),
-      GPTRT_SYM(gptrt_attention_fwd),    GPTRT_SYM(gptrt_attention_bwd),
-      GPTRT_SYM(gptrt_cross_entropy_fwd), GPTRT_SYM(gptrt_cross_entropy_bwd),
-      GPTRT_SYM(gptrt_global_norm),      GPTRT_SYM(gptrt_clip_scale),
+      GPTRT_SYM(gptrt_fill),
+      GPTRT_SYM(gptrt_accumulate),
+      GPTRT_SYM(gptrt_arange),
+      GPTRT_SYM(gptrt_embedding_fwd),
+      GPTRT_SYM(gptrt_embedding_bwd),
+      GPTRT_SYM(gptrt_layernorm_fwd),
+      GPTRT_SYM(gptrt_layernorm_bwd),
+      GPTRT_SYM(gptrt_matmul),
+      GPTRT_SYM(gptrt_matmul_bf16),
+      GPTRT_SYM(gptrt_matmul_bf16_bias),
+      GPTRT_SYM(gptrt_matmul_bf16_bias_gelu),
+      GPTRT_SYM(gptrt_matmul_bf16_dgelu),
+      GPTRT_SYM(gptrt_bias_add),
+      GPTRT_SYM(gptrt_reduce_rows),
+      GPTRT_SYM(gptrt_add),
+      GPTRT_SYM(gptrt_scale),
+      GPTRT_SYM(gptrt_gelu_fwd),
+      GPTRT_SYM(gptrt_gelu_bwd),
+      GPTRT_SYM(gptrt_copy_blocks),
+      GPTRT_SYM(gptrt_permute),
+      GPTRT_SYM(gptrt_attention_fwd),
+      GPTRT_SYM(gptrt_attention_bwd),
+      GPTRT_SYM(gptrt_cross_entropy_fwd),
+      GPTRT_SYM(gptrt_cross_entropy_bwd),
+      GPTRT_SYM(gptrt_global_norm),
+      GPTRT_SYM(gptrt_clip_scale),
       GPTRT_SYM(gptrt_adamw),
-      GPTRT_SYM(gptrt_amax),             GPTRT_SYM(gptrt_scale_from_amax),
-      GPTRT_SYM(gptrt_quantize_fp8),     GPTRT_SYM(gptrt_scaled_matmul),
-      GPTRT_SYM(gptrt_amax_rows),        GPTRT_SYM(gptrt_row_scales),
-      GPTRT_SYM(gptrt_quantize_rows),    GPTRT_SYM(gptrt_scaled_matmul_rowwise),
-      GPTRT_SYM(gptrt_fp8_state_scale),  GPTRT_SYM(gptrt_fp8_state_update),
-      GPTRT_SYM(gptrt_convert_amax),     GPTRT_SYM(gptrt_convert_cast),
-      GPTRT_SYM(gptrt_layernorm_fwd_amax), GPTRT_SYM(gptrt_layernorm_fwd_cast),
-      GPTRT_SYM(gptrt_gelu_fwd_amax),    GPTRT_SYM(gptrt_gelu_fwd_cast),
-      GPTRT_SYM(gptrt_add_amax),         GPTRT_SYM(gptrt_add_cast),
-      GPTRT_SYM(gptrt_matmul_amax),      GPTRT_SYM(gptrt_matmul_cast),
-      GPTRT_SYM(gptrt_scaled_matmul_amax), GPTRT_SYM(gptrt_scaled_matmul_cast),
-      GPTRT_SYM(gptrt_grad_bucket_ready), GPTRT_SYM(gptrt_grad_sync),
-      GPTRT_SYM(gptrt_global_norm_sharded), GPTRT_SYM(gptrt_adamw_sharded),
+      GPTRT_SYM(gptrt_amax),
+      GPTRT_SYM(gptrt_scale_from_amax),
+      GPTRT_SYM(gptrt_quantize_fp8),
+      GPTRT_SYM(gptrt_scaled_matmul),
+      GPTRT_SYM(gptrt_amax_rows),
+      GPTRT_SYM(gptrt_row_scales),
+      GPTRT_SYM(gptrt_quantize_rows),
+      GPTRT_SYM(gptrt_scaled_matmul_rowwise),
+      GPTRT_SYM(gptrt_fp8_state_scale),
+      GPTRT_SYM(gptrt_fp8_state_update),
+      GPTRT_SYM(gptrt_convert_amax),
+      GPTRT_SYM(gptrt_convert_cast),
+      GPTRT_SYM(gptrt_layernorm_fwd_amax),
+      GPTRT_SYM(gptrt_layernorm_fwd_cast),
+      GPTRT_SYM(gptrt_gelu_fwd_amax),
+      GPTRT_SYM(gptrt_gelu_fwd_cast),
+      GPTRT_SYM(gptrt_add_amax),
+      GPTRT_SYM(gptrt_add_cast),
+      GPTRT_SYM(gptrt_matmul_amax),
+      GPTRT_SYM(gptrt_matmul_cast),
+      GPTRT_SYM(gptrt_scaled_matmul_amax),
+      GPTRT_SYM(gptrt_scaled_matmul_cast),
+      GPTRT_SYM(gptrt_grad_bucket_ready),
+      GPTRT_SYM(gptrt_grad_sync),
+      GPTRT_SYM(gptrt_global_norm_sharded),
+      GPTRT_SYM(gptrt_adamw_sharded),
       GPTRT_SYM(gptrt_gather_params),
   };
 #undef GPTRT_SYM

@@ -22,7 +22,9 @@
 //   61440 and above -> 57344. +-inf also saturates to +-max: __NV_SATFINITE
 //   clamps infinities too rather than keeping them.
 // - NaN of either sign and any payload -> 0x7F, a positive NaN in both
-//   formats: CUDA canonicalises the NaN before converting and drops its sign.
+//   formats: CUDA's software path canonicalises the NaN before converting
+//   and drops its sign (the hardware instruction of sm_89+ promises only a
+//   NaN, so the CUDA kernels map NaN to 0x7F themselves: Fp8Codes.cuh).
 // Widening (fp8 -> float) is exact for every finite code; every NaN code
 // widens to the float 0x7FFFFFFF, as CUDA's fp8 -> half -> float does.
 //

@@ -257,6 +257,22 @@ public:
                       int64_t strideC) = 0;
   // a, b bf16 codes (uint16), f32 accumulation; bias (may be null) f32,
   // added before c is stored as f32 or bf16 (outDtype, rounded once).
+  // gptrt_matmul_bf16_bias_gelu / _dgelu: the GELU (or its derivative at
+  // pre) in cuBLASLt's epilogue where it applies, else matmulBf16 and the
+  // GELU kernel. Results contiguous (batch 1 or strideC = m * n).
+  virtual void matmulBf16BiasGelu(const uint16_t *a, const uint16_t *b,
+                                  const float *bias, void *pre,
+                                  int64_t preDtype, void *out, int64_t outDtype,
+                                  int64_t batch, int64_t m, int64_t n,
+                                  int64_t k, bool transA, bool transB,
+                                  int64_t strideA, int64_t strideB,
+                                  int64_t strideC) = 0;
+  virtual void matmulBf16Dgelu(const uint16_t *a, const uint16_t *b,
+                               const void *pre, int64_t preDtype, void *dx,
+                               int64_t dxDtype, int64_t dgDtype, int64_t batch,
+                               int64_t m, int64_t n, int64_t k, bool transA,
+                               bool transB, int64_t strideA, int64_t strideB,
+                               int64_t strideC) = 0;
   virtual void matmulBf16(const uint16_t *a, const uint16_t *b,
                           const float *bias, void *c, int64_t outDtype,
                           int64_t batch, int64_t m, int64_t n, int64_t k,

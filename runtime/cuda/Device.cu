@@ -97,6 +97,7 @@ DeviceImpl::~DeviceImpl() {
   cudaFree(castStats_);
   cudaFree(scratch_);
   cudaFree(gemmScales_);
+  cudaFree(bf16Bias_);
   if (stream_)
     cudaStreamDestroy(stream_);
 }

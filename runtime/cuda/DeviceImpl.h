@@ -38,6 +38,11 @@ inline unsigned gridFor(int64_t n, int threads = 256) {
 
 // One cached cuBLASLt plan: descriptors and the heuristic's algorithm for a
 // shape, so a training step asks the heuristic once per GEMM shape.
+// The GELU epilogues of GemmKey::epilogue: none (a bias alone is
+// GemmKey::alignBias), GELU_AUX_BIAS (D = gelu(x + bias), aux = x + bias)
+// and DGELU (D = gelu'(aux) * x).
+enum GemmEpilogue { kNoGelu = 0, kGeluAuxBias = 1, kDgelu = 2 };
+
 struct GemmKey {
   // 0 f32, 1 bf16, 2 fp8, 3 bf16 with a bf16 result, 4 fp8 with a bf16
   // result
@@ -53,12 +58,16 @@ struct GemmKey {
   // FP8 only: CUBLASLT_MATMUL_DESC_FAST_ACCUM (gptrt_scaled_matmul's
   // fast_accum).
   bool fastAccum = false;
+  // A GELU epilogue (GemmEpilogue) and its aux matrix pointer's alignment.
+  int epilogue = 0;
+  int64_t alignAux = 0;
   bool operator<(const GemmKey &o) const {
     return std::tie(kind, batch, m, n, k, strideA, strideB, strideC, transA,
-                    transB, formatA, formatB, alignC, alignBias, fastAccum) <
+                    transB, formatA, formatB, alignC, alignBias, fastAccum,
+                    epilogue, alignAux) <
            std::tie(o.kind, o.batch, o.m, o.n, o.k, o.strideA, o.strideB,
                     o.strideC, o.transA, o.transB, o.formatA, o.formatB,
-                    o.alignC, o.alignBias, o.fastAccum);
+                    o.alignC, o.alignBias, o.fastAccum, o.epilogue, o.alignAux);
   }
 };
 
@@ -210,6 +219,17 @@ public:
   void matmul(const float *a, const float *b, float *c, int64_t batch,
               int64_t m, int64_t n, int64_t k, bool transA, bool transB,
               int64_t strideA, int64_t strideB, int64_t strideC) override;
+  void matmulBf16BiasGelu(const uint16_t *a, const uint16_t *b,
+                          const float *bias, void *pre, int64_t preDtype,
+                          void *out, int64_t outDtype, int64_t batch, int64_t m,
+                          int64_t n, int64_t k, bool transA, bool transB,
+                          int64_t strideA, int64_t strideB,
+                          int64_t strideC) override;
+  void matmulBf16Dgelu(const uint16_t *a, const uint16_t *b, const void *pre,
+                       int64_t preDtype, void *dx, int64_t dxDtype,
+                       int64_t dgDtype, int64_t batch, int64_t m, int64_t n,
+                       int64_t k, bool transA, bool transB, int64_t strideA,
+                       int64_t strideB, int64_t strideC) override;
   void matmulBf16(const uint16_t *a, const uint16_t *b, const float *bias,
                   void *c, int64_t outDtype, int64_t batch, int64_t m,
                   int64_t n, int64_t k, bool transA, bool transB,
@@ -232,25 +252,32 @@ private:
   // the input type.
   // With a bias, returns false (having run nothing) when cuBLASLt has no
   // bias-epilogue algorithm for the shape; the caller adds the bias itself.
+  // With a GELU epilogue (`aux` its matrix) it likewise returns false when
+  // cuBLASLt has none for the shape.
   template <typename T>
   bool plainGemm(int kind, const T *a, const T *b, void *c, int64_t batch,
                  int64_t m, int64_t n, int64_t k, bool transA, bool transB,
                  int64_t strideA, int64_t strideB, int64_t strideC,
-                 const float *bias = nullptr);
+                 const float *bias = nullptr, const void *aux = nullptr,
+                 int epilogue = kNoGelu);
+  // Gemm.cu: `bias` (n floats) rounded to bf16 in a buffer of this device,
+  // for the bias epilogues of GEMMs with a bf16 result: cuBLASLt takes a
+  // bias of D's type there (cublasLt.h, BIAS_DATA_TYPE).
+  const uint16_t *bf16Bias(const float *bias, int64_t n);
   // Layout.cu: c = sum + bias (per column) as f32 or bf16, over `batch`
   // rows x cols blocks strideC apart: a bias epilogue cuBLASLt refused.
   void biasStore(const float *sum, const float *bias, void *c, int64_t cDtype,
                  int64_t batch, int64_t rows, int64_t cols, int64_t strideC);
   // Gemm.cu: shared by the GEMM entry points.
-  void runGemm(GemmPlan &plan, const GemmKey &key, const void *a,
-               const void *b, void *c, const float *scaleA,
-               const float *scaleB, const float *bias);
+  void runGemm(GemmPlan &plan, const GemmKey &key, const void *a, const void *b,
+               void *c, const float *scaleA, const float *scaleB,
+               const void *bias, const void *aux = nullptr);
   // The cached plan of a shape; throws when cuBLASLt has no algorithm,
   // unless `mayRefuse`, which returns a plan marked refused instead. `bias`
-  // (with key.alignBias) is shown to the heuristic, which reads its
-  // alignment from the pointer.
+  // (with key.alignBias) and `aux` (with key.epilogue) are shown to the
+  // heuristic, which reads their alignment from the pointers.
   GemmPlan &planFor(const GemmKey &key, bool mayRefuse = false,
-                    const float *bias = nullptr);
+                    const void *bias = nullptr, const void *aux = nullptr);
 
   // FlashAttention.cu: whether the flash kernels take this call (see
   // setFlashAttention), and the kernels themselves.
@@ -277,6 +304,9 @@ private:
   void *workspace_ = nullptr;
   size_t workspaceBytes_ = 0;
   float *gemmScales_ = nullptr;  // 2 floats: FP8 dequantisation scales
+  // The bias of a GEMM with a bf16 result, rounded to bf16 (bf16Bias).
+  uint16_t *bf16Bias_ = nullptr;
+  size_t bf16BiasCount_ = 0;
   void *scratch_ = nullptr;
   size_t scratchBytes_ = 0;
   float *stepScalars_ = nullptr;  // 3 floats, see uploadStepScalars

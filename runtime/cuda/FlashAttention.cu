@@ -341,8 +341,11 @@ void allowSharedBytes(Kernel kernel, size_t bytes, const char *what) {
 bool DeviceImpl::flashAttentionApplies(int64_t batch, int64_t seq,
                                        int64_t width, int64_t heads,
                                        int64_t dtype) const {
+  // Empty calls (no batch, no sequence, no width) are the baseline's: it
+  // returns at once, where a flash grid would have no blocks.
   if (!flashAttention_ || dtype != GPTRT_DTYPE_BF16 || heads <= 0 ||
-      width % heads != 0 || batch * heads > 65535 || seq <= 0)
+      width <= 0 || width % heads != 0 || batch <= 0 || batch * heads > 65535 ||
+      seq <= 0)
     return false;
   const int64_t D = width / heads;
   return D % kFrag == 0 && D <= kMaxHeadDim &&

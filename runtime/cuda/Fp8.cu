@@ -5,6 +5,7 @@
 // the GPU (no host sync inside a step, DESIGN.md section 5).
 #include "runtime/abi/gptrt.h"
 #include "runtime/cuda/DeviceImpl.h"
+#include "runtime/cuda/Fp8Codes.cuh"
 #include "runtime/cuda/Reduce.cuh"
 
 #include <cuda_bf16.h>
@@ -79,7 +80,7 @@ __global__ void quantizeKernel(const float *x, const float *scale,
   // x * s is one rounded f32 multiply, as on the CPU; then the conversion.
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
-    q[i] = __nv_cvt_float_to_fp8(__fmul_rn(x[i], s), __NV_SATFINITE, Format);
+    q[i] = toFp8<Format>(__fmul_rn(x[i], s));
 }
 
 // Four elements per thread: a 16-byte load and a 4-byte store.
@@ -91,10 +92,8 @@ __global__ void quantize4Kernel(const float4 *x, const float *scale,
        i += int64_t(gridDim.x) * blockDim.x) {
     float4 v = x[i];
     q[i] = make_uchar4(
-        __nv_cvt_float_to_fp8(__fmul_rn(v.x, s), __NV_SATFINITE, Format),
-        __nv_cvt_float_to_fp8(__fmul_rn(v.y, s), __NV_SATFINITE, Format),
-        __nv_cvt_float_to_fp8(__fmul_rn(v.z, s), __NV_SATFINITE, Format),
-        __nv_cvt_float_to_fp8(__fmul_rn(v.w, s), __NV_SATFINITE, Format));
+        toFp8<Format>(__fmul_rn(v.x, s)), toFp8<Format>(__fmul_rn(v.y, s)),
+        toFp8<Format>(__fmul_rn(v.z, s)), toFp8<Format>(__fmul_rn(v.w, s)));
   }
 }
 
@@ -115,20 +114,75 @@ __global__ void amaxAnyKernel(const void *x, bool bf16, int64_t n,
     atomicMax(out, m);
 }
 
-// q = fp8(value * scale), at [c][r] when transposed (rows x cols values).
-// Transposed stores are uncoalesced: a tiled version comes with fusion.
+// q = fp8(value * scale) over n values stored f32 or bf16.
 template <__nv_fp8_interpretation_t Format>
 __global__ void castKernel(const void *x, bool bf16, const float *scale,
-                           uint8_t *q, int64_t rows, int64_t cols,
-                           bool transpose) {
+                           uint8_t *q, int64_t n) {
   const float s = *scale;
-  const int64_t n = rows * cols;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    q[i] = toFp8<Format>(__fmul_rn(valueAt(x, bf16, i), s));
+}
+
+// The _cast epilogue in one pass over the producer's output: the amax of
+// the values (as amaxAnyKernel) and their codes at a scale known in advance
+// (delayed scaling), row-major.
+template <__nv_fp8_interpretation_t Format>
+__global__ void amaxCastKernel(const void *x, bool bf16, const float *scale,
+                               uint8_t *q, int64_t n, unsigned *amax) {
+  const float s = *scale;
+  unsigned m = 0;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t at = transpose ? (i % cols) * rows + i / cols : i;
-    q[at] = __nv_cvt_float_to_fp8(__fmul_rn(valueAt(x, bf16, i), s),
-                                  __NV_SATFINITE, Format);
+    const float v = valueAt(x, bf16, i);
+    m = max(m, __float_as_uint(fabsf(v)));
+    q[i] = toFp8<Format>(__fmul_rn(v, s));
   }
+  m = blockMax(m, 0u);
+  if (threadIdx.x == 0 && m != 0)
+    atomicMax(amax, m);
+}
+
+// The same with the codes transposed (q[c][r] of x's [r][c]), the layout a
+// Hopper FP8 GEMM wants for the backward's operands: 32 x 32 tiles through
+// shared memory, so that both the reads of x and the writes of q are
+// coalesced. 256 threads, one warp per 4 rows of a tile; blocks walk the
+// tile rows (grid.y may be smaller than their number).
+constexpr int kCastTile = 32;
+
+template <__nv_fp8_interpretation_t Format>
+__global__ void amaxCastTransposedKernel(const void *x, bool bf16,
+                                         const float *scale, uint8_t *q,
+                                         int64_t rows, int64_t cols,
+                                         unsigned *amax) {
+  __shared__ uint8_t tile[kCastTile][kCastTile + 1];
+  const float s = *scale;
+  const int lane = threadIdx.x % kCastTile, warp = threadIdx.x / kCastTile;
+  const int warps = blockDim.x / kCastTile;
+  const int64_t c0 = int64_t(blockIdx.x) * kCastTile;
+  const int64_t tileRows = (rows + kCastTile - 1) / kCastTile;
+  unsigned m = 0;
+  for (int64_t tr = blockIdx.y; tr < tileRows; tr += gridDim.y) {
+    const int64_t r0 = tr * kCastTile;
+    for (int i = warp; i < kCastTile; i += warps) {
+      const int64_t r = r0 + i, c = c0 + lane;
+      if (r < rows && c < cols) {
+        const float v = valueAt(x, bf16, r * cols + c);
+        m = max(m, __float_as_uint(fabsf(v)));
+        tile[i][lane] = toFp8<Format>(__fmul_rn(v, s));
+      }
+    }
+    __syncthreads();
+    for (int i = warp; i < kCastTile; i += warps) {
+      const int64_t c = c0 + i, r = r0 + lane;
+      if (r < rows && c < cols)
+        q[c * rows + r] = tile[lane][i];
+    }
+    __syncthreads(); // the tile is refilled by the next tile row
+  }
+  m = blockMax(m, 0u);
+  if (threadIdx.x == 0 && m != 0)
+    atomicMax(amax, m);
 }
 
 // Rowwise scaling. amax per row (one block a row) or per column (one thread
@@ -174,8 +228,7 @@ __global__ void quantizeRowsKernel(const void *x, bool bf16,
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     const float s = alongCols ? scales[i % cols] : scales[i / cols];
-    q[i] = __nv_cvt_float_to_fp8(__fmul_rn(valueAt(x, bf16, i), s),
-                                 __NV_SATFINITE, Format);
+    q[i] = toFp8<Format>(__fmul_rn(valueAt(x, bf16, i), s));
   }
 }
 
@@ -226,8 +279,7 @@ __global__ void castStatsKernel(const void *x, bool bf16, int64_t n,
     m = max(m, __float_as_uint(magnitude));
     const float scaled = __fmul_rn(magnitude, s);
     clamped += Format == __NV_E4M3 ? scaled > limit : scaled >= limit;
-    const unsigned code =
-        __nv_cvt_float_to_fp8(__fmul_rn(v, s), __NV_SATFINITE, Format);
+    const unsigned code = toFp8<Format>(__fmul_rn(v, s));
     zeros += v != 0.0f && (code & 0x7Fu) == 0;
   }
   m = blockMax(m, 0u);
@@ -291,13 +343,12 @@ void DeviceImpl::quantizeFp8(const void *xData, int64_t xDtype,
     return;
   const bool e4m3 = format == GPTRT_FP8_E4M3;
   if (xDtype == GPTRT_DTYPE_BF16) {
-    // The fused epilogues' cast: one row of n values, not transposed.
     if (e4m3)
-      castKernel<__NV_E4M3><<<gridFor(n), 256, 0, stream_>>>(
-          xData, true, scale, q, 1, n, false);
+      castKernel<__NV_E4M3>
+          <<<gridFor(n), 256, 0, stream_>>>(xData, true, scale, q, n);
     else
-      castKernel<__NV_E5M2><<<gridFor(n), 256, 0, stream_>>>(
-          xData, true, scale, q, 1, n, false);
+      castKernel<__NV_E5M2>
+          <<<gridFor(n), 256, 0, stream_>>>(xData, true, scale, q, n);
     checkLaunch("gptrt_quantize_fp8");
     return;
   }
@@ -487,23 +538,43 @@ void DeviceImpl::castEpilogue(const void *out, int64_t dtype, int64_t rows,
                                 ", expected >= 0");
   const bool bf16 = dtype == GPTRT_DTYPE_BF16;
   const int64_t n = rows * cols;
+  if (q != nullptr)
+    requireFormat(format);
+  // The result is built in place: zero, then atomic maxima of the blocks.
   zero(amax, sizeof(float));
-  if (n > 0) {
-    unsigned blocks = gridFor(n, 512);
-    amaxAnyKernel<<<blocks > 1024 ? 1024 : blocks, 512, 0, stream_>>>(
-        out, bf16, n, reinterpret_cast<unsigned *>(amax));
-    checkLaunch("fused epilogue amax");
-  }
-  if (q == nullptr || n == 0)
+  if (n == 0)
     return;
-  requireFormat(format);
-  if (format == GPTRT_FP8_E4M3)
-    castKernel<__NV_E4M3><<<gridFor(n), 256, 0, stream_>>>(
-        out, bf16, scale, q, rows, cols, transpose);
-  else
-    castKernel<__NV_E5M2><<<gridFor(n), 256, 0, stream_>>>(
-        out, bf16, scale, q, rows, cols, transpose);
-  checkLaunch("fused epilogue cast");
+  unsigned *bits = reinterpret_cast<unsigned *>(amax);
+  unsigned blocks = gridFor(n, 512);
+  if (blocks > 1024)
+    blocks = 1024; // a grid-stride loop covers the rest
+  const bool e4m3 = format == GPTRT_FP8_E4M3;
+  if (q == nullptr) {
+    amaxAnyKernel<<<blocks, 512, 0, stream_>>>(out, bf16, n, bits);
+  } else if (!transpose) {
+    if (e4m3)
+      amaxCastKernel<__NV_E4M3>
+          <<<blocks, 512, 0, stream_>>>(out, bf16, scale, q, n, bits);
+    else
+      amaxCastKernel<__NV_E5M2>
+          <<<blocks, 512, 0, stream_>>>(out, bf16, scale, q, n, bits);
+  } else {
+    const int64_t tileCols = (cols + kCastTile - 1) / kCastTile,
+                  tileRows = (rows + kCastTile - 1) / kCastTile;
+    if (tileCols > 0x7FFFFFFF)
+      throw std::invalid_argument("fused epilogue cast of " +
+                                  std::to_string(cols) +
+                                  " columns: expected fewer than 2^36");
+    dim3 grid(unsigned(tileCols),
+              unsigned(tileRows < 65535 ? tileRows : 65535));
+    if (e4m3)
+      amaxCastTransposedKernel<__NV_E4M3>
+          <<<grid, 256, 0, stream_>>>(out, bf16, scale, q, rows, cols, bits);
+    else
+      amaxCastTransposedKernel<__NV_E5M2>
+          <<<grid, 256, 0, stream_>>>(out, bf16, scale, q, rows, cols, bits);
+  }
+  checkLaunch("fused epilogue (amax and cast)");
 }
 
 } // namespace gptrt::cuda

@@ -105,7 +105,7 @@ GemmPlan::~GemmPlan() {
 }
 
 GemmPlan &DeviceImpl::planFor(const GemmKey &key, bool mayRefuse,
-                              const float *bias) {
+                              const void *bias, const void *aux) {
   auto found = plans_.find(key);
   if (found != plans_.end())
     return found->second;
@@ -137,24 +137,50 @@ GemmPlan &DeviceImpl::planFor(const GemmKey &key, bool mayRefuse,
                                            &fastAccum, sizeof fastAccum),
             "set FAST_ACCUM");
     }
-    if (key.alignBias) {
+    if (key.alignBias || key.epilogue != kNoGelu) {
       // Our bias runs along c's columns, which are the rows of cuBLAS's
-      // column-major D (see the file comment): the BIAS epilogue's vector.
-      // It stays f32 and is added to the f32 sum before D is rounded.
-      cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+      // column-major D (see the file comment): the BIAS epilogue's vector,
+      // added to the f32 sum before D is rounded. It is f32, except for a
+      // bf16 D, whose bias cuBLASLt wants in bf16 (bf16Bias).
+      cublasLtEpilogue_t epilogue =
+          key.epilogue == kGeluAuxBias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS
+          : key.epilogue == kDgelu     ? CUBLASLT_EPILOGUE_DGELU
+                                       : CUBLASLT_EPILOGUE_BIAS;
       check(cublasLtMatmulDescSetAttribute(plan.op,
                                            CUBLASLT_MATMUL_DESC_EPILOGUE,
                                            &epilogue, sizeof epilogue),
             "set EPILOGUE");
-      cudaDataType biasType = CUDA_R_32F;
-      check(cublasLtMatmulDescSetAttribute(
-                plan.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &biasType,
-                sizeof biasType),
-            "set BIAS_DATA_TYPE");
-      check(cublasLtMatmulDescSetAttribute(plan.op,
-                                           CUBLASLT_MATMUL_DESC_BIAS_POINTER,
-                                           &bias, sizeof bias),
-            "set BIAS_POINTER");
+      if (key.alignBias) {
+        cudaDataType biasType = key.kind == 3 ? CUDA_R_16BF : CUDA_R_32F;
+        check(cublasLtMatmulDescSetAttribute(
+                  plan.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &biasType,
+                  sizeof biasType),
+              "set BIAS_DATA_TYPE");
+        check(cublasLtMatmulDescSetAttribute(plan.op,
+                                             CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                             &bias, sizeof bias),
+              "set BIAS_POINTER");
+      }
+      if (key.epilogue != kNoGelu) {
+        // The GELU input matrix, laid out as D (column-major, n rows: our
+        // row-major [m, n] result), in D's type (the default aux type).
+        const int64_t ld = key.n;
+        check(cublasLtMatmulDescSetAttribute(
+                  plan.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux,
+                  sizeof aux),
+              "set EPILOGUE_AUX_POINTER");
+        check(
+            cublasLtMatmulDescSetAttribute(
+                plan.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld, sizeof ld),
+            "set EPILOGUE_AUX_LD");
+        if (key.batch > 1) {
+          const int64_t stride = key.strideC;
+          check(cublasLtMatmulDescSetAttribute(
+                    plan.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE,
+                    &stride, sizeof stride),
+                "set EPILOGUE_AUX_BATCH_STRIDE");
+        }
+      }
     }
     // Stored shapes, column-major: operand 1 is n x k (op N) or k x n (op T).
     const uint64_t rows1 = key.transB ? key.k : key.n;
@@ -240,13 +266,19 @@ GemmPlan &DeviceImpl::planFor(const GemmKey &key, bool mayRefuse,
 
 void DeviceImpl::runGemm(GemmPlan &plan, const GemmKey &key, const void *a,
                          const void *b, void *c, const float *scaleA,
-                         const float *scaleB, const float *bias) {
+                         const float *scaleB, const void *bias,
+                         const void *aux) {
   const float alpha = 1.0f, beta = 0.0f;
   if (key.alignBias)
     check(cublasLtMatmulDescSetAttribute(plan.op,
                                          CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                          &bias, sizeof bias),
           "set BIAS_POINTER");
+  if (key.epilogue != kNoGelu)
+    check(cublasLtMatmulDescSetAttribute(
+              plan.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux,
+              sizeof aux),
+          "set EPILOGUE_AUX_POINTER");
   if (key.kind == 2 || key.kind == 4) {
     // cuBLASLt multiplies by the scales it is given; ours divide (q = x *
     // scale), so it gets their reciprocals, operand 1 (our b) first.
@@ -270,17 +302,45 @@ void DeviceImpl::runGemm(GemmPlan &plan, const GemmKey &key, const void *a,
         "cublasLtMatmul");
 }
 
+const uint16_t *DeviceImpl::bf16Bias(const float *bias, int64_t n) {
+  if (size_t(n) > bf16BiasCount_) {
+    // As scratch(): the warm-up call sizes it before any capture.
+    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+    check(cudaStreamIsCapturing(stream_, &capturing), "cudaStreamIsCapturing");
+    if (capturing != cudaStreamCaptureStatusNone)
+      throw std::runtime_error(
+          "the bf16 bias buffer must grow to " + std::to_string(n) +
+          " elements while a CUDA graph is being captured: run without "
+          "--cuda-graphs");
+    // A queued GEMM may still read the old buffer, and graphs hold it.
+    synchronize();
+    dropGraphs();
+    cudaFree(bf16Bias_);
+    bf16Bias_ = nullptr;
+    bf16BiasCount_ = 0;
+    const size_t grown = size_t(n) < 65536 ? 65536 : size_t(n);
+    check(cudaMalloc(reinterpret_cast<void **>(&bf16Bias_),
+                     grown * sizeof(uint16_t)),
+          "cudaMalloc(bf16 bias)");
+    bf16BiasCount_ = grown;
+  }
+  // On the stream, before the GEMM that reads it; the next GEMM's copy
+  // comes after this one's GEMM.
+  convert(bias, bf16Bias_, n, GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16);
+  return bf16Bias_;
+}
+
 template <typename T>
 bool DeviceImpl::plainGemm(int kind, const T *a, const T *b, void *c,
                            int64_t batch, int64_t m, int64_t n, int64_t k,
                            bool transA, bool transB, int64_t strideA,
-                           int64_t strideB, int64_t strideC,
-                           const float *bias) {
+                           int64_t strideB, int64_t strideC, const float *bias,
+                           const void *aux, int epilogue) {
   requireDims(batch, m, n, k);
   if (batch == 0 || m == 0 || n == 0)
     return true;
   if (k == 0) {
-    if (bias)
+    if (bias || epilogue != kNoGelu)
       return false;  // the caller's path adds the bias to zeros
     // An empty sum: zeros, whose bits are 0 in f32 and in bf16.
     const int64_t count = (batch - 1) * strideC + m * n;
@@ -289,14 +349,30 @@ bool DeviceImpl::plainGemm(int kind, const T *a, const T *b, void *c,
   }
   // Alignments travel in the format fields' upper bits (unused here).
   foldSharedB(batch, m, k, n, transA, strideA, strideB, strideC);
-  GemmKey key{kind,    batch,   m,       n,      k,
-              strideA, strideB, strideC, transA, transB,
-              alignmentOf(a) << 8, alignmentOf(b) << 8, alignmentOf(c),
-              bias ? alignmentOf(bias) : 0};
-  GemmPlan &plan = planFor(key, /*mayRefuse=*/bias != nullptr, bias);
+  const void *biasArg = bias;
+  if (bias && kind == 3)
+    biasArg = bf16Bias(bias, n);
+  GemmKey key{kind,
+              batch,
+              m,
+              n,
+              k,
+              strideA,
+              strideB,
+              strideC,
+              transA,
+              transB,
+              alignmentOf(a) << 8,
+              alignmentOf(b) << 8,
+              alignmentOf(c),
+              biasArg ? alignmentOf(biasArg) : 0};
+  key.epilogue = epilogue;
+  key.alignAux = epilogue != kNoGelu ? alignmentOf(aux) : 0;
+  GemmPlan &plan = planFor(
+      key, /*mayRefuse=*/bias != nullptr || epilogue != kNoGelu, biasArg, aux);
   if (plan.refused)
     return false;
-  runGemm(plan, key, a, b, c, nullptr, nullptr, bias);
+  runGemm(plan, key, a, b, c, nullptr, nullptr, biasArg, aux);
   return true;
 }
 
@@ -325,6 +401,47 @@ void DeviceImpl::matmulBf16(const uint16_t *a, const uint16_t *b,
   plainGemm(1, a, b, sum, batch, m, n, k, transA, transB, strideA, strideB,
             strideC);
   biasStore(sum, bias, c, outDtype, batch, m, n, strideC);
+}
+
+void DeviceImpl::matmulBf16BiasGelu(const uint16_t *a, const uint16_t *b,
+                                    const float *bias, void *pre,
+                                    int64_t preDtype, void *out,
+                                    int64_t outDtype, int64_t batch, int64_t m,
+                                    int64_t n, int64_t k, bool transA,
+                                    bool transB, int64_t strideA,
+                                    int64_t strideB, int64_t strideC) {
+  // cuBLASLt stores the aux matrix in D's type and wants its leading
+  // dimension (n) a multiple of 8.
+  const int kind = outDtype == GPTRT_DTYPE_BF16 ? 3 : 1;
+  if (preDtype == outDtype && n % 8 == 0 &&
+      plainGemm(kind, a, b, out, batch, m, n, k, transA, transB, strideA,
+                strideB, strideC, bias, pre, kGeluAuxBias))
+    return;
+  matmulBf16(a, b, bias, pre, preDtype, batch, m, n, k, transA, transB, strideA,
+             strideB, strideC);
+  geluForward(pre, preDtype, out, outDtype, batch * m * n);
+}
+
+void DeviceImpl::matmulBf16Dgelu(const uint16_t *a, const uint16_t *b,
+                                 const void *pre, int64_t preDtype, void *dx,
+                                 int64_t dxDtype, int64_t dgDtype,
+                                 int64_t batch, int64_t m, int64_t n, int64_t k,
+                                 bool transA, bool transB, int64_t strideA,
+                                 int64_t strideB, int64_t strideC) {
+  const int kind = dxDtype == GPTRT_DTYPE_BF16 ? 3 : 1;
+  if (preDtype == dxDtype && n % 8 == 0 &&
+      plainGemm(kind, a, b, dx, batch, m, n, k, transA, transB, strideA,
+                strideB, strideC, nullptr, pre, kDgelu))
+    return;
+  // The product in scratch as the unfused GEMM stored it, then the GELU
+  // gradient kernel.
+  const int64_t count = batch * m * n;
+  void *dg =
+      scratch(size_t(count) *
+              (dgDtype == GPTRT_DTYPE_BF16 ? sizeof(uint16_t) : sizeof(float)));
+  matmulBf16(a, b, nullptr, dg, dgDtype, batch, m, n, k, transA, transB,
+             strideA, strideB, strideC);
+  geluBackward(dg, dgDtype, pre, preDtype, dx, dxDtype, count);
 }
 
 void DeviceImpl::scaledMatmul(const uint8_t *a, const uint8_t *b,

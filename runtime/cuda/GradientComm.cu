@@ -6,6 +6,7 @@
 // conversion (which runtime/cpu/Fp8.h emulates), and sums in rank order.
 #include "runtime/core/GradientFp8Scale.h"
 #include "runtime/cuda/DeviceImpl.h"
+#include "runtime/cuda/Fp8Codes.cuh"
 #include "runtime/cuda/Reduce.cuh"
 
 #include <cuda_fp8.h>
@@ -35,8 +36,7 @@ __global__ void gradientEncodeKernel(const float *x, int64_t n,
   const float scale = gradientFp8Scale(*amax);
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
-    codes[i] = __nv_cvt_float_to_fp8(__fmul_rn(x[i], scale), __NV_SATFINITE,
-                                     __NV_E4M3);
+    codes[i] = toFp8<__NV_E4M3>(__fmul_rn(x[i], scale));
 }
 
 __device__ float decodeE4M3(uint8_t code) {

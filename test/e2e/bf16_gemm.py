@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
-"""gpt-bf16-gemm and gpt-bf16-kernels change where bf16 values are widened
-and narrowed, never the numbers: the tiny GPT compiled with both passes,
-with gpt-bf16-gemm alone and with neither trains to bit-identical losses and
-gradient norms (every f32 digit in the log), in bf16 and in fp8-tensorwise
-and fp8-rowwise with lm_head kept bf16 (--fp8-exclude=lm_head). Also checks that the
-rewrites happened (gptc --emit=rt, train_step): every bf16 GEMM is a
-matmul_bf16(_bias) kernel with its bias in the epilogue (no bias_add left),
-and each pass removes convert kernels. Prints the CPU step times side by
-side (not a timed test)."""
+"""gpt-bf16-gemm, gpt-bf16-kernels and rt-fuse-gemm-epilogue change where
+bf16 values are widened and narrowed and which kernel computes the GELU,
+never the numbers on the CPU: the tiny GPT compiled with all of them, with
+gpt-bf16-gemm alone, without the GELU epilogues and with neither storage
+pass trains to bit-identical losses and gradient norms (every f32 digit in
+the log), in bf16 and in fp8-tensorwise and fp8-rowwise with lm_head kept
+bf16 (--fp8-exclude=lm_head). Also checks that the rewrites happened (gptc
+--emit=rt, train_step): every bf16 GEMM is a matmul_bf16(_bias) kernel with
+its bias in the epilogue (no bias_add left), or one with the GELU (or its
+gradient) in it, and each storage pass removes convert kernels. Prints the
+CPU step times side by side (not a timed test)."""
 import json
 import os
 import statistics
@@ -18,12 +20,15 @@ import e2e_setup
 
 # (precision flags, GEMMs expected to read bf16: the tiny GPT has 4 blocks
 # of 4 linear layers plus lm_head, each with a forward, a grad_input and a
-# grad_weight GEMM; attention is its own kernel, not a GEMM here)
+# grad_weight GEMM; attention is its own kernel, not a GEMM here; GELU
+# epilogues: each block's mlp.fc forward and mlp.proj grad_input GEMM when
+# they are bf16)
 CASES = (
-    (["--precision=bf16"], 3 * (4 * 4 + 1)),
-    (["--precision=fp8-tensorwise", "--fp8-exclude=lm_head"], 3),
-    (["--precision=fp8-rowwise", "--fp8-exclude=lm_head"], 3),
+    (["--precision=bf16"], 3 * (4 * 4 + 1), 2 * 4),
+    (["--precision=fp8-tensorwise", "--fp8-exclude=lm_head"], 3, 0),
+    (["--precision=fp8-rowwise", "--fp8-exclude=lm_head"], 3, 0),
 )
+FUSED = ('rt.kernel "matmul_bf16_bias_gelu"', 'rt.kernel "matmul_bf16_dgelu"')
 
 
 def main():
@@ -31,16 +36,19 @@ def main():
     work = args.work
     failures, summary = [], []
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
-    for flags, gemms in CASES:
+    for flags, gemms, epilogues in CASES:
         name = flags[0].split("=")[1]
         runs, counts, ms = {}, {}, {}
-        # name -> (--bf16-gemm, --bf16-kernels)
-        variants = {"both": ("true", "true"), "gemm": ("true", "false"),
-                    "none": ("false", "false")}
-        for variant, (gemm, kernels) in variants.items():
+        # name -> (--bf16-gemm, --bf16-kernels, --gemm-epilogues)
+        variants = {"both": ("true", "true", "true"),
+                    "gemm": ("true", "false", "true"),
+                    "noepi": ("true", "true", "false"),
+                    "none": ("false", "false", "true")}
+        for variant, (gemm, kernels, epi) in variants.items():
             art = "%s/%s-%s.so" % (work, name, variant)
             compile_flags = [args.model, *flags, "--bf16-gemm=" + gemm,
-                             "--bf16-kernels=" + kernels]
+                             "--bf16-kernels=" + kernels,
+                             "--gemm-epilogues=" + epi]
             subprocess.run([args.gptc, *compile_flags, "-o", art], check=True)
             rt = subprocess.run([args.gptc, *compile_flags, "--emit=rt", "-o", "-"],
                                 check=True, capture_output=True, text=True).stdout
@@ -48,7 +56,9 @@ def main():
             train = train[:train.find("func.func @", 1)]
             counts[variant] = {
                 "bf16 GEMMs": train.count('rt.kernel "matmul_bf16"') +
-                              train.count('rt.kernel "matmul_bf16_bias"'),
+                              train.count('rt.kernel "matmul_bf16_bias"') +
+                              sum(train.count(k) for k in FUSED),
+                "GELU epilogues": sum(train.count(k) for k in FUSED),
                 "convert": train.count('rt.kernel "convert"'),
                 "bias_add": train.count('rt.kernel "bias_add"')}
             log = art + ".jsonl"
@@ -58,17 +68,26 @@ def main():
             with open(log) as f:
                 runs[variant] = [json.loads(line) for line in f]
             ms[variant] = statistics.median(r["step_ms"] for r in runs[variant][1:])
-        for variant in ("both", "gemm"):
+        for variant in ("both", "gemm", "noepi"):
             for key in ("loss", "grad_norm"):
                 got = [r[key] for r in runs[variant]]
                 want = [r[key] for r in runs["none"]]
                 if got != want:
                     failures.append("%s: %s differs (%s vs neither pass): %s vs %s"
                                     % (name, key, variant, got, want))
-        for variant, expected in (("both", gemms), ("gemm", gemms), ("none", 0)):
+        for variant, expected, fused in (
+                # gpt-bf16-gemm alone leaves the GELU reading an f32
+                # widening of the GEMM's bf16 result: nothing to fold.
+                ("both", gemms, epilogues), ("gemm", gemms, 0),
+                ("noepi", gemms, 0), ("none", 0, 0)):
             if counts[variant]["bf16 GEMMs"] != expected:
                 failures.append("%s: %d bf16 GEMM kernels (%s), expected %d" % (
                     name, counts[variant]["bf16 GEMMs"], variant, expected))
+            if counts[variant]["GELU epilogues"] != fused:
+                failures.append("%s: %d GEMMs with a GELU epilogue (%s), "
+                                "expected %d" % (
+                                    name, counts[variant]["GELU epilogues"],
+                                    variant, fused))
         if name == "bf16" and counts["gemm"]["bias_add"] != 0:
             failures.append("bf16: %d bias_add kernels left: every bias should "
                             "be in its bf16 GEMM's epilogue" % counts["gemm"]["bias_add"])
@@ -76,12 +95,15 @@ def main():
         if not converts[0] > converts[1] > converts[2]:
             failures.append("%s: convert kernels %s (neither, gemm, both): "
                             "expected each pass to remove some" % (name, converts))
-        summary.append("%s: %d bf16 GEMMs, convert kernels %d -> %d (bf16-gemm) "
-                       "-> %d (bf16-kernels), final loss %.7f in all three, "
-                       "CPU median step %.1f / %.1f / %.1f ms" % (
-                           name, counts["both"]["bf16 GEMMs"], *converts,
+        summary.append("%s: %d bf16 GEMMs (%d with a GELU epilogue), convert "
+                       "kernels %d -> %d (bf16-gemm) -> %d (bf16-kernels), "
+                       "final loss %.7f in all four, CPU median step %.1f / "
+                       "%.1f / %.1f / %.1f ms (neither, gemm, both, both "
+                       "without GELU epilogues)" % (
+                           name, counts["both"]["bf16 GEMMs"],
+                           counts["both"]["GELU epilogues"], *converts,
                            runs["both"][-1]["loss"], ms["none"], ms["gemm"],
-                           ms["both"]))
+                           ms["both"], ms["noepi"]))
     if failures:
         print("FAILED: " + "; ".join(failures))
         return 1

@@ -125,6 +125,64 @@ TEST_F(GpuTest, MatmulBf16AllLayouts) {
       }
 }
 
+// The GELU epilogues (gptrt_matmul_bf16_bias_gelu / _dgelu): cuBLASLt's
+// GELU_AUX_BIAS and DGELU where n is a multiple of 8, the GEMM and the GELU
+// kernel otherwise (n = 36), against the CPU's two kernels. The GPU takes
+// the GELU of the f32 sum (and a bf16-rounded bias), the CPU of the stored
+// bf16 pre-activation, so bf16 tolerance; outputs poisoned (0xFFFF).
+TEST_F(GpuTest, GeluEpiloguesMatchCpu) {
+  Context cpuCtx(Device::Cpu, {});
+  struct Case {
+    int64_t batch, m, n, k;
+  };
+  for (Case s :
+       {Case{1, 64, 256, 128}, Case{2, 32, 64, 96}, Case{1, 48, 36, 64}}) {
+    SCOPED_TRACE(std::to_string(s.batch) + "x" + std::to_string(s.m) + "x" +
+                 std::to_string(s.n) + "x" + std::to_string(s.k));
+    const int64_t count = s.batch * s.m * s.n;
+    std::vector<uint16_t> a = toBf16(randn(s.batch * s.m * s.k)),
+                          w = toBf16(randn(s.n * s.k, 0.2f)),
+                          dy = toBf16(randn(s.batch * s.m * s.k));
+    std::vector<float> bias = randn(s.n, 0.5f);
+    auto poisoned = [&] {
+      return upload(std::vector<uint16_t>(count, uint16_t(0xFFFF)));
+    };
+    // Forward: x [m, k] times w [n, k] transposed, as a linear layer.
+    uint16_t *pre = poisoned(), *out = poisoned();
+    gptrt_matmul_bf16_bias_gelu(g(), upload(a), upload(w), upload(bias), pre,
+                                out, s.batch, s.m, s.n, s.k, 0, 1, s.m * s.k, 0,
+                                s.m * s.n, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16);
+    expectOk();
+    std::vector<uint16_t> cpuPre(count), cpuOut(count);
+    gptrt_matmul_bf16_bias_gelu(cpuCtx.handle(), a.data(), w.data(),
+                                bias.data(), cpuPre.data(), cpuOut.data(),
+                                s.batch, s.m, s.n, s.k, 0, 1, s.m * s.k, 0,
+                                s.m * s.n, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16);
+    ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
+    EXPECT_LT(relErr(bf16Values(download(pre, count)), bf16Values(cpuPre)),
+              kBf16Tol);
+    EXPECT_LT(relErr(bf16Values(download(out, count)), bf16Values(cpuOut)),
+              kBf16Tol);
+    // Backward: dy [m, k] times w' [k, n] (the next layer's weight, here
+    // any [k, n] matrix), times gelu'(pre) -- the CPU's pre for both.
+    std::vector<uint16_t> w2 = toBf16(randn(s.k * s.n, 0.2f));
+    uint16_t *dx = poisoned();
+    gptrt_matmul_bf16_dgelu(g(), upload(dy), upload(w2), upload(cpuPre), dx,
+                            s.batch, s.m, s.n, s.k, 0, 0, s.m * s.k, 0,
+                            s.m * s.n, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16,
+                            GPTRT_DTYPE_BF16);
+    expectOk();
+    std::vector<uint16_t> cpuDx(count);
+    gptrt_matmul_bf16_dgelu(cpuCtx.handle(), dy.data(), w2.data(),
+                            cpuPre.data(), cpuDx.data(), s.batch, s.m, s.n, s.k,
+                            0, 0, s.m * s.k, 0, s.m * s.n, GPTRT_DTYPE_BF16,
+                            GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16);
+    ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
+    EXPECT_LT(relErr(bf16Values(download(dx, count)), bf16Values(cpuDx)),
+              kBf16Tol);
+  }
+}
+
 // See the comment at its use.
 constexpr double kFp8GemmTol = 1e-4;
 // With fast_accum (the forward GEMMs' setting) nothing promotes the tensor

@@ -387,6 +387,65 @@ TEST_F(AbiTest, MatmulBf16IsTheF32GemmOfTheWidenedOperands) {
   ctx.clearError();
 }
 
+// The GELU epilogues (rt-fuse-gemm-epilogue) are, on the CPU, the two
+// kernels they fold: the same bits for every storage combination the
+// compiler emits, and their arguments refused alike.
+TEST_F(AbiTest, GeluEpiloguesAreTheKernelsTheyFold) {
+  const int64_t batch = 2, m = 3, n = 8, k = 5, count = batch * m * n;
+  auto bf16Of = [](const F &x) {
+    std::vector<uint16_t> codes(x.size());
+    for (size_t i = 0; i < x.size(); ++i)
+      codes[i] = cpu::floatToBf16(x[i]);
+    return codes;
+  };
+  std::vector<uint16_t> a = bf16Of(randomF(batch * m * k, 41, -2, 2)),
+                        b = bf16Of(randomF(k * n, 43, -2, 2));
+  F bias = randomF(n, 47);
+  for (int64_t dtype : {GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16}) {
+    SCOPED_TRACE("dtype " + std::to_string(dtype));
+    const size_t bytes = size_t(count) * (dtype == GPTRT_DTYPE_F32 ? 4 : 2);
+    auto buffer = [&] { return std::vector<unsigned char>(bytes, 0xFF); };
+    // Forward: pre = a b + bias, out = gelu(pre).
+    auto pre = buffer(), out = buffer(), wantPre = buffer(), wantOut = buffer();
+    gptrt_matmul_bf16_bias_gelu(h, a.data(), b.data(), bias.data(), pre.data(),
+                                out.data(), batch, m, n, k, 0, 0, m * k, 0,
+                                m * n, dtype, dtype);
+    gptrt_matmul_bf16_bias(h, a.data(), b.data(), bias.data(), wantPre.data(),
+                           batch, m, n, k, 0, 0, m * k, 0, m * n, dtype);
+    gptrt_gelu_fwd(h, wantPre.data(), wantOut.data(), count, dtype, dtype);
+    EXPECT_EQ(pre, wantPre);
+    EXPECT_EQ(out, wantOut);
+    // Backward: dx = gelu'(pre) * (a b), the product stored as dg_dtype.
+    for (int64_t dgDtype : {GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16}) {
+      auto dx = buffer(), wantDx = buffer();
+      std::vector<unsigned char> dg(size_t(count) *
+                                    (dgDtype == GPTRT_DTYPE_F32 ? 4 : 2));
+      gptrt_matmul_bf16_dgelu(h, a.data(), b.data(), wantPre.data(), dx.data(),
+                              batch, m, n, k, 0, 0, m * k, 0, m * n, dgDtype,
+                              dtype, dtype);
+      gptrt_matmul_bf16(h, a.data(), b.data(), dg.data(), batch, m, n, k, 0, 0,
+                        m * k, 0, m * n, dgDtype);
+      gptrt_gelu_bwd(h, dg.data(), wantPre.data(), wantDx.data(), count,
+                     dgDtype, dtype, dtype);
+      EXPECT_EQ(dx, wantDx) << "dg_dtype " << dgDtype;
+    }
+  }
+  // Only contiguous results: the GELU runs over batch * m * n elements.
+  F pre(2 * count), out(2 * count);
+  gptrt_matmul_bf16_bias_gelu(h, a.data(), b.data(), bias.data(), pre.data(),
+                              out.data(), batch, m, n, k, 0, 0, m * k, 0,
+                              2 * m * n, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32);
+  EXPECT_THAT(ctx.error(),
+              ::testing::HasSubstr("stride_c 48, expected m * n = 24"));
+  ctx.clearError();
+  gptrt_matmul_bf16_dgelu(h, a.data(), b.data(), pre.data(), out.data(), batch,
+                          m, n, k, 0, 0, m * k, 0, m * n, 7, GPTRT_DTYPE_F32,
+                          GPTRT_DTYPE_F32);
+  EXPECT_THAT(ctx.error(),
+              ::testing::HasSubstr("dg_dtype 7, expected f32 (1) or bf16 (2)"));
+  ctx.clearError();
+}
+
 TEST_F(AbiTest, BiasAddIsInPlace) {
   F c = randomF(4 * 7, 17), bias = randomF(7, 18), want = c;
   cpu::addBias(want.data(), bias.data(), 4, 7);

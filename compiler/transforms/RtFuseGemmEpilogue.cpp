@@ -1,0 +1,182 @@
+// rt-fuse-gemm-epilogue: folds the GELU after a bf16 GEMM, and the GELU
+// gradient after a backward bf16 GEMM, into the GEMM's kernel (see
+// Passes.td). Runs on rt.alloc buffers, before rt-plan-memory, so moving a
+// result's definition up to the GEMM is what the planner then sees.
+#include "compiler/transforms/Passes.h"
+
+namespace gptc {
+#define GEN_PASS_DEF_RTFUSEGEMMEPILOGUE
+#include "compiler/transforms/Passes.h.inc"
+} // namespace gptc
+
+using namespace mlir;
+namespace rt = gptc::rt;
+
+namespace {
+
+int64_t constAt(rt::KernelOp op, unsigned i) {
+  return cast<IntegerAttr>(op.getConsts()[i]).getInt();
+}
+
+// The GEMM kernels' constants (Bufferize.cpp, gptrt_matmul_bf16):
+// batch, m, n, k, trans_a, trans_b, stride_a, stride_b, stride_c, dtype.
+constexpr unsigned kGemmConsts = 10;
+
+struct GemmShape {
+  int64_t elements; // batch * m * n
+  bool contiguous;
+};
+
+GemmShape shapeOf(rt::KernelOp gemm) {
+  const int64_t batch = constAt(gemm, 0), m = constAt(gemm, 1),
+                n = constAt(gemm, 2), strideC = constAt(gemm, 8);
+  return {batch * m * n, batch == 1 || strideC == m * n};
+}
+
+bool writes(Operation *op, Value buffer) {
+  auto kernel = dyn_cast<rt::KernelOp>(op);
+  return kernel && llvm::is_contained(kernel.getOutputs(), buffer);
+}
+
+class RtFuseGemmEpiloguePass
+    : public gptc::impl::RtFuseGemmEpilogueBase<RtFuseGemmEpiloguePass> {
+public:
+  using Base::Base;
+
+  void runOnOperation() override {
+    for (auto func : getOperation().getOps<func::FuncOp>()) {
+      if (func.isExternal())
+        continue;
+      SmallVector<rt::KernelOp> gemms;
+      func.walk([&](rt::KernelOp op) {
+        if (op.getKernel() == "matmul_bf16_bias" ||
+            op.getKernel() == "matmul_bf16")
+          gemms.push_back(op);
+      });
+      for (rt::KernelOp gemm : gemms) {
+        if (gemm.getConsts().size() != kGemmConsts ||
+            gemm.getOutputs().size() != 1 || !shapeOf(gemm).contiguous)
+          continue;
+        if (gemm.getKernel() == "matmul_bf16_bias")
+          fuseGelu(gemm);
+        else
+          fuseGeluGrad(gemm);
+      }
+    }
+  }
+
+private:
+  // The first op after `from` in its block that uses `value`, or null.
+  static Operation *nextUser(Operation *from, Value value) {
+    Operation *first = nullptr;
+    for (Operation *user : value.getUsers())
+      if (user != from && from->isBeforeInBlock(user) &&
+          (!first || user->isBeforeInBlock(first)))
+        first = user;
+    return first;
+  }
+
+  // Makes `buffer` (a result the fused kernel at `gemm` writes in place of
+  // `consumer`) defined before `gemm`: its rt.alloc moves up. False when it
+  // is defined otherwise after `gemm`, or used between the two.
+  static bool canWriteEarly(Value buffer, rt::KernelOp gemm,
+                            Operation *consumer) {
+    Operation *def = buffer.getDefiningOp();
+    if (def && gemm->isBeforeInBlock(def) && !isa<rt::AllocOp>(def))
+      return false;
+    for (Operation *user : buffer.getUsers())
+      if (user != consumer && gemm->isBeforeInBlock(user) &&
+          user->isBeforeInBlock(consumer))
+        return false;
+    return true;
+  }
+
+  static void defineBefore(Value buffer, rt::KernelOp gemm) {
+    Operation *def = buffer.getDefiningOp();
+    if (def && gemm->isBeforeInBlock(def))
+      def->moveBefore(gemm);
+  }
+
+  // matmul_bf16_bias -> y, then gelu_fwd(y) -> g: one matmul_bf16_bias_gelu
+  // writing y (kept for the backward) and g.
+  void fuseGelu(rt::KernelOp gemm) {
+    Value pre = gemm.getOutputs()[0];
+    auto gelu = dyn_cast_or_null<rt::KernelOp>(nextUser(gemm, pre));
+    if (!gelu || gelu.getKernel() != "gelu_fwd" ||
+        gelu.getInputs().size() != 1 || gelu.getInputs()[0] != pre ||
+        gelu.getOutputs().size() != 1 || gelu.getConsts().size() != 3)
+      return;
+    // gelu_fwd's constants: n, x_dtype, out_dtype.
+    if (constAt(gelu, 0) != shapeOf(gemm).elements ||
+        constAt(gelu, 1) != constAt(gemm, 9))
+      return;
+    Value out = gelu.getOutputs()[0];
+    if (!canWriteEarly(out, gemm, gelu))
+      return;
+    defineBefore(out, gemm);
+    SmallVector<Attribute> consts(gemm.getConsts().begin(),
+                                  gemm.getConsts().end());
+    consts.push_back(gelu.getConsts()[2]);
+    OpBuilder b(gemm);
+    rt::KernelOp::create(b, gemm.getLoc(), "matmul_bf16_bias_gelu",
+                         gemm.getInputs(), ValueRange{pre, out},
+                         /*stream=*/0, b.getArrayAttr(consts));
+    gelu.erase();
+    gemm.erase();
+    ++fusedGelu;
+  }
+
+  // matmul_bf16 -> dg, read only by gelu_bwd(dg, pre) -> dx: one
+  // matmul_bf16_dgelu reading pre and writing dx; dg is gone.
+  void fuseGeluGrad(rt::KernelOp gemm) {
+    Value dg = gemm.getOutputs()[0];
+    rt::KernelOp grad;
+    for (Operation *user : dg.getUsers()) {
+      if (user == gemm.getOperation())
+        continue;
+      auto kernel = dyn_cast<rt::KernelOp>(user);
+      if (!kernel || grad)
+        return; // another reader (or a reshape): dg is needed as it is
+      grad = kernel;
+    }
+    if (!grad || grad.getKernel() != "gelu_bwd" ||
+        grad.getInputs().size() != 2 || grad.getInputs()[0] != dg ||
+        grad.getOutputs().size() != 1 || grad.getConsts().size() != 4 ||
+        !gemm->isBeforeInBlock(grad))
+      return;
+    // gelu_bwd's constants: n, dout_dtype, x_dtype, dx_dtype.
+    if (constAt(grad, 0) != shapeOf(gemm).elements ||
+        constAt(grad, 1) != constAt(gemm, 9))
+      return;
+    // The pre-activation is read earlier than gelu_bwd read it: it must
+    // already hold its value at the GEMM and keep it until then.
+    Value pre = grad.getInputs()[1];
+    Operation *preDef = pre.getDefiningOp();
+    if (preDef && !preDef->isBeforeInBlock(gemm))
+      return;
+    for (Operation *user : pre.getUsers())
+      if (gemm->isBeforeInBlock(user) && user->isBeforeInBlock(grad) &&
+          writes(user, pre))
+        return;
+    Value dx = grad.getOutputs()[0];
+    if (!canWriteEarly(dx, gemm, grad))
+      return;
+    defineBefore(dx, gemm);
+    SmallVector<Value> ins(gemm.getInputs().begin(), gemm.getInputs().end());
+    ins.push_back(pre);
+    SmallVector<Attribute> consts(gemm.getConsts().begin(),
+                                  gemm.getConsts().end());
+    consts.push_back(grad.getConsts()[2]);
+    consts.push_back(grad.getConsts()[3]);
+    OpBuilder b(gemm);
+    rt::KernelOp::create(b, gemm.getLoc(), "matmul_bf16_dgelu", ins,
+                         ValueRange{dx}, /*stream=*/0, b.getArrayAttr(consts));
+    grad.erase();
+    gemm.erase();
+    if (Operation *def = dg.getDefiningOp(); def && dg.use_empty())
+      def->erase();
+    ++fusedGeluGrad;
+  }
+};
+
+} // namespace

@@ -1,0 +1,85 @@
+// RUN: gpt-opt %s -split-input-file -rt-fuse-gemm-epilogue | FileCheck %s
+
+// Forward: the GELU after a bf16 GEMM with a bias joins it; the GEMM keeps
+// writing the pre-activation, the GELU's buffer is now defined before it.
+// CHECK-LABEL: func.func @forward
+// CHECK: %[[Y:.*]] = rt.alloc : memref<16x64xbf16>
+// CHECK-NEXT: %[[G:.*]] = rt.alloc : memref<16x64xbf16>
+// CHECK-NEXT: rt.kernel "matmul_bf16_bias_gelu" ins(%{{.*}}, %{{.*}}, %{{.*}} : memref<16x32xbf16>, memref<64x32xbf16>, memref<64xf32>) outs(%[[Y]], %[[G]] : memref<16x64xbf16>, memref<16x64xbf16>) consts [1, 16, 64, 32, 0, 1, 0, 0, 0, 2, 2]
+// CHECK-NOT: gelu_fwd
+// CHECK: rt.kernel "fill" outs(%[[G]]
+func.func @forward() {
+  %a = rt.alloc : memref<16x32xbf16>
+  %w = rt.alloc : memref<64x32xbf16>
+  %bias = rt.alloc : memref<64xf32>
+  %y = rt.alloc : memref<16x64xbf16>
+  rt.kernel "matmul_bf16_bias" ins(%a, %w, %bias : memref<16x32xbf16>, memref<64x32xbf16>, memref<64xf32>) outs(%y : memref<16x64xbf16>) consts [1, 16, 64, 32, 0, 1, 0, 0, 0, 2]
+  %g = rt.alloc : memref<16x64xbf16>
+  rt.kernel "gelu_fwd" ins(%y : memref<16x64xbf16>) outs(%g : memref<16x64xbf16>) consts [1024, 2, 2]
+  rt.kernel "fill" outs(%g : memref<16x64xbf16>) consts [1024, 0.0]
+  return
+}
+
+// -----
+
+// Backward: a GEMM's product read only by the GELU gradient becomes one
+// kernel that reads the saved pre-activation; the product's buffer goes.
+// CHECK-LABEL: func.func @backward
+// CHECK: %[[PRE:.*]] = rt.alloc : memref<16x64xbf16>
+// CHECK: %[[DX:.*]] = rt.alloc : memref<16x64xbf16>
+// CHECK-NEXT: rt.kernel "matmul_bf16_dgelu" ins(%{{.*}}, %{{.*}}, %[[PRE]] : memref<16x32xbf16>, memref<32x64xbf16>, memref<16x64xbf16>) outs(%[[DX]] : memref<16x64xbf16>) consts [1, 16, 64, 32, 0, 0, 0, 0, 0, 2, 2, 2]
+// CHECK: rt.kernel "fill"
+// CHECK-NOT: gelu_bwd
+func.func @backward() {
+  %pre = rt.alloc : memref<16x64xbf16>
+  %dy = rt.alloc : memref<16x32xbf16>
+  %w = rt.alloc : memref<32x64xbf16>
+  %dg = rt.alloc : memref<16x64xbf16>
+  rt.kernel "matmul_bf16" ins(%dy, %w : memref<16x32xbf16>, memref<32x64xbf16>) outs(%dg : memref<16x64xbf16>) consts [1, 16, 64, 32, 0, 0, 0, 0, 0, 2]
+  %other = rt.alloc : memref<8xf32>
+  rt.kernel "fill" outs(%other : memref<8xf32>) consts [8, 0.0]
+  %dx = rt.alloc : memref<16x64xbf16>
+  rt.kernel "gelu_bwd" ins(%dg, %pre : memref<16x64xbf16>, memref<16x64xbf16>) outs(%dx : memref<16x64xbf16>) consts [1024, 2, 2, 2]
+  return
+}
+
+// -----
+
+// Not fused: the product is read by something else before the GELU (the
+// GELU would then see it early), another reader of the backward product,
+// and a result with gaps between its batches.
+// CHECK-LABEL: func.func @not_fused
+// CHECK-NOT: gelu"
+// CHECK-NOT: dgelu
+// CHECK: rt.kernel "matmul_bf16_bias"
+// CHECK: rt.kernel "gelu_fwd"
+// CHECK: rt.kernel "matmul_bf16"
+// CHECK: rt.kernel "gelu_bwd"
+// CHECK: rt.kernel "matmul_bf16_bias"
+// CHECK: rt.kernel "gelu_fwd"
+func.func @not_fused() {
+  %a = rt.alloc : memref<16x32xbf16>
+  %w = rt.alloc : memref<64x32xbf16>
+  %bias = rt.alloc : memref<64xf32>
+  %y = rt.alloc : memref<16x64xbf16>
+  rt.kernel "matmul_bf16_bias" ins(%a, %w, %bias : memref<16x32xbf16>, memref<64x32xbf16>, memref<64xf32>) outs(%y : memref<16x64xbf16>) consts [1, 16, 64, 32, 0, 1, 0, 0, 0, 2]
+  %s = rt.alloc : memref<64xf32>
+  rt.kernel "reduce_rows" ins(%y : memref<16x64xbf16>) outs(%s : memref<64xf32>) consts [16, 64, 2, 1]
+  %g = rt.alloc : memref<16x64xbf16>
+  rt.kernel "gelu_fwd" ins(%y : memref<16x64xbf16>) outs(%g : memref<16x64xbf16>) consts [1024, 2, 2]
+
+  %w2 = rt.alloc : memref<32x64xbf16>
+  %dg = rt.alloc : memref<16x64xbf16>
+  rt.kernel "matmul_bf16" ins(%a, %w2 : memref<16x32xbf16>, memref<32x64xbf16>) outs(%dg : memref<16x64xbf16>) consts [1, 16, 64, 32, 0, 0, 0, 0, 0, 2]
+  %dx = rt.alloc : memref<16x64xbf16>
+  rt.kernel "gelu_bwd" ins(%dg, %y : memref<16x64xbf16>, memref<16x64xbf16>) outs(%dx : memref<16x64xbf16>) consts [1024, 2, 2, 2]
+  %s2 = rt.alloc : memref<64xf32>
+  rt.kernel "reduce_rows" ins(%dg : memref<16x64xbf16>) outs(%s2 : memref<64xf32>) consts [16, 64, 2, 1]
+
+  %ab = rt.alloc : memref<2x8x32xbf16>
+  %yb = rt.alloc : memref<2x16x64xbf16>
+  rt.kernel "matmul_bf16_bias" ins(%ab, %w, %bias : memref<2x8x32xbf16>, memref<64x32xbf16>, memref<64xf32>) outs(%yb : memref<2x16x64xbf16>) consts [2, 8, 64, 32, 0, 1, 256, 0, 1024, 2]
+  %gb = rt.alloc : memref<2x16x64xbf16>
+  rt.kernel "gelu_fwd" ins(%yb : memref<2x16x64xbf16>) outs(%gb : memref<2x16x64xbf16>) consts [1024, 2, 2]
+  return
+}
