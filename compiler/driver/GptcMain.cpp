@@ -233,6 +233,13 @@ int gptcMain(int argc, char **argv) {
                      "cuBLASLt's GELU epilogues, on the CPU the same "
                      "numbers. =false keeps separate GELU kernels"),
       llvm::cl::init(true), llvm::cl::cat(category));
+  llvm::cl::opt<bool> fuseAddLayerNorm(
+      "fuse-add-layernorm",
+      llvm::cl::desc("Fuse each residual add into the layernorm that reads "
+                     "its sum (rt-fuse-add-layernorm; default true): one "
+                     "pass over the row on a GPU, the same numbers on the "
+                     "CPU. =false keeps separate kernels"),
+      llvm::cl::init(true), llvm::cl::cat(category));
   llvm::cl::opt<bool> bf16Gemm(
       "bf16-gemm",
       llvm::cl::desc("GEMMs whose operands are stored in bf16 read them "
@@ -421,6 +428,8 @@ int gptcMain(int argc, char **argv) {
       lower.addPass(createRtBufferize());
       if (gemmEpilogues)
         lower.addPass(createRtFuseGemmEpilogue());
+      if (fuseAddLayerNorm)
+        lower.addPass(createRtFuseAddLayerNorm());
       lower.addPass(createRtPlanMemory());
       if (failed(lower.run(work)))
         return 1;

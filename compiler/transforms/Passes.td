@@ -359,6 +359,25 @@ def RtFuseGemmEpilogue : Pass<"rt-fuse-gemm-epilogue", "::mlir::ModuleOp"> {
   ];
 }
 
+def RtFuseAddLayerNorm : Pass<"rt-fuse-add-layernorm", "::mlir::ModuleOp"> {
+  let summary = "Fuses each residual add into the layernorm that reads it";
+  let description = [{
+    Runs after rt-bufferize, before rt-plan-memory. An `add` (without
+    broadcast) whose result is next touched by the `layernorm_fwd` reading
+    it becomes one `add_layernorm_fwd` where the layernorm was: it still
+    stores the sum (the residual stream goes on), and on a GPU computes the
+    row statistics in the same pass. The add's operands must not be
+    written in between. On the CPU the fused kernel runs the two kernels it
+    replaces, with the same numbers; the FP8 variants of the layernorm
+    (`layernorm_fwd_amax`, `_cast`) are left alone.
+    `gptc --fuse-add-layernorm=false` leaves this pass out.
+  }];
+  let dependentDialects = ["::gptc::rt::RtDialect"];
+  let statistics = [
+    Statistic<"fused", "fused", "adds fused into their layernorm">,
+  ];
+}
+
 def RtPlanMemory : Pass<"rt-plan-memory", "::mlir::ModuleOp"> {
   let summary = "Places every rt.alloc in one activation arena by liveness";
   let description = [{

@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below or the manifest's meaning changes. */
-#define GPTRT_ABI_VERSION 16
+#define GPTRT_ABI_VERSION 17
 
 typedef struct gptrt_context gptrt_context;
 
@@ -72,6 +72,16 @@ void gptrt_layernorm_fwd(gptrt_context *ctx, const void *x, const float *w,
                          const float *b, void *out, float *mean, float *rstd,
                          int64_t rows, int64_t width, double eps,
                          int64_t x_dtype, int64_t out_dtype);
+/* The residual add and the layernorm after it (rt-fuse-add-layernorm):
+ * x = a + b stored as x_dtype (gptrt_add without broadcast), then
+ * gptrt_layernorm_fwd of the stored x. The CPU runs those two kernels; a
+ * GPU does both in one pass over each row, with the same arithmetic. */
+void gptrt_add_layernorm_fwd(gptrt_context *ctx, const void *a, const void *b,
+                             const float *w, const float *bias, void *x,
+                             void *out, float *mean, float *rstd, int64_t rows,
+                             int64_t width, double eps, int64_t a_dtype,
+                             int64_t b_dtype, int64_t x_dtype,
+                             int64_t out_dtype);
 /* Writes dx, dw and db (each f32 or bf16 storage, as dout and x). */
 void gptrt_layernorm_bwd(gptrt_context *ctx, const void *dout, const void *x,
                          const float *w, const float *mean, const float *rstd,

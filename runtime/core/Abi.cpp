@@ -670,6 +670,34 @@ GPTRT_EXPORT void gptrt_layernorm_fwd(gptrt_context *ctx, const void *x,
   });
 }
 
+GPTRT_EXPORT void
+gptrt_add_layernorm_fwd(gptrt_context *ctx, const void *a, const void *b,
+                        const float *w, const float *bias, void *x, void *out,
+                        float *mean, float *rstd, int64_t rows, int64_t width,
+                        double eps, int64_t a_dtype, int64_t b_dtype,
+                        int64_t x_dtype, int64_t out_dtype) {
+  guarded(
+      ctx, "gptrt_add_layernorm_fwd",
+      [&](Context &) {
+        requireNonNegative(rows, "rows");
+        // The two kernels it fuses, so the same numbers as without the fusion.
+        gptrt_add(ctx, a, b, x, rows, width, 0, a_dtype, b_dtype, x_dtype);
+        gptrt_layernorm_fwd(ctx, x, w, bias, out, mean, rstd, rows, width, eps,
+                            x_dtype, out_dtype);
+      },
+      [&](Context &, Gpu &g) {
+        requireNonNegative(rows, "rows");
+        requireNonNegative(width, "width");
+        requireStorageDtype(a_dtype, "a_dtype");
+        requireStorageDtype(b_dtype, "b_dtype");
+        requireStorageDtype(x_dtype, "x_dtype");
+        requireStorageDtype(out_dtype, "out_dtype");
+        g.addLayerNormForward(a, a_dtype, b, b_dtype, w, bias, x, x_dtype, out,
+                              out_dtype, mean, rstd, rows, width,
+                              static_cast<float>(eps));
+      });
+}
+
 GPTRT_EXPORT void gptrt_layernorm_bwd(gptrt_context *ctx, const void *dout,
                                       const void *x, const float *w,
                                       const float *mean, const float *rstd,
@@ -1661,6 +1689,7 @@ const std::vector<AbiSymbol> &abiSymbols() {
       GPTRT_SYM(gptrt_embedding_fwd),
       GPTRT_SYM(gptrt_embedding_bwd),
       GPTRT_SYM(gptrt_layernorm_fwd),
+      GPTRT_SYM(gptrt_add_layernorm_fwd),
       GPTRT_SYM(gptrt_layernorm_bwd),
       GPTRT_SYM(gptrt_matmul),
       GPTRT_SYM(gptrt_matmul_bf16),

@@ -116,6 +116,13 @@ public:
                                 const float *w, const float *b, void *out,
                                 int64_t outDtype, float *mean, float *rstd,
                                 int64_t rows, int64_t width, float eps) = 0;
+  // gptrt_add_layernorm_fwd: x = a + b and its layernorm, one pass.
+  virtual void addLayerNormForward(const void *a, int64_t aDtype, const void *b,
+                                   int64_t bDtype, const float *w,
+                                   const float *bias, void *x, int64_t xDtype,
+                                   void *out, int64_t outDtype, float *mean,
+                                   float *rstd, int64_t rows, int64_t width,
+                                   float eps) = 0;
   virtual void layerNormBackward(const void *dout, int64_t doutDtype,
                                  const void *x, int64_t xDtype,
                                  const float *w, const float *mean,

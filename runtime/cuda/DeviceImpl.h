@@ -130,6 +130,11 @@ public:
                         const float *b, void *out, int64_t outDtype,
                         float *mean, float *rstd, int64_t rows, int64_t width,
                         float eps) override;
+  void addLayerNormForward(const void *a, int64_t aDtype, const void *b,
+                           int64_t bDtype, const float *w, const float *bias,
+                           void *x, int64_t xDtype, void *out, int64_t outDtype,
+                           float *mean, float *rstd, int64_t rows,
+                           int64_t width, float eps) override;
   void layerNormBackward(const void *dout, int64_t doutDtype, const void *x,
                          int64_t xDtype, const float *w, const float *mean,
                          const float *rstd, void *dx, int64_t dxDtype,

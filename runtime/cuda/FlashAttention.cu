@@ -22,6 +22,7 @@
 #include <mma.h>
 
 #include <cmath>
+#include <cstdint>
 
 namespace gptrt::cuda {
 
@@ -36,6 +37,29 @@ constexpr int kWarps = 4;
 constexpr int kThreads = 32 * kWarps;
 constexpr int kFrag = 16;  // WMMA tile edge
 constexpr int kMaxHeadDim = 128;
+
+// Shared-memory tiles are row-major with each row padded by 16 bytes (bf16)
+// or 32 bytes (f32) past its D (or kTile) columns, so that the rows of a
+// 16x16 fragment fall in different banks: with rows of 2D or 4D bytes (D a
+// multiple of 16) they would all start in the same bank. The padding keeps
+// WMMA's rules: ldm a multiple of 8 elements for bf16 and 4 for f32, and
+// every fragment pointer 32-byte aligned (row offsets 16 * ld elements are
+// 32 * ld bytes for bf16 and 64 * ld for f32, column offsets multiples of 16
+// elements). Pad columns are never read. 8 f32 rather than 4: accumulator
+// fragments are stored two floats per lane, 4 rows of 32 bytes per
+// half-warp, which a row stride of 32 bytes mod 128 keeps apart and one of
+// 16 bytes does not.
+constexpr int kPadBf16 = 8;
+constexpr int kPadF32 = 8;
+__host__ __device__ constexpr int ldBf16(int cols) { return cols + kPadBf16; }
+__host__ __device__ constexpr int ldF32(int cols) { return cols + kPadF32; }
+constexpr int kLdScoreF32 = ldF32(kTile);   // 64 x 64 f32 score tiles
+constexpr int kLdScoreBf16 = ldBf16(kTile); // 64 x 64 bf16 score tiles
+static_assert(kPadBf16 % 8 == 0 && kPadF32 % 4 == 0,
+              "WMMA ldm: a multiple of 8 bf16 or 4 f32 elements");
+static_assert(kTile % kFrag == 0 && kLdScoreBf16 % 8 == 0 &&
+                  kLdScoreF32 % 4 == 0,
+              "score tiles: WMMA ldm and 32-byte fragment alignment");
 
 using AccFrag = wmma::fragment<wmma::accumulator, kFrag, kFrag, kFrag, float>;
 template <typename Layout>
@@ -57,22 +81,40 @@ __device__ int64_t at(const FlashDims &d, int64_t b, int64_t h, int64_t t,
 }
 
 // rows [t0, t0 + kTile) x D of head (b, h) into shared memory (row-major,
-// leading dimension D); rows past the sequence are zeros.
+// leading dimension ldBf16(D)); rows past the sequence are zeros. A row of
+// the head starts at ((b T + t) C + h D) elements from src, 16-byte aligned
+// when src is and D is a multiple of 8 (C = H D then is too): 16-byte
+// vectors then, 2-byte elements otherwise. Shared rows of 2 D + 16 bytes
+// from a 128-byte-aligned tile keep the vector stores aligned.
 __device__ void loadTile(bf16 *dst, const bf16 *src, const FlashDims &d,
                          int64_t b, int64_t h, int64_t t0) {
+  const int ld = ldBf16(d.D);
+  if (d.D % 8 == 0 && reinterpret_cast<uintptr_t>(src) % 16 == 0) {
+    const int chunks = d.D / 8; // 8 bf16 per 16-byte vector
+    for (int i = threadIdx.x; i < kTile * chunks; i += blockDim.x) {
+      const int r = i / chunks, c = (i - r * chunks) * 8;
+      const int64_t t = t0 + r;
+      uint4 x = make_uint4(0, 0, 0, 0); // bf16 zeros
+      if (t < d.T)
+        x = *reinterpret_cast<const uint4 *>(src + at(d, b, h, t, c));
+      *reinterpret_cast<uint4 *>(dst + r * ld + c) = x;
+    }
+    return;
+  }
   const bf16 zero = __float2bfloat16(0.0f);
   for (int i = threadIdx.x; i < kTile * d.D; i += blockDim.x) {
     const int r = i / d.D, c = i % d.D;
     const int64_t t = t0 + r;
-    dst[i] = t < d.T ? src[at(d, b, h, t, c)] : zero;
+    dst[r * ld + c] = t < d.T ? src[at(d, b, h, t, c)] : zero;
   }
 }
 
-// c[kTile x kTile] (f32, ld kTile) = a[kTile x D] b[kTile x D]^T, both
-// row-major with ld D: the scores Q K^T (or dO V^T). Each warp takes
-// every kWarps-th 16x16 output tile.
+// c[kTile x kTile] (f32, ld kLdScoreF32) = a[kTile x D] b[kTile x D]^T,
+// both row-major with ld ldBf16(D): the scores Q K^T (or dO V^T). Each warp
+// takes every kWarps-th 16x16 output tile.
 __device__ void gemmABt(float *c, const bf16 *a, const bf16 *b, int D) {
   constexpr int tiles = kTile / kFrag;
+  const int ld = ldBf16(D);
   for (int t = threadIdx.x / 32; t < tiles * tiles; t += kWarps) {
     const int ti = t / tiles, tj = t % tiles;
     AccFrag acc;
@@ -80,48 +122,51 @@ __device__ void gemmABt(float *c, const bf16 *a, const bf16 *b, int D) {
     for (int kk = 0; kk < D; kk += kFrag) {
       AFrag<wmma::row_major> fa;
       // b^T read column-major: element (kk + x, tj*16 + y) of b^T is
-      // b[tj*16 + y][kk + x], at b + (tj*16 + y) * D + kk + x.
+      // b[tj*16 + y][kk + x], at b + (tj*16 + y) * ld + kk + x.
       BFrag<wmma::col_major> fb;
-      wmma::load_matrix_sync(fa, a + ti * kFrag * D + kk, D);
-      wmma::load_matrix_sync(fb, b + tj * kFrag * D + kk, D);
+      wmma::load_matrix_sync(fa, a + ti * kFrag * ld + kk, ld);
+      wmma::load_matrix_sync(fb, b + tj * kFrag * ld + kk, ld);
       wmma::mma_sync(acc, fa, fb, acc);
     }
-    wmma::store_matrix_sync(c + ti * kFrag * kTile + tj * kFrag, acc, kTile,
-                            wmma::mem_row_major);
+    wmma::store_matrix_sync(c + ti * kFrag * kLdScoreF32 + tj * kFrag, acc,
+                            kLdScoreF32, wmma::mem_row_major);
   }
 }
 
-// c[kTile x D] (f32, ld D) += p[kTile x kTile] v[kTile x D]: p row-major
-// (ld kTile), or read transposed (p^T, for dV = P^T dO and dK = dS^T Q);
-// v row-major (ld D). `accumulate` false starts from zero instead of c.
+// c[kTile x D] (f32, ld ldF32(D)) += p[kTile x kTile] v[kTile x D]: p
+// row-major (ld kLdScoreBf16), or read transposed (p^T, for dV = P^T dO and
+// dK = dS^T Q); v row-major (ld ldBf16(D)). `accumulate` false starts from
+// zero instead of c.
 template <bool TransposeP>
 __device__ void gemmPV(float *c, const bf16 *p, const bf16 *v, int D,
                        bool accumulate) {
   const int tilesD = D / kFrag;
+  const int ldc = ldF32(D), ldv = ldBf16(D);
+  constexpr int ldp = kLdScoreBf16;
   for (int t = threadIdx.x / 32; t < (kTile / kFrag) * tilesD; t += kWarps) {
     const int ti = t / tilesD, td = t % tilesD;
     AccFrag acc;
-    float *out = c + ti * kFrag * D + td * kFrag;
+    float *out = c + ti * kFrag * ldc + td * kFrag;
     if (accumulate)
-      wmma::load_matrix_sync(acc, out, D, wmma::mem_row_major);
+      wmma::load_matrix_sync(acc, out, ldc, wmma::mem_row_major);
     else
       wmma::fill_fragment(acc, 0.0f);
     for (int kk = 0; kk < kTile; kk += kFrag) {
       BFrag<wmma::row_major> fb;
-      wmma::load_matrix_sync(fb, v + kk * D + td * kFrag, D);
+      wmma::load_matrix_sync(fb, v + kk * ldv + td * kFrag, ldv);
       if constexpr (TransposeP) {
         // p^T (row ti*16 + x, column kk + y) is p[kk + y][ti*16 + x]:
-        // column-major from p + kk * kTile + ti * 16.
+        // column-major from p + kk * ldp + ti * 16.
         AFrag<wmma::col_major> fa;
-        wmma::load_matrix_sync(fa, p + kk * kTile + ti * kFrag, kTile);
+        wmma::load_matrix_sync(fa, p + kk * ldp + ti * kFrag, ldp);
         wmma::mma_sync(acc, fa, fb, acc);
       } else {
         AFrag<wmma::row_major> fa;
-        wmma::load_matrix_sync(fa, p + ti * kFrag * kTile + kk, kTile);
+        wmma::load_matrix_sync(fa, p + ti * kFrag * ldp + kk, ldp);
         wmma::mma_sync(acc, fa, fb, acc);
       }
     }
-    wmma::store_matrix_sync(out, acc, D, wmma::mem_row_major);
+    wmma::store_matrix_sync(out, acc, ldc, wmma::mem_row_major);
   }
 }
 
@@ -131,8 +176,9 @@ __device__ bool visible(const FlashDims &d, int64_t qi, int64_t kj) {
 }
 
 // Shared memory carved in order; every piece's size is a multiple of 128
-// bytes for the shapes allowed (D a multiple of 16), which keeps WMMA's
-// 32-byte alignment.
+// bytes for the shapes allowed (D a multiple of 16; padded tiles of 64 rows
+// of 2 D + 16 or 4 D + 32 bytes), which keeps WMMA's 32-byte alignment and
+// loadTile's 16-byte stores.
 struct Carver {
   unsigned char *next;
   template <typename T> __device__ T *take(size_t count) {
@@ -142,20 +188,37 @@ struct Carver {
   }
 };
 
-size_t forwardSharedBytes(int D) {
-  return 3 * size_t(kTile) * D * sizeof(bf16) +       // Q, K, V
-         size_t(kTile) * kTile * (sizeof(float) + sizeof(bf16)) +  // S, P
-         size_t(kTile) * D * sizeof(float) +          // O
-         2 * size_t(kTile) * sizeof(float);           // row max, row sum
+// Elements of one padded tile of kTile rows.
+__host__ __device__ constexpr size_t tileBf16(int cols) {
+  return size_t(kTile) * ldBf16(cols);
+}
+__host__ __device__ constexpr size_t tileF32(int cols) {
+  return size_t(kTile) * ldF32(cols);
 }
 
-size_t backwardSharedBytes(int D) {
-  return 4 * size_t(kTile) * D * sizeof(bf16) +       // K, V, Q, dO
-         2 * size_t(kTile) * kTile * sizeof(float) +  // P (f32), dP
-         2 * size_t(kTile) * kTile * sizeof(bf16) +   // P, dS (bf16)
-         3 * size_t(kTile) * D * sizeof(float) +      // dK, dV, dQ part
-         2 * size_t(kTile) * sizeof(float);           // lse, delta rows
+constexpr size_t forwardSharedBytes(int D) {
+  return 3 * tileBf16(D) * sizeof(bf16) +   // Q, K, V
+         tileF32(kTile) * sizeof(float) +   // S
+         tileBf16(kTile) * sizeof(bf16) +   // P
+         tileF32(D) * sizeof(float) +       // O
+         2 * size_t(kTile) * sizeof(float); // row max, row sum
 }
+
+constexpr size_t backwardSharedBytes(int D) {
+  return 4 * tileBf16(D) * sizeof(bf16) +     // K, V, Q, dO
+         2 * tileF32(kTile) * sizeof(float) + // P (f32), dP
+         2 * tileBf16(kTile) * sizeof(bf16) + // P, dS (bf16)
+         3 * tileF32(D) * sizeof(float) +     // dK, dV, dQ part
+         2 * size_t(kTile) * sizeof(float);   // lse, delta rows
+}
+
+// flashAttentionApplies compares with the device's opt-in limit at run
+// time; with the padding, D = 128 still fits sm_90's 232448 bytes
+// (229888 for the backward).
+static_assert(backwardSharedBytes(kMaxHeadDim) <= 232448 &&
+                  forwardSharedBytes(kMaxHeadDim) <=
+                      backwardSharedBytes(kMaxHeadDim),
+              "flash attention at D = 128 fits sm_90's shared memory");
 
 __global__ void __launch_bounds__(kThreads)
     flashForwardKernel(const bf16 *q, const bf16 *k, const bf16 *v, bf16 *out,
@@ -163,19 +226,20 @@ __global__ void __launch_bounds__(kThreads)
   extern __shared__ __align__(128) unsigned char smem[];
   Carver carve{smem};
   const int D = d.D;
-  bf16 *Qs = carve.take<bf16>(kTile * D), *Ks = carve.take<bf16>(kTile * D),
-       *Vs = carve.take<bf16>(kTile * D);
-  float *S = carve.take<float>(kTile * kTile);
-  bf16 *P = carve.take<bf16>(kTile * kTile);
-  float *O = carve.take<float>(kTile * D), *rowMax = carve.take<float>(kTile),
+  const int ldO = ldF32(D);
+  bf16 *Qs = carve.take<bf16>(tileBf16(D)), *Ks = carve.take<bf16>(tileBf16(D)),
+       *Vs = carve.take<bf16>(tileBf16(D));
+  float *S = carve.take<float>(tileF32(kTile));
+  bf16 *P = carve.take<bf16>(tileBf16(kTile));
+  float *O = carve.take<float>(tileF32(D)), *rowMax = carve.take<float>(kTile),
         *rowSum = carve.take<float>(kTile);
 
   const int64_t b = blockIdx.y / d.H, h = blockIdx.y % d.H;
   const int64_t q0 = int64_t(blockIdx.x) * kTile;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   loadTile(Qs, q, d, b, h, q0);
-  for (int i = threadIdx.x; i < kTile * D; i += blockDim.x)
-    O[i] = 0.0f;
+  for (int i = threadIdx.x; i < kTile * ldO; i += blockDim.x)
+    O[i] = 0.0f; // pad columns too: never read
   for (int r = threadIdx.x; r < kTile; r += blockDim.x) {
     rowMax[r] = -INFINITY;
     rowSum[r] = 0.0f;
@@ -190,7 +254,7 @@ __global__ void __launch_bounds__(kThreads)
     // Online softmax, one warp per row: rescale what O holds by
     // exp(old max - new max) and add this tile's probabilities.
     for (int r = warp; r < kTile; r += kWarps) {
-      float *s = S + r * kTile;
+      float *s = S + r * kLdScoreF32;
       float tileMax = -INFINITY;
       for (int c = lane; c < kTile; c += 32) {
         s[c] = visible(d, q0 + r, k0 + c) ? s[c] * d.scale : -INFINITY;
@@ -206,11 +270,11 @@ __global__ void __launch_bounds__(kThreads)
       for (int c = lane; c < kTile; c += 32) {
         const float p = none || s[c] == -INFINITY ? 0.0f : expf(s[c] - newMax);
         sum += p;
-        P[r * kTile + c] = __float2bfloat16(p);
+        P[r * kLdScoreBf16 + c] = __float2bfloat16(p);
       }
       sum = warpSum(sum);
       for (int c = lane; c < D; c += 32)
-        O[r * D + c] *= corr;
+        O[r * ldO + c] *= corr;
       if (lane == 0) {
         rowMax[r] = newMax;
         rowSum[r] = rowSum[r] * corr + sum;
@@ -223,7 +287,8 @@ __global__ void __launch_bounds__(kThreads)
   for (int i = threadIdx.x; i < kTile * D; i += blockDim.x) {
     const int r = i / D, c = i % D;
     if (q0 + r < d.T)
-      out[at(d, b, h, q0 + r, c)] = __float2bfloat16(O[i] / rowSum[r]);
+      out[at(d, b, h, q0 + r, c)] =
+          __float2bfloat16(O[r * ldO + c] / rowSum[r]);
   }
   for (int r = threadIdx.x; r < kTile; r += blockDim.x)
     if (q0 + r < d.T)
@@ -255,14 +320,17 @@ __global__ void __launch_bounds__(kThreads)
   extern __shared__ __align__(128) unsigned char smem[];
   Carver carve{smem};
   const int D = d.D;
-  bf16 *Ks = carve.take<bf16>(kTile * D), *Vs = carve.take<bf16>(kTile * D),
-       *Qs = carve.take<bf16>(kTile * D), *dOs = carve.take<bf16>(kTile * D);
-  float *P = carve.take<float>(kTile * kTile),
-        *dP = carve.take<float>(kTile * kTile);
-  bf16 *Pb = carve.take<bf16>(kTile * kTile),
-       *dSb = carve.take<bf16>(kTile * kTile);
-  float *dK = carve.take<float>(kTile * D), *dV = carve.take<float>(kTile * D),
-        *dQ = carve.take<float>(kTile * D);
+  const int ldAcc = ldF32(D);
+  bf16 *Ks = carve.take<bf16>(tileBf16(D)), *Vs = carve.take<bf16>(tileBf16(D)),
+       *Qs = carve.take<bf16>(tileBf16(D)),
+       *dOs = carve.take<bf16>(tileBf16(D));
+  float *P = carve.take<float>(tileF32(kTile)),
+        *dP = carve.take<float>(tileF32(kTile));
+  bf16 *Pb = carve.take<bf16>(tileBf16(kTile)),
+       *dSb = carve.take<bf16>(tileBf16(kTile));
+  float *dK = carve.take<float>(tileF32(D)),
+        *dV = carve.take<float>(tileF32(D)),
+        *dQ = carve.take<float>(tileF32(D));
   float *lseRow = carve.take<float>(kTile), *deltaRow = carve.take<float>(kTile);
 
   const int64_t b = blockIdx.y / d.H, h = blockIdx.y % d.H;
@@ -270,8 +338,8 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t stats = (b * d.H + h) * d.T;
   loadTile(Ks, k, d, b, h, k0);
   loadTile(Vs, v, d, b, h, k0);
-  for (int i = threadIdx.x; i < kTile * D; i += blockDim.x)
-    dK[i] = dV[i] = 0.0f;
+  for (int i = threadIdx.x; i < kTile * ldAcc; i += blockDim.x)
+    dK[i] = dV[i] = 0.0f; // pad columns too: never read
   // Under the causal mask, queries before k0 see none of these keys.
   for (int64_t q0 = d.causal ? k0 : 0; q0 < d.T; q0 += kTile) {
     loadTile(Qs, q, d, b, h, q0);
@@ -287,12 +355,12 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();
     for (int i = threadIdx.x; i < kTile * kTile; i += blockDim.x) {
       const int r = i / kTile, c = i % kTile;
-      const float p = visible(d, q0 + r, k0 + c)
-                          ? expf(P[i] * d.scale - lseRow[r])
-                          : 0.0f;
-      Pb[i] = __float2bfloat16(p);
+      const int f = r * kLdScoreF32 + c, e = r * kLdScoreBf16 + c;
+      const float p =
+          visible(d, q0 + r, k0 + c) ? expf(P[f] * d.scale - lseRow[r]) : 0.0f;
+      Pb[e] = __float2bfloat16(p);
       // dS = P (dP - delta), with the score scale folded in once.
-      dSb[i] = __float2bfloat16(p * (dP[i] - deltaRow[r]) * d.scale);
+      dSb[e] = __float2bfloat16(p * (dP[f] - deltaRow[r]) * d.scale);
     }
     __syncthreads();
     gemmPV<true>(dV, Pb, dOs, D, /*accumulate=*/true);   // dV += P^T dO
@@ -302,15 +370,15 @@ __global__ void __launch_bounds__(kThreads)
     for (int i = threadIdx.x; i < kTile * D; i += blockDim.x) {
       const int r = i / D, c = i % D;
       if (q0 + r < d.T)
-        atomicAdd(&dqSum[at(d, b, h, q0 + r, c)], dQ[i]);
+        atomicAdd(&dqSum[at(d, b, h, q0 + r, c)], dQ[r * ldAcc + c]);
     }
     __syncthreads();  // before the next query tile overwrites the buffers
   }
   for (int i = threadIdx.x; i < kTile * D; i += blockDim.x) {
     const int r = i / D, c = i % D;
     if (k0 + r < d.T) {
-      dk[at(d, b, h, k0 + r, c)] = __float2bfloat16(dK[i]);
-      dv[at(d, b, h, k0 + r, c)] = __float2bfloat16(dV[i]);
+      dk[at(d, b, h, k0 + r, c)] = __float2bfloat16(dK[r * ldAcc + c]);
+      dv[at(d, b, h, k0 + r, c)] = __float2bfloat16(dV[r * ldAcc + c]);
     }
   }
 }

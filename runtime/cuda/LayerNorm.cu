@@ -39,6 +39,37 @@ __global__ void layerNormForwardKernel(Storage x, const float *w,
   }
 }
 
+// The residual add fused in front: x = a + b is stored and its rounded
+// value summed in the same first pass, so the statistics and the output
+// are those of layerNormForwardKernel over the stored x.
+__global__ void addLayerNormForwardKernel(Storage a, Storage b, Storage x,
+                                          const float *w, const float *bias,
+                                          Storage out, float *mean, float *rstd,
+                                          int64_t width, float eps) {
+  const int64_t r = blockIdx.x, row = r * width;
+  float sum = 0;
+  for (int64_t j = threadIdx.x; j < width; j += blockDim.x) {
+    const float v = x.rounded(a.load(row + j) + b.load(row + j));
+    x.store(row + j, v);
+    sum += v;
+  }
+  const float mu = blockSum(sum) / width;
+  // Each thread reads back only the elements it stored.
+  float sq = 0;
+  for (int64_t j = threadIdx.x; j < width; j += blockDim.x) {
+    float d = x.load(row + j) - mu;
+    sq += d * d;
+  }
+  const float var = blockSum(sq) / width;
+  const float s = rsqrtf(var + eps);
+  for (int64_t j = threadIdx.x; j < width; j += blockDim.x)
+    out.store(row + j, (x.load(row + j) - mu) * s * w[j] + bias[j]);
+  if (threadIdx.x == 0) {
+    mean[r] = mu;
+    rstd[r] = s;
+  }
+}
+
 // Block `blockIdx.x` handles rows blockIdx.x, + gridDim.x, ...: dx of each,
 // and its own partial sums of dweight and dbias in partial[blockIdx.x].
 __global__ void layerNormBackwardKernel(Storage dout, Storage x,
@@ -105,6 +136,23 @@ void DeviceImpl::layerNormForward(const void *x, int64_t xDtype,
       Storage(x, xDtype), w, b, Storage(out, outDtype), mean, rstd, width,
       eps);
   checkLaunch("gptrt_layernorm_fwd");
+}
+
+void DeviceImpl::addLayerNormForward(const void *a, int64_t aDtype,
+                                     const void *b, int64_t bDtype,
+                                     const float *w, const float *bias, void *x,
+                                     int64_t xDtype, void *out,
+                                     int64_t outDtype, float *mean, float *rstd,
+                                     int64_t rows, int64_t width, float eps) {
+  if (rows <= 0)
+    return;
+  if (rows > 2147483647)
+    throw std::invalid_argument("rows = " + std::to_string(rows) +
+                                ", expected < 2^31 (one block per row)");
+  addLayerNormForwardKernel<<<unsigned(rows), kThreads, 0, stream_>>>(
+      Storage(a, aDtype), Storage(b, bDtype), Storage(x, xDtype), w, bias,
+      Storage(out, outDtype), mean, rstd, width, eps);
+  checkLaunch("gptrt_add_layernorm_fwd");
 }
 
 void DeviceImpl::layerNormBackward(const void *dout, int64_t doutDtype,

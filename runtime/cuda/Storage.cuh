@@ -24,6 +24,10 @@ struct Storage {
     return bf16 ? __bfloat162float(static_cast<const __nv_bfloat16 *>(data)[i])
                 : static_cast<const float *>(data)[i];
   }
+  // v as store() keeps it (rounded to bf16, or as it is).
+  __device__ float rounded(float v) const {
+    return bf16 ? __bfloat162float(__float2bfloat16(v)) : v;
+  }
   __device__ void store(int64_t i, float v) const {
     if (bf16)
       static_cast<__nv_bfloat16 *>(data)[i] = __float2bfloat16(v);

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""gpt-bf16-gemm, gpt-bf16-kernels and rt-fuse-gemm-epilogue change where
-bf16 values are widened and narrowed and which kernel computes the GELU,
-never the numbers on the CPU: the tiny GPT compiled with all of them, with
-gpt-bf16-gemm alone, without the GELU epilogues and with neither storage
-pass trains to bit-identical losses and gradient norms (every f32 digit in
-the log), in bf16 and in fp8-tensorwise and fp8-rowwise with lm_head kept
-bf16 (--fp8-exclude=lm_head). Also checks that the rewrites happened (gptc
+"""gpt-bf16-gemm, gpt-bf16-kernels, rt-fuse-gemm-epilogue and rt-fuse-add-layernorm
+change where bf16 values are widened and narrowed and which
+kernel computes the GELU or the residual add, never the numbers on the CPU:
+the tiny GPT compiled with all of them, with gpt-bf16-gemm alone, without
+the two kernel fusions and with neither storage pass trains to
+bit-identical losses and gradient norms (every f32 digit in the log), in bf16
+and in fp8-tensorwise and fp8-rowwise with lm_head kept bf16
+(--fp8-exclude=lm_head). Also checks that the rewrites happened (gptc
 --emit=rt, train_step): every bf16 GEMM is a matmul_bf16(_bias) kernel with
 its bias in the epilogue (no bias_add left), or one with the GELU (or its
 gradient) in it, and each storage pass removes convert kernels. Prints the
@@ -39,16 +40,18 @@ def main():
     for flags, gemms, epilogues in CASES:
         name = flags[0].split("=")[1]
         runs, counts, ms = {}, {}, {}
-        # name -> (--bf16-gemm, --bf16-kernels, --gemm-epilogues)
+        # name -> (--bf16-gemm, --bf16-kernels, --gemm-epilogues and
+        # --fuse-add-layernorm)
         variants = {"both": ("true", "true", "true"),
                     "gemm": ("true", "false", "true"),
-                    "noepi": ("true", "true", "false"),
+                    "nofuse": ("true", "true", "false"),
                     "none": ("false", "false", "true")}
-        for variant, (gemm, kernels, epi) in variants.items():
+        for variant, (gemm, kernels, fusions) in variants.items():
             art = "%s/%s-%s.so" % (work, name, variant)
             compile_flags = [args.model, *flags, "--bf16-gemm=" + gemm,
                              "--bf16-kernels=" + kernels,
-                             "--gemm-epilogues=" + epi]
+                             "--gemm-epilogues=" + fusions,
+                             "--fuse-add-layernorm=" + fusions]
             subprocess.run([args.gptc, *compile_flags, "-o", art], check=True)
             rt = subprocess.run([args.gptc, *compile_flags, "--emit=rt", "-o", "-"],
                                 check=True, capture_output=True, text=True).stdout
@@ -68,7 +71,7 @@ def main():
             with open(log) as f:
                 runs[variant] = [json.loads(line) for line in f]
             ms[variant] = statistics.median(r["step_ms"] for r in runs[variant][1:])
-        for variant in ("both", "gemm", "noepi"):
+        for variant in ("both", "gemm", "nofuse"):
             for key in ("loss", "grad_norm"):
                 got = [r[key] for r in runs[variant]]
                 want = [r[key] for r in runs["none"]]
@@ -79,7 +82,7 @@ def main():
                 # gpt-bf16-gemm alone leaves the GELU reading an f32
                 # widening of the GEMM's bf16 result: nothing to fold.
                 ("both", gemms, epilogues), ("gemm", gemms, 0),
-                ("noepi", gemms, 0), ("none", 0, 0)):
+                ("nofuse", gemms, 0), ("none", 0, 0)):
             if counts[variant]["bf16 GEMMs"] != expected:
                 failures.append("%s: %d bf16 GEMM kernels (%s), expected %d" % (
                     name, counts[variant]["bf16 GEMMs"], variant, expected))
@@ -99,11 +102,11 @@ def main():
                        "kernels %d -> %d (bf16-gemm) -> %d (bf16-kernels), "
                        "final loss %.7f in all four, CPU median step %.1f / "
                        "%.1f / %.1f / %.1f ms (neither, gemm, both, both "
-                       "without GELU epilogues)" % (
+                       "without the kernel fusions)" % (
                            name, counts["both"]["bf16 GEMMs"],
                            counts["both"]["GELU epilogues"], *converts,
                            runs["both"][-1]["loss"], ms["none"], ms["gemm"],
-                           ms["both"], ms["noepi"]))
+                           ms["both"], ms["nofuse"]))
     if failures:
         print("FAILED: " + "; ".join(failures))
         return 1

@@ -88,6 +88,47 @@ TEST_F(GpuTest, LayerNormOnBf16StorageMatchesCpu) {
   EXPECT_LT(relErr(bf16Values(download(gDb, width)), bf16Values(db)), kBf16Tol);
 }
 
+// The residual add fused into the layernorm (rt-fuse-add-layernorm): the
+// stored sum equals the add kernel's bit for bit (one rounding of the same
+// f32 sum), and the layernorm over it the unfused GPU kernels' bit for bit
+// (same arithmetic in the same order); against the CPU within tolerance.
+TEST_F(GpuTest, AddLayerNormMatchesTheUnfusedKernels) {
+  Context cpuCtx(Device::Cpu, {});
+  const int64_t rows = 29, width = 768, n = rows * width;
+  std::vector<uint16_t> a = toBf16(randn(n, 2.0f)), b = toBf16(randn(n));
+  std::vector<float> w = randn(width), bias = randn(width);
+  const uint16_t *ga = upload(a), *gb = upload(b);
+  const float *gw = upload(w), *gbias = upload(bias);
+  auto poisoned = [&] { return upload(std::vector<uint16_t>(n, 0xFFFF)); };
+  uint16_t *x = poisoned(), *out = poisoned(), *x2 = poisoned(),
+           *out2 = poisoned();
+  float *mean = alloc<float>(rows), *rstd = alloc<float>(rows),
+        *mean2 = alloc<float>(rows), *rstd2 = alloc<float>(rows);
+  gptrt_add_layernorm_fwd(g(), ga, gb, gw, gbias, x, out, mean, rstd, rows,
+                          width, 1e-5, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16,
+                          GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16);
+  gptrt_add(g(), ga, gb, x2, rows, width, 0, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16,
+            GPTRT_DTYPE_BF16);
+  gptrt_layernorm_fwd(g(), x2, gw, gbias, out2, mean2, rstd2, rows, width, 1e-5,
+                      GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16);
+  expectOk();
+  EXPECT_EQ(download(x, n), download(x2, n));
+  EXPECT_EQ(download(out, n), download(out2, n));
+  EXPECT_EQ(download(mean, rows), download(mean2, rows));
+  EXPECT_EQ(download(rstd, rows), download(rstd2, rows));
+  std::vector<uint16_t> cx(n), cout(n);
+  std::vector<float> cmean(rows), crstd(rows);
+  gptrt_add_layernorm_fwd(cpuCtx.handle(), a.data(), b.data(), w.data(),
+                          bias.data(), cx.data(), cout.data(), cmean.data(),
+                          crstd.data(), rows, width, 1e-5, GPTRT_DTYPE_BF16,
+                          GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16);
+  ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
+  EXPECT_EQ(download(x, n), cx);
+  EXPECT_LT(relErr(bf16Values(download(out, n)), bf16Values(cout)), kBf16Tol);
+  EXPECT_LT(relErr(download(mean, rows), toDouble(cmean)), kF32Tol);
+  EXPECT_LT(relErr(download(rstd, rows), toDouble(crstd)), kF32Tol);
+}
+
 TEST_F(GpuTest, EmbeddingForwardBackward) {
   const int64_t tableRows = 50, width = 96, rows = 512;
   std::vector<float> table = randn(tableRows * width), dy = randn(rows * width);

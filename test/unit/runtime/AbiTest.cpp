@@ -387,6 +387,52 @@ TEST_F(AbiTest, MatmulBf16IsTheF32GemmOfTheWidenedOperands) {
   ctx.clearError();
 }
 
+// add_layernorm_fwd (rt-fuse-add-layernorm) is, on the CPU, the add and
+// the layernorm it fuses: the same bits for every storage combination.
+TEST_F(AbiTest, AddLayerNormIsTheAddThenTheLayerNorm) {
+  const int64_t rows = 6, width = 40, n = rows * width;
+  F a32 = randomF(n, 51, -3, 3), b32 = randomF(n, 53, -3, 3),
+    w = randomF(width, 57, 0.5, 1.5), bias = randomF(width, 59);
+  auto stored = [](const F &v, int64_t dtype) {
+    std::vector<unsigned char> bytes(v.size() *
+                                     (dtype == GPTRT_DTYPE_F32 ? 4 : 2));
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (dtype == GPTRT_DTYPE_F32) {
+        std::memcpy(bytes.data() + 4 * i, &v[i], 4);
+      } else {
+        uint16_t code = cpu::floatToBf16(v[i]);
+        std::memcpy(bytes.data() + 2 * i, &code, 2);
+      }
+    }
+    return bytes;
+  };
+  for (int64_t aDtype : {GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16})
+    for (int64_t xDtype : {GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16}) {
+      SCOPED_TRACE("a " + std::to_string(aDtype) + " x " +
+                   std::to_string(xDtype));
+      const int64_t bDtype = GPTRT_DTYPE_BF16, outDtype = xDtype;
+      auto a = stored(a32, aDtype), b = stored(b32, bDtype);
+      const size_t bytes = size_t(n) * (xDtype == GPTRT_DTYPE_F32 ? 4 : 2);
+      std::vector<unsigned char> x(bytes, 0xFF), out(bytes, 0xFF),
+          wantX(bytes, 0xFF), wantOut(bytes, 0xFF);
+      F mean = nanF(rows), rstd = nanF(rows), wantMean = nanF(rows),
+        wantRstd = nanF(rows);
+      gptrt_add_layernorm_fwd(h, a.data(), b.data(), w.data(), bias.data(),
+                              x.data(), out.data(), mean.data(), rstd.data(),
+                              rows, width, 1e-5, aDtype, bDtype, xDtype,
+                              outDtype);
+      gptrt_add(h, a.data(), b.data(), wantX.data(), rows, width, 0, aDtype,
+                bDtype, xDtype);
+      gptrt_layernorm_fwd(h, wantX.data(), w.data(), bias.data(),
+                          wantOut.data(), wantMean.data(), wantRstd.data(),
+                          rows, width, 1e-5, xDtype, outDtype);
+      EXPECT_EQ(x, wantX);
+      EXPECT_EQ(out, wantOut);
+      expectSameBits(mean, wantMean, "mean");
+      expectSameBits(rstd, wantRstd, "rstd");
+    }
+}
+
 // The GELU epilogues (rt-fuse-gemm-epilogue) are, on the CPU, the two
 // kernels they fold: the same bits for every storage combination the
 // compiler emits, and their arguments refused alike.
