@@ -412,6 +412,19 @@ int gptcMain(int argc, char **argv) {
     // Read before bufferization, while the GEMMs are still gpt/fp8 ops.
     llvm::raw_string_ostream tableStream(precisionTable);
     printPrecisionTable(work, precision, tableStream);
+    // The storage passes before the FP8 fusions: once a producer writes its
+    // bf16 result itself, fp8-fuse-amax / fp8-fuse-cast fold the amax and
+    // cast into that producer (layernorm_fwd_amax, ...) rather than into a
+    // separate f32 -> bf16 convert that would then stay.
+    if (runTo >= Phase::Rt) {
+      PassManager storagePasses(&context);
+      if (bf16Gemm)
+        storagePasses.addPass(createGptBf16Gemm());
+      if (bf16Kernels)
+        storagePasses.addPass(createGptBf16Kernels());
+      if (failed(storagePasses.run(work)))
+        return 1;
+    }
     if (fp8Fusion) {
       PassManager fuse(&context);
       fuse.addPass(createFp8FuseAmax());
@@ -421,10 +434,6 @@ int gptcMain(int argc, char **argv) {
     }
     if (runTo >= Phase::Rt) {
       PassManager lower(&context);
-      if (bf16Gemm)
-        lower.addPass(createGptBf16Gemm());
-      if (bf16Kernels)
-        lower.addPass(createGptBf16Kernels());
       lower.addPass(createRtBufferize());
       if (gemmEpilogues)
         lower.addPass(createRtFuseGemmEpilogue());
