@@ -1,6 +1,7 @@
 // rt-fuse-add-layernorm: the residual add and the layernorm that reads its
 // result become one add_layernorm_fwd kernel (see Passes.td).
 #include "compiler/transforms/Passes.h"
+#include "compiler/transforms/RtKernelQueries.h"
 
 namespace gptc {
 #define GEN_PASS_DEF_RTFUSEADDLAYERNORM
@@ -11,15 +12,6 @@ using namespace mlir;
 namespace rt = gptc::rt;
 
 namespace {
-
-int64_t constAt(rt::KernelOp op, unsigned i) {
-  return cast<IntegerAttr>(op.getConsts()[i]).getInt();
-}
-
-bool writes(Operation *op, Value buffer) {
-  auto kernel = dyn_cast<rt::KernelOp>(op);
-  return kernel && llvm::is_contained(kernel.getOutputs(), buffer);
-}
 
 class RtFuseAddLayerNormPass
     : public gptc::impl::RtFuseAddLayerNormBase<RtFuseAddLayerNormPass> {
@@ -42,30 +34,25 @@ private:
   void fuse(rt::KernelOp add) {
     // gptrt_add's constants: outer, inner, broadcast_b, a, b and out dtypes.
     if (add.getInputs().size() != 2 || add.getOutputs().size() != 1 ||
-        add.getConsts().size() != 6 || constAt(add, 2) != 0)
+        add.getConsts().size() != 6 || rt::constAt(add, 2) != 0)
       return;
     Value x = add.getOutputs()[0];
-    Operation *next = nullptr;
-    for (Operation *user : x.getUsers())
-      if (user != add.getOperation() && add->isBeforeInBlock(user) &&
-          (!next || user->isBeforeInBlock(next)))
-        next = user;
-    auto norm = dyn_cast_or_null<rt::KernelOp>(next);
+    auto norm = dyn_cast_or_null<rt::KernelOp>(rt::nextUser(add, x));
     // gptrt_layernorm_fwd's constants: rows, width, eps, x and out dtypes.
     if (!norm || norm.getKernel() != "layernorm_fwd" ||
         norm.getInputs().size() != 3 || norm.getInputs()[0] != x ||
         norm.getConsts().size() != 5)
       return;
-    if (constAt(norm, 0) * constAt(norm, 1) !=
-            constAt(add, 0) * constAt(add, 1) ||
-        constAt(norm, 3) != constAt(add, 5))
+    if (rt::constAt(norm, 0) * rt::constAt(norm, 1) !=
+            rt::constAt(add, 0) * rt::constAt(add, 1) ||
+        rt::constAt(norm, 3) != rt::constAt(add, 5))
       return;
     // The add now runs where the layernorm did: its operands must still
     // hold what they held.
     for (Value operand : add.getInputs())
       for (Operation *user : operand.getUsers())
         if (add->isBeforeInBlock(user) && user->isBeforeInBlock(norm) &&
-            writes(user, operand))
+            rt::writes(user, operand))
           return;
     SmallVector<Value> ins(add.getInputs().begin(), add.getInputs().end());
     ins.append({norm.getInputs()[1], norm.getInputs()[2]});

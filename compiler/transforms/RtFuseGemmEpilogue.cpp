@@ -3,6 +3,7 @@
 // Passes.td). Runs on rt.alloc buffers, before rt-plan-memory, so moving a
 // result's definition up to the GEMM is what the planner then sees.
 #include "compiler/transforms/Passes.h"
+#include "compiler/transforms/RtKernelQueries.h"
 
 namespace gptc {
 #define GEN_PASS_DEF_RTFUSEGEMMEPILOGUE
@@ -14,10 +15,6 @@ namespace rt = gptc::rt;
 
 namespace {
 
-int64_t constAt(rt::KernelOp op, unsigned i) {
-  return cast<IntegerAttr>(op.getConsts()[i]).getInt();
-}
-
 // The GEMM kernels' constants (Bufferize.cpp, gptrt_matmul_bf16):
 // batch, m, n, k, trans_a, trans_b, stride_a, stride_b, stride_c, dtype.
 constexpr unsigned kGemmConsts = 10;
@@ -28,14 +25,9 @@ struct GemmShape {
 };
 
 GemmShape shapeOf(rt::KernelOp gemm) {
-  const int64_t batch = constAt(gemm, 0), m = constAt(gemm, 1),
-                n = constAt(gemm, 2), strideC = constAt(gemm, 8);
+  const int64_t batch = rt::constAt(gemm, 0), m = rt::constAt(gemm, 1),
+                n = rt::constAt(gemm, 2), strideC = rt::constAt(gemm, 8);
   return {batch * m * n, batch == 1 || strideC == m * n};
-}
-
-bool writes(Operation *op, Value buffer) {
-  auto kernel = dyn_cast<rt::KernelOp>(op);
-  return kernel && llvm::is_contained(kernel.getOutputs(), buffer);
 }
 
 class RtFuseGemmEpiloguePass
@@ -66,16 +58,6 @@ public:
   }
 
 private:
-  // The first op after `from` in its block that uses `value`, or null.
-  static Operation *nextUser(Operation *from, Value value) {
-    Operation *first = nullptr;
-    for (Operation *user : value.getUsers())
-      if (user != from && from->isBeforeInBlock(user) &&
-          (!first || user->isBeforeInBlock(first)))
-        first = user;
-    return first;
-  }
-
   // Makes `buffer` (a result the fused kernel at `gemm` writes in place of
   // `consumer`) defined before `gemm`: its rt.alloc moves up. False when it
   // is defined otherwise after `gemm`, or used between the two.
@@ -101,14 +83,14 @@ private:
   // writing y (kept for the backward) and g.
   void fuseGelu(rt::KernelOp gemm) {
     Value pre = gemm.getOutputs()[0];
-    auto gelu = dyn_cast_or_null<rt::KernelOp>(nextUser(gemm, pre));
+    auto gelu = dyn_cast_or_null<rt::KernelOp>(rt::nextUser(gemm, pre));
     if (!gelu || gelu.getKernel() != "gelu_fwd" ||
         gelu.getInputs().size() != 1 || gelu.getInputs()[0] != pre ||
         gelu.getOutputs().size() != 1 || gelu.getConsts().size() != 3)
       return;
     // gelu_fwd's constants: n, x_dtype, out_dtype.
-    if (constAt(gelu, 0) != shapeOf(gemm).elements ||
-        constAt(gelu, 1) != constAt(gemm, 9))
+    if (rt::constAt(gelu, 0) != shapeOf(gemm).elements ||
+        rt::constAt(gelu, 1) != rt::constAt(gemm, 9))
       return;
     Value out = gelu.getOutputs()[0];
     if (!canWriteEarly(out, gemm, gelu))
@@ -145,8 +127,8 @@ private:
         !gemm->isBeforeInBlock(grad))
       return;
     // gelu_bwd's constants: n, dout_dtype, x_dtype, dx_dtype.
-    if (constAt(grad, 0) != shapeOf(gemm).elements ||
-        constAt(grad, 1) != constAt(gemm, 9))
+    if (rt::constAt(grad, 0) != shapeOf(gemm).elements ||
+        rt::constAt(grad, 1) != rt::constAt(gemm, 9))
       return;
     // The pre-activation is read earlier than gelu_bwd read it: it must
     // already hold its value at the GEMM and keep it until then.
@@ -156,7 +138,7 @@ private:
       return;
     for (Operation *user : pre.getUsers())
       if (gemm->isBeforeInBlock(user) && user->isBeforeInBlock(grad) &&
-          writes(user, pre))
+          rt::writes(user, pre))
         return;
     Value dx = grad.getOutputs()[0];
     if (!canWriteEarly(dx, gemm, grad))

@@ -836,9 +836,15 @@ GPTRT_EXPORT void gptrt_matmul_bf16_bias(
 
 namespace {
 
-// The fused GEMM epilogues' results are contiguous, so that the GELU runs
-// over batch * m * n elements (rt-fuse-gemm-epilogue fuses only those).
-void requireContiguous(int64_t batch, int64_t m, int64_t n, int64_t strideC) {
+// The fused GEMM epilogues' sizes, and their results contiguous, so that
+// the GELU runs over batch * m * n elements (rt-fuse-gemm-epilogue fuses
+// only those).
+void requireContiguous(int64_t batch, int64_t m, int64_t n, int64_t k,
+                       int64_t strideC) {
+  requireNonNegative(batch, "batch");
+  requireNonNegative(m, "m");
+  requireNonNegative(n, "n");
+  requireNonNegative(k, "k");
   if (batch > 1 && strideC != m * n)
     throw std::invalid_argument(
         "stride_c " + std::to_string(strideC) +
@@ -856,8 +862,7 @@ GPTRT_EXPORT void gptrt_matmul_bf16_bias_gelu(
   guarded(
       ctx, "gptrt_matmul_bf16_bias_gelu",
       [&](Context &) {
-        requireNonNegative(batch, "batch");
-        requireContiguous(batch, m, n, stride_c);
+        requireContiguous(batch, m, n, k, stride_c);
         // The two kernels it fuses, so the same numbers as without the fusion.
         gptrt_matmul_bf16_bias(ctx, a, b, bias, pre, batch, m, n, k, trans_a,
                                trans_b, stride_a, stride_b, stride_c,
@@ -868,11 +873,7 @@ GPTRT_EXPORT void gptrt_matmul_bf16_bias_gelu(
         if (bias == nullptr)
           throw std::invalid_argument("bias is null, expected a vector of n "
                                       "floats");
-        requireNonNegative(batch, "batch");
-        requireNonNegative(m, "m");
-        requireNonNegative(n, "n");
-        requireNonNegative(k, "k");
-        requireContiguous(batch, m, n, stride_c);
+        requireContiguous(batch, m, n, k, stride_c);
         requireStorageDtype(pre_dtype, "pre_dtype");
         requireStorageDtype(out_dtype, "out_dtype");
         g.matmulBf16BiasGelu(a, b, bias, pre, pre_dtype, out, out_dtype, batch,
@@ -889,10 +890,7 @@ GPTRT_EXPORT void gptrt_matmul_bf16_dgelu(
   guarded(
       ctx, "gptrt_matmul_bf16_dgelu",
       [&](Context &) {
-        requireNonNegative(batch, "batch");
-        requireNonNegative(m, "m");
-        requireNonNegative(n, "n");
-        requireContiguous(batch, m, n, stride_c);
+        requireContiguous(batch, m, n, k, stride_c);
         requireStorageDtype(dg_dtype, "dg_dtype");
         // The product as the unfused GEMM stored it (its own buffer: the GEMM
         // uses the context's scratch), then the GELU gradient.
@@ -905,11 +903,7 @@ GPTRT_EXPORT void gptrt_matmul_bf16_dgelu(
                        dx_dtype);
       },
       [&](Context &, Gpu &g) {
-        requireNonNegative(batch, "batch");
-        requireNonNegative(m, "m");
-        requireNonNegative(n, "n");
-        requireNonNegative(k, "k");
-        requireContiguous(batch, m, n, stride_c);
+        requireContiguous(batch, m, n, k, stride_c);
         requireStorageDtype(dg_dtype, "dg_dtype");
         requireStorageDtype(pre_dtype, "pre_dtype");
         requireStorageDtype(dx_dtype, "dx_dtype");

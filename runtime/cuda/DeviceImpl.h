@@ -265,6 +265,9 @@ private:
                  int64_t strideA, int64_t strideB, int64_t strideC,
                  const float *bias = nullptr, const void *aux = nullptr,
                  int epilogue = kNoGelu);
+  // Fp8.cu: gptrt_amax's work on any stream (the exchange's too).
+  void launchAmax(const void *x, int64_t xDtype, float *out, int64_t n,
+                  cudaStream_t stream, const char *what);
   // Gemm.cu: `bias` (n floats) rounded to bf16 in a buffer of this device,
   // for the bias epilogues of GEMMs with a bf16 result: cuBLASLt takes a
   // bias of D's type there (cublasLt.h, BIAS_DATA_TYPE).

@@ -310,21 +310,26 @@ void requireLength(int64_t length) {
 
 } // namespace
 
-void DeviceImpl::amax(const void *x, int64_t xDtype, float *out, int64_t n) {
+void DeviceImpl::launchAmax(const void *x, int64_t xDtype, float *out,
+                            int64_t n, cudaStream_t stream, const char *what) {
   // The result is built in place: zero, then atomic maxima of the blocks.
-  zero(out, sizeof(float));
+  check(cudaMemsetAsync(out, 0, sizeof(float), stream), what);
   if (n <= 0)
     return;
   unsigned blocks = gridFor(n, 512);
   if (blocks > 1024)
     blocks = 1024;  // a grid-stride loop covers the rest
   if (xDtype == GPTRT_DTYPE_BF16)
-    amaxAnyKernel<<<blocks, 512, 0, stream_>>>(
+    amaxAnyKernel<<<blocks, 512, 0, stream>>>(
         x, true, n, reinterpret_cast<unsigned *>(out));
   else
-    amaxKernel<<<blocks, 512, 0, stream_>>>(
-        static_cast<const float *>(x), n, reinterpret_cast<unsigned *>(out));
-  checkLaunch("gptrt_amax");
+    amaxKernel<<<blocks, 512, 0, stream>>>(static_cast<const float *>(x), n,
+                                           reinterpret_cast<unsigned *>(out));
+  checkLaunch(what);
+}
+
+void DeviceImpl::amax(const void *x, int64_t xDtype, float *out, int64_t n) {
+  launchAmax(x, xDtype, out, n, stream_, "gptrt_amax");
 }
 
 void DeviceImpl::scaleFromAmax(const float *amax, float *out, double fp8Max,

@@ -4,10 +4,10 @@
 // one runtime/train's CPU exchange does, bit for bit: the same scale
 // (GradientFp8Scale.h), one rounded f32 multiply, CUDA's saturating
 // conversion (which runtime/cpu/Fp8.h emulates), and sums in rank order.
+#include "runtime/abi/gptrt.h"
 #include "runtime/core/GradientFp8Scale.h"
 #include "runtime/cuda/DeviceImpl.h"
 #include "runtime/cuda/Fp8Codes.cuh"
-#include "runtime/cuda/Reduce.cuh"
 
 #include <cuda_fp8.h>
 
@@ -17,18 +17,6 @@ namespace {
 
 cudaStream_t asStream(void *stream) {
   return static_cast<cudaStream_t>(stream);
-}
-
-// |x| as bits, as Fp8.cu's amaxKernel: the unsigned max is the float max
-// with NaN above every number.
-__global__ void gradientAmaxKernel(const float *x, int64_t n, unsigned *out) {
-  unsigned m = 0;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x)
-    m = max(m, __float_as_uint(fabsf(x[i])));
-  m = blockMax(m, 0u);
-  if (threadIdx.x == 0 && m != 0)
-    atomicMax(out, m);
 }
 
 __global__ void gradientEncodeKernel(const float *x, int64_t n,
@@ -108,16 +96,7 @@ double DeviceImpl::secondsBetween(void *from, void *to) {
 
 void DeviceImpl::gradientAmax(void *stream, const float *x, int64_t n,
                               float *amax) {
-  check(cudaMemsetAsync(amax, 0, sizeof(float), asStream(stream)),
-        "cudaMemsetAsync (gradient amax)");
-  if (n <= 0)
-    return;
-  unsigned blocks = gridFor(n, 512);
-  if (blocks > 1024)
-    blocks = 1024; // a grid-stride loop covers the rest
-  gradientAmaxKernel<<<blocks, 512, 0, asStream(stream)>>>(
-      x, n, reinterpret_cast<unsigned *>(amax));
-  checkLaunch("gradient amax");
+  launchAmax(x, GPTRT_DTYPE_F32, amax, n, asStream(stream), "gradient amax");
 }
 
 void DeviceImpl::gradientEncodeE4M3(void *stream, const float *x, int64_t n,

@@ -13,16 +13,16 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// Two passes over the row as the CPU reference does (E[x^2] - E[x]^2
-// cancels badly when |mean| >> std); the row is re-read from L2/L1.
-__global__ void layerNormForwardKernel(Storage x, const float *w,
-                                       const float *b, Storage out,
-                                       float *mean, float *rstd,
-                                       int64_t width, float eps) {
-  const int64_t r = blockIdx.x, row = r * width;
-  float sum = 0;
-  for (int64_t j = threadIdx.x; j < width; j += blockDim.x)
-    sum += x.load(row + j);
+// The rest of a row's layernorm once each thread has summed its elements
+// of x (j = threadIdx.x, + blockDim.x, ...): a second pass for the variance
+// as the CPU reference does (E[x^2] - E[x]^2 cancels badly when |mean| >>
+// std), then the output; the row is re-read from L2/L1, each thread
+// reading only its own elements.
+__device__ void finishLayerNormRow(float sum, Storage x, const float *w,
+                                   const float *b, Storage out, float *mean,
+                                   float *rstd, int64_t r, int64_t width,
+                                   float eps) {
+  const int64_t row = r * width;
   const float mu = blockSum(sum) / width;
   float sq = 0;
   for (int64_t j = threadIdx.x; j < width; j += blockDim.x) {
@@ -39,6 +39,16 @@ __global__ void layerNormForwardKernel(Storage x, const float *w,
   }
 }
 
+__global__ void layerNormForwardKernel(Storage x, const float *w,
+                                       const float *b, Storage out, float *mean,
+                                       float *rstd, int64_t width, float eps) {
+  const int64_t r = blockIdx.x, row = r * width;
+  float sum = 0;
+  for (int64_t j = threadIdx.x; j < width; j += blockDim.x)
+    sum += x.load(row + j);
+  finishLayerNormRow(sum, x, w, b, out, mean, rstd, r, width, eps);
+}
+
 // The residual add fused in front: x = a + b is stored and its rounded
 // value summed in the same first pass, so the statistics and the output
 // are those of layerNormForwardKernel over the stored x.
@@ -53,21 +63,7 @@ __global__ void addLayerNormForwardKernel(Storage a, Storage b, Storage x,
     x.store(row + j, v);
     sum += v;
   }
-  const float mu = blockSum(sum) / width;
-  // Each thread reads back only the elements it stored.
-  float sq = 0;
-  for (int64_t j = threadIdx.x; j < width; j += blockDim.x) {
-    float d = x.load(row + j) - mu;
-    sq += d * d;
-  }
-  const float var = blockSum(sq) / width;
-  const float s = rsqrtf(var + eps);
-  for (int64_t j = threadIdx.x; j < width; j += blockDim.x)
-    out.store(row + j, (x.load(row + j) - mu) * s * w[j] + bias[j]);
-  if (threadIdx.x == 0) {
-    mean[r] = mu;
-    rstd[r] = s;
-  }
+  finishLayerNormRow(sum, x, w, bias, out, mean, rstd, r, width, eps);
 }
 
 // Block `blockIdx.x` handles rows blockIdx.x, + gridDim.x, ...: dx of each,

@@ -1,0 +1,33 @@
+// Small queries on rt.kernel ops shared by the rt-level fusion passes
+// (rt-fuse-gemm-epilogue, rt-fuse-add-layernorm).
+#ifndef GPTC_COMPILER_TRANSFORMS_RTKERNELQUERIES_H
+#define GPTC_COMPILER_TRANSFORMS_RTKERNELQUERIES_H
+
+#include "dialects/rt/RtDialect.h"
+
+namespace gptc::rt {
+
+// Integer constant `i` of a kernel (its consts are i64 or f64 attributes).
+inline int64_t constAt(KernelOp op, unsigned i) {
+  return mlir::cast<mlir::IntegerAttr>(op.getConsts()[i]).getInt();
+}
+
+// Whether `op` is a kernel that writes `buffer`.
+inline bool writes(mlir::Operation *op, mlir::Value buffer) {
+  auto kernel = mlir::dyn_cast<KernelOp>(op);
+  return kernel && llvm::is_contained(kernel.getOutputs(), buffer);
+}
+
+// The first op after `from` in its block that uses `value`, or null.
+inline mlir::Operation *nextUser(mlir::Operation *from, mlir::Value value) {
+  mlir::Operation *first = nullptr;
+  for (mlir::Operation *user : value.getUsers())
+    if (user != from && from->isBeforeInBlock(user) &&
+        (!first || user->isBeforeInBlock(first)))
+      first = user;
+  return first;
+}
+
+} // namespace gptc::rt
+
+#endif // GPTC_COMPILER_TRANSFORMS_RTKERNELQUERIES_H
