@@ -117,17 +117,23 @@ __global__ void sumPartialsKernel(const float *partial, Storage dw, Storage db,
   }
 }
 
+// The forward kernels take one block per row: false for no rows, and a
+// clear error for more rows than a grid holds.
+bool rowsPerBlockFit(int64_t rows) {
+  if (rows > 2147483647)
+    throw std::invalid_argument("rows = " + std::to_string(rows) +
+                                ", expected < 2^31 (one block per row)");
+  return rows > 0;
+}
+
 } // namespace
 
 void DeviceImpl::layerNormForward(const void *x, int64_t xDtype,
                                   const float *w, const float *b, void *out,
                                   int64_t outDtype, float *mean, float *rstd,
                                   int64_t rows, int64_t width, float eps) {
-  if (rows <= 0)
+  if (!rowsPerBlockFit(rows))
     return;
-  if (rows > 2147483647)
-    throw std::invalid_argument("rows = " + std::to_string(rows) +
-                                ", expected < 2^31 (one block per row)");
   layerNormForwardKernel<<<unsigned(rows), kThreads, 0, stream_>>>(
       Storage(x, xDtype), w, b, Storage(out, outDtype), mean, rstd, width,
       eps);
@@ -140,11 +146,8 @@ void DeviceImpl::addLayerNormForward(const void *a, int64_t aDtype,
                                      int64_t xDtype, void *out,
                                      int64_t outDtype, float *mean, float *rstd,
                                      int64_t rows, int64_t width, float eps) {
-  if (rows <= 0)
+  if (!rowsPerBlockFit(rows))
     return;
-  if (rows > 2147483647)
-    throw std::invalid_argument("rows = " + std::to_string(rows) +
-                                ", expected < 2^31 (one block per row)");
   addLayerNormForwardKernel<<<unsigned(rows), kThreads, 0, stream_>>>(
       Storage(a, aDtype), Storage(b, bDtype), Storage(x, xDtype), w, bias,
       Storage(out, outDtype), mean, rstd, width, eps);
