@@ -348,7 +348,11 @@ def RtFuseGemmEpilogue : Pass<"rt-fuse-gemm-epilogue", "::mlir::ModuleOp"> {
     not change in between, and only contiguous results (batch 1 or
     stride_c = m * n) are fused. On the CPU the fused kernels run the two
     kernels they replace, with the same numbers; on a GPU cuBLASLt computes
-    the GELU, or its gradient, in the GEMM's epilogue (gptrt.h).
+    the GELU, or its gradient, in the GEMM's epilogue (gptrt.h). Likewise
+    a weight-gradient `matmul_bf16` (batch 1, trans_a: a is the output
+    gradient stored tokens x features) and the `reduce_rows` of the same
+    gradient after it (the bias gradient) become one `matmul_bf16_bgrad`
+    (cuBLASLt's BGRADB epilogue on a GPU).
     `gptc --gemm-epilogues=false` leaves this pass out.
   }];
   let dependentDialects = ["::gptc::rt::RtDialect"];
@@ -356,6 +360,8 @@ def RtFuseGemmEpilogue : Pass<"rt-fuse-gemm-epilogue", "::mlir::ModuleOp"> {
     Statistic<"fusedGelu", "fused-gelu", "GEMMs that took the GELU after them">,
     Statistic<"fusedGeluGrad", "fused-gelu-grad",
               "GEMMs that took the GELU gradient after them">,
+    Statistic<"fusedBiasGrad", "fused-bias-grad",
+              "weight-gradient GEMMs that took the bias gradient">,
   ];
 }
 

@@ -4,6 +4,7 @@
 // result's definition up to the GEMM is what the planner then sees.
 #include "compiler/transforms/Passes.h"
 #include "compiler/transforms/RtKernelQueries.h"
+#include "runtime/abi/gptrt.h"
 
 namespace gptc {
 #define GEN_PASS_DEF_RTFUSEGEMMEPILOGUE
@@ -51,8 +52,8 @@ public:
           continue;
         if (gemm.getKernel() == "matmul_bf16_bias")
           fuseGelu(gemm);
-        else
-          fuseGeluGrad(gemm);
+        else if (!fuseGeluGrad(gemm))
+          fuseBiasGrad(gemm);
       }
     }
   }
@@ -108,9 +109,70 @@ private:
     ++fusedGelu;
   }
 
+  // The buffer a value views: through rt.reshape to its source.
+  static Value root(Value value) {
+    while (auto reshape = value.getDefiningOp<rt::ReshapeOp>())
+      value = reshape.getSource();
+    return value;
+  }
+
+  // The weight gradient's GEMM (batch 1, a stored [k, m]: the output
+  // gradient) and, after it, reduce_rows of the same buffer (the bias
+  // gradient): one matmul_bf16_bgrad at the GEMM writing both.
+  void fuseBiasGrad(rt::KernelOp gemm) {
+    if (rt::constAt(gemm, 0) != 1 || rt::constAt(gemm, 4) != 1)
+      return;
+    const int64_t m = rt::constAt(gemm, 1), k = rt::constAt(gemm, 3);
+    Value a = gemm.getInputs()[0], source = root(a);
+    // gptrt_reduce_rows's constants: rows, cols, x_dtype, out_dtype.
+    rt::KernelOp reduce;
+    SmallVector<Value> views{source};
+    for (size_t i = 0; i < views.size() && !reduce; ++i)
+      for (Operation *user : views[i].getUsers()) {
+        if (auto reshape = dyn_cast<rt::ReshapeOp>(user)) {
+          views.push_back(reshape.getResult());
+          continue;
+        }
+        auto kernel = dyn_cast<rt::KernelOp>(user);
+        if (kernel && kernel.getKernel() == "reduce_rows" &&
+            kernel.getInputs().size() == 1 && kernel.getOutputs().size() == 1 &&
+            kernel.getConsts().size() == 4 && rt::constAt(kernel, 0) == k &&
+            rt::constAt(kernel, 1) == m &&
+            rt::constAt(kernel, 2) == GPTRT_DTYPE_BF16 &&
+            gemm->isBeforeInBlock(kernel)) {
+          reduce = kernel;
+          break;
+        }
+      }
+    if (!reduce)
+      return;
+    // The gradient must not change between the two, and the bias
+    // gradient's buffer must be free to be written at the GEMM.
+    for (Value view : views)
+      for (Operation *user : view.getUsers())
+        if (gemm->isBeforeInBlock(user) && user->isBeforeInBlock(reduce) &&
+            rt::writes(user, view))
+          return;
+    Value db = reduce.getOutputs()[0];
+    if (!canWriteEarly(db, gemm, reduce))
+      return;
+    defineBefore(db, gemm);
+    SmallVector<Attribute> consts(gemm.getConsts().begin(),
+                                  gemm.getConsts().end());
+    consts.push_back(reduce.getConsts()[3]);
+    OpBuilder b(gemm);
+    rt::KernelOp::create(b, gemm.getLoc(), "matmul_bf16_bgrad",
+                         gemm.getInputs(), ValueRange{gemm.getOutputs()[0], db},
+                         /*stream=*/0, b.getArrayAttr(consts));
+    reduce.erase();
+    gemm.erase();
+    ++fusedBiasGrad;
+  }
+
   // matmul_bf16 -> dg, read only by gelu_bwd(dg, pre) -> dx: one
-  // matmul_bf16_dgelu reading pre and writing dx; dg is gone.
-  void fuseGeluGrad(rt::KernelOp gemm) {
+  // matmul_bf16_dgelu reading pre and writing dx; dg is gone. Returns
+  // whether it fused.
+  bool fuseGeluGrad(rt::KernelOp gemm) {
     Value dg = gemm.getOutputs()[0];
     rt::KernelOp grad;
     for (Operation *user : dg.getUsers()) {
@@ -118,31 +180,31 @@ private:
         continue;
       auto kernel = dyn_cast<rt::KernelOp>(user);
       if (!kernel || grad)
-        return; // another reader (or a reshape): dg is needed as it is
+        return false; // another reader (or a reshape): dg is needed as it is
       grad = kernel;
     }
     if (!grad || grad.getKernel() != "gelu_bwd" ||
         grad.getInputs().size() != 2 || grad.getInputs()[0] != dg ||
         grad.getOutputs().size() != 1 || grad.getConsts().size() != 4 ||
         !gemm->isBeforeInBlock(grad))
-      return;
+      return false;
     // gelu_bwd's constants: n, dout_dtype, x_dtype, dx_dtype.
     if (rt::constAt(grad, 0) != shapeOf(gemm).elements ||
         rt::constAt(grad, 1) != rt::constAt(gemm, 9))
-      return;
+      return false;
     // The pre-activation is read earlier than gelu_bwd read it: it must
     // already hold its value at the GEMM and keep it until then.
     Value pre = grad.getInputs()[1];
     Operation *preDef = pre.getDefiningOp();
     if (preDef && !preDef->isBeforeInBlock(gemm))
-      return;
+      return false;
     for (Operation *user : pre.getUsers())
       if (gemm->isBeforeInBlock(user) && user->isBeforeInBlock(grad) &&
           rt::writes(user, pre))
-        return;
+        return false;
     Value dx = grad.getOutputs()[0];
     if (!canWriteEarly(dx, gemm, grad))
-      return;
+      return false;
     defineBefore(dx, gemm);
     SmallVector<Value> ins(gemm.getInputs().begin(), gemm.getInputs().end());
     ins.push_back(pre);
@@ -158,6 +220,7 @@ private:
     if (Operation *def = dg.getDefiningOp(); def && dg.use_empty())
       def->erase();
     ++fusedGeluGrad;
+    return true;
   }
 };
 

@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below or the manifest's meaning changes. */
-#define GPTRT_ABI_VERSION 17
+#define GPTRT_ABI_VERSION 18
 
 typedef struct gptrt_context gptrt_context;
 
@@ -138,6 +138,19 @@ void gptrt_matmul_bf16_dgelu(gptrt_context *ctx, const uint16_t *a,
                              int64_t stride_b, int64_t stride_c,
                              int64_t dg_dtype, int64_t pre_dtype,
                              int64_t dx_dtype);
+/* The weight gradient's GEMM with the bias gradient (rt-fuse-gemm-epilogue):
+ * c as gptrt_matmul_bf16 with trans_a 1 and batch 1 (a stored [k, m]: the
+ * output gradient, tokens x features), and db[i] = the sum over the k
+ * rows of a's column i, stored as db_dtype (gptrt_reduce_rows of a). The
+ * CPU runs those two kernels; a GPU sums in cuBLASLt's BGRADB epilogue
+ * where it accepts the shape (db_dtype equal to out_dtype), else the two
+ * kernels. */
+void gptrt_matmul_bf16_bgrad(gptrt_context *ctx, const uint16_t *a,
+                             const uint16_t *b, void *c, void *db,
+                             int64_t batch, int64_t m, int64_t n, int64_t k,
+                             int64_t trans_a, int64_t trans_b, int64_t stride_a,
+                             int64_t stride_b, int64_t stride_c,
+                             int64_t out_dtype, int64_t db_dtype);
 /* In place: c[i, j] += bias[j]. */
 void gptrt_bias_add(gptrt_context *ctx, const float *bias, float *c,
                     int64_t rows, int64_t cols);

@@ -882,6 +882,42 @@ GPTRT_EXPORT void gptrt_matmul_bf16_bias_gelu(
       });
 }
 
+GPTRT_EXPORT void gptrt_matmul_bf16_bgrad(gptrt_context *ctx, const uint16_t *a,
+                                          const uint16_t *b, void *c, void *db,
+                                          int64_t batch, int64_t m, int64_t n,
+                                          int64_t k, int64_t trans_a,
+                                          int64_t trans_b, int64_t stride_a,
+                                          int64_t stride_b, int64_t stride_c,
+                                          int64_t out_dtype, int64_t db_dtype) {
+  // The bias gradient sums a's stored rows: one GEMM, a stored [k, m].
+  auto checkShape = [&] {
+    requireNonNegative(m, "m");
+    requireNonNegative(n, "n");
+    requireNonNegative(k, "k");
+    if (batch != 1 || trans_a != 1)
+      throw std::invalid_argument(
+          "batch " + std::to_string(batch) + ", trans_a " +
+          std::to_string(trans_a) +
+          ", expected 1 and 1 (the weight gradient's GEMM, a stored [k, m])");
+    requireStorageDtype(db_dtype, "db_dtype");
+  };
+  guarded(
+      ctx, "gptrt_matmul_bf16_bgrad",
+      [&](Context &) {
+        checkShape();
+        // The two kernels it fuses, so the same numbers as without the fusion.
+        gptrt_matmul_bf16(ctx, a, b, c, batch, m, n, k, trans_a, trans_b,
+                          stride_a, stride_b, stride_c, out_dtype);
+        gptrt_reduce_rows(ctx, a, db, k, m, GPTRT_DTYPE_BF16, db_dtype);
+      },
+      [&](Context &, Gpu &g) {
+        checkShape();
+        requireStorageDtype(out_dtype, "out_dtype");
+        g.matmulBf16Bgrad(a, b, c, out_dtype, db, db_dtype, m, n, k,
+                          trans_b != 0, stride_a, stride_b, stride_c);
+      });
+}
+
 GPTRT_EXPORT void gptrt_matmul_bf16_dgelu(
     gptrt_context *ctx, const uint16_t *a, const uint16_t *b, const void *pre,
     void *dx, int64_t batch, int64_t m, int64_t n, int64_t k, int64_t trans_a,
@@ -1690,6 +1726,7 @@ const std::vector<AbiSymbol> &abiSymbols() {
       GPTRT_SYM(gptrt_matmul_bf16_bias),
       GPTRT_SYM(gptrt_matmul_bf16_bias_gelu),
       GPTRT_SYM(gptrt_matmul_bf16_dgelu),
+      GPTRT_SYM(gptrt_matmul_bf16_bgrad),
       GPTRT_SYM(gptrt_bias_add),
       GPTRT_SYM(gptrt_reduce_rows),
       GPTRT_SYM(gptrt_add),

@@ -280,6 +280,13 @@ public:
                                int64_t m, int64_t n, int64_t k, bool transA,
                                bool transB, int64_t strideA, int64_t strideB,
                                int64_t strideC) = 0;
+  // gptrt_matmul_bf16_bgrad: cuBLASLt's BGRADB epilogue where it applies,
+  // else matmulBf16 and reduceRows.
+  virtual void matmulBf16Bgrad(const uint16_t *a, const uint16_t *b, void *c,
+                               int64_t outDtype, void *db, int64_t dbDtype,
+                               int64_t m, int64_t n, int64_t k, bool transB,
+                               int64_t strideA, int64_t strideB,
+                               int64_t strideC) = 0;
   virtual void matmulBf16(const uint16_t *a, const uint16_t *b,
                           const float *bias, void *c, int64_t outDtype,
                           int64_t batch, int64_t m, int64_t n, int64_t k,

@@ -41,7 +41,9 @@ inline unsigned gridFor(int64_t n, int threads = 256) {
 // The GELU epilogues of GemmKey::epilogue: none (a bias alone is
 // GemmKey::alignBias), GELU_AUX_BIAS (D = gelu(x + bias), aux = x + bias)
 // and DGELU (D = gelu'(aux) * x).
-enum GemmEpilogue { kNoGelu = 0, kGeluAuxBias = 1, kDgelu = 2 };
+// BGRADB writes the bias gradient (the sums over k of our a's columns)
+// through the bias pointer instead of reading a bias.
+enum GemmEpilogue { kNoGelu = 0, kGeluAuxBias = 1, kDgelu = 2, kBgradB = 3 };
 
 struct GemmKey {
   // 0 f32, 1 bf16, 2 fp8, 3 bf16 with a bf16 result, 4 fp8 with a bf16
@@ -235,6 +237,10 @@ public:
                        int64_t dgDtype, int64_t batch, int64_t m, int64_t n,
                        int64_t k, bool transA, bool transB, int64_t strideA,
                        int64_t strideB, int64_t strideC) override;
+  void matmulBf16Bgrad(const uint16_t *a, const uint16_t *b, void *c,
+                       int64_t outDtype, void *db, int64_t dbDtype, int64_t m,
+                       int64_t n, int64_t k, bool transB, int64_t strideA,
+                       int64_t strideB, int64_t strideC) override;
   void matmulBf16(const uint16_t *a, const uint16_t *b, const float *bias,
                   void *c, int64_t outDtype, int64_t batch, int64_t m,
                   int64_t n, int64_t k, bool transA, bool transB,
@@ -264,7 +270,7 @@ private:
                  int64_t m, int64_t n, int64_t k, bool transA, bool transB,
                  int64_t strideA, int64_t strideB, int64_t strideC,
                  const float *bias = nullptr, const void *aux = nullptr,
-                 int epilogue = kNoGelu);
+                 int epilogue = kNoGelu, void *biasGrad = nullptr);
   // Fp8.cu: gptrt_amax's work on any stream (the exchange's too).
   void launchAmax(const void *x, int64_t xDtype, float *out, int64_t n,
                   cudaStream_t stream, const char *what);

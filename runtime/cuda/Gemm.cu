@@ -142,9 +142,12 @@ GemmPlan &DeviceImpl::planFor(const GemmKey &key, bool mayRefuse,
       // column-major D (see the file comment): the BIAS epilogue's vector,
       // added to the f32 sum before D is rounded. It is f32, except for a
       // bf16 D, whose bias cuBLASLt wants in bf16 (bf16Bias).
+      // BGRADB writes our a's column sums through the bias pointer, in D's
+      // type (cublasLt.h, BIAS_POINTER: "Bias gradient case").
       cublasLtEpilogue_t epilogue =
           key.epilogue == kGeluAuxBias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS
           : key.epilogue == kDgelu     ? CUBLASLT_EPILOGUE_DGELU
+          : key.epilogue == kBgradB    ? CUBLASLT_EPILOGUE_BGRADB
                                        : CUBLASLT_EPILOGUE_BIAS;
       check(cublasLtMatmulDescSetAttribute(plan.op,
                                            CUBLASLT_MATMUL_DESC_EPILOGUE,
@@ -161,7 +164,7 @@ GemmPlan &DeviceImpl::planFor(const GemmKey &key, bool mayRefuse,
                                              &bias, sizeof bias),
               "set BIAS_POINTER");
       }
-      if (key.epilogue != kNoGelu) {
+      if (key.epilogue == kGeluAuxBias || key.epilogue == kDgelu) {
         // The GELU input matrix, laid out as D (column-major, n rows: our
         // row-major [m, n] result), in D's type (the default aux type).
         const int64_t ld = key.n;
@@ -274,7 +277,7 @@ void DeviceImpl::runGemm(GemmPlan &plan, const GemmKey &key, const void *a,
                                          CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                          &bias, sizeof bias),
           "set BIAS_POINTER");
-  if (key.epilogue != kNoGelu)
+  if (key.epilogue == kGeluAuxBias || key.epilogue == kDgelu)
     check(cublasLtMatmulDescSetAttribute(
               plan.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux,
               sizeof aux),
@@ -335,7 +338,7 @@ bool DeviceImpl::plainGemm(int kind, const T *a, const T *b, void *c,
                            int64_t batch, int64_t m, int64_t n, int64_t k,
                            bool transA, bool transB, int64_t strideA,
                            int64_t strideB, int64_t strideC, const float *bias,
-                           const void *aux, int epilogue) {
+                           const void *aux, int epilogue, void *biasGrad) {
   requireDims(batch, m, n, k);
   if (batch == 0 || m == 0 || n == 0)
     return true;
@@ -349,7 +352,9 @@ bool DeviceImpl::plainGemm(int kind, const T *a, const T *b, void *c,
   }
   // Alignments travel in the format fields' upper bits (unused here).
   foldSharedB(batch, m, k, n, transA, strideA, strideB, strideC);
-  const void *biasArg = bias;
+  // The bias pointer carries a bias in (f32, or rounded to bf16 for a bf16
+  // result), or BGRADB's gradient out, in the result's type.
+  const void *biasArg = epilogue == kBgradB ? biasGrad : bias;
   if (bias && kind == 3)
     biasArg = bf16Bias(bias, n);
   GemmKey key{kind,
@@ -367,7 +372,8 @@ bool DeviceImpl::plainGemm(int kind, const T *a, const T *b, void *c,
               alignmentOf(c),
               biasArg ? alignmentOf(biasArg) : 0};
   key.epilogue = epilogue;
-  key.alignAux = epilogue != kNoGelu ? alignmentOf(aux) : 0;
+  key.alignAux =
+      epilogue == kGeluAuxBias || epilogue == kDgelu ? alignmentOf(aux) : 0;
   GemmPlan &plan = planFor(
       key, /*mayRefuse=*/bias != nullptr || epilogue != kNoGelu, biasArg, aux);
   if (plan.refused)
@@ -420,6 +426,23 @@ void DeviceImpl::matmulBf16BiasGelu(const uint16_t *a, const uint16_t *b,
   matmulBf16(a, b, bias, pre, preDtype, batch, m, n, k, transA, transB, strideA,
              strideB, strideC);
   geluForward(pre, preDtype, out, outDtype, batch * m * n);
+}
+
+void DeviceImpl::matmulBf16Bgrad(const uint16_t *a, const uint16_t *b, void *c,
+                                 int64_t outDtype, void *db, int64_t dbDtype,
+                                 int64_t m, int64_t n, int64_t k, bool transB,
+                                 int64_t strideA, int64_t strideB,
+                                 int64_t strideC) {
+  // cuBLASLt writes the bias gradient in the result's type.
+  const int kind = outDtype == GPTRT_DTYPE_BF16 ? 3 : 1;
+  if (dbDtype == outDtype &&
+      plainGemm(kind, a, b, c, 1, m, n, k, /*transA=*/true, transB, strideA,
+                strideB, strideC, nullptr, nullptr, kBgradB, db))
+    return;
+  matmulBf16(a, b, nullptr, c, outDtype, 1, m, n, k, true, transB, strideA,
+             strideB, strideC);
+  // a is stored [k, m]: db is the sum of its k rows.
+  reduceRows(a, GPTRT_DTYPE_BF16, db, dbDtype, k, m);
 }
 
 void DeviceImpl::matmulBf16Dgelu(const uint16_t *a, const uint16_t *b,

@@ -1,16 +1,16 @@
 #!/usr/bin/env python3
-"""gpt-bf16-gemm, gpt-bf16-kernels, rt-fuse-gemm-epilogue and rt-fuse-add-layernorm
-change where bf16 values are widened and narrowed and which
-kernel computes the GELU or the residual add, never the numbers on the CPU:
-the tiny GPT compiled with all of them, with gpt-bf16-gemm alone, without
-the two kernel fusions and with neither storage pass trains to
-bit-identical losses and gradient norms (every f32 digit in the log), in bf16
-and in fp8-tensorwise and fp8-rowwise with lm_head kept bf16
-(--fp8-exclude=lm_head). Also checks that the rewrites happened (gptc
+"""gpt-bf16-gemm, gpt-bf16-kernels, rt-fuse-gemm-epilogue and
+rt-fuse-add-layernorm change where bf16 values are widened and narrowed and
+which kernel computes the GELU, the bias gradient or the residual add, never
+the numbers on the CPU: the tiny GPT compiled with all of them, with
+gpt-bf16-gemm alone, without the two kernel fusions and with neither storage
+pass trains to bit-identical losses and gradient norms (every f32 digit in
+the log), in bf16 and in fp8-tensorwise and fp8-rowwise with lm_head kept
+bf16 (--fp8-exclude=lm_head). Also checks that the rewrites happened (gptc
 --emit=rt, train_step): every bf16 GEMM is a matmul_bf16(_bias) kernel with
 its bias in the epilogue (no bias_add left), or one with the GELU (or its
-gradient) in it, and each storage pass removes convert kernels. Prints the
-CPU step times side by side (not a timed test)."""
+gradient, or the bias gradient) in it, and each storage pass removes convert
+kernels. Prints the CPU step times side by side (not a timed test)."""
 import json
 import os
 import statistics
@@ -21,15 +21,17 @@ import e2e_setup
 
 # (precision flags, GEMMs expected to read bf16: the tiny GPT has 4 blocks
 # of 4 linear layers plus lm_head, each with a forward, a grad_input and a
-# grad_weight GEMM; attention is its own kernel, not a GEMM here; GELU
-# epilogues: each block's mlp.fc forward and mlp.proj grad_input GEMM when
-# they are bf16)
+# grad_weight GEMM; attention is its own kernel, not a GEMM here; GEMM
+# epilogues: each block's mlp.fc forward and mlp.proj grad_input GEMM (the
+# GELU) and the grad_weight GEMM of its 4 linear layers with a bias (the
+# bias gradient) when they are bf16)
 CASES = (
-    (["--precision=bf16"], 3 * (4 * 4 + 1), 2 * 4),
+    (["--precision=bf16"], 3 * (4 * 4 + 1), 2 * 4 + 4 * 4),
     (["--precision=fp8-tensorwise", "--fp8-exclude=lm_head"], 3, 0),
     (["--precision=fp8-rowwise", "--fp8-exclude=lm_head"], 3, 0),
 )
-FUSED = ('rt.kernel "matmul_bf16_bias_gelu"', 'rt.kernel "matmul_bf16_dgelu"')
+FUSED = ('rt.kernel "matmul_bf16_bias_gelu"', 'rt.kernel "matmul_bf16_dgelu"',
+         'rt.kernel "matmul_bf16_bgrad"')
 
 
 def main():
@@ -61,7 +63,7 @@ def main():
                 "bf16 GEMMs": train.count('rt.kernel "matmul_bf16"') +
                               train.count('rt.kernel "matmul_bf16_bias"') +
                               sum(train.count(k) for k in FUSED),
-                "GELU epilogues": sum(train.count(k) for k in FUSED),
+                "GEMM epilogues": sum(train.count(k) for k in FUSED),
                 "convert": train.count('rt.kernel "convert"'),
                 "bias_add": train.count('rt.kernel "bias_add"')}
             log = art + ".jsonl"
@@ -86,10 +88,10 @@ def main():
             if counts[variant]["bf16 GEMMs"] != expected:
                 failures.append("%s: %d bf16 GEMM kernels (%s), expected %d" % (
                     name, counts[variant]["bf16 GEMMs"], variant, expected))
-            if counts[variant]["GELU epilogues"] != fused:
-                failures.append("%s: %d GEMMs with a GELU epilogue (%s), "
-                                "expected %d" % (
-                                    name, counts[variant]["GELU epilogues"],
+            if counts[variant]["GEMM epilogues"] != fused:
+                failures.append("%s: %d GEMMs with a GELU or bias-gradient "
+                                "epilogue (%s), expected %d" % (
+                                    name, counts[variant]["GEMM epilogues"],
                                     variant, fused))
         if name == "bf16" and counts["gemm"]["bias_add"] != 0:
             failures.append("bf16: %d bias_add kernels left: every bias should "
@@ -98,13 +100,14 @@ def main():
         if not converts[0] > converts[1] > converts[2]:
             failures.append("%s: convert kernels %s (neither, gemm, both): "
                             "expected each pass to remove some" % (name, converts))
-        summary.append("%s: %d bf16 GEMMs (%d with a GELU epilogue), convert "
+        summary.append("%s: %d bf16 GEMMs (%d with a GELU or bias-gradient "
+                       "epilogue), convert "
                        "kernels %d -> %d (bf16-gemm) -> %d (bf16-kernels), "
                        "final loss %.7f in all four, CPU median step %.1f / "
                        "%.1f / %.1f / %.1f ms (neither, gemm, both, both "
                        "without the kernel fusions)" % (
                            name, counts["both"]["bf16 GEMMs"],
-                           counts["both"]["GELU epilogues"], *converts,
+                           counts["both"]["GEMM epilogues"], *converts,
                            runs["both"][-1]["loss"], ms["none"], ms["gemm"],
                            ms["both"], ms["nofuse"]))
     if failures:

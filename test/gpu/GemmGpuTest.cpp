@@ -125,7 +125,8 @@ TEST_F(GpuTest, MatmulBf16AllLayouts) {
       }
 }
 
-// The GELU epilogues (gptrt_matmul_bf16_bias_gelu / _dgelu): cuBLASLt's
+// The GELU epilogues (gptrt_matmul_bf16_bias_gelu / _dgelu) and the bias
+// gradient's (gptrt_matmul_bf16_bgrad): cuBLASLt's
 // GELU_AUX_BIAS and DGELU where n is a multiple of 8, the GEMM and the GELU
 // kernel otherwise (n = 36), against the CPU's two kernels. The GPU takes
 // the GELU of the f32 sum (and a bf16-rounded bias), the CPU of the stored
@@ -179,6 +180,26 @@ TEST_F(GpuTest, GeluEpiloguesMatchCpu) {
                             GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16);
     ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
     EXPECT_LT(relErr(bf16Values(download(dx, count)), bf16Values(cpuDx)),
+              kBf16Tol);
+    // The weight gradient with its bias gradient (BGRADB, or the GEMM and
+    // reduce_rows): dW [n, k] = dx^T [n, batch m] times a [batch m, k],
+    // db = the column sums of dx; dx as the GPU computed it above.
+    std::vector<uint16_t> gdx = download(dx, count);
+    const int64_t tokens = s.batch * s.m;
+    uint16_t *dw = upload(std::vector<uint16_t>(s.n * s.k, uint16_t(0xFFFF)));
+    uint16_t *db = upload(std::vector<uint16_t>(s.n, uint16_t(0xFFFF)));
+    gptrt_matmul_bf16_bgrad(g(), upload(gdx), upload(a), dw, db, 1, s.n, s.k,
+                            tokens, 1, 0, 0, 0, 0, GPTRT_DTYPE_BF16,
+                            GPTRT_DTYPE_BF16);
+    expectOk();
+    std::vector<uint16_t> cpuDw(s.n * s.k), cpuDb(s.n);
+    gptrt_matmul_bf16_bgrad(cpuCtx.handle(), gdx.data(), a.data(), cpuDw.data(),
+                            cpuDb.data(), 1, s.n, s.k, tokens, 1, 0, 0, 0, 0,
+                            GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16);
+    ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
+    EXPECT_LT(relErr(bf16Values(download(dw, s.n * s.k)), bf16Values(cpuDw)),
+              kBf16Tol);
+    EXPECT_LT(relErr(bf16Values(download(db, s.n)), bf16Values(cpuDb)),
               kBf16Tol);
   }
 }

@@ -45,6 +45,38 @@ func.func @backward() {
 
 // -----
 
+// The weight gradient's GEMM (a = the output gradient, stored tokens x
+// features, transposed) takes the bias gradient, the reduce_rows of the
+// same buffer (here through a reshape) after it.
+// CHECK-LABEL: func.func @bias_grad
+// CHECK: %[[DY:.*]] = rt.alloc : memref<2x8x32xbf16>
+// CHECK-NEXT: %[[DY2:.*]] = rt.reshape %[[DY]]
+// CHECK: %[[DW:.*]] = rt.alloc : memref<32x16xbf16>
+// CHECK-NEXT: %[[DB:.*]] = rt.alloc : memref<32xbf16>
+// CHECK-NEXT: rt.kernel "matmul_bf16_bgrad" ins(%[[DY2]], %{{.*}} : memref<16x32xbf16>, memref<16x16xbf16>) outs(%[[DW]], %[[DB]] : memref<32x16xbf16>, memref<32xbf16>) consts [1, 32, 16, 16, 1, 0, 0, 0, 0, 2, 2]
+// CHECK-NOT: reduce_rows
+// Not fused: the GEMM with a not transposed (not a weight gradient).
+// CHECK: rt.kernel "matmul_bf16" ins
+// CHECK: rt.kernel "reduce_rows"
+func.func @bias_grad() {
+  %dy = rt.alloc : memref<2x8x32xbf16>
+  %dy2 = rt.reshape %dy : memref<2x8x32xbf16> -> memref<16x32xbf16>
+  %x = rt.alloc : memref<16x16xbf16>
+  %dw = rt.alloc : memref<32x16xbf16>
+  rt.kernel "matmul_bf16" ins(%dy2, %x : memref<16x32xbf16>, memref<16x16xbf16>) outs(%dw : memref<32x16xbf16>) consts [1, 32, 16, 16, 1, 0, 0, 0, 0, 2]
+  %db = rt.alloc : memref<32xbf16>
+  rt.kernel "reduce_rows" ins(%dy : memref<2x8x32xbf16>) outs(%db : memref<32xbf16>) consts [16, 32, 2, 2]
+
+  %w = rt.alloc : memref<16x32xbf16>
+  %dx = rt.alloc : memref<16x32xbf16>
+  rt.kernel "matmul_bf16" ins(%x, %w : memref<16x16xbf16>, memref<16x32xbf16>) outs(%dx : memref<16x32xbf16>) consts [1, 16, 32, 16, 0, 0, 0, 0, 0, 2]
+  %db2 = rt.alloc : memref<32xbf16>
+  rt.kernel "reduce_rows" ins(%dx : memref<16x32xbf16>) outs(%db2 : memref<32xbf16>) consts [16, 32, 2, 2]
+  return
+}
+
+// -----
+
 // Not fused: the product is read by something else before the GELU (the
 // GELU would then see it early), another reader of the backward product,
 // and a result with gaps between its batches.

@@ -476,6 +476,32 @@ TEST_F(AbiTest, GeluEpiloguesAreTheKernelsTheyFold) {
       EXPECT_EQ(dx, wantDx) << "dg_dtype " << dgDtype;
     }
   }
+  // The weight gradient with the bias gradient: gptrt_matmul_bf16 and
+  // gptrt_reduce_rows of its a (stored [k, m]), bit for bit.
+  for (int64_t dtype : {GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16}) {
+    const size_t size = dtype == GPTRT_DTYPE_F32 ? 4 : 2;
+    std::vector<uint16_t> dy = bf16Of(randomF(k * m, 61, -2, 2)),
+                          x = bf16Of(randomF(k * n, 67, -2, 2));
+    std::vector<unsigned char> dw(m * n * size, 0xFF), db(m * size, 0xFF),
+        wantDw(dw.size(), 0xFF), wantDb(db.size(), 0xFF);
+    gptrt_matmul_bf16_bgrad(h, dy.data(), x.data(), dw.data(), db.data(), 1, m,
+                            n, k, 1, 0, 0, 0, 0, dtype, dtype);
+    gptrt_matmul_bf16(h, dy.data(), x.data(), wantDw.data(), 1, m, n, k, 1, 0,
+                      0, 0, 0, dtype);
+    gptrt_reduce_rows(h, dy.data(), wantDb.data(), k, m, GPTRT_DTYPE_BF16,
+                      dtype);
+    EXPECT_EQ(dw, wantDw) << "dtype " << dtype;
+    EXPECT_EQ(db, wantDb) << "dtype " << dtype;
+  }
+  {
+    F dw(m * n), db(m);
+    gptrt_matmul_bf16_bgrad(h, a.data(), b.data(), dw.data(), db.data(), 1, m,
+                            n, k, 0, 0, 0, 0, 0, GPTRT_DTYPE_F32,
+                            GPTRT_DTYPE_F32);
+    EXPECT_THAT(ctx.error(),
+                ::testing::HasSubstr("batch 1, trans_a 0, expected 1 and 1"));
+    ctx.clearError();
+  }
   // Only contiguous results: the GELU runs over batch * m * n elements.
   F pre(2 * count), out(2 * count);
   gptrt_matmul_bf16_bias_gelu(h, a.data(), b.data(), bias.data(), pre.data(),
