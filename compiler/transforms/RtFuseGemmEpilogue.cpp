@@ -125,24 +125,25 @@ private:
     const int64_t m = rt::constAt(gemm, 1), k = rt::constAt(gemm, 3);
     Value a = gemm.getInputs()[0], source = root(a);
     // gptrt_reduce_rows's constants: rows, cols, x_dtype, out_dtype.
-    rt::KernelOp reduce;
+    // Every view of the gradient's buffer (through reshapes), then the
+    // first reduce_rows of one after the GEMM.
     SmallVector<Value> views{source};
-    for (size_t i = 0; i < views.size() && !reduce; ++i)
-      for (Operation *user : views[i].getUsers()) {
-        if (auto reshape = dyn_cast<rt::ReshapeOp>(user)) {
+    for (size_t i = 0; i < views.size(); ++i)
+      for (Operation *user : views[i].getUsers())
+        if (auto reshape = dyn_cast<rt::ReshapeOp>(user))
           views.push_back(reshape.getResult());
-          continue;
-        }
+    rt::KernelOp reduce;
+    for (Value view : views)
+      for (Operation *user : view.getUsers()) {
         auto kernel = dyn_cast<rt::KernelOp>(user);
         if (kernel && kernel.getKernel() == "reduce_rows" &&
             kernel.getInputs().size() == 1 && kernel.getOutputs().size() == 1 &&
             kernel.getConsts().size() == 4 && rt::constAt(kernel, 0) == k &&
             rt::constAt(kernel, 1) == m &&
             rt::constAt(kernel, 2) == GPTRT_DTYPE_BF16 &&
-            gemm->isBeforeInBlock(kernel)) {
+            gemm->isBeforeInBlock(kernel) &&
+            (!reduce || kernel->isBeforeInBlock(reduce)))
           reduce = kernel;
-          break;
-        }
       }
     if (!reduce)
       return;

@@ -77,6 +77,26 @@ func.func @bias_grad() {
 
 // -----
 
+// Not fused: the gradient is written (through another view of its buffer)
+// between the GEMM and its reduce_rows.
+// CHECK-LABEL: func.func @bias_grad_written
+// CHECK-NOT: matmul_bf16_bgrad
+// CHECK: rt.kernel "reduce_rows"
+func.func @bias_grad_written() {
+  %dy = rt.alloc : memref<2x8x32xbf16>
+  %dy2 = rt.reshape %dy : memref<2x8x32xbf16> -> memref<16x32xbf16>
+  %x = rt.alloc : memref<16x16xbf16>
+  %dw = rt.alloc : memref<32x16xbf16>
+  rt.kernel "matmul_bf16" ins(%dy2, %x : memref<16x32xbf16>, memref<16x16xbf16>) outs(%dw : memref<32x16xbf16>) consts [1, 32, 16, 16, 1, 0, 0, 0, 0, 2]
+  %flat = rt.reshape %dy : memref<2x8x32xbf16> -> memref<512xbf16>
+  rt.kernel "fill" outs(%flat : memref<512xbf16>) consts [512, 0.0]
+  %db = rt.alloc : memref<32xbf16>
+  rt.kernel "reduce_rows" ins(%dy : memref<2x8x32xbf16>) outs(%db : memref<32xbf16>) consts [16, 32, 2, 2]
+  return
+}
+
+// -----
+
 // Not fused: the product is read by something else before the GELU (the
 // GELU would then see it early), another reader of the backward product,
 // and a result with gaps between its batches.
