@@ -95,9 +95,9 @@ DeviceImpl::~DeviceImpl() {
   cudaFree(stepScalars_);
   cudaFree(unitScales_);
   cudaFree(castStats_);
-  cudaFree(scratch_);
+  cudaFree(scratch_.data);
   cudaFree(gemmScales_);
-  cudaFree(bf16Bias_);
+  cudaFree(bf16Bias_.data);
   if (stream_)
     cudaStreamDestroy(stream_);
 }
@@ -232,27 +232,32 @@ void DeviceImpl::dropGraphs() {
     }
 }
 
-void *DeviceImpl::scratch(size_t bytes) {
-  if (bytes <= scratchBytes_)
-    return scratch_;
+void *DeviceImpl::grow(GrowingBuffer &buffer, size_t bytes, size_t minimum,
+                       const char *what) {
+  if (bytes <= buffer.bytes)
+    return buffer.data;
   cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
   check(cudaStreamIsCapturing(stream_, &capturing), "cudaStreamIsCapturing");
   if (capturing != cudaStreamCaptureStatusNone)
     throw std::runtime_error(
-        "the scratch buffer must grow to " + std::to_string(bytes) +
+        std::string("the ") + what + " must grow to " + std::to_string(bytes) +
         " bytes while a CUDA graph is being captured (the warm-up call should "
         "have sized it): run without --cuda-graphs");
   // Kernels already queued may still read the old buffer, and graphs hold
   // its address.
   synchronize();
   dropGraphs();
-  cudaFree(scratch_);
-  scratch_ = nullptr;
-  scratchBytes_ = 0;
-  size_t grown = bytes < (size_t(1) << 20) ? size_t(1) << 20 : bytes;
-  check(cudaMalloc(&scratch_, grown), "cudaMalloc(scratch)");
-  scratchBytes_ = grown;
-  return scratch_;
+  cudaFree(buffer.data);
+  buffer = {};
+  const size_t grown = bytes < minimum ? minimum : bytes;
+  check(cudaMalloc(&buffer.data, grown),
+        (std::string("cudaMalloc(") + what + ")").c_str());
+  buffer.bytes = grown;
+  return buffer.data;
+}
+
+void *DeviceImpl::scratch(size_t bytes) {
+  return grow(scratch_, bytes, size_t(1) << 20, "scratch buffer");
 }
 
 } // namespace gptrt::cuda

@@ -318,11 +318,20 @@ private:
   void *workspace_ = nullptr;
   size_t workspaceBytes_ = 0;
   float *gemmScales_ = nullptr;  // 2 floats: FP8 dequantisation scales
+  // A device buffer that only grows (grow()).
+  struct GrowingBuffer {
+    void *data = nullptr;
+    size_t bytes = 0;
+  };
+  // At least `bytes` of `buffer` (at least `minimum` when it must grow).
+  // Growing synchronises and drops the CUDA graphs, which hold the old
+  // address; it is refused during a capture, which the warm-up call's
+  // sizes are meant to make unnecessary.
+  void *grow(GrowingBuffer &buffer, size_t bytes, size_t minimum,
+             const char *what);
   // The bias of a GEMM with a bf16 result, rounded to bf16 (bf16Bias).
-  uint16_t *bf16Bias_ = nullptr;
-  size_t bf16BiasCount_ = 0;
-  void *scratch_ = nullptr;
-  size_t scratchBytes_ = 0;
+  GrowingBuffer bf16Bias_;
+  GrowingBuffer scratch_;
   float *stepScalars_ = nullptr;  // 3 floats, see uploadStepScalars
   float *unitScales_ = nullptr;   // 2 floats of 1: the rowwise GEMM's
   void *castStats_ = nullptr;     // Fp8.cu's per-slot counters

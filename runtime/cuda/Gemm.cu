@@ -306,31 +306,13 @@ void DeviceImpl::runGemm(GemmPlan &plan, const GemmKey &key, const void *a,
 }
 
 const uint16_t *DeviceImpl::bf16Bias(const float *bias, int64_t n) {
-  if (size_t(n) > bf16BiasCount_) {
-    // As scratch(): the warm-up call sizes it before any capture.
-    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
-    check(cudaStreamIsCapturing(stream_, &capturing), "cudaStreamIsCapturing");
-    if (capturing != cudaStreamCaptureStatusNone)
-      throw std::runtime_error(
-          "the bf16 bias buffer must grow to " + std::to_string(n) +
-          " elements while a CUDA graph is being captured: run without "
-          "--cuda-graphs");
-    // A queued GEMM may still read the old buffer, and graphs hold it.
-    synchronize();
-    dropGraphs();
-    cudaFree(bf16Bias_);
-    bf16Bias_ = nullptr;
-    bf16BiasCount_ = 0;
-    const size_t grown = size_t(n) < 65536 ? 65536 : size_t(n);
-    check(cudaMalloc(reinterpret_cast<void **>(&bf16Bias_),
-                     grown * sizeof(uint16_t)),
-          "cudaMalloc(bf16 bias)");
-    bf16BiasCount_ = grown;
-  }
+  uint16_t *codes = static_cast<uint16_t *>(
+      grow(bf16Bias_, size_t(n) * sizeof(uint16_t), 65536 * sizeof(uint16_t),
+           "bf16 bias buffer"));
   // On the stream, before the GEMM that reads it; the next GEMM's copy
   // comes after this one's GEMM.
-  convert(bias, bf16Bias_, n, GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16);
-  return bf16Bias_;
+  convert(bias, codes, n, GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16);
+  return codes;
 }
 
 template <typename T>
