@@ -225,6 +225,20 @@ int gptcMain(int argc, char **argv) {
                      "fp8-fuse-cast; default true). =false keeps separate "
                      "kernels, with the same numbers"),
       llvm::cl::init(true), llvm::cl::cat(category));
+  llvm::cl::opt<bool> fp8TransposeCasts(
+      "fp8-transpose-casts",
+      llvm::cl::desc("Write each FP8 cast that a backward GEMM reads in the "
+                     "other layout transposed, so the GEMM's operands are "
+                     "K-contiguous as Hopper needs (fp8-transpose-casts; "
+                     "default true). =false leaves the transposes to the "
+                     "runtime, one extra pass each, with the same numbers"),
+      llvm::cl::init(true), llvm::cl::cat(category));
+  llvm::cl::opt<bool> fp8ReuseScales(
+      "fp8-reuse-scales",
+      llvm::cl::desc("Compute the amax and scale of a tensor that several "
+                     "FP8 GEMMs read once (fp8-reuse-scales; default true). "
+                     "=false computes them per GEMM, with the same numbers"),
+      llvm::cl::init(true), llvm::cl::cat(category));
   llvm::cl::opt<bool> gemmEpilogues(
       "gemm-epilogues",
       llvm::cl::desc("Fold the GELU after a bf16 GEMM, and its gradient "
@@ -239,6 +253,13 @@ int gptcMain(int argc, char **argv) {
                      "its sum (rt-fuse-add-layernorm; default true): one "
                      "pass over the row on a GPU, the same numbers on the "
                      "CPU. =false keeps separate kernels"),
+      llvm::cl::init(true), llvm::cl::cat(category));
+  llvm::cl::opt<bool> fuseClassifier(
+      "fuse-classifier",
+      llvm::cl::desc("Compute the loss and the logits' gradient in one "
+                     "kernel (rt-fuse-classifier; default true): on a GPU "
+                     "the logits are read once, not twice; the same numbers "
+                     "on the CPU. =false keeps cross_entropy_fwd and _bwd"),
       llvm::cl::init(true), llvm::cl::cat(category));
   llvm::cl::opt<bool> bf16Gemm(
       "bf16-gemm",
@@ -425,13 +446,17 @@ int gptcMain(int argc, char **argv) {
       if (failed(storagePasses.run(work)))
         return 1;
     }
+    PassManager fp8Layout(&context);
     if (fp8Fusion) {
-      PassManager fuse(&context);
-      fuse.addPass(createFp8FuseAmax());
-      fuse.addPass(createFp8FuseCast());
-      if (failed(fuse.run(work)))
-        return 1;
+      fp8Layout.addPass(createFp8FuseAmax());
+      fp8Layout.addPass(createFp8FuseCast());
     }
+    if (fp8TransposeCasts)
+      fp8Layout.addPass(createFp8TransposeCasts());
+    if (fp8ReuseScales)
+      fp8Layout.addPass(createFp8ReuseScales());
+    if (failed(fp8Layout.run(work)))
+      return 1;
     if (runTo >= Phase::Rt) {
       PassManager lower(&context);
       lower.addPass(createRtBufferize());
@@ -439,6 +464,8 @@ int gptcMain(int argc, char **argv) {
         lower.addPass(createRtFuseGemmEpilogue());
       if (fuseAddLayerNorm)
         lower.addPass(createRtFuseAddLayerNorm());
+      if (fuseClassifier)
+        lower.addPass(createRtFuseClassifier());
       lower.addPass(createRtPlanMemory());
       if (failed(lower.run(work)))
         return 1;
@@ -494,7 +521,7 @@ int gptcMain(int argc, char **argv) {
           objectPath + ".tmp-%%%%%%", tmpObject))
     return fail("cannot create a file next to '" + objectPath + "': " +
                 ec.message());
-  auto cleanup = llvm::make_scope_exit([&] { llvm::sys::fs::remove(tmpObject); });
+  llvm::scope_exit cleanup([&] { llvm::sys::fs::remove(tmpObject); });
   if (llvm::Error err = writeObjectFile(*llvmModule, tmpObject))
     return fail(llvm::toString(std::move(err)));
   if (phase == Phase::Obj) {

@@ -514,13 +514,20 @@ LogicalResult EntryLowering::lowerOp(Operation *op) {
       .Case([&](fp8::QuantizeOp o) -> LogicalResult {
         NamedAttrList stat;
         int64_t slot = statSlot(o.getResult(), o.getLayerAttr(), stat);
-        SmallVector<Attribute> consts{i64(numElements(o.getType())),
-                                      i64(fp8Format(o.getType())), i64(slot)};
+        // Transposed: rows and columns of the input, else its size.
+        SmallVector<Attribute> consts;
+        if (o.getTranspose())
+          consts = {i64(o.getInput().getType().getShape()[0]),
+                    i64(o.getInput().getType().getShape()[1])};
+        else
+          consts = {i64(numElements(o.getType()))};
+        consts.append({i64(fp8Format(o.getType())), i64(slot)});
         if (failed(appendDtypes(o, {o.getInput()}, consts)))
           return failure();
-        rt::KernelOp k = kernel(
-            "quantize_fp8", {lookup(o.getInput()), lookup(o.getScale())},
-            {define(o.getResult())}, consts);
+        rt::KernelOp k = kernel(o.getTranspose() ? "quantize_fp8_transposed"
+                                                 : "quantize_fp8",
+                                {lookup(o.getInput()), lookup(o.getScale())},
+                                {define(o.getResult())}, consts);
         if (slot >= 0)
           k->setAttr("rt.fp8_stat", stat.getDictionary(b.getContext()));
         return success();

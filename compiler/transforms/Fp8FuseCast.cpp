@@ -47,7 +47,7 @@ private:
     // Only a scale that does not depend on this tensor can be applied while
     // the tensor is produced.
     auto known = cast.getScale().getDefiningOp<fp8::StateScaleOp>();
-    if (!known)
+    if (!known || cast.getTranspose()) // laid out for its GEMM already
       return;
     fp8::FusedOp fused = gptc::fusedProducerOf(
         gptc::exactSource(cast.getInput()), cast.getLayer());

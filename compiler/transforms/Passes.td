@@ -214,6 +214,41 @@ def Fp8FuseCast : Pass<"fp8-fuse-cast", "::mlir::ModuleOp"> {
   let dependentDialects = ["::gptc::fp8::Fp8Dialect"];
 }
 
+def Fp8TransposeCasts : Pass<"fp8-transpose-casts", "::mlir::ModuleOp"> {
+  let summary = "Writes FP8 GEMM operands in the layout Hopper's tensor cores read";
+  let description = [{
+    Hopper's FP8 GEMMs read both operands K-contiguous ("TN": a as M x K,
+    b as N x K). The backward's GEMMs read the other way: grad_input's
+    weight (b not transposed) and both operands of grad_weight (a
+    transposed, b a K x N activation). Without this pass the runtime
+    transposes such an operand into scratch before every GEMM: one more
+    read and write of it. Here an `fp8.quantize` of a 2-D tensor whose only
+    user is such an operand gets `transpose` -- its kernel writes the codes
+    transposed at no extra cost -- and the GEMM's flag flips. Casts that
+    fp8-fuse-cast moved into their producer are transposed there already.
+    Numerics do not change. Run after fp8-fuse-cast and before
+    fp8-reuse-scales and rt-bufferize.
+  }];
+  let dependentDialects = ["::gptc::fp8::Fp8Dialect"];
+}
+
+def Fp8ReuseScales : Pass<"fp8-reuse-scales", "::mlir::ModuleOp"> {
+  let summary = "Computes each tensor's amax and FP8 scale once per entry point";
+  let description = [{
+    fp8-precision scales each GEMM operand on its own, so a tensor that two
+    FP8 GEMMs read -- a weight (the forward GEMM and its grad_input), an
+    activation or gradient (grad_input and grad_weight) -- gets its
+    `fp8.amax` and `fp8.scale_from_amax` twice. With current scaling each
+    weight amax is a full read of the f32 master weight. This pass keeps
+    the first of each set of identical amax / scale ops in a block (same
+    input, layer and recipe) and drops the rest. The casts stay separate:
+    they may differ in layout (fp8-transpose-casts), and merging them would
+    keep an FP8 copy alive from the forward to the backward. Numerics and
+    the per-cast FP8 statistics do not change.
+  }];
+  let dependentDialects = ["::gptc::fp8::Fp8Dialect"];
+}
+
 def GptBf16Gemm : Pass<"gpt-bf16-gemm", "::mlir::ModuleOp"> {
   let summary = "Lets each bf16 GEMM read its bf16 operands directly";
   let description = [{
@@ -335,7 +370,7 @@ def RtBufferize : Pass<"rt-bufferize", "::mlir::ModuleOp"> {
 }
 
 def RtFuseGemmEpilogue : Pass<"rt-fuse-gemm-epilogue", "::mlir::ModuleOp"> {
-  let summary = "Folds GELU and its gradient into the bf16 GEMMs beside them";
+  let summary = "Folds GELU, its gradient and biases into the GEMMs beside them";
   let description = [{
     Runs after rt-bufferize, before rt-plan-memory. A `matmul_bf16_bias`
     whose result is next touched by a `gelu_fwd` reading it becomes one
@@ -352,7 +387,11 @@ def RtFuseGemmEpilogue : Pass<"rt-fuse-gemm-epilogue", "::mlir::ModuleOp"> {
     a weight-gradient `matmul_bf16` (batch 1, trans_a: a is the output
     gradient stored tokens x features) and the `reduce_rows` of the same
     gradient after it (the bias gradient) become one `matmul_bf16_bgrad`
-    (cuBLASLt's BGRADB epilogue on a GPU).
+    (cuBLASLt's BGRADB epilogue on a GPU). And an FP8 `scaled_matmul`
+    whose result only the bias `add` after it reads (an f32 bias broadcast
+    over the rows, the same dtype in and out) becomes one
+    `scaled_matmul_bias` writing the sum (cuBLASLt's BIAS epilogue in the
+    FP8 GEMM on a GPU); the product's buffer disappears.
     `gptc --gemm-epilogues=false` leaves this pass out.
   }];
   let dependentDialects = ["::gptc::rt::RtDialect"];
@@ -362,6 +401,8 @@ def RtFuseGemmEpilogue : Pass<"rt-fuse-gemm-epilogue", "::mlir::ModuleOp"> {
               "GEMMs that took the GELU gradient after them">,
     Statistic<"fusedBiasGrad", "fused-bias-grad",
               "weight-gradient GEMMs that took the bias gradient">,
+    Statistic<"fusedFp8Bias", "fused-fp8-bias",
+              "FP8 GEMMs that took the bias add after them">,
   ];
 }
 
@@ -381,6 +422,28 @@ def RtFuseAddLayerNorm : Pass<"rt-fuse-add-layernorm", "::mlir::ModuleOp"> {
   let dependentDialects = ["::gptc::rt::RtDialect"];
   let statistics = [
     Statistic<"fused", "fused", "adds fused into their layernorm">,
+  ];
+}
+
+def RtFuseClassifier : Pass<"rt-fuse-classifier", "::mlir::ModuleOp"> {
+  let summary = "Fuses the cross-entropy forward and backward into one kernel";
+  let description = [{
+    Runs after rt-bufferize, before rt-plan-memory. In train_step a
+    `cross_entropy_fwd` (logits, targets -> loss, lse) whose lse is next
+    read by the `cross_entropy_bwd` of the same logits and targets becomes
+    one `cross_entropy_fwd_bwd` where the backward was, writing the loss,
+    the lse and the logits' gradient: on a GPU each row's log-sum-exp and
+    then its gradient in one pass, as llm.c's fused classifier does, so the
+    logits -- the largest activation, tokens x padded vocabulary -- are
+    read from memory once, not twice. Between the two kernels nothing may
+    write the logits or targets or touch the loss and lse (only buffer
+    definitions and unrelated kernels are allowed). On the CPU the fused
+    kernel runs the two kernels, with the same numbers.
+    `gptc --fuse-classifier=false` leaves this pass out.
+  }];
+  let dependentDialects = ["::gptc::rt::RtDialect"];
+  let statistics = [
+    Statistic<"fused", "fused", "cross-entropy forward/backward pairs fused">,
   ];
 }
 

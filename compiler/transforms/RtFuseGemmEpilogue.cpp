@@ -19,6 +19,9 @@ namespace {
 // The GEMM kernels' constants (Bufferize.cpp, gptrt_matmul_bf16):
 // batch, m, n, k, trans_a, trans_b, stride_a, stride_b, stride_c, dtype.
 constexpr unsigned kGemmConsts = 10;
+// gptrt_scaled_matmul's: the same first nine, then format_a, format_b,
+// fast_accum and the result's dtype.
+constexpr unsigned kFp8GemmConsts = 13;
 
 struct GemmShape {
   int64_t elements; // batch * m * n
@@ -43,14 +46,18 @@ public:
       SmallVector<rt::KernelOp> gemms;
       func.walk([&](rt::KernelOp op) {
         if (op.getKernel() == "matmul_bf16_bias" ||
-            op.getKernel() == "matmul_bf16")
+            op.getKernel() == "matmul_bf16" ||
+            op.getKernel() == "scaled_matmul")
           gemms.push_back(op);
       });
       for (rt::KernelOp gemm : gemms) {
-        if (gemm.getConsts().size() != kGemmConsts ||
+        const bool fp8 = gemm.getKernel() == "scaled_matmul";
+        if (gemm.getConsts().size() != (fp8 ? kFp8GemmConsts : kGemmConsts) ||
             gemm.getOutputs().size() != 1 || !shapeOf(gemm).contiguous)
           continue;
-        if (gemm.getKernel() == "matmul_bf16_bias")
+        if (fp8)
+          fuseFp8Bias(gemm);
+        else if (gemm.getKernel() == "matmul_bf16_bias")
           fuseGelu(gemm);
         else if (!fuseGeluGrad(gemm))
           fuseBiasGrad(gemm);
@@ -107,6 +114,59 @@ private:
     gelu.erase();
     gemm.erase();
     ++fusedGelu;
+  }
+
+  // scaled_matmul -> d, read only by add(d, bias) -> y with the bias
+  // broadcast over d's rows: one scaled_matmul_bias writing y; d is gone.
+  void fuseFp8Bias(rt::KernelOp gemm) {
+    Value d = gemm.getOutputs()[0];
+    rt::KernelOp add;
+    for (Operation *user : d.getUsers()) {
+      if (user == gemm.getOperation())
+        continue;
+      auto kernel = dyn_cast<rt::KernelOp>(user);
+      if (!kernel || add)
+        return; // another reader (or a reshape): d is needed as it is
+      add = kernel;
+    }
+    // gptrt_add's constants: outer, inner, broadcast_b, a, b and out dtypes.
+    if (!add || add.getKernel() != "add" || add.getInputs().size() != 2 ||
+        add.getInputs()[0] != d || add.getOutputs().size() != 1 ||
+        add.getConsts().size() != 6 || !gemm->isBeforeInBlock(add))
+      return;
+    const int64_t n = rt::constAt(gemm, 2), dtype = rt::constAt(gemm, 12);
+    if (rt::constAt(add, 2) != 1 || rt::constAt(add, 1) != n ||
+        rt::constAt(add, 0) * n != shapeOf(gemm).elements ||
+        rt::constAt(add, 3) != dtype ||
+        rt::constAt(add, 4) != GPTRT_DTYPE_F32 || rt::constAt(add, 5) != dtype)
+      return;
+    // The bias is read at the GEMM now: it must hold its value there.
+    Value bias = add.getInputs()[1];
+    if (Operation *def = bias.getDefiningOp();
+        def && gemm->isBeforeInBlock(def)) {
+      auto view = dyn_cast<rt::ViewOp>(def); // a param: no operands
+      if (!view)
+        return;
+      view->moveBefore(gemm);
+    }
+    for (Operation *user : bias.getUsers())
+      if (gemm->isBeforeInBlock(user) && user->isBeforeInBlock(add) &&
+          rt::writes(user, bias))
+        return;
+    Value y = add.getOutputs()[0];
+    if (y == d || !canWriteEarly(y, gemm, add))
+      return;
+    defineBefore(y, gemm);
+    SmallVector<Value> ins(gemm.getInputs().begin(), gemm.getInputs().end());
+    ins.push_back(bias);
+    OpBuilder b(gemm);
+    rt::KernelOp::create(b, gemm.getLoc(), "scaled_matmul_bias", ins,
+                         ValueRange{y}, /*stream=*/0, gemm.getConsts());
+    add.erase();
+    gemm.erase();
+    if (Operation *def = d.getDefiningOp(); def && d.use_empty())
+      def->erase();
+    ++fusedFp8Bias;
   }
 
   // The buffer a value views: through rt.reshape to its source.

@@ -98,8 +98,21 @@ LogicalResult QuantizeOp::verify() {
     return emitOpError() << "quantizes to f8E4M3FN or f8E5M2, got "
                          << result.getElementType()
                          << "; for other types use a plain cast";
-  if (failed(verifyCastShapes(*this, getInput().getType(), result)))
+  RankedTensorType input = getInput().getType();
+  if (getTranspose()) {
+    if (input.getRank() != 2)
+      return emitOpError() << "transposes only 2-D inputs, got "
+                           << shapeString(input.getShape())
+                           << "; reshape it to rows x columns first";
+    int64_t rows = input.getShape()[0], cols = input.getShape()[1];
+    if (!shapesCompatible(result.getShape(), {cols, rows}))
+      return emitOpError() << "with transpose has result shape "
+                           << shapeString(result.getShape()) << ", expected "
+                           << shapeString({cols, rows})
+                           << " (the input's shape swapped)";
+  } else if (failed(verifyCastShapes(*this, input, result))) {
     return failure();
+  }
   return verifyLayerName(*this, getLayer());
 }
 

@@ -95,11 +95,18 @@ def Fp8_ScaleFromAmaxOp : Fp8_Op<"scale_from_amax", [Pure]> {
 
 def Fp8_QuantizeOp : Fp8_Op<"quantize", [Pure]> {
   let summary = "x * scale, rounded to nearest even and saturated to the FP8 range";
+  let description = [{
+    With `transpose` (2-D inputs only) the codes are written transposed,
+    `result[c][r] = fp8(input[r][c] * scale)`: fp8-transpose-casts sets it
+    where an FP8 GEMM would otherwise read the operand in the layout
+    Hopper's tensor cores cannot take, so the runtime need not transpose it.
+  }];
   let arguments = (ins StrAttr:$layer, Fp8_HighTensor:$input,
-                       Fp8_ScalarF32:$scale);
+                       Fp8_ScalarF32:$scale, UnitAttr:$transpose);
   let results = (outs RankedTensorOf<[AnyType]>:$result);
   let assemblyFormat = [{
-    $layer $input `,` $scale attr-dict `:` type($input) `->` type($result)
+    $layer $input `,` $scale (`transpose` $transpose^)? attr-dict `:`
+    type($input) `->` type($result)
   }];
 }
 

@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below or the manifest's meaning changes. */
-#define GPTRT_ABI_VERSION 18
+#define GPTRT_ABI_VERSION 19
 
 typedef struct gptrt_context gptrt_context;
 
@@ -217,6 +217,18 @@ void gptrt_cross_entropy_bwd(gptrt_context *ctx, const float *dloss,
                              const float *lse, void *dlogits, int64_t rows,
                              int64_t vocab, int64_t padded_vocab,
                              int64_t ignore_index, int64_t dtype);
+/* The fused classifier (rt-fuse-classifier): gptrt_cross_entropy_fwd and
+ * then gptrt_cross_entropy_bwd with the lse just computed, the same
+ * outputs (loss, lse, dlogits) and numbers, in one pass per row as llm.c
+ * does: the row's log-sum-exp, then its gradient while the row is still
+ * in cache, so the logits are read from memory once, not twice. dlogits
+ * must not overlap logits. */
+void gptrt_cross_entropy_fwd_bwd(gptrt_context *ctx, const float *dloss,
+                                 const void *logits, const int32_t *targets,
+                                 float *loss, float *lse, void *dlogits,
+                                 int64_t rows, int64_t vocab,
+                                 int64_t padded_vocab, int64_t ignore_index,
+                                 int64_t dtype);
 
 /* out: one f32, sqrt(sum of squares of x). */
 void gptrt_global_norm(gptrt_context *ctx, const float *x, float *out,
@@ -257,6 +269,14 @@ void gptrt_scale_from_amax(gptrt_context *ctx, const float *amax, float *out,
 void gptrt_quantize_fp8(gptrt_context *ctx, const void *x, const float *scale,
                         uint8_t *q, int64_t n, int64_t format,
                         int64_t stat_slot, int64_t x_dtype);
+/* The same cast of x, rows x cols, with the codes written transposed:
+ * q[c * rows + r] = fp8(x[r * cols + c] * scale[0]) -- the K-contiguous
+ * layout a Hopper FP8 GEMM reads, made in the cast's own pass
+ * (fp8-transpose-casts). Statistics as gptrt_quantize_fp8. */
+void gptrt_quantize_fp8_transposed(gptrt_context *ctx, const void *x,
+                                   const float *scale, uint8_t *q, int64_t rows,
+                                   int64_t cols, int64_t format,
+                                   int64_t stat_slot, int64_t x_dtype);
 /* c = op(a) op(b) / (scale_a[0] * scale_b[0]) on FP8 codes (decoded
  * exactly, accumulated in f32); layouts and strides as gptrt_matmul. c is
  * f32, or bf16 (out_dtype): that f32 result rounded once. fast_accum 1
@@ -270,6 +290,18 @@ void gptrt_scaled_matmul(gptrt_context *ctx, const uint8_t *a, const uint8_t *b,
                          int64_t stride_b, int64_t stride_c, int64_t format_a,
                          int64_t format_b, int64_t fast_accum,
                          int64_t out_dtype);
+/* The FP8 GEMM with its bias (rt-fuse-gemm-epilogue): on the CPU exactly
+ * the two kernels it replaces -- gptrt_scaled_matmul's c in out_dtype,
+ * then gptrt_add of `bias` (n f32, one per column) into c. On a GPU
+ * cuBLASLt's BIAS epilogue adds the bias (rounded to bf16 for a bf16 c) to
+ * the f32 sum before the one rounding, where it offers one; else the two
+ * kernels. Batches must be contiguous (batch 1 or stride_c = m * n). */
+void gptrt_scaled_matmul_bias(
+    gptrt_context *ctx, const uint8_t *a, const uint8_t *b,
+    const float *scale_a, const float *scale_b, const float *bias, void *c,
+    int64_t batch, int64_t m, int64_t n, int64_t k, int64_t trans_a,
+    int64_t trans_b, int64_t stride_a, int64_t stride_b, int64_t stride_c,
+    int64_t format_a, int64_t format_b, int64_t fast_accum, int64_t out_dtype);
 
 /* Rowwise scaling: x seen as rows x cols; along_cols 0 gives one value
  * per row, 1 one per column. amax_rows: largest magnitude of each (NaN if

@@ -93,6 +93,22 @@ void requireNonNegative(int64_t v, const char *name) {
                                 ", expected >= 0");
 }
 
+// The fused GEMM epilogues' sizes, and their results contiguous, so that
+// the GELU or the bias runs over batch * m * n elements
+// (rt-fuse-gemm-epilogue fuses only those).
+void requireContiguous(int64_t batch, int64_t m, int64_t n, int64_t k,
+                       int64_t strideC) {
+  requireNonNegative(batch, "batch");
+  requireNonNegative(m, "m");
+  requireNonNegative(n, "n");
+  requireNonNegative(k, "k");
+  if (batch > 1 && strideC != m * n)
+    throw std::invalid_argument(
+        "stride_c " + std::to_string(strideC) +
+        ", expected m * n = " + std::to_string(m * n) +
+        " (a fused GEMM epilogue needs a contiguous result)");
+}
+
 void requireFlag(int64_t flag, const char *name) {
   if (flag != 0 && flag != 1)
     throw std::invalid_argument(std::string(name) + " " +
@@ -399,6 +415,38 @@ GPTRT_EXPORT void gptrt_quantize_fp8(gptrt_context *ctx, const void *xData,
   });
 }
 
+GPTRT_EXPORT void
+gptrt_quantize_fp8_transposed(gptrt_context *ctx, const void *xData,
+                              const float *scale, uint8_t *q, int64_t rows,
+                              int64_t cols, int64_t format, int64_t statSlot,
+                              int64_t xDtype) {
+  guarded(
+      ctx, "gptrt_quantize_fp8_transposed",
+      [&](Context &c) {
+        requireNonNegative(rows, "rows");
+        requireNonNegative(cols, "cols");
+        requireFormat(format);
+        const int64_t n = rows * cols;
+        F32Staging f32(c, {{xData, xDtype, n, false, "x_dtype"}});
+        const float *x = f32[0];
+        const float s = scale[0];
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t col = 0; col < cols; ++col)
+            q[col * rows + r] = fp8Encode(x[r * cols + col] * s, format);
+        recordCastStats(
+            c, statSlot, x, n, [&](int64_t) { return s; }, format);
+      },
+      [&](Context &c, Gpu &g) {
+        requireNonNegative(rows, "rows");
+        requireNonNegative(cols, "cols");
+        requireStorageDtype(xDtype, "x_dtype");
+        g.quantizeFp8Transposed(xData, xDtype, scale, q, rows, cols, format);
+        if (statSlot >= 0 && c.collectingFp8Stats())
+          g.recordCastStats(xData, xDtype, rows * cols, scale, format,
+                            statSlot);
+      });
+}
+
 namespace {
 
 /// The CPU emulation of an FP8 GEMM before its scales are divided out: FP8
@@ -457,6 +505,41 @@ GPTRT_EXPORT void gptrt_scaled_matmul(
                    transB != 0, strideA, strideB, strideC, formatA, formatB,
                    fastAccum != 0, outDtype);
   });
+}
+
+GPTRT_EXPORT void gptrt_scaled_matmul_bias(
+    gptrt_context *ctx, const uint8_t *a, const uint8_t *b, const float *scaleA,
+    const float *scaleB, const float *bias, void *c, int64_t batch, int64_t m,
+    int64_t n, int64_t k, int64_t transA, int64_t transB, int64_t strideA,
+    int64_t strideB, int64_t strideC, int64_t formatA, int64_t formatB,
+    int64_t fastAccum, int64_t outDtype) {
+  guarded(
+      ctx, "gptrt_scaled_matmul_bias",
+      [&](Context &) {
+        requireContiguous(batch, m, n, k, strideC);
+        // The two kernels it fuses, so the same numbers as without the
+        // fusion: the product as the GEMM stored it (its own buffer: the
+        // GEMM uses the context's scratch), then the bias added.
+        const int64_t count = batch * m * n;
+        std::vector<float> product(static_cast<size_t>(
+            outDtype == GPTRT_DTYPE_BF16 ? (count + 1) / 2 : count));
+        gptrt_scaled_matmul(ctx, a, b, scaleA, scaleB, product.data(), batch, m,
+                            n, k, transA, transB, strideA, strideB, strideC,
+                            formatA, formatB, fastAccum, outDtype);
+        gptrt_add(ctx, product.data(), bias, c, batch * m, n, 1, outDtype,
+                  GPTRT_DTYPE_F32, outDtype);
+      },
+      [&](Context &, Gpu &g) {
+        if (bias == nullptr)
+          throw std::invalid_argument("bias is null, expected a vector of n "
+                                      "floats");
+        requireContiguous(batch, m, n, k, strideC);
+        requireFlag(fastAccum, "fast_accum");
+        requireStorageDtype(outDtype, "out_dtype");
+        g.scaledMatmulBias(a, b, scaleA, scaleB, bias, c, batch, m, n, k,
+                           transA != 0, transB != 0, strideA, strideB, strideC,
+                           formatA, formatB, fastAccum != 0, outDtype);
+      });
 }
 
 // ----------------------------------------------------- rowwise scaling
@@ -649,6 +732,43 @@ GPTRT_EXPORT void gptrt_embedding_bwd(gptrt_context *ctx, const void *dout,
   });
 }
 
+namespace {
+
+// The GPU bodies of the producers whose kernels also take the fused FP8
+// epilogue (an empty one for the plain entry points).
+void geluOnGpu(Gpu &g, const void *x, void *out, int64_t n, int64_t xDtype,
+               int64_t outDtype, const gptrt::cuda::Fp8Epilogue &fp8) {
+  requireNonNegative(n, "n");
+  requireStorageDtype(xDtype, "x_dtype");
+  requireStorageDtype(outDtype, "out_dtype");
+  g.geluForwardFp8(x, xDtype, out, outDtype, n, fp8);
+}
+
+void addOnGpu(Gpu &g, const void *a, const void *b, void *out, int64_t outer,
+              int64_t inner, int64_t broadcastB, int64_t aDtype,
+              int64_t bDtype, int64_t outDtype,
+              const gptrt::cuda::Fp8Epilogue &fp8) {
+  requireNonNegative(outer, "outer");
+  requireNonNegative(inner, "inner");
+  requireStorageDtype(aDtype, "a_dtype");
+  requireStorageDtype(bDtype, "b_dtype");
+  requireStorageDtype(outDtype, "out_dtype");
+  g.addFp8(a, aDtype, b, bDtype, out, outDtype, outer, inner, broadcastB != 0,
+           fp8);
+}
+
+void layerNormOnGpu(Gpu &g, const void *x, const float *w, const float *b,
+                    void *out, float *mean, float *rstd, int64_t rows,
+                    int64_t width, double eps, int64_t xDtype,
+                    int64_t outDtype, const gptrt::cuda::Fp8Epilogue &fp8) {
+  requireStorageDtype(xDtype, "x_dtype");
+  requireStorageDtype(outDtype, "out_dtype");
+  g.layerNormForwardFp8(x, xDtype, w, b, out, outDtype, mean, rstd, rows,
+                        width, static_cast<float>(eps), fp8);
+}
+
+} // namespace
+
 GPTRT_EXPORT void gptrt_layernorm_fwd(gptrt_context *ctx, const void *x,
                                       const float *w, const float *b,
                                       void *out, float *mean, float *rstd,
@@ -663,10 +783,8 @@ GPTRT_EXPORT void gptrt_layernorm_fwd(gptrt_context *ctx, const void *x,
                           static_cast<float>(eps));
     f32.finish();
   }, [&](Context &, Gpu &g) {
-    requireStorageDtype(x_dtype, "x_dtype");
-    requireStorageDtype(out_dtype, "out_dtype");
-    g.layerNormForward(x, x_dtype, w, b, out, out_dtype, mean, rstd, rows,
-                       width, static_cast<float>(eps));
+    layerNormOnGpu(g, x, w, b, out, mean, rstd, rows, width, eps, x_dtype,
+                   out_dtype, {});
   });
 }
 
@@ -834,26 +952,6 @@ GPTRT_EXPORT void gptrt_matmul_bf16_bias(
              out_dtype);
 }
 
-namespace {
-
-// The fused GEMM epilogues' sizes, and their results contiguous, so that
-// the GELU runs over batch * m * n elements (rt-fuse-gemm-epilogue fuses
-// only those).
-void requireContiguous(int64_t batch, int64_t m, int64_t n, int64_t k,
-                       int64_t strideC) {
-  requireNonNegative(batch, "batch");
-  requireNonNegative(m, "m");
-  requireNonNegative(n, "n");
-  requireNonNegative(k, "k");
-  if (batch > 1 && strideC != m * n)
-    throw std::invalid_argument(
-        "stride_c " + std::to_string(strideC) +
-        ", expected m * n = " + std::to_string(m * n) +
-        " (a fused GELU epilogue needs a contiguous result)");
-}
-
-} // namespace
-
 GPTRT_EXPORT void gptrt_matmul_bf16_bias_gelu(
     gptrt_context *ctx, const uint16_t *a, const uint16_t *b, const float *bias,
     void *pre, void *out, int64_t batch, int64_t m, int64_t n, int64_t k,
@@ -990,13 +1088,8 @@ GPTRT_EXPORT void gptrt_add(gptrt_context *ctx, const void *a, const void *b,
     cpu::add(f32[2], f32[0], f32[1], outer, inner, broadcast_b != 0);
     f32.finish();
   }, [&](Context &, Gpu &g) {
-    requireNonNegative(outer, "outer");
-    requireNonNegative(inner, "inner");
-    requireStorageDtype(a_dtype, "a_dtype");
-    requireStorageDtype(b_dtype, "b_dtype");
-    requireStorageDtype(out_dtype, "out_dtype");
-    g.add(a, a_dtype, b, b_dtype, out, out_dtype, outer, inner,
-          broadcast_b != 0);
+    addOnGpu(g, a, b, out, outer, inner, broadcast_b, a_dtype, b_dtype,
+             out_dtype, {});
   });
 }
 
@@ -1017,10 +1110,7 @@ GPTRT_EXPORT void gptrt_gelu_fwd(gptrt_context *ctx, const void *x,
     cpu::geluForward(f32[1], f32[0], n);
     f32.finish();
   }, [&](Context &, Gpu &g) {
-    requireNonNegative(n, "n");
-    requireStorageDtype(x_dtype, "x_dtype");
-    requireStorageDtype(out_dtype, "out_dtype");
-    g.geluForward(x, x_dtype, out, out_dtype, n);
+    geluOnGpu(g, x, out, n, x_dtype, out_dtype, {});
   });
 }
 
@@ -1191,6 +1281,34 @@ GPTRT_EXPORT void gptrt_cross_entropy_bwd(gptrt_context *ctx,
     g.crossEntropyBackward(dloss, logits, targets, lse, dlogits, dtype, rows,
                            vocab, padded_vocab, ignore_index);
   });
+}
+
+GPTRT_EXPORT void
+gptrt_cross_entropy_fwd_bwd(gptrt_context *ctx, const float *dloss,
+                            const void *logits, const int32_t *targets,
+                            float *loss, float *lse, void *dlogits,
+                            int64_t rows, int64_t vocab, int64_t padded_vocab,
+                            int64_t ignore_index, int64_t dtype) {
+  guarded(
+      ctx, "gptrt_cross_entropy_fwd_bwd",
+      [&](Context &c) {
+        // The CPU has no memory traffic to save: the two kernels, in order.
+        requireNonNegative(rows, "rows");
+        requireNonNegative(padded_vocab, "padded_vocab");
+        const int64_t n = rows * padded_vocab;
+        F32Staging f32(c, {{logits, dtype, n, false, "dtype"},
+                           {dlogits, dtype, n, true, "dtype"}});
+        *loss = cpu::crossEntropyForward(lse, f32[0], targets, rows, vocab,
+                                         padded_vocab, ignore_index);
+        cpu::crossEntropyBackward(f32[1], f32[0], lse, targets, dloss[0], rows,
+                                  vocab, padded_vocab, ignore_index);
+        f32.finish();
+      },
+      [&](Context &, Gpu &g) {
+        requireStorageDtype(dtype, "dtype");
+        g.crossEntropyFused(dloss, logits, targets, loss, lse, dlogits, dtype,
+                            rows, vocab, padded_vocab, ignore_index);
+      });
 }
 
 GPTRT_EXPORT void gptrt_global_norm(gptrt_context *ctx, const float *x,
@@ -1457,6 +1575,37 @@ void runEpilogue(Context &c, const void *out, const Epilogue &e) {
                   e.format);
 }
 
+/// On a GPU, when the producer's kernel can take the epilogue itself (its
+/// whole output of `elements` values, codes not transposed): launches it
+/// through `run` with the epilogue, records the cast's statistics, and
+/// returns true. Elsewhere false: the caller runs the base kernel, then
+/// finish().
+template <typename Run>
+bool producedWithEpilogue(gptrt_context *ctx, const char *fn, const void *out,
+                          int64_t elements, const Epilogue &e, Run run) {
+  Context &context = contextOf(ctx, fn);
+  if (context.failed() || context.device() != Device::Cuda || e.transpose != 0 ||
+      e.rows * e.cols != elements)
+    return false;
+  guarded(
+      ctx, fn,
+      [&](Context &) {
+        throw std::logic_error("the CPU runs the base kernel and finish()");
+      },
+      [&](Context &c, Gpu &g) {
+        requireNonNegative(e.rows, "rows");
+        requireNonNegative(e.cols, "cols");
+        if (e.dtype != GPTRT_DTYPE_F32 && e.dtype != GPTRT_DTYPE_BF16)
+          throw std::invalid_argument("out_dtype " + std::to_string(e.dtype) +
+                                      ", expected f32 (1) or bf16 (2)");
+        run(g, gptrt::cuda::Fp8Epilogue{e.amax, e.scale, e.q, e.format});
+        if (e.q && e.statSlot >= 0 && c.collectingFp8Stats())
+          g.recordCastStats(out, e.dtype, elements, e.scale, e.format,
+                            e.statSlot);
+      });
+  return true;
+}
+
 /// Runs `epilogue` after the base kernel, unless the base kernel failed.
 void finish(gptrt_context *ctx, const char *fn, const void *out,
             const Epilogue &epilogue) {
@@ -1522,10 +1671,17 @@ GPTRT_EXPORT void gptrt_layernorm_fwd_amax(
     int64_t outRows, int64_t outCols, int64_t outDtype) {
   if (!agreeingDtypes(ctx, "gptrt_layernorm_fwd_amax", yDtype, outDtype))
     return;
+  const Epilogue e{outRows, outCols, outDtype, amax};
+  if (producedWithEpilogue(
+          ctx, "gptrt_layernorm_fwd_amax", y, rows * width, e,
+          [&](Gpu &g, const gptrt::cuda::Fp8Epilogue &fp8) {
+            layerNormOnGpu(g, x, w, b, y, mean, rstd, rows, width, eps,
+                           xDtype, yDtype, fp8);
+          }))
+    return;
   gptrt_layernorm_fwd(ctx, x, w, b, y, mean, rstd, rows, width, eps, xDtype,
                       yDtype);
-  finish(ctx, "gptrt_layernorm_fwd_amax", y,
-         {outRows, outCols, outDtype, amax});
+  finish(ctx, "gptrt_layernorm_fwd_amax", y, e);
 }
 
 GPTRT_EXPORT void gptrt_layernorm_fwd_cast(
@@ -1536,11 +1692,18 @@ GPTRT_EXPORT void gptrt_layernorm_fwd_cast(
     int64_t format, int64_t transpose, int64_t statSlot) {
   if (!agreeingDtypes(ctx, "gptrt_layernorm_fwd_cast", yDtype, outDtype))
     return;
+  const Epilogue e{outRows, outCols, outDtype, amax,     scale,
+                   q,       format,  transpose, statSlot};
+  if (producedWithEpilogue(
+          ctx, "gptrt_layernorm_fwd_cast", y, rows * width, e,
+          [&](Gpu &g, const gptrt::cuda::Fp8Epilogue &fp8) {
+            layerNormOnGpu(g, x, w, b, y, mean, rstd, rows, width, eps,
+                           xDtype, yDtype, fp8);
+          }))
+    return;
   gptrt_layernorm_fwd(ctx, x, w, b, y, mean, rstd, rows, width, eps, xDtype,
                       yDtype);
-  finish(ctx, "gptrt_layernorm_fwd_cast", y,
-         {outRows, outCols, outDtype, amax, scale, q, format, transpose,
-          statSlot});
+  finish(ctx, "gptrt_layernorm_fwd_cast", y, e);
 }
 
 GPTRT_EXPORT void gptrt_gelu_fwd_amax(gptrt_context *ctx, const void *x,
@@ -1550,8 +1713,14 @@ GPTRT_EXPORT void gptrt_gelu_fwd_amax(gptrt_context *ctx, const void *x,
                                       int64_t outDtype) {
   if (!agreeingDtypes(ctx, "gptrt_gelu_fwd_amax", yDtype, outDtype))
     return;
+  const Epilogue e{rows, cols, outDtype, amax};
+  if (producedWithEpilogue(ctx, "gptrt_gelu_fwd_amax", y, n, e,
+                           [&](Gpu &g, const gptrt::cuda::Fp8Epilogue &fp8) {
+                             geluOnGpu(g, x, y, n, xDtype, yDtype, fp8);
+                           }))
+    return;
   gptrt_gelu_fwd(ctx, x, y, n, xDtype, yDtype);
-  finish(ctx, "gptrt_gelu_fwd_amax", y, {rows, cols, outDtype, amax});
+  finish(ctx, "gptrt_gelu_fwd_amax", y, e);
 }
 
 GPTRT_EXPORT void gptrt_gelu_fwd_cast(gptrt_context *ctx, const void *x,
@@ -1563,9 +1732,15 @@ GPTRT_EXPORT void gptrt_gelu_fwd_cast(gptrt_context *ctx, const void *x,
                                       int64_t transpose, int64_t statSlot) {
   if (!agreeingDtypes(ctx, "gptrt_gelu_fwd_cast", yDtype, outDtype))
     return;
+  const Epilogue e{rows, cols, outDtype, amax, scale,
+                   q,    format, transpose, statSlot};
+  if (producedWithEpilogue(ctx, "gptrt_gelu_fwd_cast", y, n, e,
+                           [&](Gpu &g, const gptrt::cuda::Fp8Epilogue &fp8) {
+                             geluOnGpu(g, x, y, n, xDtype, yDtype, fp8);
+                           }))
+    return;
   gptrt_gelu_fwd(ctx, x, y, n, xDtype, yDtype);
-  finish(ctx, "gptrt_gelu_fwd_cast", y,
-         {rows, cols, outDtype, amax, scale, q, format, transpose, statSlot});
+  finish(ctx, "gptrt_gelu_fwd_cast", y, e);
 }
 
 GPTRT_EXPORT void gptrt_add_amax(gptrt_context *ctx, const void *a,
@@ -1577,9 +1752,16 @@ GPTRT_EXPORT void gptrt_add_amax(gptrt_context *ctx, const void *a,
                                  int64_t outDtype) {
   if (!agreeingDtypes(ctx, "gptrt_add_amax", sumDtype, outDtype))
     return;
+  const Epilogue e{rows, cols, outDtype, amax};
+  if (producedWithEpilogue(ctx, "gptrt_add_amax", sum, outer * inner, e,
+                           [&](Gpu &g, const gptrt::cuda::Fp8Epilogue &fp8) {
+                             addOnGpu(g, a, b, sum, outer, inner, broadcastB,
+                                      aDtype, bDtype, sumDtype, fp8);
+                           }))
+    return;
   gptrt_add(ctx, a, b, sum, outer, inner, broadcastB, aDtype, bDtype,
             sumDtype);
-  finish(ctx, "gptrt_add_amax", sum, {rows, cols, outDtype, amax});
+  finish(ctx, "gptrt_add_amax", sum, e);
 }
 
 GPTRT_EXPORT void gptrt_add_cast(gptrt_context *ctx, const void *a,
@@ -1593,10 +1775,17 @@ GPTRT_EXPORT void gptrt_add_cast(gptrt_context *ctx, const void *a,
                                  int64_t transpose, int64_t statSlot) {
   if (!agreeingDtypes(ctx, "gptrt_add_cast", sumDtype, outDtype))
     return;
+  const Epilogue e{rows, cols, outDtype, amax, scale,
+                   q,    format, transpose, statSlot};
+  if (producedWithEpilogue(ctx, "gptrt_add_cast", sum, outer * inner, e,
+                           [&](Gpu &g, const gptrt::cuda::Fp8Epilogue &fp8) {
+                             addOnGpu(g, a, b, sum, outer, inner, broadcastB,
+                                      aDtype, bDtype, sumDtype, fp8);
+                           }))
+    return;
   gptrt_add(ctx, a, b, sum, outer, inner, broadcastB, aDtype, bDtype,
             sumDtype);
-  finish(ctx, "gptrt_add_cast", sum,
-         {rows, cols, outDtype, amax, scale, q, format, transpose, statSlot});
+  finish(ctx, "gptrt_add_cast", sum, e);
 }
 
 GPTRT_EXPORT void gptrt_matmul_amax(gptrt_context *ctx, const float *a,
@@ -1739,13 +1928,16 @@ const std::vector<AbiSymbol> &abiSymbols() {
       GPTRT_SYM(gptrt_attention_bwd),
       GPTRT_SYM(gptrt_cross_entropy_fwd),
       GPTRT_SYM(gptrt_cross_entropy_bwd),
+      GPTRT_SYM(gptrt_cross_entropy_fwd_bwd),
       GPTRT_SYM(gptrt_global_norm),
       GPTRT_SYM(gptrt_clip_scale),
       GPTRT_SYM(gptrt_adamw),
       GPTRT_SYM(gptrt_amax),
       GPTRT_SYM(gptrt_scale_from_amax),
       GPTRT_SYM(gptrt_quantize_fp8),
+      GPTRT_SYM(gptrt_quantize_fp8_transposed),
       GPTRT_SYM(gptrt_scaled_matmul),
+      GPTRT_SYM(gptrt_scaled_matmul_bias),
       GPTRT_SYM(gptrt_amax_rows),
       GPTRT_SYM(gptrt_row_scales),
       GPTRT_SYM(gptrt_quantize_rows),

@@ -22,6 +22,17 @@
 
 namespace gptrt::cuda {
 
+// The fused FP8 variants' work (gptrt.h's _amax, and _cast without
+// transpose) done by a producer kernel as it stores its output y:
+// amax[0] = max |y| and, with q, q = fp8(y * scale[0]) in `format`, both
+// of y as stored (rounded to its dtype). A null amax: the plain kernel.
+struct Fp8Epilogue {
+  float *amax = nullptr;
+  const float *scale = nullptr;
+  uint8_t *q = nullptr;
+  int64_t format = 0;
+};
+
 // One FP8 cast's statistics as the device collected them (see
 // Device::recordCastStats); Context copies them into its Fp8CastStats.
 struct CastStats {
@@ -106,9 +117,17 @@ public:
   virtual void add(const void *a, int64_t aDtype, const void *b,
                    int64_t bDtype, void *out, int64_t outDtype, int64_t outer,
                    int64_t inner, bool broadcastB) = 0;
+  // add with its output's FP8 epilogue in the same pass.
+  virtual void addFp8(const void *a, int64_t aDtype, const void *b,
+                      int64_t bDtype, void *out, int64_t outDtype,
+                      int64_t outer, int64_t inner, bool broadcastB,
+                      const Fp8Epilogue &fp8) = 0;
   virtual void scale(const float *x, float *out, int64_t n, float s) = 0;
   virtual void geluForward(const void *x, int64_t xDtype, void *out,
                            int64_t outDtype, int64_t n) = 0;
+  virtual void geluForwardFp8(const void *x, int64_t xDtype, void *out,
+                              int64_t outDtype, int64_t n,
+                              const Fp8Epilogue &fp8) = 0;
   virtual void geluBackward(const void *dout, int64_t doutDtype,
                             const void *x, int64_t xDtype, void *dx,
                             int64_t dxDtype, int64_t n) = 0;
@@ -116,6 +135,11 @@ public:
                                 const float *w, const float *b, void *out,
                                 int64_t outDtype, float *mean, float *rstd,
                                 int64_t rows, int64_t width, float eps) = 0;
+  virtual void layerNormForwardFp8(const void *x, int64_t xDtype,
+                                   const float *w, const float *b, void *out,
+                                   int64_t outDtype, float *mean, float *rstd,
+                                   int64_t rows, int64_t width, float eps,
+                                   const Fp8Epilogue &fp8) = 0;
   // gptrt_add_layernorm_fwd: x = a + b and its layernorm, one pass.
   virtual void addLayerNormForward(const void *a, int64_t aDtype, const void *b,
                                    int64_t bDtype, const float *w,
@@ -148,6 +172,12 @@ public:
                                     int64_t rows, int64_t vocab,
                                     int64_t paddedVocab,
                                     int64_t ignoreIndex) = 0;
+  // Both of the above in one pass over each row (gptrt_cross_entropy_fwd_bwd).
+  virtual void crossEntropyFused(const float *dloss, const void *logits,
+                                 const int32_t *targets, float *loss,
+                                 float *lse, void *dlogits, int64_t dtype,
+                                 int64_t rows, int64_t vocab,
+                                 int64_t paddedVocab, int64_t ignoreIndex) = 0;
   virtual void globalNorm(const float *x, float *out, int64_t n) = 0;
   virtual void clipScale(const float *norm, float *out, float maxNorm) = 0;
   virtual void adamw(const float *grad, const float *gradScale,
@@ -240,6 +270,11 @@ public:
                              int64_t margin, bool powerOfTwo, double eps) = 0;
   virtual void quantizeFp8(const void *x, int64_t xDtype, const float *scale,
                            uint8_t *q, int64_t n, int64_t format) = 0;
+  // q (cols x rows) = the cast of x (rows x cols), transposed.
+  virtual void quantizeFp8Transposed(const void *x, int64_t xDtype,
+                                     const float *scale, uint8_t *q,
+                                     int64_t rows, int64_t cols,
+                                     int64_t format) = 0;
   virtual void fp8StateScale(const float *history, float *out,
                              int64_t length, double fp8Max, int64_t margin,
                              bool powerOfTwo, double eps,
@@ -300,6 +335,16 @@ public:
                             int64_t strideB, int64_t strideC, int64_t formatA,
                             int64_t formatB, bool fastAccum,
                             int64_t outDtype) = 0;
+  // scaledMatmul plus bias (n f32) per column of c, contiguous batches:
+  // cuBLASLt's BIAS epilogue where it offers one, else the GEMM and add.
+  virtual void scaledMatmulBias(const uint8_t *a, const uint8_t *b,
+                                const float *scaleA, const float *scaleB,
+                                const float *bias, void *c, int64_t batch,
+                                int64_t m, int64_t n, int64_t k, bool transA,
+                                bool transB, int64_t strideA, int64_t strideB,
+                                int64_t strideC, int64_t formatA,
+                                int64_t formatB, bool fastAccum,
+                                int64_t outDtype) = 0;
 };
 
 // Opens device 0. Throws std::runtime_error with one line for the user:

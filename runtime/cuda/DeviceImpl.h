@@ -6,6 +6,7 @@
 #define GPTRT_CUDA_DEVICEIMPL_H
 
 #include "runtime/cuda/Backend.h"
+#include "runtime/cuda/Fp8Sink.cuh"
 
 #include <cublasLt.h>
 #include <cuda_runtime.h>
@@ -122,9 +123,15 @@ public:
   void add(const void *a, int64_t aDtype, const void *b, int64_t bDtype,
            void *out, int64_t outDtype, int64_t outer, int64_t inner,
            bool broadcastB) override;
+  void addFp8(const void *a, int64_t aDtype, const void *b, int64_t bDtype,
+              void *out, int64_t outDtype, int64_t outer, int64_t inner,
+              bool broadcastB, const Fp8Epilogue &fp8) override;
   void scale(const float *x, float *out, int64_t n, float s) override;
   void geluForward(const void *x, int64_t xDtype, void *out,
                    int64_t outDtype, int64_t n) override;
+  void geluForwardFp8(const void *x, int64_t xDtype, void *out,
+                      int64_t outDtype, int64_t n,
+                      const Fp8Epilogue &fp8) override;
   void geluBackward(const void *dout, int64_t doutDtype, const void *x,
                     int64_t xDtype, void *dx, int64_t dxDtype,
                     int64_t n) override;
@@ -132,6 +139,11 @@ public:
                         const float *b, void *out, int64_t outDtype,
                         float *mean, float *rstd, int64_t rows, int64_t width,
                         float eps) override;
+  void layerNormForwardFp8(const void *x, int64_t xDtype, const float *w,
+                           const float *b, void *out, int64_t outDtype,
+                           float *mean, float *rstd, int64_t rows,
+                           int64_t width, float eps,
+                           const Fp8Epilogue &fp8) override;
   void addLayerNormForward(const void *a, int64_t aDtype, const void *b,
                            int64_t bDtype, const float *w, const float *bias,
                            void *x, int64_t xDtype, void *out, int64_t outDtype,
@@ -157,6 +169,11 @@ public:
                             void *dlogits, int64_t dtype, int64_t rows,
                             int64_t vocab, int64_t paddedVocab,
                             int64_t ignoreIndex) override;
+  void crossEntropyFused(const float *dloss, const void *logits,
+                         const int32_t *targets, float *loss, float *lse,
+                         void *dlogits, int64_t dtype, int64_t rows,
+                         int64_t vocab, int64_t paddedVocab,
+                         int64_t ignoreIndex) override;
   void globalNorm(const float *x, float *out, int64_t n) override;
   void clipScale(const float *norm, float *out, float maxNorm) override;
   void adamw(const float *grad, const float *gradScale, const float *lr,
@@ -213,6 +230,9 @@ public:
                      int64_t margin, bool powerOfTwo, double eps) override;
   void quantizeFp8(const void *x, int64_t xDtype, const float *scale,
                    uint8_t *q, int64_t n, int64_t format) override;
+  void quantizeFp8Transposed(const void *x, int64_t xDtype, const float *scale,
+                             uint8_t *q, int64_t rows, int64_t cols,
+                             int64_t format) override;
   void fp8StateScale(const float *history, float *out, int64_t length,
                      double fp8Max, int64_t margin, bool powerOfTwo,
                      double eps, bool mostRecent) override;
@@ -251,6 +271,13 @@ public:
                     int64_t strideA, int64_t strideB, int64_t strideC,
                     int64_t formatA, int64_t formatB, bool fastAccum,
                     int64_t outDtype) override;
+  void scaledMatmulBias(const uint8_t *a, const uint8_t *b, const float *scaleA,
+                        const float *scaleB, const float *bias, void *c,
+                        int64_t batch, int64_t m, int64_t n, int64_t k,
+                        bool transA, bool transB, int64_t strideA,
+                        int64_t strideB, int64_t strideC, int64_t formatA,
+                        int64_t formatB, bool fastAccum,
+                        int64_t outDtype) override;
 
   cudaStream_t stream() const { return stream_; }
   // A device buffer of at least `bytes`, reused by every kernel that needs
@@ -271,9 +298,26 @@ private:
                  int64_t strideA, int64_t strideB, int64_t strideC,
                  const float *bias = nullptr, const void *aux = nullptr,
                  int epilogue = kNoGelu, void *biasGrad = nullptr);
+  // Gemm.cu: the FP8 GEMM of scaledMatmul, with bias (n f32) in cuBLASLt's
+  // BIAS epilogue when non-null. Returns false (having run nothing) when
+  // cuBLASLt has no bias-epilogue algorithm for the shape.
+  bool scaledGemm(const uint8_t *a, const uint8_t *b, const float *scaleA,
+                  const float *scaleB, void *c, int64_t batch, int64_t m,
+                  int64_t n, int64_t k, bool transA, bool transB,
+                  int64_t strideA, int64_t strideB, int64_t strideC,
+                  int64_t formatA, int64_t formatB, bool fastAccum,
+                  int64_t outDtype, const float *bias);
+  // Fp8.cu: the device form of an Fp8Epilogue for a producer kernel, its
+  // amax zeroed on the stream first (inactive without an amax).
+  Fp8Sink sinkFor(const Fp8Epilogue &fp8);
   // Fp8.cu: gptrt_amax's work on any stream (the exchange's too).
   void launchAmax(const void *x, int64_t xDtype, float *out, int64_t n,
                   cudaStream_t stream, const char *what);
+  // Fp8.cu: the tiled transposed cast of castEpilogue and
+  // quantizeFp8Transposed; amax (its bits, atomically maxed) may be null.
+  void launchTransposedCast(const void *x, bool bf16, const float *scale,
+                            uint8_t *q, int64_t rows, int64_t cols, bool e4m3,
+                            unsigned *amax);
   // Gemm.cu: `bias` (n floats) rounded to bf16 in a buffer of this device,
   // for the bias epilogues of GEMMs with a bf16 result: cuBLASLt takes a
   // bias of D's type there (cublasLt.h, BIAS_DATA_TYPE).

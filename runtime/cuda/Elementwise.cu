@@ -37,6 +37,32 @@ template <typename F> void launchMap(cudaStream_t s, int64_t n, F f,
   checkLaunch(name);
 }
 
+// The same with an FP8 sink (Fp8Sink.cuh): f(i, m, s) stores its
+// element(s) and puts each stored value into the sink, m being the
+// thread's running amax and s the scale. A fused launch takes at most 2048
+// blocks, so that few atomics meet on the amax.
+template <typename F>
+__global__ void mapSinkKernel(int64_t n, F f, Fp8Sink sink) {
+  const float s = sink.scaleValue();
+  unsigned m = 0;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    f(i, m, s);
+  sink.finish(m);
+}
+
+template <typename F>
+void launchMapSink(cudaStream_t st, int64_t n, F f, const Fp8Sink &sink,
+                   const char *name) {
+  if (n <= 0)
+    return;
+  unsigned blocks = gridFor(n);
+  if (sink.active() && blocks > 2048)
+    blocks = 2048;
+  mapSinkKernel<<<blocks, 256, 0, st>>>(n, f, sink);
+  checkLaunch(name);
+}
+
 __device__ float gelu(float x) {
   float u = kSqrt2OverPi * (x + kCubic * x * x * x);
   return 0.5f * x * (1.0f + tanhf(u));
@@ -121,6 +147,15 @@ void DeviceImpl::accumulate(const void *srcData, int64_t srcDtype, float *dst,
 void DeviceImpl::add(const void *aData, int64_t aDtype, const void *bData,
                      int64_t bDtype, void *outData, int64_t outDtype,
                      int64_t outer, int64_t inner, bool broadcastB) {
+  addFp8(aData, aDtype, bData, bDtype, outData, outDtype, outer, inner,
+         broadcastB, Fp8Epilogue{});
+}
+
+void DeviceImpl::addFp8(const void *aData, int64_t aDtype, const void *bData,
+                        int64_t bDtype, void *outData, int64_t outDtype,
+                        int64_t outer, int64_t inner, bool broadcastB,
+                        const Fp8Epilogue &fp8) {
+  const Fp8Sink sink = sinkFor(fp8);
   const int64_t n = outer * inner;
   const bool allF32 = aDtype == GPTRT_DTYPE_F32 &&
                       bDtype == GPTRT_DTYPE_F32 && outDtype == GPTRT_DTYPE_F32;
@@ -129,12 +164,18 @@ void DeviceImpl::add(const void *aData, int64_t aDtype, const void *bData,
     const float4 *a4 = static_cast<const float4 *>(aData);
     const float4 *b4 = static_cast<const float4 *>(bData);
     float4 *o4 = static_cast<float4 *>(outData);
-    launchMap(stream_, n / 4,
-              [=] __device__(int64_t i) {
-                float4 x = a4[i], y = b4[i];
-                o4[i] = make_float4(x.x + y.x, x.y + y.y, x.z + y.z, x.w + y.w);
-              },
-              "gptrt_add");
+    launchMapSink(
+        stream_, n / 4,
+        [=] __device__(int64_t i, unsigned &m, float s) {
+          float4 x = a4[i], y = b4[i];
+          float4 z = make_float4(x.x + y.x, x.y + y.y, x.z + y.z, x.w + y.w);
+          o4[i] = z;
+          sink.put(m, 4 * i, z.x, s);
+          sink.put(m, 4 * i + 1, z.y, s);
+          sink.put(m, 4 * i + 2, z.z, s);
+          sink.put(m, 4 * i + 3, z.w, s);
+        },
+        sink, "gptrt_add");
     return;
   }
   const bool allBf16 = aDtype == GPTRT_DTYPE_BF16 &&
@@ -148,26 +189,38 @@ void DeviceImpl::add(const void *aData, int64_t aDtype, const void *bData,
     const Bf16x8 *b8 = static_cast<const Bf16x8 *>(bData);
     Bf16x8 *o8 = static_cast<Bf16x8 *>(outData);
     const int64_t inner8 = inner / 8;
-    launchMap(stream_, n / 8,
-              [=] __device__(int64_t i) {
-                float x[8], y[8];
-                a8[i].unpack(x);
-                b8[broadcastB ? i % inner8 : i].unpack(y);
+    launchMapSink(
+        stream_, n / 8,
+        [=] __device__(int64_t i, unsigned &m, float s) {
+          float x[8], y[8];
+          a8[i].unpack(x);
+          b8[broadcastB ? i % inner8 : i].unpack(y);
 #pragma unroll
-                for (int j = 0; j < 8; ++j)
-                  x[j] += y[j];
-                o8[i] = Bf16x8::pack(x);
-              },
-              "gptrt_add");
+          for (int j = 0; j < 8; ++j)
+            x[j] += y[j];
+          const Bf16x8 stored = Bf16x8::pack(x);
+          o8[i] = stored;
+          if (sink.active()) {
+            stored.unpack(x);
+#pragma unroll
+            for (int j = 0; j < 8; ++j)
+              sink.put(m, 8 * i + j, x[j], s);
+          }
+        },
+        sink, "gptrt_add");
     return;
   }
   // out may be a: each element is read before it is written, by one thread.
   Storage a(aData, aDtype), b(bData, bDtype), out(outData, outDtype);
-  launchMap(stream_, n,
-            [=] __device__(int64_t i) {
-              out.store(i, a.load(i) + b.load(broadcastB ? i % inner : i));
-            },
-            "gptrt_add");
+  launchMapSink(
+      stream_, n,
+      [=] __device__(int64_t i, unsigned &m, float s) {
+        const float v =
+            out.rounded(a.load(i) + b.load(broadcastB ? i % inner : i));
+        out.store(i, v);
+        sink.put(m, i, v, s);
+      },
+      sink, "gptrt_add");
 }
 
 void DeviceImpl::scale(const float *x, float *out, int64_t n, float s) {
@@ -177,38 +230,64 @@ void DeviceImpl::scale(const float *x, float *out, int64_t n, float s) {
 
 void DeviceImpl::geluForward(const void *xData, int64_t xDtype,
                              void *outData, int64_t outDtype, int64_t n) {
+  geluForwardFp8(xData, xDtype, outData, outDtype, n, Fp8Epilogue{});
+}
+
+void DeviceImpl::geluForwardFp8(const void *xData, int64_t xDtype,
+                                void *outData, int64_t outDtype, int64_t n,
+                                const Fp8Epilogue &fp8) {
+  const Fp8Sink sink = sinkFor(fp8);
   if (xDtype == GPTRT_DTYPE_F32 && outDtype == GPTRT_DTYPE_F32 &&
       n % 4 == 0 && aligned16(xData) && aligned16(outData)) {
     const float4 *x4 = static_cast<const float4 *>(xData);
     float4 *o4 = static_cast<float4 *>(outData);
-    launchMap(stream_, n / 4,
-              [=] __device__(int64_t i) {
-                float4 v = x4[i];
-                o4[i] = make_float4(gelu(v.x), gelu(v.y), gelu(v.z), gelu(v.w));
-              },
-              "gptrt_gelu_fwd");
+    launchMapSink(
+        stream_, n / 4,
+        [=] __device__(int64_t i, unsigned &m, float s) {
+          float4 v = x4[i];
+          float4 y = make_float4(gelu(v.x), gelu(v.y), gelu(v.z), gelu(v.w));
+          o4[i] = y;
+          sink.put(m, 4 * i, y.x, s);
+          sink.put(m, 4 * i + 1, y.y, s);
+          sink.put(m, 4 * i + 2, y.z, s);
+          sink.put(m, 4 * i + 3, y.w, s);
+        },
+        sink, "gptrt_gelu_fwd");
     return;
   }
   if (xDtype == GPTRT_DTYPE_BF16 && outDtype == GPTRT_DTYPE_BF16 &&
       n % 8 == 0 && aligned16(xData) && aligned16(outData)) {
     const Bf16x8 *x8 = static_cast<const Bf16x8 *>(xData);
     Bf16x8 *o8 = static_cast<Bf16x8 *>(outData);
-    launchMap(stream_, n / 8,
-              [=] __device__(int64_t i) {
-                float v[8];
-                x8[i].unpack(v);
+    launchMapSink(
+        stream_, n / 8,
+        [=] __device__(int64_t i, unsigned &m, float s) {
+          float v[8];
+          x8[i].unpack(v);
 #pragma unroll
-                for (int j = 0; j < 8; ++j)
-                  v[j] = gelu(v[j]);
-                o8[i] = Bf16x8::pack(v);
-              },
-              "gptrt_gelu_fwd");
+          for (int j = 0; j < 8; ++j)
+            v[j] = gelu(v[j]);
+          const Bf16x8 stored = Bf16x8::pack(v);
+          o8[i] = stored;
+          if (sink.active()) {
+            stored.unpack(v);
+#pragma unroll
+            for (int j = 0; j < 8; ++j)
+              sink.put(m, 8 * i + j, v[j], s);
+          }
+        },
+        sink, "gptrt_gelu_fwd");
     return;
   }
   Storage x(xData, xDtype), out(outData, outDtype);
-  launchMap(stream_, n,
-            [=] __device__(int64_t i) { out.store(i, gelu(x.load(i))); },
-            "gptrt_gelu_fwd");
+  launchMapSink(
+      stream_, n,
+      [=] __device__(int64_t i, unsigned &m, float s) {
+        const float y = out.rounded(gelu(x.load(i)));
+        out.store(i, y);
+        sink.put(m, i, y, s);
+      },
+      sink, "gptrt_gelu_fwd");
 }
 
 void DeviceImpl::geluBackward(const void *doutData, int64_t doutDtype,

@@ -147,7 +147,8 @@ __global__ void amaxCastKernel(const void *x, bool bf16, const float *scale,
 // Hopper FP8 GEMM wants for the backward's operands: 32 x 32 tiles through
 // shared memory, so that both the reads of x and the writes of q are
 // coalesced. 256 threads, one warp per 4 rows of a tile; blocks walk the
-// tile rows (grid.y may be smaller than their number).
+// tile rows (grid.y may be smaller than their number). amax may be null
+// (a plain transposed cast).
 constexpr int kCastTile = 32;
 
 template <__nv_fp8_interpretation_t Format>
@@ -180,6 +181,8 @@ __global__ void amaxCastTransposedKernel(const void *x, bool bf16,
     }
     __syncthreads(); // the tile is refilled by the next tile row
   }
+  if (amax == nullptr) // the same for every thread: no divergent barrier
+    return;
   m = blockMax(m, 0u);
   if (threadIdx.x == 0 && m != 0)
     atomicMax(amax, m);
@@ -531,6 +534,21 @@ void DeviceImpl::endCastStats(std::vector<CastStats> &out) {
   }
 }
 
+Fp8Sink DeviceImpl::sinkFor(const Fp8Epilogue &fp8) {
+  Fp8Sink sink;
+  if (fp8.amax == nullptr)
+    return sink;
+  if (fp8.q != nullptr)
+    requireFormat(fp8.format);
+  // Built in place: zero, then atomic maxima of the blocks.
+  zero(fp8.amax, sizeof(float));
+  sink.amax = reinterpret_cast<unsigned *>(fp8.amax);
+  sink.scale = fp8.scale;
+  sink.q = fp8.q;
+  sink.e4m3 = fp8.format == GPTRT_FP8_E4M3;
+  return sink;
+}
+
 void DeviceImpl::castEpilogue(const void *out, int64_t dtype, int64_t rows,
                               int64_t cols, float *amax, const float *scale,
                               uint8_t *q, int64_t format, bool transpose) {
@@ -564,22 +582,40 @@ void DeviceImpl::castEpilogue(const void *out, int64_t dtype, int64_t rows,
       amaxCastKernel<__NV_E5M2>
           <<<blocks, 512, 0, stream_>>>(out, bf16, scale, q, n, bits);
   } else {
-    const int64_t tileCols = (cols + kCastTile - 1) / kCastTile,
-                  tileRows = (rows + kCastTile - 1) / kCastTile;
-    if (tileCols > 0x7FFFFFFF)
-      throw std::invalid_argument("fused epilogue cast of " +
-                                  std::to_string(cols) +
-                                  " columns: expected fewer than 2^36");
-    dim3 grid(unsigned(tileCols),
-              unsigned(tileRows < 65535 ? tileRows : 65535));
-    if (e4m3)
-      amaxCastTransposedKernel<__NV_E4M3>
-          <<<grid, 256, 0, stream_>>>(out, bf16, scale, q, rows, cols, bits);
-    else
-      amaxCastTransposedKernel<__NV_E5M2>
-          <<<grid, 256, 0, stream_>>>(out, bf16, scale, q, rows, cols, bits);
+    launchTransposedCast(out, bf16, scale, q, rows, cols, e4m3, bits);
   }
   checkLaunch("fused epilogue (amax and cast)");
+}
+
+void DeviceImpl::launchTransposedCast(const void *x, bool bf16,
+                                      const float *scale, uint8_t *q,
+                                      int64_t rows, int64_t cols, bool e4m3,
+                                      unsigned *amax) {
+  const int64_t tileCols = (cols + kCastTile - 1) / kCastTile,
+                tileRows = (rows + kCastTile - 1) / kCastTile;
+  if (tileCols > 0x7FFFFFFF)
+    throw std::invalid_argument("transposed FP8 cast of " +
+                                std::to_string(cols) +
+                                " columns: expected fewer than 2^36");
+  dim3 grid(unsigned(tileCols), unsigned(tileRows < 65535 ? tileRows : 65535));
+  if (e4m3)
+    amaxCastTransposedKernel<__NV_E4M3>
+        <<<grid, 256, 0, stream_>>>(x, bf16, scale, q, rows, cols, amax);
+  else
+    amaxCastTransposedKernel<__NV_E5M2>
+        <<<grid, 256, 0, stream_>>>(x, bf16, scale, q, rows, cols, amax);
+}
+
+void DeviceImpl::quantizeFp8Transposed(const void *x, int64_t xDtype,
+                                       const float *scale, uint8_t *q,
+                                       int64_t rows, int64_t cols,
+                                       int64_t format) {
+  requireFormat(format);
+  if (rows == 0 || cols == 0)
+    return;
+  launchTransposedCast(x, xDtype == GPTRT_DTYPE_BF16, scale, q, rows, cols,
+                       format == GPTRT_FP8_E4M3, nullptr);
+  checkLaunch("gptrt_quantize_fp8_transposed");
 }
 
 } // namespace gptrt::cuda

@@ -154,7 +154,8 @@ GemmPlan &DeviceImpl::planFor(const GemmKey &key, bool mayRefuse,
                                            &epilogue, sizeof epilogue),
             "set EPILOGUE");
       if (key.alignBias) {
-        cudaDataType biasType = key.kind == 3 ? CUDA_R_16BF : CUDA_R_32F;
+        cudaDataType biasType =
+            key.kind == 3 || key.kind == 4 ? CUDA_R_16BF : CUDA_R_32F;
         check(cublasLtMatmulDescSetAttribute(
                   plan.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &biasType,
                   sizeof biasType),
@@ -456,6 +457,39 @@ void DeviceImpl::scaledMatmul(const uint8_t *a, const uint8_t *b,
                               int64_t strideB, int64_t strideC, int64_t formatA,
                               int64_t formatB, bool fastAccum,
                               int64_t outDtype) {
+  scaledGemm(a, b, scaleA, scaleB, c, batch, m, n, k, transA, transB, strideA,
+             strideB, strideC, formatA, formatB, fastAccum, outDtype, nullptr);
+}
+
+void DeviceImpl::scaledMatmulBias(const uint8_t *a, const uint8_t *b,
+                                  const float *scaleA, const float *scaleB,
+                                  const float *bias, void *c, int64_t batch,
+                                  int64_t m, int64_t n, int64_t k, bool transA,
+                                  bool transB, int64_t strideA, int64_t strideB,
+                                  int64_t strideC, int64_t formatA,
+                                  int64_t formatB, bool fastAccum,
+                                  int64_t outDtype) {
+  // The FP8 kernels take a bias of D's type for a bf16 D (cublasLt.h,
+  // BIAS_DATA_TYPE); an f32 D, or a shape without a bias epilogue, gets
+  // the GEMM and then the bias added in place (add reads each element
+  // before it writes it).
+  if (outDtype == GPTRT_DTYPE_BF16 &&
+      scaledGemm(a, b, scaleA, scaleB, c, batch, m, n, k, transA, transB,
+                 strideA, strideB, strideC, formatA, formatB, fastAccum,
+                 outDtype, bias))
+    return;
+  scaledMatmul(a, b, scaleA, scaleB, c, batch, m, n, k, transA, transB, strideA,
+               strideB, strideC, formatA, formatB, fastAccum, outDtype);
+  add(c, outDtype, bias, GPTRT_DTYPE_F32, c, outDtype, batch * m, n, true);
+}
+
+bool DeviceImpl::scaledGemm(const uint8_t *a, const uint8_t *b,
+                            const float *scaleA, const float *scaleB, void *c,
+                            int64_t batch, int64_t m, int64_t n, int64_t k,
+                            bool transA, bool transB, int64_t strideA,
+                            int64_t strideB, int64_t strideC, int64_t formatA,
+                            int64_t formatB, bool fastAccum, int64_t outDtype,
+                            const float *bias) {
   requireDims(batch, m, n, k);
   for (int64_t f : {formatA, formatB})
     if (f != GPTRT_FP8_E4M3 && f != GPTRT_FP8_E5M2)
@@ -472,8 +506,11 @@ void DeviceImpl::scaledMatmul(const uint8_t *a, const uint8_t *b,
         ", k " + std::to_string(k) +
         ", expected multiples of 16 (cuBLASLt FP8): the precision policy "
         "must keep this layer in bf16");
-  if (batch == 0)
-    return;
+  if (batch == 0 || m == 0 || n == 0)
+    return bias == nullptr; // nothing to add the bias to either
+  // The bias rounded to bf16, in its own buffer (scratch may hold the
+  // transposed operands).
+  const void *biasArg = bias ? bf16Bias(bias, n) : nullptr;
   // Bring both operands to the TN form (see the file comment): a as
   // [m, k] and b as [n, k], each batch contiguous, in scratch.
   const uint8_t *aT = a, *bT = b;
@@ -507,13 +544,26 @@ void DeviceImpl::scaledMatmul(const uint8_t *a, const uint8_t *b,
     }
   }
   foldSharedB(batch, m, k, n, false, sA, sB, strideC);
-  GemmKey key{outDtype == GPTRT_DTYPE_BF16 ? 4 : 2,  batch, m,    n,
-              k,  sA,    sB,   strideC,
-              false, true,
+  GemmKey key{outDtype == GPTRT_DTYPE_BF16 ? 4 : 2,
+              batch,
+              m,
+              n,
+              k,
+              sA,
+              sB,
+              strideC,
+              false,
+              true,
               formatA | (alignmentOf(aT) << 8),
-              formatB | (alignmentOf(bT) << 8), alignmentOf(c)};
+              formatB | (alignmentOf(bT) << 8),
+              alignmentOf(c),
+              biasArg ? alignmentOf(biasArg) : 0};
   key.fastAccum = fastAccum;
-  runGemm(planFor(key), key, aT, bT, c, scaleA, scaleB, nullptr);
+  GemmPlan &plan = planFor(key, /*mayRefuse=*/bias != nullptr, biasArg);
+  if (plan.refused)
+    return false;
+  runGemm(plan, key, aT, bT, c, scaleA, scaleB, biasArg);
+  return true;
 }
 
 } // namespace gptrt::cuda

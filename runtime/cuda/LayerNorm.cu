@@ -4,6 +4,7 @@
 // Activations and their gradients are f32 or bf16 storage (Storage.cuh);
 // weights, statistics and all arithmetic are f32.
 #include "runtime/cuda/DeviceImpl.h"
+#include "runtime/cuda/Fp8Sink.cuh"
 #include "runtime/cuda/Reduce.cuh"
 #include "runtime/cuda/Storage.cuh"
 
@@ -21,7 +22,7 @@ constexpr int kThreads = 256;
 __device__ void finishLayerNormRow(float sum, Storage x, const float *w,
                                    const float *b, Storage out, float *mean,
                                    float *rstd, int64_t r, int64_t width,
-                                   float eps) {
+                                   float eps, const Fp8Sink &sink) {
   const int64_t row = r * width;
   const float mu = blockSum(sum) / width;
   float sq = 0;
@@ -31,8 +32,14 @@ __device__ void finishLayerNormRow(float sum, Storage x, const float *w,
   }
   const float var = blockSum(sq) / width;
   const float s = rsqrtf(var + eps);
-  for (int64_t j = threadIdx.x; j < width; j += blockDim.x)
-    out.store(row + j, (x.load(row + j) - mu) * s * w[j] + b[j]);
+  const float scale = sink.scaleValue();
+  unsigned m = 0;
+  for (int64_t j = threadIdx.x; j < width; j += blockDim.x) {
+    const float y = out.rounded((x.load(row + j) - mu) * s * w[j] + b[j]);
+    out.store(row + j, y);
+    sink.put(m, row + j, y, scale);
+  }
+  sink.finish(m);
   if (threadIdx.x == 0) {
     mean[r] = mu;
     rstd[r] = s;
@@ -41,12 +48,13 @@ __device__ void finishLayerNormRow(float sum, Storage x, const float *w,
 
 __global__ void layerNormForwardKernel(Storage x, const float *w,
                                        const float *b, Storage out, float *mean,
-                                       float *rstd, int64_t width, float eps) {
+                                       float *rstd, int64_t width, float eps,
+                                       Fp8Sink sink) {
   const int64_t r = blockIdx.x, row = r * width;
   float sum = 0;
   for (int64_t j = threadIdx.x; j < width; j += blockDim.x)
     sum += x.load(row + j);
-  finishLayerNormRow(sum, x, w, b, out, mean, rstd, r, width, eps);
+  finishLayerNormRow(sum, x, w, b, out, mean, rstd, r, width, eps, sink);
 }
 
 // The residual add fused in front: x = a + b is stored and its rounded
@@ -63,7 +71,8 @@ __global__ void addLayerNormForwardKernel(Storage a, Storage b, Storage x,
     x.store(row + j, v);
     sum += v;
   }
-  finishLayerNormRow(sum, x, w, bias, out, mean, rstd, r, width, eps);
+  finishLayerNormRow(sum, x, w, bias, out, mean, rstd, r, width, eps,
+                     Fp8Sink{});
 }
 
 // Block `blockIdx.x` handles rows blockIdx.x, + gridDim.x, ...: dx of each,
@@ -132,11 +141,22 @@ void DeviceImpl::layerNormForward(const void *x, int64_t xDtype,
                                   const float *w, const float *b, void *out,
                                   int64_t outDtype, float *mean, float *rstd,
                                   int64_t rows, int64_t width, float eps) {
+  layerNormForwardFp8(x, xDtype, w, b, out, outDtype, mean, rstd, rows, width,
+                      eps, Fp8Epilogue{});
+}
+
+void DeviceImpl::layerNormForwardFp8(const void *x, int64_t xDtype,
+                                     const float *w, const float *b,
+                                     void *out, int64_t outDtype, float *mean,
+                                     float *rstd, int64_t rows, int64_t width,
+                                     float eps, const Fp8Epilogue &fp8) {
+  // The sink first: its amax is zeroed even when there are no rows.
+  const Fp8Sink sink = sinkFor(fp8);
   if (!rowsPerBlockFit(rows))
     return;
   layerNormForwardKernel<<<unsigned(rows), kThreads, 0, stream_>>>(
       Storage(x, xDtype), w, b, Storage(out, outDtype), mean, rstd, width,
-      eps);
+      eps, sink);
   checkLaunch("gptrt_layernorm_fwd");
 }
 

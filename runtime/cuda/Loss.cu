@@ -109,6 +109,101 @@ __global__ void crossEntropyBackwardKernel(
   }
 }
 
+// The fused classifier: one block per row does crossEntropyRowKernel's
+// work, then crossEntropyBackwardKernel's with the lse it just computed
+// (the count of counted rows comes first, from countKernel). The second
+// read of the row finds it in L2 -- a GPT-2 row is 100 KB of bf16 -- so
+// the logits cross the memory bus once. With Vec (bf16 logits and
+// gradient, 16-byte aligned, padded width a multiple of 8) rows move in
+// 16-byte vectors of 8; the (max, sum) pairs then merge per 8 values, so
+// lse can differ from the unfused kernels' in its last bits. Without Vec
+// every thread walks the same elements in the same order as there: the
+// same numbers bit for bit.
+template <bool Vec>
+__global__ void crossEntropyFusedKernel(
+    const float *dloss, Storage logits, const int32_t *targets,
+    const long long *count, float *lse, float *rowLoss, int *counted,
+    Storage dlogits, int64_t vocab, int64_t paddedVocab, int64_t ignoreIndex) {
+  const int64_t r = blockIdx.x, row = r * paddedVocab;
+  MaxSum acc{-INFINITY, 0.0f};
+  int64_t scalarFrom = 0;
+  if constexpr (Vec) {
+    const Bf16x8 *x8 = reinterpret_cast<const Bf16x8 *>(
+        static_cast<const __nv_bfloat16 *>(logits.data) + row);
+    const int64_t chunks = vocab / 8;
+    for (int64_t c = threadIdx.x; c < chunks; c += blockDim.x) {
+      float v[8];
+      x8[c].unpack(v);
+      float m8 = v[0];
+#pragma unroll
+      for (int i = 1; i < 8; ++i)
+        m8 = fmaxf(m8, v[i]);
+      if (m8 == -INFINITY)
+        continue; // eight zero probabilities
+      float s8 = 0.0f;
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+        s8 += expf(v[i] - m8);
+      acc = merge(acc, MaxSum{m8, s8});
+    }
+    scalarFrom = chunks * 8;
+  }
+  for (int64_t j = scalarFrom + threadIdx.x; j < vocab; j += blockDim.x)
+    acc = merge(acc, MaxSum{logits.load(row + j), 1.0f});
+  const float m = blockMax(acc.m, -INFINITY);
+  const float mine = acc.m == -INFINITY ? 0.0f : acc.s * expf(acc.m - m);
+  const float l = m + logf(blockSum(mine));
+  const int32_t t = targets[r];
+  const bool isCounted = int64_t(t) != ignoreIndex;
+  if (threadIdx.x == 0) {
+    lse[r] = l;
+    counted[r] = isCounted;
+    rowLoss[r] = !isCounted              ? 0.0f
+                 : (t < 0 || t >= vocab) ? NAN
+                                         : l - logits.load(row + t);
+  }
+
+  const long long c = *count;
+  const bool zeroRow = !isCounted || c == 0;
+  const float factor = zeroRow ? 0.0f : float(double(*dloss) / double(c));
+  if constexpr (Vec) {
+    const Bf16x8 *x8 = reinterpret_cast<const Bf16x8 *>(
+        static_cast<const __nv_bfloat16 *>(logits.data) + row);
+    Bf16x8 *g8 = reinterpret_cast<Bf16x8 *>(
+        static_cast<__nv_bfloat16 *>(dlogits.data) + row);
+    for (int64_t chunk = threadIdx.x; chunk < paddedVocab / 8;
+         chunk += blockDim.x) {
+      float g[8];
+      if (zeroRow) {
+#pragma unroll
+        for (int i = 0; i < 8; ++i)
+          g[i] = 0.0f;
+      } else {
+        float v[8];
+        x8[chunk].unpack(v);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+          const int64_t j = chunk * 8 + i;
+          g[i] = j < vocab ? expf(v[i] - l) * factor : 0.0f;
+          if (j == t)
+            g[i] -= factor;
+        }
+      }
+      g8[chunk] = Bf16x8::pack(g);
+    }
+  } else {
+    for (int64_t j = threadIdx.x; j < paddedVocab; j += blockDim.x) {
+      float g = 0.0f;
+      if (!zeroRow) {
+        g = j < vocab ? expf(logits.load(row + j) - l) * factor : 0.0f;
+        if (j == t)
+          g -= factor;
+      }
+      dlogits.store(row + j, g);
+    }
+  }
+}
+
 void checkVocab(int64_t vocab, int64_t paddedVocab, int64_t rows) {
   if (vocab <= 0 || vocab > paddedVocab)
     throw std::invalid_argument(
@@ -158,6 +253,40 @@ void DeviceImpl::crossEntropyBackward(const float *dloss, const void *logits,
       dloss, Storage(logits, dtype), targets, lse, count,
       Storage(dlogits, dtype), vocab, paddedVocab, ignoreIndex);
   checkLaunch("gptrt_cross_entropy_bwd");
+}
+
+void DeviceImpl::crossEntropyFused(const float *dloss, const void *logits,
+                                   const int32_t *targets, float *loss,
+                                   float *lse, void *dlogits, int64_t dtype,
+                                   int64_t rows, int64_t vocab,
+                                   int64_t paddedVocab, int64_t ignoreIndex) {
+  checkVocab(vocab, paddedVocab, rows);
+  // scratch: the count (8-byte aligned first), then per-row loss terms and
+  // counted flags for the mean.
+  char *tmp = static_cast<char *>(
+      scratch(16 + size_t(rows) * (sizeof(float) + sizeof(int))));
+  long long *count = reinterpret_cast<long long *>(tmp);
+  float *rowLoss = reinterpret_cast<float *>(tmp + 16);
+  int *counted =
+      reinterpret_cast<int *>(tmp + 16 + size_t(rows) * sizeof(float));
+  if (rows > 0) {
+    countKernel<<<1, 1024, 0, stream_>>>(targets, rows, ignoreIndex, count);
+    checkLaunch("gptrt_cross_entropy_fwd_bwd (count)");
+    const bool vec = dtype == GPTRT_DTYPE_BF16 && paddedVocab % 8 == 0 &&
+                     (reinterpret_cast<uintptr_t>(logits) & 15) == 0 &&
+                     (reinterpret_cast<uintptr_t>(dlogits) & 15) == 0;
+    if (vec)
+      crossEntropyFusedKernel<true><<<unsigned(rows), kThreads, 0, stream_>>>(
+          dloss, Storage(logits, dtype), targets, count, lse, rowLoss, counted,
+          Storage(dlogits, dtype), vocab, paddedVocab, ignoreIndex);
+    else
+      crossEntropyFusedKernel<false><<<unsigned(rows), kThreads, 0, stream_>>>(
+          dloss, Storage(logits, dtype), targets, count, lse, rowLoss, counted,
+          Storage(dlogits, dtype), vocab, paddedVocab, ignoreIndex);
+    checkLaunch("gptrt_cross_entropy_fwd_bwd");
+  }
+  crossEntropyMeanKernel<<<1, 1024, 0, stream_>>>(rowLoss, counted, loss, rows);
+  checkLaunch("gptrt_cross_entropy_fwd_bwd (mean)");
 }
 
 } // namespace gptrt::cuda

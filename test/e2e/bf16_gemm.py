@@ -1,16 +1,19 @@
 #!/usr/bin/env python3
-"""gpt-bf16-gemm, gpt-bf16-kernels, rt-fuse-gemm-epilogue and
-rt-fuse-add-layernorm change where bf16 values are widened and narrowed and
-which kernel computes the GELU, the bias gradient or the residual add, never
-the numbers on the CPU: the tiny GPT compiled with all of them, with
-gpt-bf16-gemm alone, without the two kernel fusions and with neither storage
+"""gpt-bf16-gemm, gpt-bf16-kernels, rt-fuse-gemm-epilogue,
+rt-fuse-add-layernorm and rt-fuse-classifier change where bf16 values are
+widened and narrowed and which kernel computes the GELU, the bias gradient,
+the residual add or the loss and its gradient, never the numbers on the
+CPU: the tiny GPT compiled with all of them, with
+gpt-bf16-gemm alone, without the three kernel fusions and with neither storage
 pass trains to bit-identical losses and gradient norms (every f32 digit in
 the log), in bf16 and in fp8-tensorwise and fp8-rowwise with lm_head kept
 bf16 (--fp8-exclude=lm_head). Also checks that the rewrites happened (gptc
 --emit=rt, train_step): every bf16 GEMM is a matmul_bf16(_bias) kernel with
 its bias in the epilogue (no bias_add left), or one with the GELU (or its
-gradient, or the bias gradient) in it, and each storage pass removes convert
-kernels. Prints the CPU step times side by side (not a timed test)."""
+gradient, or the bias gradient) in it, FP8 GEMMs under tensorwise scaling
+take their bias, each storage pass removes convert kernels, and the fused
+classifier replaces the loss's two kernels.
+Prints the CPU step times side by side (not a timed test)."""
 import json
 import os
 import statistics
@@ -24,11 +27,13 @@ import e2e_setup
 # grad_weight GEMM; attention is its own kernel, not a GEMM here; GEMM
 # epilogues: each block's mlp.fc forward and mlp.proj grad_input GEMM (the
 # GELU) and the grad_weight GEMM of its 4 linear layers with a bias (the
-# bias gradient) when they are bf16)
+# bias gradient) when they are bf16; FP8 GEMMs with the bias in their
+# epilogue: the forward GEMM of each block's 4 linear layers under
+# tensorwise scaling, none under rowwise, whose GEMM is another kernel)
 CASES = (
-    (["--precision=bf16"], 3 * (4 * 4 + 1), 2 * 4 + 4 * 4),
-    (["--precision=fp8-tensorwise", "--fp8-exclude=lm_head"], 3, 0),
-    (["--precision=fp8-rowwise", "--fp8-exclude=lm_head"], 3, 0),
+    (["--precision=bf16"], 3 * (4 * 4 + 1), 2 * 4 + 4 * 4, 0),
+    (["--precision=fp8-tensorwise", "--fp8-exclude=lm_head"], 3, 0, 4 * 4),
+    (["--precision=fp8-rowwise", "--fp8-exclude=lm_head"], 3, 0, 0),
 )
 FUSED = ('rt.kernel "matmul_bf16_bias_gelu"', 'rt.kernel "matmul_bf16_dgelu"',
          'rt.kernel "matmul_bf16_bgrad"')
@@ -39,11 +44,11 @@ def main():
     work = args.work
     failures, summary = [], []
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
-    for flags, gemms, epilogues in CASES:
+    for flags, gemms, epilogues, fp8_biases in CASES:
         name = flags[0].split("=")[1]
         runs, counts, ms = {}, {}, {}
-        # name -> (--bf16-gemm, --bf16-kernels, --gemm-epilogues and
-        # --fuse-add-layernorm)
+        # name -> (--bf16-gemm, --bf16-kernels, --gemm-epilogues,
+        # --fuse-add-layernorm and --fuse-classifier)
         variants = {"both": ("true", "true", "true"),
                     "gemm": ("true", "false", "true"),
                     "nofuse": ("true", "true", "false"),
@@ -53,7 +58,8 @@ def main():
             compile_flags = [args.model, *flags, "--bf16-gemm=" + gemm,
                              "--bf16-kernels=" + kernels,
                              "--gemm-epilogues=" + fusions,
-                             "--fuse-add-layernorm=" + fusions]
+                             "--fuse-add-layernorm=" + fusions,
+                             "--fuse-classifier=" + fusions]
             subprocess.run([args.gptc, *compile_flags, "-o", art], check=True)
             rt = subprocess.run([args.gptc, *compile_flags, "--emit=rt", "-o", "-"],
                                 check=True, capture_output=True, text=True).stdout
@@ -65,7 +71,9 @@ def main():
                               sum(train.count(k) for k in FUSED),
                 "GEMM epilogues": sum(train.count(k) for k in FUSED),
                 "convert": train.count('rt.kernel "convert"'),
-                "bias_add": train.count('rt.kernel "bias_add"')}
+                "bias_add": train.count('rt.kernel "bias_add"'),
+                "classifier": train.count('rt.kernel "cross_entropy_fwd_bwd"'),
+                "fp8 bias": train.count('rt.kernel "scaled_matmul_bias"')}
             log = art + ".jsonl"
             subprocess.run([args.gptrun, art, "--data", work + "/data/train_*.bin",
                             "--steps", "8", "--lr", "1e-3", "--log", log, "--quiet"],
@@ -93,6 +101,19 @@ def main():
                                 "epilogue (%s), expected %d" % (
                                     name, counts[variant]["GEMM epilogues"],
                                     variant, fused))
+        # Without gpt-bf16-kernels the bias add reads an f32 widening of the
+        # FP8 GEMM's bf16 result, and the backward widens the bf16 logits
+        # again (another buffer than the forward read): nothing to fuse.
+        for variant, (_, kernels, fusions) in variants.items():
+            want = fp8_biases if kernels == fusions == "true" else 0
+            if counts[variant]["fp8 bias"] != want:
+                failures.append("%s: %d FP8 GEMMs with the bias in their "
+                                "epilogue (%s), expected %d" % (
+                                    name, counts[variant]["fp8 bias"], variant, want))
+            want = 1 if kernels == fusions == "true" else 0
+            if counts[variant]["classifier"] != want:
+                failures.append("%s: %d fused classifier kernels (%s), expected %d"
+                                % (name, counts[variant]["classifier"], variant, want))
         if name == "bf16" and counts["gemm"]["bias_add"] != 0:
             failures.append("bf16: %d bias_add kernels left: every bias should "
                             "be in its bf16 GEMM's epilogue" % counts["gemm"]["bias_add"])
@@ -101,13 +122,14 @@ def main():
             failures.append("%s: convert kernels %s (neither, gemm, both): "
                             "expected each pass to remove some" % (name, converts))
         summary.append("%s: %d bf16 GEMMs (%d with a GELU or bias-gradient "
-                       "epilogue), convert "
+                       "epilogue), %d FP8 GEMMs with their bias, convert "
                        "kernels %d -> %d (bf16-gemm) -> %d (bf16-kernels), "
                        "final loss %.7f in all four, CPU median step %.1f / "
                        "%.1f / %.1f / %.1f ms (neither, gemm, both, both "
                        "without the kernel fusions)" % (
                            name, counts["both"]["bf16 GEMMs"],
-                           counts["both"]["GEMM epilogues"], *converts,
+                           counts["both"]["GEMM epilogues"],
+                           counts["both"]["fp8 bias"], *converts,
                            runs["both"][-1]["loss"], ms["none"], ms["gemm"],
                            ms["both"], ms["nofuse"]))
     if failures:

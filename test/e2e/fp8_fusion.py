@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
-"""fp8-fuse-amax and fp8-fuse-cast change where amaxes and FP8 casts are
-computed, never their values: the tiny GPT compiled with and without
---fp8-fusion trains to bit-identical losses (every f32 digit in the log)
-and identical per-cast FP8 statistics, for current (tensorwise) and
-delayed scaling. Also checks that fusion really happened: the fused
-artifact runs fewer separate amax kernels (gptc --emit=rt)."""
+"""fp8-fuse-amax, fp8-fuse-cast, fp8-transpose-casts and fp8-reuse-scales
+change where amaxes and FP8 casts are computed, never their values: the
+tiny GPT compiled with all of them, without the fusions (--fp8-fusion=false)
+and without the layout passes (--fp8-transpose-casts=false
+--fp8-reuse-scales=false) trains to bit-identical losses (every f32 digit
+in the log) and identical per-cast FP8 statistics, for current
+(tensorwise) and delayed scaling. Also checks that each pass really acted
+(gptc --emit=rt): fewer separate amax kernels with fusion and again with
+shared scales, and every FP8 GEMM reading K-contiguous operands ("TN",
+the layout Hopper's FP8 tensor cores take) once casts are transposed."""
 import json
 import re
 import subprocess
@@ -19,15 +23,23 @@ def main():
     failures, summary = [], []
     for policy in ("fp8-tensorwise", "fp8-delayed"):
         runs, kernels = {}, {}
-        for fusion in ("true", "false"):
+        variants = {"true": ["--fp8-fusion=true"],
+                    "false": ["--fp8-fusion=false"],
+                    "layout-off": ["--fp8-transpose-casts=false",
+                                   "--fp8-reuse-scales=false"]}
+        not_tn = {}
+        for fusion, extra in variants.items():
             art = "%s/%s-%s.so" % (work, policy, fusion)
-            flags = [args.model, "--precision=" + policy, "--fp8-fusion=" + fusion]
+            flags = [args.model, "--precision=" + policy, *extra]
             subprocess.run([args.gptc, *flags, "-o", art], check=True)
             rt = subprocess.run([args.gptc, *flags, "--emit=rt", "-o", "-"],
                                 check=True, capture_output=True, text=True).stdout
             kernels[fusion] = (rt.count('rt.kernel "amax"'),
-                               rt.count('rt.kernel "quantize_fp8"'),
+                               len(re.findall(r'rt\.kernel "quantize_fp8(?:_transposed)?"', rt)),
                                len(re.findall(r'rt\.kernel "(?!scale_from_amax)\w+_(?:amax|cast)"', rt)))
+            # gptrt_scaled_matmul's constants: batch, m, n, k, trans_a, trans_b.
+            flags_ab = re.findall(r'rt\.kernel "scaled_matmul" .* consts \[\d+, \d+, \d+, \d+, (\d), (\d)', rt)
+            not_tn[fusion] = sum(1 for a, b in flags_ab if a != "0" or b != "1")
             log = art + ".jsonl"
             subprocess.run([args.gptrun, art, "--data", work + "/data/train_*.bin",
                             "--steps", "8", "--lr", "1e-3", "--fp8-stats-every", "4",
@@ -35,12 +47,23 @@ def main():
                            stdout=subprocess.DEVNULL)
             with open(log) as f:
                 runs[fusion] = [json.loads(line) for line in f]
-        fused, plain = runs["true"], runs["false"]
-        if [r["loss"] for r in fused] != [r["loss"] for r in plain]:
-            failures.append("%s: losses differ with fusion: %s vs %s" % (
-                policy, [r["loss"] for r in fused], [r["loss"] for r in plain]))
-        if [r.get("fp8") for r in fused] != [r.get("fp8") for r in plain]:
-            failures.append("%s: FP8 statistics differ with fusion" % policy)
+        fused = runs["true"]
+        for other in ("false", "layout-off"):
+            plain = runs[other]
+            if [r["loss"] for r in fused] != [r["loss"] for r in plain]:
+                failures.append("%s: losses differ from %s: %s vs %s" % (
+                    policy, other, [r["loss"] for r in fused],
+                    [r["loss"] for r in plain]))
+            if [r.get("fp8") for r in fused] != [r.get("fp8") for r in plain]:
+                failures.append("%s: FP8 statistics differ from %s" % (policy, other))
+        if not kernels["true"][0] < kernels["layout-off"][0]:
+            failures.append("%s: no amax shared (separate amax kernels %d, "
+                            "%d without fp8-reuse-scales)" % (
+                                policy, kernels["true"][0], kernels["layout-off"][0]))
+        if not_tn["true"] != 0 or not_tn["layout-off"] == 0:
+            failures.append("%s: FP8 GEMMs not reading TN operands: %d "
+                            "(%d without fp8-transpose-casts)" % (
+                                policy, not_tn["true"], not_tn["layout-off"]))
         if not kernels["true"][0] < kernels["false"][0] or kernels["true"][2] == 0:
             failures.append("%s: no fusion happened (amax, quantize, fused "
                             "kernels with fusion %s, without %s)"
@@ -48,15 +71,19 @@ def main():
         if policy == "fp8-delayed" and not kernels["true"][1] < kernels["false"][1]:
             failures.append("fp8-delayed: no cast was fused: %s vs %s"
                             % (kernels["true"], kernels["false"]))
-        summary.append("%s: separate amax kernels %d -> %d, quantize %d -> %d, "
-                       "fused kernels %d; final loss %.7f both" % (
+        summary.append("%s: separate amax kernels %d -> %d with fusion, "
+                       "%d -> %d with shared scales; quantize %d -> %d, "
+                       "fused kernels %d; non-TN FP8 GEMMs %d -> %d; "
+                       "final loss %.7f in all three" % (
                            policy, kernels["false"][0], kernels["true"][0],
+                           kernels["layout-off"][0], kernels["true"][0],
                            kernels["false"][1], kernels["true"][1],
-                           kernels["true"][2], fused[-1]["loss"]))
+                           kernels["true"][2], not_tn["layout-off"],
+                           not_tn["true"], fused[-1]["loss"]))
     if failures:
         print("FAILED: " + "; ".join(failures))
         return 1
-    print("PASSED: bit-identical with and without fusion; " + "; ".join(summary))
+    print("PASSED: bit-identical with and without fusion and layout passes; " + "; ".join(summary))
     return 0
 
 

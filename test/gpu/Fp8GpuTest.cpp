@@ -128,6 +128,49 @@ TEST_F(GpuTest, QuantizeIsBitExact) {
   }
 }
 
+TEST_F(GpuTest, TransposedQuantizeIsBitExact) {
+  // fp8-transpose-casts' kernel: sizes around the 32 x 32 tile (partial
+  // tiles on both edges), more tile rows than grid.y's 65535 would allow
+  // in one pass, f32 and bf16 storage, NaN and saturation.
+  Context cpuCtx(Device::Cpu, {});
+  const int64_t shapes[][2] = {{1, 1}, {33, 31}, {256, 768}, {2100001, 2}};
+  for (int64_t format : {GPTRT_FP8_E4M3, GPTRT_FP8_E5M2}) {
+    for (const auto &shape : shapes) {
+      const int64_t rows = shape[0], cols = shape[1], n = rows * cols;
+      std::vector<float> x = randn(n, 100.0f);
+      if (n > 10) {
+        x[1] = std::nanf("");
+        x[3] = -1e9f;
+      }
+      std::vector<uint16_t> x16(n);
+      for (int64_t i = 0; i < n; ++i)
+        x16[i] = cpu::floatToBf16(x[i]);
+      const float scale = 3.0f;
+      const float *dScale = upload(std::vector<float>{scale});
+      for (int64_t dtype : {GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16}) {
+        const void *host = dtype == GPTRT_DTYPE_F32
+                               ? static_cast<const void *>(x.data())
+                               : static_cast<const void *>(x16.data());
+        const void *dev = dtype == GPTRT_DTYPE_F32
+                              ? static_cast<const void *>(upload(x))
+                              : static_cast<const void *>(upload(x16));
+        uint8_t *q = alloc<uint8_t>(n); // poisoned: 0xFF, which no cast writes
+        gptrt_quantize_fp8_transposed(g(), dev, dScale, q, rows, cols, format,
+                                      -1, dtype);
+        expectOk();
+        std::vector<uint8_t> ref(n);
+        gptrt_quantize_fp8_transposed(cpuCtx.handle(), host, &scale, ref.data(),
+                                      rows, cols, format, -1, dtype);
+        std::vector<uint8_t> got = download(q, n);
+        for (int64_t i = 0; i < n; ++i)
+          ASSERT_EQ(got[i], ref[i])
+              << "format " << format << " dtype " << dtype << " shape " << rows
+              << " x " << cols << " at " << i;
+      }
+    }
+  }
+}
+
 } // namespace
 } // namespace gptrt::gputest
 
@@ -191,6 +234,123 @@ TEST_F(GpuTest, FusedEpiloguesMatchCpu) {
       EXPECT_EQ(download(q2, n), gq);
     }
   }
+}
+
+// The producers that take the FP8 epilogue in their own pass (layernorm,
+// add, GELU: _amax, and _cast without transpose): on every vector path
+// (bf16 x 8, f32 x 4) and the scalar one, the amax is that of the output
+// as stored and the codes are its cast, bit for bit; the residual add's
+// output itself is the CPU's bit for bit. A NaN in the output wins the
+// amax.
+TEST_F(GpuTest, ProducersTakeTheirFp8EpilogueInOnePass) {
+  Context cpuCtx(Device::Cpu, {});
+  const float scale = 12.0f;
+  const float *dScale = upload(std::vector<float>{scale});
+  // amax and codes of `out` as the CPU epilogue computes them.
+  auto expectEpilogue = [&](const std::vector<float> &out, float *amax,
+                            uint8_t *q, int64_t format, const char *what) {
+    SCOPED_TRACE(what);
+    float want = 0;
+    bool nan = false;
+    std::vector<uint8_t> codes(out.size());
+    for (size_t i = 0; i < out.size(); ++i) {
+      nan = nan || std::isnan(out[i]);
+      want = std::max(want, std::fabs(out[i]));
+      codes[i] = format == GPTRT_FP8_E4M3 ? cpu::floatToE4M3(out[i] * scale)
+                                          : cpu::floatToE5M2(out[i] * scale);
+    }
+    const float got = download(amax, 1)[0];
+    if (nan)
+      EXPECT_TRUE(std::isnan(got));
+    else
+      EXPECT_EQ(got, want);
+    if (q)
+      EXPECT_EQ(download(q, out.size()), codes);
+  };
+  const int64_t rows = 96, width = 768, n = rows * width;
+  for (int64_t format : {GPTRT_FP8_E4M3, GPTRT_FP8_E5M2}) {
+    for (int64_t dtype : {GPTRT_DTYPE_BF16, GPTRT_DTYPE_F32}) {
+      const bool bf16 = dtype == GPTRT_DTYPE_BF16;
+      std::vector<float> xf = randn(n, 4.0f), rf = randn(n, 4.0f),
+                         bias = randn(width);
+      std::vector<uint16_t> x16 = toBf16(xf), r16 = toBf16(rf);
+      const void *x = bf16 ? static_cast<const void *>(upload(x16))
+                           : static_cast<const void *>(upload(xf));
+      const void *r = bf16 ? static_cast<const void *>(upload(r16))
+                           : static_cast<const void *>(upload(rf));
+      auto output = [&](int64_t count) -> void * {
+        return bf16 ? static_cast<void *>(alloc<uint16_t>(count))
+                    : static_cast<void *>(alloc<float>(count));
+      };
+      auto values = [&](void *p, int64_t count) {
+        if (!bf16)
+          return download(static_cast<float *>(p), count);
+        std::vector<double> v =
+            bf16Values(download(static_cast<uint16_t *>(p), count));
+        return std::vector<float>(v.begin(), v.end());
+      };
+      // Residual add (x4 / x8 vectors), then the bias add (broadcast: the
+      // scalar path for f32).
+      for (int64_t broadcast : {0, 1}) {
+        void *sum = output(n);
+        float *amax = alloc<float>(1);
+        uint8_t *q = alloc<uint8_t>(n);
+        const void *b = broadcast ? static_cast<const void *>(upload(bias)) : r;
+        const int64_t bDtype = broadcast ? GPTRT_DTYPE_F32 : dtype;
+        gptrt_add_cast(g(), x, b, dScale, sum, amax, q, rows, width, broadcast,
+                       dtype, bDtype, dtype, rows, width, dtype, format, 0, -1);
+        expectOk();
+        std::vector<float> got = values(sum, n);
+        expectEpilogue(got, amax, q, format, "add_cast");
+        if (!broadcast) {
+          // The add is exact arithmetic rounded once: the CPU's bits.
+          std::vector<float> ref(n);
+          std::vector<uint16_t> ref16(n);
+          void *refOut = bf16 ? static_cast<void *>(ref16.data())
+                              : static_cast<void *>(ref.data());
+          gptrt_add(cpuCtx.handle(),
+                    bf16 ? static_cast<const void *>(x16.data())
+                         : static_cast<const void *>(xf.data()),
+                    bf16 ? static_cast<const void *>(r16.data())
+                         : static_cast<const void *>(rf.data()),
+                    refOut, rows, width, 0, dtype, dtype, dtype);
+          if (bf16) {
+            std::vector<double> v = bf16Values(ref16);
+            ref.assign(v.begin(), v.end());
+          }
+          EXPECT_EQ(got, ref) << "add, dtype " << dtype;
+        }
+      }
+      // Layernorm (one block per row) and GELU with _amax only.
+      float *mean = alloc<float>(rows), *rstd = alloc<float>(rows);
+      void *y = output(n);
+      float *amax = alloc<float>(1);
+      gptrt_layernorm_fwd_amax(g(), x, upload(std::vector<float>(width, 1.5f)),
+                               upload(bias), y, mean, rstd, amax, rows, width,
+                               1e-5, dtype, dtype, rows, width, dtype);
+      expectOk();
+      expectEpilogue(values(y, n), amax, nullptr, format, "layernorm_fwd_amax");
+      uint8_t *q = alloc<uint8_t>(n);
+      gptrt_layernorm_fwd_cast(
+          g(), x, upload(std::vector<float>(width, 1.5f)), upload(bias),
+          dScale, y, mean, rstd, amax, q, rows, width, 1e-5, dtype, dtype,
+          rows, width, dtype, format, 0, -1);
+      expectOk();
+      expectEpilogue(values(y, n), amax, q, format, "layernorm_fwd_cast");
+      gptrt_gelu_fwd_amax(g(), x, y, amax, n, dtype, dtype, rows, width,
+                          dtype);
+      expectOk();
+      expectEpilogue(values(y, n), amax, nullptr, format, "gelu_fwd_amax");
+    }
+  }
+  // A NaN in the output.
+  std::vector<float> x = randn(4096);
+  x[77] = std::nanf("");
+  float *y = alloc<float>(4096), *amax = alloc<float>(1);
+  gptrt_gelu_fwd_amax(g(), upload(x), y, amax, 4096, GPTRT_DTYPE_F32,
+                      GPTRT_DTYPE_F32, 64, 64, GPTRT_DTYPE_F32);
+  expectOk();
+  EXPECT_TRUE(std::isnan(download(amax, 1)[0]));
 }
 
 // FP8 cast statistics counted on the device equal the CPU's counts for the

@@ -181,6 +181,62 @@ TEST_F(GpuTest, CrossEntropyForwardBackward) {
         ASSERT_EQ(got[r * padded + j], 0.0f) << "row " << r << " col " << j;
 }
 
+// The fused classifier (rt-fuse-classifier). With f32 logits it walks the
+// rows as the two unfused kernels do: the same bits. With bf16 logits and
+// a padded width that is a multiple of 8 it takes the 16-byte vector path:
+// against the CPU within bf16 precision, every padding column and ignored
+// row exactly 0, every element written (outputs poisoned).
+TEST_F(GpuTest, FusedClassifierMatchesTheTwoKernels) {
+  const int64_t rows = 300, vocab = 1001, padded = 1024, ignore = -1;
+  std::vector<float> logits = randn(rows * padded, 4.0f);
+  std::vector<int32_t> targets = randint(rows, 0, vocab);
+  for (int64_t r = 0; r < rows; r += 7)
+    targets[r] = ignore;
+  targets[3] = vocab - 1; // the last real column, inside the scalar tail
+  const float *dl = upload(logits);
+  const int32_t *dt = upload(targets);
+  const float *dloss = upload(std::vector<float>{0.75f});
+  float *loss = alloc<float>(1), *lse = alloc<float>(rows),
+        *grad = alloc<float>(rows * padded);
+  gptrt_cross_entropy_fwd(g(), dl, dt, loss, lse, rows, vocab, padded, ignore,
+                          GPTRT_DTYPE_F32);
+  gptrt_cross_entropy_bwd(g(), dloss, dl, dt, lse, grad, rows, vocab, padded,
+                          ignore, GPTRT_DTYPE_F32);
+  float *fLoss = alloc<float>(1), *fLse = alloc<float>(rows),
+        *fGrad = alloc<float>(rows * padded);
+  gptrt_cross_entropy_fwd_bwd(g(), dloss, dl, dt, fLoss, fLse, fGrad, rows,
+                              vocab, padded, ignore, GPTRT_DTYPE_F32);
+  expectOk();
+  EXPECT_EQ(download(fLoss, 1), download(loss, 1));
+  EXPECT_EQ(download(fLse, rows), download(lse, rows));
+  EXPECT_EQ(download(fGrad, rows * padded), download(grad, rows * padded));
+
+  Context cpuCtx(Device::Cpu, {});
+  std::vector<uint16_t> logits16 = toBf16(logits);
+  float cpuLoss = 0, dlossHost = 0.75f;
+  std::vector<float> cpuLse(rows);
+  std::vector<uint16_t> cpuGrad(rows * padded);
+  gptrt_cross_entropy_fwd_bwd(cpuCtx.handle(), &dlossHost, logits16.data(),
+                              targets.data(), &cpuLoss, cpuLse.data(),
+                              cpuGrad.data(), rows, vocab, padded, ignore,
+                              GPTRT_DTYPE_BF16);
+  ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
+  float *gLoss = alloc<float>(1), *gLse = alloc<float>(rows);
+  uint16_t *gGrad = upload(std::vector<uint16_t>(rows * padded, 0xFFFF));
+  gptrt_cross_entropy_fwd_bwd(g(), dloss, upload(logits16), dt, gLoss, gLse,
+                              gGrad, rows, vocab, padded, ignore,
+                              GPTRT_DTYPE_BF16);
+  expectOk();
+  EXPECT_LT(relErr(download(gLoss, 1), std::vector<double>{cpuLoss}), kF32Tol);
+  EXPECT_LT(relErr(download(gLse, rows), toDouble(cpuLse)), kF32Tol);
+  std::vector<uint16_t> got = download(gGrad, rows * padded);
+  EXPECT_LT(relErr(bf16Values(got), bf16Values(cpuGrad)), kBf16Tol);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < padded; ++j)
+      if (j >= vocab || targets[r] == ignore)
+        ASSERT_EQ(got[r * padded + j], 0) << "row " << r << " col " << j;
+}
+
 TEST_F(GpuTest, GlobalNormAndClipScale) {
   const int64_t n = 1000003;
   std::vector<float> x = randn(n, 0.01f);

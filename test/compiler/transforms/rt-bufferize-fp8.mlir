@@ -58,3 +58,16 @@ func.func @train_step(%x: tensor<32x16xf32> {gpt.input = "tokens"}) -> (tensor<3
   %p = fp8.scaled_matmul "fc" %q, %q scales(%s, %s) transpose_b : tensor<16x32xf8E4M3FN>, tensor<16x32xf8E4M3FN> -> tensor<16x16xf32>
   return %g, %a, %wide, %p : tensor<32x16xf32>, tensor<f32>, tensor<32x16xf32>, tensor<16x16xf32>
 }
+
+// -----
+
+// A cast with transpose (fp8-transpose-casts) lowers to
+// quantize_fp8_transposed: the input's rows and columns, format, slot and
+// dtype, the codes in a cols x rows buffer.
+// CHECK-LABEL: func.func @train_step
+// CHECK: rt.kernel "quantize_fp8_transposed" ins(%{{.*}}, %{{.*}} : memref<32x16xbf16>, memref<f32>) outs(%{{.*}} : memref<16x32xf8E5M2>) consts [32, 16, 1, 0, 2] {rt.fp8_stat = {gemm = "", layer = "fc", operand = "b", slot = 0 : i64}}
+func.func @train_step(%x: tensor<32x16xbf16> {gpt.input = "tokens"}, %s: tensor<f32> {gpt.input = "scale"}, %a: tensor<8x32xf8E4M3FN> {gpt.input = "a"}) -> (tensor<8x16xf32> {gpt.output = "product"}) {
+  %q = fp8.quantize "fc" %x, %s transpose : tensor<32x16xbf16> -> tensor<16x32xf8E5M2>
+  %p = fp8.scaled_matmul "fc" %a, %q scales(%s, %s) transpose_b : tensor<8x32xf8E4M3FN>, tensor<16x32xf8E5M2> -> tensor<8x16xf32>
+  return %p : tensor<8x16xf32>
+}

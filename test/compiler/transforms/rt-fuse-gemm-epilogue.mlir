@@ -22,6 +22,59 @@ func.func @forward() {
 
 // -----
 
+// FP8: the bias add after a scaled_matmul joins it (its bias, a param view
+// defined after the GEMM, moves up); the product's buffer goes. A batched
+// result that is not contiguous, an add that is not a broadcast bias and
+// a product read twice stay apart.
+// CHECK-LABEL: func.func @fp8_bias
+// CHECK: %[[BIAS:.*]] = rt.view @params[0] : memref<64xf32>
+// CHECK-NEXT: %[[Y:.*]] = rt.alloc : memref<2x16x64xbf16>
+// CHECK-NEXT: rt.kernel "scaled_matmul_bias" ins(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[BIAS]] : memref<2x16x32xf8E4M3FN>, memref<64x32xf8E4M3FN>, memref<f32>, memref<f32>, memref<64xf32>) outs(%[[Y]] : memref<2x16x64xbf16>) consts [2, 16, 64, 32, 0, 1, 512, 0, 1024, 0, 0, 1, 2]
+// CHECK-NOT: rt.kernel "add"
+// CHECK: rt.kernel "fill" outs(%[[Y]]
+// CHECK: rt.kernel "scaled_matmul" {{.*}} consts [2, 16, 64, 32, 0, 1, 512, 0, 2048, 0, 0, 1, 2]
+// CHECK: rt.kernel "add"
+// CHECK: rt.kernel "scaled_matmul" {{.*}} outs(%[[D:.*]] : memref<16x64xbf16>)
+// CHECK: rt.kernel "add" ins(%[[D]], %{{.*}} : memref<16x64xbf16>, memref<16x64xbf16>)
+// CHECK: rt.kernel "scaled_matmul" {{.*}} outs(%[[D2:.*]] : memref<16x64xbf16>)
+// CHECK: rt.kernel "add" ins(%[[D2]], %[[BIAS]]
+// CHECK: rt.kernel "amax" ins(%[[D2]]
+rt.arena @params params size = 256
+func.func @fp8_bias() {
+  %a = rt.alloc : memref<2x16x32xf8E4M3FN>
+  %w = rt.alloc : memref<64x32xf8E4M3FN>
+  %sa = rt.alloc : memref<f32>
+  %sw = rt.alloc : memref<f32>
+  %d = rt.alloc : memref<2x16x64xbf16>
+  rt.kernel "scaled_matmul" ins(%a, %w, %sa, %sw : memref<2x16x32xf8E4M3FN>, memref<64x32xf8E4M3FN>, memref<f32>, memref<f32>) outs(%d : memref<2x16x64xbf16>) consts [2, 16, 64, 32, 0, 1, 512, 0, 1024, 0, 0, 1, 2]
+  %bias = rt.view @params[0] : memref<64xf32>
+  %y = rt.alloc : memref<2x16x64xbf16>
+  rt.kernel "add" ins(%d, %bias : memref<2x16x64xbf16>, memref<64xf32>) outs(%y : memref<2x16x64xbf16>) consts [32, 64, 1, 2, 1, 2]
+  rt.kernel "fill" outs(%y : memref<2x16x64xbf16>) consts [2048, 0.0]
+
+  %wide = rt.alloc : memref<2x32x64xbf16>
+  rt.kernel "scaled_matmul" ins(%a, %w, %sa, %sw : memref<2x16x32xf8E4M3FN>, memref<64x32xf8E4M3FN>, memref<f32>, memref<f32>) outs(%wide : memref<2x32x64xbf16>) consts [2, 16, 64, 32, 0, 1, 512, 0, 2048, 0, 0, 1, 2]
+  %y2 = rt.alloc : memref<2x32x64xbf16>
+  rt.kernel "add" ins(%wide, %bias : memref<2x32x64xbf16>, memref<64xf32>) outs(%y2 : memref<2x32x64xbf16>) consts [32, 64, 1, 2, 1, 2]
+
+  %a2 = rt.alloc : memref<16x32xf8E4M3FN>
+  %d1 = rt.alloc : memref<16x64xbf16>
+  rt.kernel "scaled_matmul" ins(%a2, %w, %sa, %sw : memref<16x32xf8E4M3FN>, memref<64x32xf8E4M3FN>, memref<f32>, memref<f32>) outs(%d1 : memref<16x64xbf16>) consts [1, 16, 64, 32, 0, 1, 0, 0, 0, 0, 0, 1, 2]
+  %r = rt.alloc : memref<16x64xbf16>
+  %s = rt.alloc : memref<16x64xbf16>
+  rt.kernel "add" ins(%d1, %r : memref<16x64xbf16>, memref<16x64xbf16>) outs(%s : memref<16x64xbf16>) consts [1, 1024, 0, 2, 2, 2]
+
+  %d2 = rt.alloc : memref<16x64xbf16>
+  rt.kernel "scaled_matmul" ins(%a2, %w, %sa, %sw : memref<16x32xf8E4M3FN>, memref<64x32xf8E4M3FN>, memref<f32>, memref<f32>) outs(%d2 : memref<16x64xbf16>) consts [1, 16, 64, 32, 0, 1, 0, 0, 0, 0, 0, 1, 2]
+  %y3 = rt.alloc : memref<16x64xbf16>
+  rt.kernel "add" ins(%d2, %bias : memref<16x64xbf16>, memref<64xf32>) outs(%y3 : memref<16x64xbf16>) consts [16, 64, 1, 2, 1, 2]
+  %m = rt.alloc : memref<f32>
+  rt.kernel "amax" ins(%d2 : memref<16x64xbf16>) outs(%m : memref<f32>) consts [1024, 2]
+  return
+}
+
+// -----
+
 // Backward: a GEMM's product read only by the GELU gradient becomes one
 // kernel that reads the saved pre-activation; the product's buffer goes.
 // CHECK-LABEL: func.func @backward

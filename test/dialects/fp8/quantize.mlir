@@ -24,6 +24,32 @@ func.func @quantize_dynamic(%x: tensor<4x16xf32>, %scale: tensor<f32>) -> tensor
 
 // -----
 
+// transpose writes the codes of a 2-D input transposed.
+// CHECK-LABEL: func.func @quantize_transposed
+// CHECK:         %{{.*}} = fp8.quantize "x" %arg0, %arg1 transpose : tensor<4x16xbf16> -> tensor<16x4xf8E5M2>
+func.func @quantize_transposed(%x: tensor<4x16xbf16>, %scale: tensor<f32>) -> tensor<16x4xf8E5M2> {
+  %0 = fp8.quantize "x" %x, %scale transpose : tensor<4x16xbf16> -> tensor<16x4xf8E5M2>
+  return %0 : tensor<16x4xf8E5M2>
+}
+
+// -----
+
+func.func @transpose_shape(%x: tensor<4x16xf32>, %scale: tensor<f32>) -> tensor<4x16xf8E4M3FN> {
+  // expected-error @+1 {{with transpose has result shape [4, 16], expected [16, 4] (the input's shape swapped)}}
+  %0 = fp8.quantize "x" %x, %scale transpose : tensor<4x16xf32> -> tensor<4x16xf8E4M3FN>
+  return %0 : tensor<4x16xf8E4M3FN>
+}
+
+// -----
+
+func.func @transpose_rank(%x: tensor<2x4x16xf32>, %scale: tensor<f32>) -> tensor<2x16x4xf8E4M3FN> {
+  // expected-error @+1 {{transposes only 2-D inputs, got [2, 4, 16]; reshape it to rows x columns first}}
+  %0 = fp8.quantize "x" %x, %scale transpose : tensor<2x4x16xf32> -> tensor<2x16x4xf8E4M3FN>
+  return %0 : tensor<2x16x4xf8E4M3FN>
+}
+
+// -----
+
 func.func @to_bf16(%x: tensor<4x16xf32>, %scale: tensor<f32>) -> tensor<4x16xbf16> {
   // expected-error @+1 {{quantizes to f8E4M3FN or f8E5M2, got 'bf16'; for other types use a plain cast}}
   %0 = fp8.quantize "x" %x, %scale : tensor<4x16xf32> -> tensor<4x16xbf16>

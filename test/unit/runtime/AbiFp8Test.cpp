@@ -182,6 +182,53 @@ TEST_F(AbiFp8Test, QuantizeRecordsStatisticsOnlyWhenAsked) {
   ctx.endFp8Stats();
 }
 
+TEST_F(AbiFp8Test, TransposedQuantizeIsTheCastWithRowsAndColumnsSwapped) {
+  // Odd sizes (not multiples of the GPU's 32 x 32 tiles), f32 and bf16
+  // storage, both formats, with statistics: the same codes as the plain
+  // cast, at q[c * rows + r], and the same statistics.
+  const int64_t rows = 37, cols = 19;
+  std::vector<float> x = randomF(rows * cols, 41, -30.0, 30.0);
+  x[5] = 1e7f;  // saturates
+  x[6] = 1e-9f; // underflows
+  std::vector<uint16_t> x16(x.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    x16[i] = cpu::floatToBf16(x[i]);
+  const float scale = 7.5f;
+  for (int64_t format : {GPTRT_FP8_E4M3, GPTRT_FP8_E5M2}) {
+    for (int64_t dtype : {GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16}) {
+      const void *in = dtype == GPTRT_DTYPE_F32
+                           ? static_cast<const void *>(x.data())
+                           : static_cast<const void *>(x16.data());
+      std::vector<uint8_t> plain(x.size()), transposed(x.size(), 0xAA);
+      ctx.beginFp8Stats(2);
+      gptrt_quantize_fp8(h, in, &scale, plain.data(), rows * cols, format, 0,
+                         dtype);
+      gptrt_quantize_fp8_transposed(h, in, &scale, transposed.data(), rows,
+                                    cols, format, 1, dtype);
+      ctx.endFp8Stats();
+      ASSERT_FALSE(ctx.failed()) << ctx.error();
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c)
+          ASSERT_EQ(transposed[c * rows + r], plain[r * cols + c])
+              << "format " << format << " dtype " << dtype << " at " << r
+              << ", " << c;
+      const Fp8CastStats &a = ctx.fp8Stats()[0], &b = ctx.fp8Stats()[1];
+      EXPECT_EQ(b.amax, a.amax);
+      EXPECT_EQ(b.scale, a.scale);
+      EXPECT_EQ(b.underflow, a.underflow);
+      EXPECT_EQ(b.saturated, a.saturated);
+      EXPECT_EQ(b.elements, rows * cols);
+      EXPECT_GT(a.saturated, 0);
+      EXPECT_GT(a.underflow, 0);
+    }
+  }
+  std::vector<uint8_t> q(4);
+  gptrt_quantize_fp8_transposed(h, x.data(), &scale, q.data(), -2, 2,
+                                GPTRT_FP8_E4M3, -1, GPTRT_DTYPE_F32);
+  EXPECT_THAT(ctx.error(), ::testing::HasSubstr("rows = -2, expected >= 0"));
+  ctx.clearError();
+}
+
 TEST_F(AbiFp8Test, ScaledMatmulIsTheProductOfDecodedValues) {
   // c[m, n] = sum_k a[m, k] b[n, k] / (sa sb), a E5M2, b E4M3, b transposed.
   const int64_t m = 7, n = 5, k = 33;
@@ -339,6 +386,46 @@ TEST_F(AbiFp8Test, RowwiseAmaxScalesAndCast) {
       EXPECT_EQ(qr[r * cols + c], cpu::floatToE4M3(y[r * cols + c] * rs[r]));
       EXPECT_EQ(qc[r * cols + c], cpu::floatToE5M2(y[r * cols + c] * cs[c]));
     }
+}
+
+TEST_F(AbiFp8Test, ScaledMatmulBiasIsTheGemmThenTheBiasAdd) {
+  // rt-fuse-gemm-epilogue's FP8 kernel: on the CPU bit for bit the two
+  // kernels it replaces, in f32 and in bf16 (rounded twice, as they do),
+  // over two contiguous batches.
+  const int64_t batch = 2, m = 3, n = 16, k = 32;
+  std::vector<float> xa = randomF(batch * m * k, 51, -2, 2),
+                     xb = randomF(n * k, 52, -2, 2),
+                     bias = randomF(n, 53, -1, 1);
+  std::vector<uint8_t> a(xa.size()), b(xb.size());
+  for (size_t i = 0; i < a.size(); ++i)
+    a[i] = cpu::floatToE4M3(xa[i] * 64.0f);
+  for (size_t i = 0; i < b.size(); ++i)
+    b[i] = cpu::floatToE5M2(xb[i] * 8.0f);
+  const float sa = 64.0f, sb = 8.0f;
+  const int64_t count = batch * m * n;
+  for (int64_t dtype : {GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16}) {
+    const size_t bytes = count * (dtype == GPTRT_DTYPE_F32 ? 4 : 2);
+    std::vector<unsigned char> product(bytes), want(bytes, 0xEE),
+        got(bytes, 0xDD);
+    gptrt_scaled_matmul(h, a.data(), b.data(), &sa, &sb, product.data(), batch,
+                        m, n, k, 0, 1, m * k, 0, m * n, GPTRT_FP8_E4M3,
+                        GPTRT_FP8_E5M2, 1, dtype);
+    gptrt_add(h, product.data(), bias.data(), want.data(), batch * m, n, 1,
+              dtype, GPTRT_DTYPE_F32, dtype);
+    gptrt_scaled_matmul_bias(h, a.data(), b.data(), &sa, &sb, bias.data(),
+                             got.data(), batch, m, n, k, 0, 1, m * k, 0, m * n,
+                             GPTRT_FP8_E4M3, GPTRT_FP8_E5M2, 1, dtype);
+    ASSERT_FALSE(ctx.failed()) << ctx.error();
+    EXPECT_EQ(got, want) << "dtype " << dtype;
+    EXPECT_NE(got, product) << "the bias was added";
+  }
+  std::vector<float> c(count);
+  gptrt_scaled_matmul_bias(h, a.data(), b.data(), &sa, &sb, bias.data(),
+                           c.data(), batch, m, n, k, 0, 1, m * k, 0, m * n + 1,
+                           GPTRT_FP8_E4M3, GPTRT_FP8_E5M2, 1, GPTRT_DTYPE_F32);
+  EXPECT_THAT(ctx.error(),
+              ::testing::HasSubstr("stride_c 49, expected m * n = 48"));
+  ctx.clearError();
 }
 
 TEST_F(AbiFp8Test, RowwiseScaledMatmulDividesEachRowAndColumn) {

@@ -716,6 +716,39 @@ TEST_F(AbiTest, CrossEntropyForwardAndBackward) {
   EXPECT_EQ(dlogits16, toBf16(want16));
 }
 
+TEST_F(AbiTest, FusedClassifierIsTheForwardThenTheBackward) {
+  // rt-fuse-classifier's kernel: loss, lse and dlogits bit for bit as the
+  // two kernels it replaces, for f32 and bf16 logits, an ignored row and a
+  // target in the last real column.
+  const int64_t rows = 6, vocab = 13, padded = 16;
+  F logits = randomF(rows * padded, 35, -4, 4);
+  std::vector<int32_t> targets = {3, -1, 0, 12, 2, 7};
+  F dloss = {0.5f};
+  for (int64_t dtype : {GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16}) {
+    std::vector<uint16_t> logits16 = toBf16(logits);
+    const void *in = dtype == GPTRT_DTYPE_F32
+                         ? static_cast<const void *>(logits.data())
+                         : static_cast<const void *>(logits16.data());
+    const size_t bytes = dtype == GPTRT_DTYPE_F32 ? 4 : 2;
+    F loss = nanF(1), lse = nanF(rows);
+    std::vector<unsigned char> grad(rows * padded * bytes, 0xEE);
+    gptrt_cross_entropy_fwd(h, in, targets.data(), loss.data(), lse.data(),
+                            rows, vocab, padded, -1, dtype);
+    gptrt_cross_entropy_bwd(h, dloss.data(), in, targets.data(), lse.data(),
+                            grad.data(), rows, vocab, padded, -1, dtype);
+    F fusedLoss = nanF(1), fusedLse = nanF(rows);
+    std::vector<unsigned char> fusedGrad(grad.size(), 0xDD);
+    gptrt_cross_entropy_fwd_bwd(
+        h, dloss.data(), in, targets.data(), fusedLoss.data(), fusedLse.data(),
+        fusedGrad.data(), rows, vocab, padded, -1, dtype);
+    ASSERT_FALSE(ctx.failed()) << ctx.error();
+    expectSameBits(fusedLoss, loss, "loss");
+    expectSameBits(fusedLse, lse, "lse");
+    EXPECT_EQ(fusedGrad, grad) << "dlogits, dtype " << dtype;
+    EXPECT_TRUE(std::isfinite(loss[0]));
+  }
+}
+
 TEST_F(AbiTest, GlobalNormIsSqrtOfSumOfSquares) {
   F x = randomF(1001, 34), out = nanF(1);
   gptrt_global_norm(h, x.data(), out.data(), 1001);

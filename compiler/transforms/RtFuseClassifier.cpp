@@ -1,0 +1,108 @@
+// rt-fuse-classifier: the cross-entropy forward and its backward become one
+// cross_entropy_fwd_bwd kernel that reads the logits once (see Passes.td).
+#include "compiler/transforms/Passes.h"
+#include "compiler/transforms/RtKernelQueries.h"
+
+#include "llvm/ADT/DenseSet.h"
+
+namespace gptc {
+#define GEN_PASS_DEF_RTFUSECLASSIFIER
+#include "compiler/transforms/Passes.h.inc"
+} // namespace gptc
+
+using namespace mlir;
+namespace rt = gptc::rt;
+
+namespace {
+
+// The buffer a value views: through rt.reshape to its rt.alloc or rt.view.
+Value root(Value value) {
+  while (auto reshape = value.getDefiningOp<rt::ReshapeOp>())
+    value = reshape.getSource();
+  return value;
+}
+
+// The arena an rt.view-rooted buffer lies in; null for an rt.alloc.
+Attribute arenaOf(Value buffer) {
+  auto view = root(buffer).getDefiningOp<rt::ViewOp>();
+  return view ? view.getArenaAttr() : Attribute();
+}
+
+class RtFuseClassifierPass
+    : public gptc::impl::RtFuseClassifierBase<RtFuseClassifierPass> {
+public:
+  using Base::Base;
+
+  void runOnOperation() override {
+    SmallVector<rt::KernelOp> forwards;
+    getOperation().walk([&](rt::KernelOp op) {
+      if (op.getKernel() == "cross_entropy_fwd")
+        forwards.push_back(op);
+    });
+    for (rt::KernelOp forward : forwards)
+      fuse(forward);
+  }
+
+private:
+  // cross_entropy_fwd(logits, targets) -> loss, lse, then
+  // cross_entropy_bwd(dloss, logits, targets, lse) -> dlogits: one
+  // cross_entropy_fwd_bwd where the backward was.
+  void fuse(rt::KernelOp forward) {
+    // Both kernels' constants: rows, vocab, padded_vocab, ignore_index,
+    // dtype.
+    if (forward.getInputs().size() != 2 || forward.getOutputs().size() != 2)
+      return;
+    Value logits = forward.getInputs()[0], targets = forward.getInputs()[1];
+    Value loss = forward.getOutputs()[0], lse = forward.getOutputs()[1];
+    auto backward = dyn_cast_or_null<rt::KernelOp>(rt::nextUser(forward, lse));
+    if (!backward || backward.getKernel() != "cross_entropy_bwd" ||
+        backward.getInputs().size() != 4 || backward.getOutputs().size() != 1 ||
+        backward.getInputs()[1] != logits ||
+        backward.getInputs()[2] != targets || backward.getInputs()[3] != lse ||
+        backward.getConsts() != forward.getConsts())
+      return;
+    if (!untouchedBetween(forward, backward, {logits, targets, loss, lse}))
+      return;
+    Value dloss = backward.getInputs()[0], dlogits = backward.getOutputs()[0];
+    OpBuilder b(backward);
+    rt::KernelOp::create(b, backward.getLoc(), "cross_entropy_fwd_bwd",
+                         ValueRange{dloss, logits, targets},
+                         ValueRange{loss, lse, dlogits}, /*stream=*/0,
+                         forward.getConsts());
+    backward.erase();
+    forward.erase();
+    ++fused;
+  }
+
+  // The forward now runs where the backward did: nothing in between may
+  // write its inputs or touch its outputs. Between the two only buffer
+  // definitions and kernels are allowed, and a kernel only if none of its
+  // operands is a view of those buffers (or, for a buffer in a persistent
+  // arena, lies in the same arena: views there may overlap).
+  static bool untouchedBetween(rt::KernelOp forward, rt::KernelOp backward,
+                               ArrayRef<Value> buffers) {
+    llvm::DenseSet<Value> roots;
+    llvm::DenseSet<Attribute> arenas;
+    for (Value buffer : buffers) {
+      roots.insert(root(buffer));
+      if (Attribute arena = arenaOf(buffer))
+        arenas.insert(arena);
+    }
+    for (Operation *op = forward->getNextNode(); op != backward;
+         op = op->getNextNode()) {
+      if (isa<rt::AllocOp, rt::ViewOp, rt::ReshapeOp>(op))
+        continue;
+      auto kernel = dyn_cast<rt::KernelOp>(op);
+      if (!kernel)
+        return false;
+      for (Value operand : kernel->getOperands()) {
+        Attribute arena = arenaOf(operand);
+        if (roots.contains(root(operand)) || (arena && arenas.contains(arena)))
+          return false;
+      }
+    }
+    return true;
+  }
+};
+
+} // namespace

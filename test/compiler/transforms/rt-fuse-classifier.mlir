@@ -1,0 +1,65 @@
+// RUN: gpt-opt %s -split-input-file -rt-fuse-classifier | FileCheck %s
+
+// The loss and the logits' gradient: one kernel where the backward was,
+// after the step scalar it reads (dloss); the forward is gone.
+// CHECK-LABEL: func.func @fused
+// CHECK-NOT: rt.kernel "cross_entropy_fwd"
+// CHECK: rt.kernel "step_scalar" outs(%[[DLOSS:.*]] : memref<f32>)
+// CHECK: rt.kernel "cross_entropy_fwd_bwd" ins(%[[DLOSS]], %[[LOGITS:.*]], %[[T:.*]] : memref<f32>, memref<4x64x512xbf16>, memref<4x64xi32>) outs(%[[LOSS:.*]], %[[LSE:.*]], %[[G:.*]] : memref<f32>, memref<4x64xf32>, memref<4x64x512xbf16>) consts [256, 500, 512, -1, 2]
+// CHECK-NOT: cross_entropy_bwd
+// CHECK: rt.kernel "matmul_bf16" ins(%[[G]]
+rt.arena @inputs inputs size = 1024
+func.func @fused() {
+  %t = rt.view @inputs[0] : memref<4x64xi32>
+  %logits = rt.alloc : memref<4x64x512xbf16>
+  %loss = rt.alloc : memref<f32>
+  %lse = rt.alloc : memref<4x64xf32>
+  rt.kernel "cross_entropy_fwd" ins(%logits, %t : memref<4x64x512xbf16>, memref<4x64xi32>) outs(%loss, %lse : memref<f32>, memref<4x64xf32>) consts [256, 500, 512, -1, 2]
+  %dloss = rt.alloc : memref<f32>
+  rt.kernel "step_scalar" outs(%dloss : memref<f32>) consts [0]
+  %g = rt.alloc : memref<4x64x512xbf16>
+  rt.kernel "cross_entropy_bwd" ins(%dloss, %logits, %t, %lse : memref<f32>, memref<4x64x512xbf16>, memref<4x64xi32>, memref<4x64xf32>) outs(%g : memref<4x64x512xbf16>) consts [256, 500, 512, -1, 2]
+  %w = rt.alloc : memref<512x32xbf16>
+  %dx = rt.alloc : memref<4x64x32xbf16>
+  rt.kernel "matmul_bf16" ins(%g, %w : memref<4x64x512xbf16>, memref<512x32xbf16>) outs(%dx : memref<4x64x32xbf16>) consts [1, 256, 32, 512, 0, 0, 0, 0, 0, 2]
+  return
+}
+
+// -----
+
+// Left apart: the loss read before the backward (it would not be written
+// yet), the logits written through a reshape in between, another kernel
+// in the inputs arena in between (views there may overlap the targets),
+// a backward of other logits, and a forward alone (eval_step).
+// CHECK-LABEL: func.func @not_fused
+// CHECK-NOT: cross_entropy_fwd_bwd
+rt.arena @inputs inputs size = 4096
+func.func @not_fused() {
+  %t = rt.view @inputs[0] : memref<4x64xi32>
+  %logits = rt.alloc : memref<4x64x512xbf16>
+  %loss = rt.alloc : memref<f32>
+  %lse = rt.alloc : memref<4x64xf32>
+  %dloss = rt.alloc : memref<f32>
+  %g = rt.alloc : memref<4x64x512xbf16>
+  rt.kernel "cross_entropy_fwd" ins(%logits, %t : memref<4x64x512xbf16>, memref<4x64xi32>) outs(%loss, %lse : memref<f32>, memref<4x64xf32>) consts [256, 500, 512, -1, 2]
+  %copy = rt.alloc : memref<f32>
+  rt.kernel "copy" ins(%loss : memref<f32>) outs(%copy : memref<f32>) consts [1]
+  rt.kernel "cross_entropy_bwd" ins(%dloss, %logits, %t, %lse : memref<f32>, memref<4x64x512xbf16>, memref<4x64xi32>, memref<4x64xf32>) outs(%g : memref<4x64x512xbf16>) consts [256, 500, 512, -1, 2]
+
+  rt.kernel "cross_entropy_fwd" ins(%logits, %t : memref<4x64x512xbf16>, memref<4x64xi32>) outs(%loss, %lse : memref<f32>, memref<4x64xf32>) consts [256, 500, 512, -1, 2]
+  %flat = rt.reshape %logits : memref<4x64x512xbf16> -> memref<256x512xbf16>
+  rt.kernel "fill" outs(%flat : memref<256x512xbf16>) consts [131072, 0.0]
+  rt.kernel "cross_entropy_bwd" ins(%dloss, %logits, %t, %lse : memref<f32>, memref<4x64x512xbf16>, memref<4x64xi32>, memref<4x64xf32>) outs(%g : memref<4x64x512xbf16>) consts [256, 500, 512, -1, 2]
+
+  rt.kernel "cross_entropy_fwd" ins(%logits, %t : memref<4x64x512xbf16>, memref<4x64xi32>) outs(%loss, %lse : memref<f32>, memref<4x64xf32>) consts [256, 500, 512, -1, 2]
+  %other = rt.view @inputs[2048] : memref<4x64xi32>
+  rt.kernel "fill" outs(%other : memref<4x64xi32>) consts [256, 0.0]
+  rt.kernel "cross_entropy_bwd" ins(%dloss, %logits, %t, %lse : memref<f32>, memref<4x64x512xbf16>, memref<4x64xi32>, memref<4x64xf32>) outs(%g : memref<4x64x512xbf16>) consts [256, 500, 512, -1, 2]
+
+  %logits2 = rt.alloc : memref<4x64x512xbf16>
+  rt.kernel "cross_entropy_fwd" ins(%logits, %t : memref<4x64x512xbf16>, memref<4x64xi32>) outs(%loss, %lse : memref<f32>, memref<4x64xf32>) consts [256, 500, 512, -1, 2]
+  rt.kernel "cross_entropy_bwd" ins(%dloss, %logits2, %t, %lse : memref<f32>, memref<4x64x512xbf16>, memref<4x64xi32>, memref<4x64xf32>) outs(%g : memref<4x64x512xbf16>) consts [256, 500, 512, -1, 2]
+
+  rt.kernel "cross_entropy_fwd" ins(%logits, %t : memref<4x64x512xbf16>, memref<4x64xi32>) outs(%loss, %lse : memref<f32>, memref<4x64xf32>) consts [256, 500, 512, -1, 2]
+  return
+}
