@@ -261,6 +261,13 @@ int gptcMain(int argc, char **argv) {
                      "the logits are read once, not twice; the same numbers "
                      "on the CPU. =false keeps cross_entropy_fwd and _bwd"),
       llvm::cl::init(true), llvm::cl::cat(category));
+  llvm::cl::opt<bool> fuseDualCasts(
+      "fuse-dual-casts",
+      llvm::cl::desc("Make the row-major and the transposed FP8 copy of "
+                     "each output gradient in one read (rt-fuse-dual-cast; "
+                     "default true). =false keeps two casts, with the same "
+                     "codes"),
+      llvm::cl::init(true), llvm::cl::cat(category));
   llvm::cl::opt<bool> bf16Gemm(
       "bf16-gemm",
       llvm::cl::desc("GEMMs whose operands are stored in bf16 read them "
@@ -466,6 +473,8 @@ int gptcMain(int argc, char **argv) {
         lower.addPass(createRtFuseAddLayerNorm());
       if (fuseClassifier)
         lower.addPass(createRtFuseClassifier());
+      if (fuseDualCasts)
+        lower.addPass(createRtFuseDualCast());
       lower.addPass(createRtPlanMemory());
       if (failed(lower.run(work)))
         return 1;

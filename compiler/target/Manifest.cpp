@@ -7,7 +7,10 @@
 #include "runtime/abi/manifest.pb.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
+
+#include <vector>
 
 using namespace mlir;
 namespace pb = gptc::manifest;
@@ -184,28 +187,63 @@ private:
     return success();
   }
 
-  /// The FP8 casts rt-bufferize gave a statistics slot (`rt.fp8_stat`), in
-  /// slot order.
+  /// The FP8 casts rt-bufferize gave a statistics slot (`rt.fp8_stat`: a
+  /// dictionary describing the kernel's first output, or -- for a kernel
+  /// that writes several casts, rt-fuse-dual-cast's -- an array with one
+  /// per output, empty for an output without a slot), in slot order.
   static LogicalResult addFp8Stats(pb::Manifest &m, func::FuncOp func) {
+    struct Described {
+      int64_t slot;
+      DictionaryAttr stat;
+      Value output;
+    };
+    std::vector<Described> all;
     for (auto kernel : func.getOps<rt::KernelOp>()) {
-      auto stat = kernel->getAttrOfType<DictionaryAttr>("rt.fp8_stat");
-      if (!stat)
+      Attribute attr = kernel->getAttr("rt.fp8_stat");
+      if (!attr)
         continue;
-      auto slot = stat.getAs<IntegerAttr>("slot");
-      auto layer = stat.getAs<StringAttr>("layer");
-      auto gemm = stat.getAs<StringAttr>("gemm");
-      auto operand = stat.getAs<StringAttr>("operand");
-      if (!slot || !layer || !gemm || !operand ||
-          slot.getInt() != m.fp8_stats_size() || kernel.getInputs().empty() ||
-          kernel.getOutputs().empty())
+      SmallVector<DictionaryAttr> stats;
+      if (auto one = dyn_cast<DictionaryAttr>(attr))
+        stats.push_back(one);
+      else if (auto many = dyn_cast<ArrayAttr>(attr))
+        for (Attribute each : many)
+          stats.push_back(dyn_cast<DictionaryAttr>(each));
+      auto malformed = [&] {
         return kernel.emitOpError(
-            "has an rt.fp8_stat that is not {slot, layer, gemm, operand} with "
-            "slots numbered 0, 1, ... in order; run rt-bufferize to make it");
+            "has an rt.fp8_stat that is not {slot, layer, gemm, operand} (or "
+            "an array of them, one per output) with slots numbered 0, 1, ... "
+            "in order; run rt-bufferize to make it");
+      };
+      if (stats.size() > kernel.getOutputs().size() ||
+          kernel.getInputs().empty())
+        return malformed();
+      for (auto [i, stat] : llvm::enumerate(stats)) {
+        if (!stat)
+          return malformed();
+        if (stat.empty())
+          continue;
+        auto slot = stat.getAs<IntegerAttr>("slot");
+        if (!slot || !stat.getAs<StringAttr>("layer") ||
+            !stat.getAs<StringAttr>("gemm") ||
+            !stat.getAs<StringAttr>("operand"))
+          return malformed();
+        all.push_back({slot.getInt(), stat, kernel.getOutputs()[i]});
+      }
+    }
+    llvm::stable_sort(all, [](const Described &a, const Described &b) {
+      return a.slot < b.slot;
+    });
+    for (const Described &d : all) {
+      if (d.slot != m.fp8_stats_size())
+        return func.emitOpError()
+               << "has FP8 statistics slots that are not 0, 1, ... (slot "
+               << d.slot << " where " << m.fp8_stats_size()
+               << " was expected); run rt-bufferize to number them";
       pb::Fp8Stat *s = m.add_fp8_stats();
-      s->set_layer(layer.getValue().str());
-      s->set_gemm(gemm.getValue().str());
-      s->set_operand(operand.getValue().str());
-      auto out = cast<MemRefType>(kernel.getOutputs()[0].getType());
+      s->set_layer(d.stat.getAs<StringAttr>("layer").getValue().str());
+      s->set_gemm(d.stat.getAs<StringAttr>("gemm").getValue().str());
+      s->set_operand(d.stat.getAs<StringAttr>("operand").getValue().str());
+      auto out = cast<MemRefType>(d.output.getType());
       s->set_format(dtypeOf(out.getElementType()));
       s->set_elements(out.getNumElements());
     }

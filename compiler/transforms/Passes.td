@@ -447,6 +447,29 @@ def RtFuseClassifier : Pass<"rt-fuse-classifier", "::mlir::ModuleOp"> {
   ];
 }
 
+def RtFuseDualCast : Pass<"rt-fuse-dual-cast", "::mlir::ModuleOp"> {
+  let summary = "Makes both FP8 copies of an output gradient in one read";
+  let description = [{
+    Runs after rt-bufferize, before rt-plan-memory. The backward casts each
+    output gradient twice with one scale: row-major for the grad_input GEMM
+    (`quantize_fp8`) and transposed for grad_weight
+    (`quantize_fp8_transposed`, from fp8-transpose-casts). The pair -- the
+    same buffer (through reshapes), the same scale Value, format and dtype
+    -- becomes one `quantize_fp8_dual` where the first cast was, which
+    reads the gradient once and writes both copies. The gradient must not
+    change in between, and only GEMMs reading the first copy may lie
+    between the two: a forward activation, cast again for grad_weight in
+    the backward, keeps its two casts rather than an FP8 copy alive
+    through the whole step. Each copy keeps its statistics slot (the fused
+    kernel's `rt.fp8_stat` is then an array, one entry per output).
+    `gptc --fuse-dual-casts=false` leaves this pass out.
+  }];
+  let dependentDialects = ["::gptc::rt::RtDialect"];
+  let statistics = [
+    Statistic<"fused", "fused", "pairs of casts made in one read">,
+  ];
+}
+
 def RtPlanMemory : Pass<"rt-plan-memory", "::mlir::ModuleOp"> {
   let summary = "Places every rt.alloc in one activation arena by liveness";
   let description = [{

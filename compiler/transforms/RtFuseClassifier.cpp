@@ -15,16 +15,9 @@ namespace rt = gptc::rt;
 
 namespace {
 
-// The buffer a value views: through rt.reshape to its rt.alloc or rt.view.
-Value root(Value value) {
-  while (auto reshape = value.getDefiningOp<rt::ReshapeOp>())
-    value = reshape.getSource();
-  return value;
-}
-
 // The arena an rt.view-rooted buffer lies in; null for an rt.alloc.
 Attribute arenaOf(Value buffer) {
-  auto view = root(buffer).getDefiningOp<rt::ViewOp>();
+  auto view = rt::rootBuffer(buffer).getDefiningOp<rt::ViewOp>();
   return view ? view.getArenaAttr() : Attribute();
 }
 
@@ -84,7 +77,7 @@ private:
     llvm::DenseSet<Value> roots;
     llvm::DenseSet<Attribute> arenas;
     for (Value buffer : buffers) {
-      roots.insert(root(buffer));
+      roots.insert(rt::rootBuffer(buffer));
       if (Attribute arena = arenaOf(buffer))
         arenas.insert(arena);
     }
@@ -97,7 +90,8 @@ private:
         return false;
       for (Value operand : kernel->getOperands()) {
         Attribute arena = arenaOf(operand);
-        if (roots.contains(root(operand)) || (arena && arenas.contains(arena)))
+        if (roots.contains(rt::rootBuffer(operand)) ||
+            (arena && arenas.contains(arena)))
           return false;
       }
     }

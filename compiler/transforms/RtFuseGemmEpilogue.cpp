@@ -169,13 +169,6 @@ private:
     ++fusedFp8Bias;
   }
 
-  // The buffer a value views: through rt.reshape to its source.
-  static Value root(Value value) {
-    while (auto reshape = value.getDefiningOp<rt::ReshapeOp>())
-      value = reshape.getSource();
-    return value;
-  }
-
   // The weight gradient's GEMM (batch 1, a stored [k, m]: the output
   // gradient) and, after it, reduce_rows of the same buffer (the bias
   // gradient): one matmul_bf16_bgrad at the GEMM writing both.
@@ -183,15 +176,11 @@ private:
     if (rt::constAt(gemm, 0) != 1 || rt::constAt(gemm, 4) != 1)
       return;
     const int64_t m = rt::constAt(gemm, 1), k = rt::constAt(gemm, 3);
-    Value a = gemm.getInputs()[0], source = root(a);
+    Value a = gemm.getInputs()[0], source = rt::rootBuffer(a);
     // gptrt_reduce_rows's constants: rows, cols, x_dtype, out_dtype.
     // Every view of the gradient's buffer (through reshapes), then the
     // first reduce_rows of one after the GEMM.
-    SmallVector<Value> views{source};
-    for (size_t i = 0; i < views.size(); ++i)
-      for (Operation *user : views[i].getUsers())
-        if (auto reshape = dyn_cast<rt::ReshapeOp>(user))
-          views.push_back(reshape.getResult());
+    SmallVector<Value> views = rt::viewsOf(source);
     rt::KernelOp reduce;
     for (Value view : views)
       for (Operation *user : view.getUsers()) {

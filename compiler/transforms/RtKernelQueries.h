@@ -1,5 +1,6 @@
-// Small queries on rt.kernel ops shared by the rt-level fusion passes
-// (rt-fuse-gemm-epilogue, rt-fuse-add-layernorm).
+// Small queries on rt.kernel ops and buffers shared by the rt-level fusion
+// passes (rt-fuse-gemm-epilogue, rt-fuse-add-layernorm, rt-fuse-classifier,
+// rt-fuse-dual-cast).
 #ifndef GPTC_COMPILER_TRANSFORMS_RTKERNELQUERIES_H
 #define GPTC_COMPILER_TRANSFORMS_RTKERNELQUERIES_H
 
@@ -26,6 +27,23 @@ inline mlir::Operation *nextUser(mlir::Operation *from, mlir::Value value) {
         (!first || user->isBeforeInBlock(first)))
       first = user;
   return first;
+}
+
+// The buffer a value views: through rt.reshape to its rt.alloc or rt.view.
+inline mlir::Value rootBuffer(mlir::Value value) {
+  while (auto reshape = value.getDefiningOp<ReshapeOp>())
+    value = reshape.getSource();
+  return value;
+}
+
+// Every view of `root`'s buffer: itself and its reshapes, transitively.
+inline llvm::SmallVector<mlir::Value> viewsOf(mlir::Value root) {
+  llvm::SmallVector<mlir::Value> views{root};
+  for (size_t i = 0; i < views.size(); ++i)
+    for (mlir::Operation *user : views[i].getUsers())
+      if (auto reshape = mlir::dyn_cast<ReshapeOp>(user))
+        views.push_back(reshape.getResult());
+  return views;
 }
 
 } // namespace gptc::rt

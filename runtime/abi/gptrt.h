@@ -277,6 +277,16 @@ void gptrt_quantize_fp8_transposed(gptrt_context *ctx, const void *x,
                                    const float *scale, uint8_t *q, int64_t rows,
                                    int64_t cols, int64_t format,
                                    int64_t stat_slot, int64_t x_dtype);
+/* Both casts of x (rows x cols) at one scale, from one read: q as
+ * gptrt_quantize_fp8 writes it and q_t as gptrt_quantize_fp8_transposed
+ * does -- the two copies of an output gradient the backward's grad_input
+ * and grad_weight GEMMs read (rt-fuse-dual-cast). Each records its own
+ * statistics slot (-1: none). */
+void gptrt_quantize_fp8_dual(gptrt_context *ctx, const void *x,
+                             const float *scale, uint8_t *q, uint8_t *q_t,
+                             int64_t rows, int64_t cols, int64_t format,
+                             int64_t stat_slot, int64_t stat_slot_t,
+                             int64_t x_dtype);
 /* c = op(a) op(b) / (scale_a[0] * scale_b[0]) on FP8 codes (decoded
  * exactly, accumulated in f32); layouts and strides as gptrt_matmul. c is
  * f32, or bf16 (out_dtype): that f32 result rounded once. fast_accum 1

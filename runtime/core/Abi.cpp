@@ -472,6 +472,36 @@ void fp8GemmUnscaled(const uint8_t *a, const uint8_t *b, float *c,
 
 } // namespace
 
+GPTRT_EXPORT void gptrt_quantize_fp8_dual(gptrt_context *ctx, const void *xData,
+                                          const float *scale, uint8_t *q,
+                                          uint8_t *qT, int64_t rows,
+                                          int64_t cols, int64_t format,
+                                          int64_t statSlot, int64_t statSlotT,
+                                          int64_t xDtype) {
+  guarded(
+      ctx, "gptrt_quantize_fp8_dual",
+      [&](Context &) {
+        // The two casts it fuses, so the same codes and statistics.
+        requireNonNegative(rows, "rows");
+        requireNonNegative(cols, "cols");
+        gptrt_quantize_fp8(ctx, xData, scale, q, rows * cols, format, statSlot,
+                           xDtype);
+        gptrt_quantize_fp8_transposed(ctx, xData, scale, qT, rows, cols, format,
+                                      statSlotT, xDtype);
+      },
+      [&](Context &c, Gpu &g) {
+        requireNonNegative(rows, "rows");
+        requireNonNegative(cols, "cols");
+        requireStorageDtype(xDtype, "x_dtype");
+        g.quantizeFp8Dual(xData, xDtype, scale, q, qT, rows, cols, format);
+        if (c.collectingFp8Stats())
+          for (int64_t slot : {statSlot, statSlotT})
+            if (slot >= 0)
+              g.recordCastStats(xData, xDtype, rows * cols, scale, format,
+                                slot);
+      });
+}
+
 GPTRT_EXPORT void gptrt_scaled_matmul(
     gptrt_context *ctx, const uint8_t *a, const uint8_t *b,
     const float *scaleA, const float *scaleB, void *c, int64_t batch,
@@ -1936,6 +1966,7 @@ const std::vector<AbiSymbol> &abiSymbols() {
       GPTRT_SYM(gptrt_scale_from_amax),
       GPTRT_SYM(gptrt_quantize_fp8),
       GPTRT_SYM(gptrt_quantize_fp8_transposed),
+      GPTRT_SYM(gptrt_quantize_fp8_dual),
       GPTRT_SYM(gptrt_scaled_matmul),
       GPTRT_SYM(gptrt_scaled_matmul_bias),
       GPTRT_SYM(gptrt_amax_rows),

@@ -275,6 +275,10 @@ public:
                                      const float *scale, uint8_t *q,
                                      int64_t rows, int64_t cols,
                                      int64_t format) = 0;
+  // Both: q (rows x cols) and qT (cols x rows) from one read of x.
+  virtual void quantizeFp8Dual(const void *x, int64_t xDtype,
+                               const float *scale, uint8_t *q, uint8_t *qT,
+                               int64_t rows, int64_t cols, int64_t format) = 0;
   virtual void fp8StateScale(const float *history, float *out,
                              int64_t length, double fp8Max, int64_t margin,
                              bool powerOfTwo, double eps,

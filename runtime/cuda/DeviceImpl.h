@@ -233,6 +233,9 @@ public:
   void quantizeFp8Transposed(const void *x, int64_t xDtype, const float *scale,
                              uint8_t *q, int64_t rows, int64_t cols,
                              int64_t format) override;
+  void quantizeFp8Dual(const void *x, int64_t xDtype, const float *scale,
+                       uint8_t *q, uint8_t *qT, int64_t rows, int64_t cols,
+                       int64_t format) override;
   void fp8StateScale(const float *history, float *out, int64_t length,
                      double fp8Max, int64_t margin, bool powerOfTwo,
                      double eps, bool mostRecent) override;
@@ -314,10 +317,11 @@ private:
   void launchAmax(const void *x, int64_t xDtype, float *out, int64_t n,
                   cudaStream_t stream, const char *what);
   // Fp8.cu: the tiled transposed cast of castEpilogue and
-  // quantizeFp8Transposed; amax (its bits, atomically maxed) may be null.
+  // quantizeFp8Transposed; amax (its bits, atomically maxed) may be null,
+  // and with qRowMajor the codes are also written untransposed.
   void launchTransposedCast(const void *x, bool bf16, const float *scale,
                             uint8_t *q, int64_t rows, int64_t cols, bool e4m3,
-                            unsigned *amax);
+                            unsigned *amax, uint8_t *qRowMajor = nullptr);
   // Gemm.cu: `bias` (n floats) rounded to bf16 in a buffer of this device,
   // for the bias epilogues of GEMMs with a bf16 result: cuBLASLt takes a
   // bias of D's type there (cublasLt.h, BIAS_DATA_TYPE).

@@ -148,14 +148,15 @@ __global__ void amaxCastKernel(const void *x, bool bf16, const float *scale,
 // shared memory, so that both the reads of x and the writes of q are
 // coalesced. 256 threads, one warp per 4 rows of a tile; blocks walk the
 // tile rows (grid.y may be smaller than their number). amax may be null
-// (a plain transposed cast).
+// (a plain transposed cast); qRowMajor, when given, gets the codes in x's
+// own layout too, written as they are made (coalesced like the reads).
 constexpr int kCastTile = 32;
 
 template <__nv_fp8_interpretation_t Format>
 __global__ void amaxCastTransposedKernel(const void *x, bool bf16,
                                          const float *scale, uint8_t *q,
                                          int64_t rows, int64_t cols,
-                                         unsigned *amax) {
+                                         unsigned *amax, uint8_t *qRowMajor) {
   __shared__ uint8_t tile[kCastTile][kCastTile + 1];
   const float s = *scale;
   const int lane = threadIdx.x % kCastTile, warp = threadIdx.x / kCastTile;
@@ -170,7 +171,10 @@ __global__ void amaxCastTransposedKernel(const void *x, bool bf16,
       if (r < rows && c < cols) {
         const float v = valueAt(x, bf16, r * cols + c);
         m = max(m, __float_as_uint(fabsf(v)));
-        tile[i][lane] = toFp8<Format>(__fmul_rn(v, s));
+        const uint8_t code = toFp8<Format>(__fmul_rn(v, s));
+        tile[i][lane] = code;
+        if (qRowMajor != nullptr)
+          qRowMajor[r * cols + c] = code;
       }
     }
     __syncthreads();
@@ -590,7 +594,7 @@ void DeviceImpl::castEpilogue(const void *out, int64_t dtype, int64_t rows,
 void DeviceImpl::launchTransposedCast(const void *x, bool bf16,
                                       const float *scale, uint8_t *q,
                                       int64_t rows, int64_t cols, bool e4m3,
-                                      unsigned *amax) {
+                                      unsigned *amax, uint8_t *qRowMajor) {
   const int64_t tileCols = (cols + kCastTile - 1) / kCastTile,
                 tileRows = (rows + kCastTile - 1) / kCastTile;
   if (tileCols > 0x7FFFFFFF)
@@ -599,11 +603,11 @@ void DeviceImpl::launchTransposedCast(const void *x, bool bf16,
                                 " columns: expected fewer than 2^36");
   dim3 grid(unsigned(tileCols), unsigned(tileRows < 65535 ? tileRows : 65535));
   if (e4m3)
-    amaxCastTransposedKernel<__NV_E4M3>
-        <<<grid, 256, 0, stream_>>>(x, bf16, scale, q, rows, cols, amax);
+    amaxCastTransposedKernel<__NV_E4M3><<<grid, 256, 0, stream_>>>(
+        x, bf16, scale, q, rows, cols, amax, qRowMajor);
   else
-    amaxCastTransposedKernel<__NV_E5M2>
-        <<<grid, 256, 0, stream_>>>(x, bf16, scale, q, rows, cols, amax);
+    amaxCastTransposedKernel<__NV_E5M2><<<grid, 256, 0, stream_>>>(
+        x, bf16, scale, q, rows, cols, amax, qRowMajor);
 }
 
 void DeviceImpl::quantizeFp8Transposed(const void *x, int64_t xDtype,
@@ -616,6 +620,17 @@ void DeviceImpl::quantizeFp8Transposed(const void *x, int64_t xDtype,
   launchTransposedCast(x, xDtype == GPTRT_DTYPE_BF16, scale, q, rows, cols,
                        format == GPTRT_FP8_E4M3, nullptr);
   checkLaunch("gptrt_quantize_fp8_transposed");
+}
+
+void DeviceImpl::quantizeFp8Dual(const void *x, int64_t xDtype,
+                                 const float *scale, uint8_t *q, uint8_t *qT,
+                                 int64_t rows, int64_t cols, int64_t format) {
+  requireFormat(format);
+  if (rows == 0 || cols == 0)
+    return;
+  launchTransposedCast(x, xDtype == GPTRT_DTYPE_BF16, scale, qT, rows, cols,
+                       format == GPTRT_FP8_E4M3, nullptr, q);
+  checkLaunch("gptrt_quantize_fp8_dual");
 }
 
 } // namespace gptrt::cuda

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""fp8-fuse-amax, fp8-fuse-cast, fp8-transpose-casts and fp8-reuse-scales
-change where amaxes and FP8 casts are computed, never their values: the
-tiny GPT compiled with all of them, without the fusions (--fp8-fusion=false)
+"""fp8-fuse-amax, fp8-fuse-cast, fp8-transpose-casts, fp8-reuse-scales and
+rt-fuse-dual-cast change where amaxes and FP8 casts are computed, never
+their values: the tiny GPT compiled with all of them, without the fusions
+(--fp8-fusion=false --fuse-dual-casts=false)
 and without the layout passes (--fp8-transpose-casts=false
 --fp8-reuse-scales=false) trains to bit-identical losses (every f32 digit
 in the log) and identical per-cast FP8 statistics, for current
@@ -24,10 +25,10 @@ def main():
     for policy in ("fp8-tensorwise", "fp8-delayed"):
         runs, kernels = {}, {}
         variants = {"true": ["--fp8-fusion=true"],
-                    "false": ["--fp8-fusion=false"],
+                    "false": ["--fp8-fusion=false", "--fuse-dual-casts=false"],
                     "layout-off": ["--fp8-transpose-casts=false",
                                    "--fp8-reuse-scales=false"]}
-        not_tn = {}
+        not_tn, rts = {}, {}
         for fusion, extra in variants.items():
             art = "%s/%s-%s.so" % (work, policy, fusion)
             flags = [args.model, "--precision=" + policy, *extra]
@@ -35,8 +36,10 @@ def main():
             rt = subprocess.run([args.gptc, *flags, "--emit=rt", "-o", "-"],
                                 check=True, capture_output=True, text=True).stdout
             kernels[fusion] = (rt.count('rt.kernel "amax"'),
-                               len(re.findall(r'rt\.kernel "quantize_fp8(?:_transposed)?"', rt)),
+                               len(re.findall(r'rt\.kernel "quantize_fp8(?:_transposed)?"', rt)) +
+                               2 * rt.count('rt.kernel "quantize_fp8_dual"'),
                                len(re.findall(r'rt\.kernel "(?!scale_from_amax)\w+_(?:amax|cast)"', rt)))
+            rts[fusion] = rt
             # gptrt_scaled_matmul's constants: batch, m, n, k, trans_a, trans_b.
             flags_ab = re.findall(r'rt\.kernel "scaled_matmul" .* consts \[\d+, \d+, \d+, \d+, (\d), (\d)', rt)
             not_tn[fusion] = sum(1 for a, b in flags_ab if a != "0" or b != "1")
@@ -56,6 +59,11 @@ def main():
                     [r["loss"] for r in plain]))
             if [r.get("fp8") for r in fused] != [r.get("fp8") for r in plain]:
                 failures.append("%s: FP8 statistics differ from %s" % (policy, other))
+        dual = len(re.findall(r'rt\.kernel "quantize_fp8_dual"', rts["true"]))
+        # Delayed scaling keeps one scale per GEMM operand: the two casts
+        # of a gradient differ in scale and stay apart.
+        if (dual == 0) == (policy == "fp8-tensorwise"):
+            failures.append("%s: %d pairs of casts made in one read" % (policy, dual))
         if not kernels["true"][0] < kernels["layout-off"][0]:
             failures.append("%s: no amax shared (separate amax kernels %d, "
                             "%d without fp8-reuse-scales)" % (
@@ -74,12 +82,13 @@ def main():
         summary.append("%s: separate amax kernels %d -> %d with fusion, "
                        "%d -> %d with shared scales; quantize %d -> %d, "
                        "fused kernels %d; non-TN FP8 GEMMs %d -> %d; "
+                       "%d pairs of casts in one read; "
                        "final loss %.7f in all three" % (
                            policy, kernels["false"][0], kernels["true"][0],
                            kernels["layout-off"][0], kernels["true"][0],
                            kernels["false"][1], kernels["true"][1],
                            kernels["true"][2], not_tn["layout-off"],
-                           not_tn["true"], fused[-1]["loss"]))
+                           not_tn["true"], dual, fused[-1]["loss"]))
     if failures:
         print("FAILED: " + "; ".join(failures))
         return 1

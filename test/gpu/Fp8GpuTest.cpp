@@ -236,6 +236,32 @@ TEST_F(GpuTest, FusedEpiloguesMatchCpu) {
   }
 }
 
+// rt-fuse-dual-cast's kernel: both layouts from one read, each bit for
+// bit the CPU's, on partial tiles and on bf16 storage.
+TEST_F(GpuTest, DualQuantizeIsBitExact) {
+  Context cpuCtx(Device::Cpu, {});
+  const int64_t shapes[][2] = {{33, 31}, {512, 768}};
+  for (const auto &shape : shapes) {
+    const int64_t rows = shape[0], cols = shape[1], n = rows * cols;
+    std::vector<float> x = randn(n, 200.0f);
+    x[2] = std::nanf("");
+    std::vector<uint16_t> x16 = toBf16(x);
+    const float scale = 0.5f;
+    uint8_t *q = alloc<uint8_t>(n), *qT = alloc<uint8_t>(n);
+    gptrt_quantize_fp8_dual(g(), upload(x16), upload(std::vector<float>{scale}),
+                            q, qT, rows, cols, GPTRT_FP8_E5M2, -1, -1,
+                            GPTRT_DTYPE_BF16);
+    expectOk();
+    std::vector<uint8_t> wantQ(n), wantQT(n);
+    gptrt_quantize_fp8_dual(cpuCtx.handle(), x16.data(), &scale, wantQ.data(),
+                            wantQT.data(), rows, cols, GPTRT_FP8_E5M2, -1, -1,
+                            GPTRT_DTYPE_BF16);
+    ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
+    EXPECT_EQ(download(q, n), wantQ) << rows << " x " << cols;
+    EXPECT_EQ(download(qT, n), wantQT) << rows << " x " << cols;
+  }
+}
+
 // The producers that take the FP8 epilogue in their own pass (layernorm,
 // add, GELU: _amax, and _cast without transpose): on every vector path
 // (bf16 x 8, f32 x 4) and the scalar one, the amax is that of the output

@@ -388,6 +388,42 @@ TEST_F(AbiFp8Test, RowwiseAmaxScalesAndCast) {
     }
 }
 
+TEST_F(AbiFp8Test, DualQuantizeWritesBothLayoutsAndBothStatistics) {
+  // rt-fuse-dual-cast's kernel: the row-major and the transposed cast of
+  // one tensor, bit for bit those of the two kernels, each recording its
+  // own statistics slot.
+  const int64_t rows = 21, cols = 34;
+  std::vector<float> x = randomF(rows * cols, 61, -40.0, 40.0);
+  x[7] = 1e6f;  // saturates
+  x[8] = 1e-9f; // underflows
+  std::vector<uint16_t> x16(x.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    x16[i] = cpu::floatToBf16(x[i]);
+  const float scale = 3.5f;
+  std::vector<uint8_t> q(x.size()), qT(x.size()), wantQ(x.size()),
+      wantQT(x.size());
+  ctx.beginFp8Stats(4);
+  gptrt_quantize_fp8(h, x16.data(), &scale, wantQ.data(), rows * cols,
+                     GPTRT_FP8_E5M2, 0, GPTRT_DTYPE_BF16);
+  gptrt_quantize_fp8_transposed(h, x16.data(), &scale, wantQT.data(), rows,
+                                cols, GPTRT_FP8_E5M2, 1, GPTRT_DTYPE_BF16);
+  gptrt_quantize_fp8_dual(h, x16.data(), &scale, q.data(), qT.data(), rows,
+                          cols, GPTRT_FP8_E5M2, 2, 3, GPTRT_DTYPE_BF16);
+  ctx.endFp8Stats();
+  ASSERT_FALSE(ctx.failed()) << ctx.error();
+  EXPECT_EQ(q, wantQ);
+  EXPECT_EQ(qT, wantQT);
+  for (int slot : {2, 3}) {
+    const Fp8CastStats &got = ctx.fp8Stats()[slot], &want = ctx.fp8Stats()[0];
+    EXPECT_EQ(got.amax, want.amax) << slot;
+    EXPECT_EQ(got.underflow, want.underflow) << slot;
+    EXPECT_EQ(got.saturated, want.saturated) << slot;
+    EXPECT_EQ(got.elements, rows * cols) << slot;
+  }
+  EXPECT_GT(ctx.fp8Stats()[0].saturated, 0);
+  EXPECT_GT(ctx.fp8Stats()[0].underflow, 0);
+}
+
 TEST_F(AbiFp8Test, ScaledMatmulBiasIsTheGemmThenTheBiasAdd) {
   // rt-fuse-gemm-epilogue's FP8 kernel: on the CPU bit for bit the two
   // kernels it replaces, in f32 and in bf16 (rounded twice, as they do),

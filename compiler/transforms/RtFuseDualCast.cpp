@@ -1,0 +1,116 @@
+// rt-fuse-dual-cast: the two FP8 casts the backward makes of one output
+// gradient -- row-major for the grad_input GEMM, transposed for
+// grad_weight -- become one quantize_fp8_dual kernel that reads the
+// gradient once (see Passes.td).
+#include "compiler/transforms/Passes.h"
+#include "compiler/transforms/RtKernelQueries.h"
+
+namespace gptc {
+#define GEN_PASS_DEF_RTFUSEDUALCAST
+#include "compiler/transforms/Passes.h.inc"
+} // namespace gptc
+
+using namespace mlir;
+namespace rt = gptc::rt;
+
+namespace {
+
+bool isGemm(rt::KernelOp kernel) {
+  StringRef name = kernel.getKernel();
+  return name.starts_with("matmul") || name.starts_with("scaled_matmul");
+}
+
+class RtFuseDualCastPass
+    : public gptc::impl::RtFuseDualCastBase<RtFuseDualCastPass> {
+public:
+  using Base::Base;
+
+  void runOnOperation() override {
+    SmallVector<rt::KernelOp> casts;
+    getOperation().walk([&](rt::KernelOp op) {
+      if (op.getKernel() == "quantize_fp8")
+        casts.push_back(op);
+    });
+    for (rt::KernelOp cast : casts)
+      fuse(cast);
+  }
+
+private:
+  // quantize_fp8(x, scale) -> q, later quantize_fp8_transposed(view of x,
+  // the same scale) -> qT: one quantize_fp8_dual writing both where the
+  // first was.
+  void fuse(rt::KernelOp cast) {
+    // gptrt_quantize_fp8's constants: n, format, stat_slot, x_dtype;
+    // the transposed one's: rows, cols, format, stat_slot, x_dtype.
+    if (cast.getInputs().size() != 2 || cast.getOutputs().size() != 1 ||
+        cast.getConsts().size() != 4)
+      return;
+    Value x = cast.getInputs()[0], scale = cast.getInputs()[1];
+    rt::KernelOp twin;
+    SmallVector<Value> views = rt::viewsOf(rt::rootBuffer(x));
+    for (Value view : views)
+      for (Operation *user : view.getUsers()) {
+        auto kernel = dyn_cast<rt::KernelOp>(user);
+        if (kernel && kernel.getKernel() == "quantize_fp8_transposed" &&
+            kernel.getInputs().size() == 2 && kernel.getInputs()[0] == view &&
+            kernel.getInputs()[1] == scale && kernel.getOutputs().size() == 1 &&
+            kernel.getConsts().size() == 5 && cast->isBeforeInBlock(kernel) &&
+            (!twin || kernel->isBeforeInBlock(twin)))
+          twin = kernel;
+      }
+    if (!twin ||
+        rt::constAt(twin, 0) * rt::constAt(twin, 1) != rt::constAt(cast, 0) ||
+        rt::constAt(twin, 2) != rt::constAt(cast, 1) ||
+        rt::constAt(twin, 4) != rt::constAt(cast, 3))
+      return;
+    // x keeps its values until the twin read them, and the transposed
+    // copy is not kept alive across other GEMMs: only those reading q may
+    // lie between (a forward activation, cast again for grad_weight in the
+    // backward, stays two casts rather than holding its FP8 copy through
+    // the whole step).
+    Value q = cast.getOutputs()[0], qT = twin.getOutputs()[0];
+    for (Operation *op = cast->getNextNode(); op != twin.getOperation();
+         op = op->getNextNode()) {
+      auto kernel = dyn_cast<rt::KernelOp>(op);
+      if (!kernel)
+        continue;
+      if (isGemm(kernel) && !llvm::is_contained(kernel.getInputs(), q))
+        return;
+      for (Value view : views)
+        if (rt::writes(kernel, view))
+          return;
+      if (llvm::is_contained(kernel->getOperands(), qT))
+        return;
+    }
+    Operation *qTDef = qT.getDefiningOp();
+    if (qTDef && cast->isBeforeInBlock(qTDef)) {
+      if (!isa<rt::AllocOp>(qTDef))
+        return;
+      qTDef->moveBefore(cast);
+    }
+    ArrayAttr c = cast.getConsts(), t = twin.getConsts();
+    OpBuilder b(cast);
+    auto dual = rt::KernelOp::create(
+        b, cast.getLoc(), "quantize_fp8_dual", ValueRange{x, scale},
+        ValueRange{q, qT}, /*stream=*/0,
+        b.getArrayAttr({t[0], t[1], c[1], c[2], t[3], c[3]}));
+    // One statistics description per output (an empty one: no slot).
+    auto statOf = [&](rt::KernelOp k) -> Attribute {
+      if (auto stat = k->getAttrOfType<DictionaryAttr>("rt.fp8_stat"))
+        return stat;
+      return b.getDictionaryAttr({});
+    };
+    if (cast->hasAttr("rt.fp8_stat") || twin->hasAttr("rt.fp8_stat"))
+      dual->setAttr("rt.fp8_stat",
+                    b.getArrayAttr({statOf(cast), statOf(twin)}));
+    Value twinInput = twin.getInputs()[0];
+    twin.erase();
+    cast.erase();
+    if (auto reshape = twinInput.getDefiningOp<rt::ReshapeOp>();
+        reshape && reshape->use_empty())
+      reshape.erase();
+    ++fused;
+  }
+};
+
+} // namespace

@@ -1,0 +1,72 @@
+// RUN: gpt-opt %s -split-input-file -rt-fuse-dual-cast | FileCheck %s
+
+// An output gradient cast for grad_input and, through a 2-D reshape,
+// transposed for grad_weight with the same scale: one kernel where the
+// first cast was, writing both copies (the second's buffer moves up), each
+// keeping its statistics slot. The grad_input GEMM between reads the first
+// copy.
+// CHECK-LABEL: func.func @dual
+// CHECK: %[[QT:.*]] = rt.alloc : memref<64x32xf8E5M2>
+// CHECK-NEXT: rt.kernel "quantize_fp8_dual" ins(%[[G:.*]], %[[S:.*]] : memref<2x16x64xbf16>, memref<f32>) outs(%[[Q:.*]], %[[QT]] : memref<2x16x64xf8E5M2>, memref<64x32xf8E5M2>) consts [32, 64, 1, 4, 6, 2] {rt.fp8_stat = [{gemm = "grad_input", layer = "fc", operand = "a", slot = 4 : i64}, {gemm = "grad_weight", layer = "fc", operand = "a", slot = 6 : i64}]}
+// CHECK: rt.kernel "scaled_matmul" ins(%[[Q]]
+// CHECK-NOT: rt.reshape
+// CHECK-NOT: quantize_fp8_transposed
+// CHECK: rt.kernel "scaled_matmul" ins(%[[QT]]
+func.func @dual() {
+  %g = rt.alloc : memref<2x16x64xbf16>
+  %s = rt.alloc : memref<f32>
+  %q = rt.alloc : memref<2x16x64xf8E5M2>
+  rt.kernel "quantize_fp8" ins(%g, %s : memref<2x16x64xbf16>, memref<f32>) outs(%q : memref<2x16x64xf8E5M2>) consts [2048, 1, 4, 2] {rt.fp8_stat = {gemm = "grad_input", layer = "fc", operand = "a", slot = 4 : i64}}
+  %w = rt.alloc : memref<48x64xf8E4M3FN>
+  %sw = rt.alloc : memref<f32>
+  %dx = rt.alloc : memref<2x16x48xbf16>
+  rt.kernel "scaled_matmul" ins(%q, %w, %s, %sw : memref<2x16x64xf8E5M2>, memref<48x64xf8E4M3FN>, memref<f32>, memref<f32>) outs(%dx : memref<2x16x48xbf16>) consts [2, 16, 48, 64, 0, 1, 1024, 0, 768, 1, 0, 0, 2]
+  %flat = rt.reshape %g : memref<2x16x64xbf16> -> memref<32x64xbf16>
+  %qt = rt.alloc : memref<64x32xf8E5M2>
+  rt.kernel "quantize_fp8_transposed" ins(%flat, %s : memref<32x64xbf16>, memref<f32>) outs(%qt : memref<64x32xf8E5M2>) consts [32, 64, 1, 6, 2] {rt.fp8_stat = {gemm = "grad_weight", layer = "fc", operand = "a", slot = 6 : i64}}
+  %x = rt.alloc : memref<48x32xf8E4M3FN>
+  %dw = rt.alloc : memref<64x48xf32>
+  rt.kernel "scaled_matmul" ins(%qt, %x, %s, %sw : memref<64x32xf8E5M2>, memref<48x32xf8E4M3FN>, memref<f32>, memref<f32>) outs(%dw : memref<64x48xf32>) consts [1, 64, 48, 32, 0, 1, 0, 0, 0, 1, 0, 0, 1]
+  return
+}
+
+// -----
+
+// Left as two casts: another scale (delayed scaling's per-GEMM states),
+// the gradient written in between, and a forward activation whose
+// transposed cast comes after other GEMMs (its FP8 copy would live through
+// them).
+// CHECK-LABEL: func.func @apart
+// CHECK-NOT: quantize_fp8_dual
+func.func @apart() {
+  %g = rt.alloc : memref<32x64xbf16>
+  %s = rt.alloc : memref<f32>
+  %s2 = rt.alloc : memref<f32>
+  %q = rt.alloc : memref<32x64xf8E5M2>
+  rt.kernel "quantize_fp8" ins(%g, %s : memref<32x64xbf16>, memref<f32>) outs(%q : memref<32x64xf8E5M2>) consts [2048, 1, -1, 2]
+  %qt = rt.alloc : memref<64x32xf8E5M2>
+  rt.kernel "quantize_fp8_transposed" ins(%g, %s2 : memref<32x64xbf16>, memref<f32>) outs(%qt : memref<64x32xf8E5M2>) consts [32, 64, 1, -1, 2]
+
+  %q2 = rt.alloc : memref<32x64xf8E5M2>
+  rt.kernel "quantize_fp8" ins(%g, %s : memref<32x64xbf16>, memref<f32>) outs(%q2 : memref<32x64xf8E5M2>) consts [2048, 1, -1, 2]
+  rt.kernel "fill" outs(%g : memref<32x64xbf16>) consts [2048, 0.0]
+  %qt2 = rt.alloc : memref<64x32xf8E5M2>
+  rt.kernel "quantize_fp8_transposed" ins(%g, %s : memref<32x64xbf16>, memref<f32>) outs(%qt2 : memref<64x32xf8E5M2>) consts [32, 64, 1, -1, 2]
+
+  %x = rt.alloc : memref<32x64xbf16>
+  %qx = rt.alloc : memref<32x64xf8E4M3FN>
+  rt.kernel "quantize_fp8" ins(%x, %s : memref<32x64xbf16>, memref<f32>) outs(%qx : memref<32x64xf8E4M3FN>) consts [2048, 0, -1, 2]
+  %w = rt.alloc : memref<48x64xf8E4M3FN>
+  %y = rt.alloc : memref<32x48xbf16>
+  rt.kernel "scaled_matmul" ins(%qx, %w, %s, %s : memref<32x64xf8E4M3FN>, memref<48x64xf8E4M3FN>, memref<f32>, memref<f32>) outs(%y : memref<32x48xbf16>) consts [1, 32, 48, 64, 0, 1, 0, 0, 0, 0, 0, 1, 2]
+  %other = rt.alloc : memref<32x48xbf16>
+  rt.kernel "scaled_matmul" ins(%qx, %w, %s, %s : memref<32x64xf8E4M3FN>, memref<48x64xf8E4M3FN>, memref<f32>, memref<f32>) outs(%other : memref<32x48xbf16>) consts [1, 32, 48, 64, 0, 1, 0, 0, 0, 0, 0, 1, 2]
+  %q3 = rt.alloc : memref<32x48xf8E4M3FN>
+  rt.kernel "quantize_fp8" ins(%y, %s : memref<32x48xbf16>, memref<f32>) outs(%q3 : memref<32x48xf8E4M3FN>) consts [1536, 0, -1, 2]
+  %w2 = rt.alloc : memref<16x48xf8E4M3FN>
+  %z = rt.alloc : memref<32x16xbf16>
+  rt.kernel "scaled_matmul" ins(%q3, %w2, %s, %s : memref<32x48xf8E4M3FN>, memref<16x48xf8E4M3FN>, memref<f32>, memref<f32>) outs(%z : memref<32x16xbf16>) consts [1, 32, 16, 48, 0, 1, 0, 0, 0, 0, 0, 1, 2]
+  %qxt = rt.alloc : memref<64x32xf8E4M3FN>
+  rt.kernel "quantize_fp8_transposed" ins(%x, %s : memref<32x64xbf16>, memref<f32>) outs(%qxt : memref<64x32xf8E4M3FN>) consts [32, 64, 0, -1, 2]
+  return
+}
