@@ -261,6 +261,14 @@ int gptcMain(int argc, char **argv) {
                      "the logits are read once, not twice; the same numbers "
                      "on the CPU. =false keeps cross_entropy_fwd and _bwd"),
       llvm::cl::init(true), llvm::cl::cat(category));
+  llvm::cl::opt<bool> fuseQkvAttention(
+      "fuse-qkv-attention",
+      llvm::cl::desc("Let attention read q, k, v (and write their gradients) "
+                     "packed in the qkv GEMM's buffer instead of three split "
+                     "and three concat copies per layer "
+                     "(rt-fuse-qkv-attention; default true). =false keeps "
+                     "the copies, with the same numbers"),
+      llvm::cl::init(true), llvm::cl::cat(category));
   llvm::cl::opt<bool> fuseDualCasts(
       "fuse-dual-casts",
       llvm::cl::desc("Make the row-major and the transposed FP8 copy of "
@@ -471,6 +479,8 @@ int gptcMain(int argc, char **argv) {
         lower.addPass(createRtFuseGemmEpilogue());
       if (fuseAddLayerNorm)
         lower.addPass(createRtFuseAddLayerNorm());
+      if (fuseQkvAttention)
+        lower.addPass(createRtFuseQkvAttention());
       if (fuseClassifier)
         lower.addPass(createRtFuseClassifier());
       if (fuseDualCasts)

@@ -470,6 +470,31 @@ def RtFuseDualCast : Pass<"rt-fuse-dual-cast", "::mlir::ModuleOp"> {
   ];
 }
 
+def RtFuseQkvAttention : Pass<"rt-fuse-qkv-attention", "::mlir::ModuleOp"> {
+  let summary = "Lets attention read q, k, v packed where the qkv GEMM wrote them";
+  let description = [{
+    Runs after rt-bufferize, before rt-plan-memory. The qkv GEMM writes one
+    [batch, seq, 3 width] buffer that rt-bufferize splits into q, k and v
+    with three `copy_blocks`; the backward's dq, dk, dv are concatenated
+    back with three more. When q, k and v are read only by an
+    `attention_fwd` and the `attention_bwd`s of the same attention, and
+    each backward's gradients only by their concat, the attention becomes
+    `attention_fwd_packed` on the packed buffer and each backward
+    `attention_bwd_packed` writing the packed gradient directly: six
+    copies of a [batch, seq, width] activation per layer and step
+    disappear, and the packed buffer stays alive instead of its three
+    parts (the same bytes). It must not be written between the split and
+    the last backward. On the CPU (and the GPU's baseline kernels) the
+    packed kernels copy the parts as before; the flash kernels read and
+    write them in place with a row stride of 3 width.
+    `gptc --fuse-qkv-attention=false` leaves this pass out.
+  }];
+  let dependentDialects = ["::gptc::rt::RtDialect"];
+  let statistics = [
+    Statistic<"fused", "fused", "attentions reading q, k, v packed">,
+  ];
+}
+
 def RtPlanMemory : Pass<"rt-plan-memory", "::mlir::ModuleOp"> {
   let summary = "Places every rt.alloc in one activation arena by liveness";
   let description = [{

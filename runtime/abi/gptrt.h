@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below or the manifest's meaning changes. */
-#define GPTRT_ABI_VERSION 19
+#define GPTRT_ABI_VERSION 20
 
 typedef struct gptrt_context gptrt_context;
 
@@ -204,6 +204,20 @@ void gptrt_attention_bwd(gptrt_context *ctx, const void *dout, const void *q,
                          const float *lse, void *dq, void *dk, void *dv,
                          int64_t batch, int64_t seq, int64_t width,
                          int64_t heads, int64_t causal, int64_t dtype);
+/* The same on q, k, v packed in one [batch, seq, 3 * width] buffer -- the
+ * qkv GEMM's output, q in columns [0, width), k in [width, 2 width), v in
+ * [2 width, 3 width) -- read in place instead of from three copies
+ * (rt-fuse-qkv-attention); the backward writes dq, dk, dv packed into
+ * dqkv likewise. The numbers of gptrt_attention_fwd / _bwd. */
+void gptrt_attention_fwd_packed(gptrt_context *ctx, const void *qkv, void *out,
+                                float *lse, int64_t batch, int64_t seq,
+                                int64_t width, int64_t heads, int64_t causal,
+                                int64_t dtype);
+void gptrt_attention_bwd_packed(gptrt_context *ctx, const void *dout,
+                                const void *qkv, const void *out,
+                                const float *lse, void *dqkv, int64_t batch,
+                                int64_t seq, int64_t width, int64_t heads,
+                                int64_t causal, int64_t dtype);
 
 /* loss: one f32, the mean over rows whose target != ignore_index; lse
  * f32; logits f32 or bf16 storage (logits_dtype). */
@@ -219,10 +233,12 @@ void gptrt_cross_entropy_bwd(gptrt_context *ctx, const float *dloss,
                              int64_t ignore_index, int64_t dtype);
 /* The fused classifier (rt-fuse-classifier): gptrt_cross_entropy_fwd and
  * then gptrt_cross_entropy_bwd with the lse just computed, the same
- * outputs (loss, lse, dlogits) and numbers, in one pass per row as llm.c
- * does: the row's log-sum-exp, then its gradient while the row is still
- * in cache, so the logits are read from memory once, not twice. dlogits
- * must not overlap logits. */
+ * outputs (loss, lse, dlogits), in one pass per row as llm.c does: the
+ * row's log-sum-exp, then its gradient while the row is still in cache, so
+ * the logits are read from memory once, not twice. The numbers are the
+ * two kernels' on the CPU and for f32 logits on a GPU; a GPU reads bf16
+ * rows in vectors of 8 whose (max, sum) pairs merge per vector, so lse may
+ * differ in its last bits. dlogits must not overlap logits. */
 void gptrt_cross_entropy_fwd_bwd(gptrt_context *ctx, const float *dloss,
                                  const void *logits, const int32_t *targets,
                                  float *loss, float *lse, void *dlogits,

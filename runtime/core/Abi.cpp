@@ -1267,6 +1267,88 @@ GPTRT_EXPORT void gptrt_attention_bwd(gptrt_context *ctx, const void *dout,
   });
 }
 
+namespace {
+
+/// q, k, v (or dq, dk, dv) as three [batch, seq, width] tensors from one
+/// [batch, seq, 3 width] buffer, and back: the CPU's packed attention runs
+/// the unpacked kernels on copies, so its numbers are theirs.
+class PackedQkv {
+public:
+  PackedQkv(int64_t batch, int64_t seq, int64_t width, int64_t dtype)
+      : rows_(batch * seq), width_(width),
+        bytes_(dtype == GPTRT_DTYPE_BF16 ? 2 : 4),
+        parts_(3, std::vector<unsigned char>(
+                      static_cast<size_t>(rows_ * width_ * bytes_))) {
+    requireStorageDtype(dtype, "dtype");
+  }
+  void *part(int i) { return parts_[i].data(); }
+  void unpack(const void *packed) {
+    const auto *src = static_cast<const unsigned char *>(packed);
+    for (int i = 0; i < 3; ++i)
+      for (int64_t r = 0; r < rows_; ++r)
+        std::memcpy(parts_[i].data() + r * width_ * bytes_,
+                    src + (r * 3 + i) * width_ * bytes_, width_ * bytes_);
+  }
+  void pack(void *packed) const {
+    auto *dst = static_cast<unsigned char *>(packed);
+    for (int i = 0; i < 3; ++i)
+      for (int64_t r = 0; r < rows_; ++r)
+        std::memcpy(dst + (r * 3 + i) * width_ * bytes_,
+                    parts_[i].data() + r * width_ * bytes_, width_ * bytes_);
+  }
+
+private:
+  int64_t rows_, width_, bytes_;
+  std::vector<std::vector<unsigned char>> parts_;
+};
+
+} // namespace
+
+GPTRT_EXPORT void gptrt_attention_fwd_packed(
+    gptrt_context *ctx, const void *qkv, void *out, float *lse, int64_t batch,
+    int64_t seq, int64_t width, int64_t heads, int64_t causal, int64_t dtype) {
+  guarded(
+      ctx, "gptrt_attention_fwd_packed",
+      [&](Context &) {
+        attentionElements(batch, seq, width);
+        PackedQkv parts(batch, seq, width, dtype);
+        parts.unpack(qkv);
+        gptrt_attention_fwd(ctx, parts.part(0), parts.part(1), parts.part(2),
+                            out, lse, batch, seq, width, heads, causal, dtype);
+      },
+      [&](Context &, Gpu &g) {
+        attentionElements(batch, seq, width);
+        requireStorageDtype(dtype, "dtype");
+        g.attentionForwardPacked(qkv, out, lse, batch, seq, width, heads,
+                                 causal != 0, dtype);
+      });
+}
+
+GPTRT_EXPORT void gptrt_attention_bwd_packed(
+    gptrt_context *ctx, const void *dout, const void *qkv, const void *out,
+    const float *lse, void *dqkv, int64_t batch, int64_t seq, int64_t width,
+    int64_t heads, int64_t causal, int64_t dtype) {
+  guarded(
+      ctx, "gptrt_attention_bwd_packed",
+      [&](Context &) {
+        attentionElements(batch, seq, width);
+        PackedQkv parts(batch, seq, width, dtype),
+            grads(batch, seq, width, dtype);
+        parts.unpack(qkv);
+        gptrt_attention_bwd(ctx, dout, parts.part(0), parts.part(1),
+                            parts.part(2), out, lse, grads.part(0),
+                            grads.part(1), grads.part(2), batch, seq, width,
+                            heads, causal, dtype);
+        grads.pack(dqkv);
+      },
+      [&](Context &, Gpu &g) {
+        attentionElements(batch, seq, width);
+        requireStorageDtype(dtype, "dtype");
+        g.attentionBackwardPacked(dout, qkv, out, lse, dqkv, batch, seq, width,
+                                  heads, causal != 0, dtype);
+      });
+}
+
 GPTRT_EXPORT void gptrt_cross_entropy_fwd(gptrt_context *ctx,
                                           const void *logits,
                                           const int32_t *targets, float *loss,
@@ -1956,6 +2038,8 @@ const std::vector<AbiSymbol> &abiSymbols() {
       GPTRT_SYM(gptrt_permute),
       GPTRT_SYM(gptrt_attention_fwd),
       GPTRT_SYM(gptrt_attention_bwd),
+      GPTRT_SYM(gptrt_attention_fwd_packed),
+      GPTRT_SYM(gptrt_attention_bwd_packed),
       GPTRT_SYM(gptrt_cross_entropy_fwd),
       GPTRT_SYM(gptrt_cross_entropy_bwd),
       GPTRT_SYM(gptrt_cross_entropy_fwd_bwd),

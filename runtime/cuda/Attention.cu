@@ -169,7 +169,7 @@ void DeviceImpl::attentionForward(const void *q, const void *k,
                                   int64_t heads, bool causal, int64_t dtype) {
   if (flashAttentionApplies(batch, seq, width, heads, dtype))
     return flashAttentionForward(q, k, v, out, lse, batch, seq, width, heads,
-                                 causal);
+                                 causal, width);
   const Dims d = dimsOf(batch, seq, width, heads, causal);
   if (d.B * d.H * d.T == 0)
     return;
@@ -188,7 +188,7 @@ void DeviceImpl::attentionBackward(const void *dout, const void *q,
                                    int64_t dtype) {
   if (flashAttentionApplies(batch, seq, width, heads, dtype))
     return flashAttentionBackward(dout, q, k, v, out, lse, dq, dk, dv, batch,
-                                  seq, width, heads, causal);
+                                  seq, width, heads, causal, width);
   const Dims d = dimsOf(batch, seq, width, heads, causal);
   const int64_t n = d.B * d.T * d.C;
   // f32 sums: dk and dv themselves, or scratch rounded into them after.
@@ -211,6 +211,58 @@ void DeviceImpl::attentionBackward(const void *dout, const void *q,
     convert(dkSum, dk, n, GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16);
     convert(dvSum, dv, n, GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16);
   }
+}
+
+// Packed q, k, v: the flash kernels read (and write) them in place with a
+// row stride of 3 width; the baseline kernels get copies, the same copies
+// the unpacked graph made (copy_blocks), so the fallback costs what it
+// did.
+void DeviceImpl::attentionForwardPacked(const void *qkv, void *out, float *lse,
+                                        int64_t batch, int64_t seq,
+                                        int64_t width, int64_t heads,
+                                        bool causal, int64_t dtype) {
+  const int bytes = dtype == GPTRT_DTYPE_BF16 ? 2 : 4;
+  const char *base = static_cast<const char *>(qkv);
+  if (flashAttentionApplies(batch, seq, width, heads, dtype) && width % 8 == 0)
+    return flashAttentionForward(base, base + width * bytes,
+                                 base + 2 * width * bytes, out, lse, batch, seq,
+                                 width, heads, causal, 3 * width);
+  const int64_t rows = batch * seq, n = rows * width;
+  char *parts = static_cast<char *>(
+      grow(attentionStaging_, 3 * size_t(n) * bytes, 0, "attention staging"));
+  for (int i = 0; i < 3; ++i)
+    copyBlocks(qkv, parts + i * n * bytes, rows, width, width, 3 * width, 0,
+               i * width, bytes);
+  attentionForward(parts, parts + n * bytes, parts + 2 * n * bytes, out, lse,
+                   batch, seq, width, heads, causal, dtype);
+}
+
+void DeviceImpl::attentionBackwardPacked(const void *dout, const void *qkv,
+                                         const void *out, const float *lse,
+                                         void *dqkv, int64_t batch, int64_t seq,
+                                         int64_t width, int64_t heads,
+                                         bool causal, int64_t dtype) {
+  const int bytes = dtype == GPTRT_DTYPE_BF16 ? 2 : 4;
+  const char *base = static_cast<const char *>(qkv);
+  char *grad = static_cast<char *>(dqkv);
+  if (flashAttentionApplies(batch, seq, width, heads, dtype) && width % 8 == 0)
+    return flashAttentionBackward(
+        dout, base, base + width * bytes, base + 2 * width * bytes, out, lse,
+        grad, grad + width * bytes, grad + 2 * width * bytes, batch, seq, width,
+        heads, causal, 3 * width);
+  const int64_t rows = batch * seq, n = rows * width;
+  char *parts = static_cast<char *>(
+      grow(attentionStaging_, 6 * size_t(n) * bytes, 0, "attention staging"));
+  char *grads = parts + 3 * n * bytes;
+  for (int i = 0; i < 3; ++i)
+    copyBlocks(qkv, parts + i * n * bytes, rows, width, width, 3 * width, 0,
+               i * width, bytes);
+  attentionBackward(dout, parts, parts + n * bytes, parts + 2 * n * bytes, out,
+                    lse, grads, grads + n * bytes, grads + 2 * n * bytes, batch,
+                    seq, width, heads, causal, dtype);
+  for (int i = 0; i < 3; ++i)
+    copyBlocks(grads + i * n * bytes, dqkv, rows, width, 3 * width, width,
+               i * width, 0, bytes);
 }
 
 } // namespace gptrt::cuda

@@ -209,6 +209,17 @@ public:
                                  void *dk, void *dv, int64_t batch,
                                  int64_t seq, int64_t width, int64_t heads,
                                  bool causal, int64_t dtype) = 0;
+  // The same with q, k, v (and dq, dk, dv) packed in one [batch, seq,
+  // 3 width] buffer (gptrt_attention_fwd_packed / _bwd_packed).
+  virtual void attentionForwardPacked(const void *qkv, void *out, float *lse,
+                                      int64_t batch, int64_t seq, int64_t width,
+                                      int64_t heads, bool causal,
+                                      int64_t dtype) = 0;
+  virtual void attentionBackwardPacked(const void *dout, const void *qkv,
+                                       const void *out, const float *lse,
+                                       void *dqkv, int64_t batch, int64_t seq,
+                                       int64_t width, int64_t heads,
+                                       bool causal, int64_t dtype) = 0;
   // The step scalars (gptrt.h's gptrt_step_scalar: loss scale, learning
   // rate, step) live in device memory: the host uploads them whenever the
   // runner changes one (never inside an entry call), and step_scalar copies

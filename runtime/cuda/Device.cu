@@ -98,6 +98,8 @@ DeviceImpl::~DeviceImpl() {
   cudaFree(scratch_.data);
   cudaFree(gemmScales_);
   cudaFree(bf16Bias_.data);
+  cudaFree(attentionStaging_.data);
+  cudaFree(fp8Operands_.data);
   if (stream_)
     cudaStreamDestroy(stream_);
 }

@@ -214,6 +214,15 @@ public:
                          void *dq, void *dk, void *dv, int64_t batch,
                          int64_t seq, int64_t width, int64_t heads,
                          bool causal, int64_t dtype) override;
+  void attentionForwardPacked(const void *qkv, void *out, float *lse,
+                              int64_t batch, int64_t seq, int64_t width,
+                              int64_t heads, bool causal,
+                              int64_t dtype) override;
+  void attentionBackwardPacked(const void *dout, const void *qkv,
+                               const void *out, const float *lse, void *dqkv,
+                               int64_t batch, int64_t seq, int64_t width,
+                               int64_t heads, bool causal,
+                               int64_t dtype) override;
   void arange(int32_t *out, int64_t n) override;
   void copyBlocks(const void *src, void *dst, int64_t outer, int64_t len,
                   int64_t dstStride, int64_t srcStride, int64_t dstOffset,
@@ -345,15 +354,17 @@ private:
   // setFlashAttention), and the kernels themselves.
   bool flashAttentionApplies(int64_t batch, int64_t seq, int64_t width,
                              int64_t heads, int64_t dtype) const;
+  // ldQkv: the row stride of q, k, v and dq, dk, dv (width, or 3 width
+  // when they are packed); out and dout have rows of width.
   void flashAttentionForward(const void *q, const void *k, const void *v,
-                             void *out, float *lse, int64_t batch,
-                             int64_t seq, int64_t width, int64_t heads,
-                             bool causal);
+                             void *out, float *lse, int64_t batch, int64_t seq,
+                             int64_t width, int64_t heads, bool causal,
+                             int64_t ldQkv);
   void flashAttentionBackward(const void *dout, const void *q, const void *k,
-                              const void *v, const void *out,
-                              const float *lse, void *dq, void *dk, void *dv,
-                              int64_t batch, int64_t seq, int64_t width,
-                              int64_t heads, bool causal);
+                              const void *v, const void *out, const float *lse,
+                              void *dq, void *dk, void *dv, int64_t batch,
+                              int64_t seq, int64_t width, int64_t heads,
+                              bool causal, int64_t ldQkv);
 
   int ordinal_;
   int cc_ = 0;
@@ -379,6 +390,11 @@ private:
              const char *what);
   // The bias of a GEMM with a bf16 result, rounded to bf16 (bf16Bias).
   GrowingBuffer bf16Bias_;
+  // Packed attention on the baseline kernels: q, k, v (and their
+  // gradients) copied out of (and back into) the packed buffer.
+  GrowingBuffer attentionStaging_;
+  // FP8 GEMM operands transposed into the TN layout (scaledGemm).
+  GrowingBuffer fp8Operands_;
   GrowingBuffer scratch_;
   float *stepScalars_ = nullptr;  // 3 floats, see uploadStepScalars
   float *unitScales_ = nullptr;   // 2 floats of 1: the rowwise GEMM's

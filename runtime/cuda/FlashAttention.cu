@@ -72,31 +72,38 @@ struct FlashDims {
   int D;
   bool causal;
   float scale;
+  // Row stride of q, k, v, dk, dv (and dq's final copy): C, or 3 C when
+  // they lie packed in the qkv buffer; out, dout and dQ's sums have rows
+  // of C.
+  int64_t ldQkv;
 };
 
-// Element (t, c) of head h of batch b in a [B, T, C] tensor.
-__device__ int64_t at(const FlashDims &d, int64_t b, int64_t h, int64_t t,
-                      int c) {
-  return (b * d.T + t) * d.C + h * d.D + c;
+// Element (t, c) of head h of batch b in a [B, T, *] tensor with rows of
+// ld elements.
+__device__ int64_t at(const FlashDims &d, int64_t ld, int64_t b, int64_t h,
+                      int64_t t, int c) {
+  return (b * d.T + t) * ld + h * d.D + c;
 }
 
 // rows [t0, t0 + kTile) x D of head (b, h) into shared memory (row-major,
 // leading dimension ldBf16(D)); rows past the sequence are zeros. A row of
-// the head starts at ((b T + t) C + h D) elements from src, 16-byte aligned
-// when src is and D is a multiple of 8 (C = H D then is too): 16-byte
-// vectors then, 2-byte elements otherwise. Shared rows of 2 D + 16 bytes
-// from a 128-byte-aligned tile keep the vector stores aligned.
-__device__ void loadTile(bf16 *dst, const bf16 *src, const FlashDims &d,
-                         int64_t b, int64_t h, int64_t t0) {
+// the head starts at ((b T + t) rowStride + h D) elements from src,
+// 16-byte aligned when src is and D and rowStride are multiples of 8:
+// 16-byte vectors then, 2-byte elements otherwise. Shared rows of 2 D + 16
+// bytes from a 128-byte-aligned tile keep the vector stores aligned.
+__device__ void loadTile(bf16 *dst, const bf16 *src, int64_t rowStride,
+                         const FlashDims &d, int64_t b, int64_t h, int64_t t0) {
   const int ld = ldBf16(d.D);
-  if (d.D % 8 == 0 && reinterpret_cast<uintptr_t>(src) % 16 == 0) {
+  if (d.D % 8 == 0 && rowStride % 8 == 0 &&
+      reinterpret_cast<uintptr_t>(src) % 16 == 0) {
     const int chunks = d.D / 8; // 8 bf16 per 16-byte vector
     for (int i = threadIdx.x; i < kTile * chunks; i += blockDim.x) {
       const int r = i / chunks, c = (i - r * chunks) * 8;
       const int64_t t = t0 + r;
       uint4 x = make_uint4(0, 0, 0, 0); // bf16 zeros
       if (t < d.T)
-        x = *reinterpret_cast<const uint4 *>(src + at(d, b, h, t, c));
+        x = *reinterpret_cast<const uint4 *>(src +
+                                             at(d, rowStride, b, h, t, c));
       *reinterpret_cast<uint4 *>(dst + r * ld + c) = x;
     }
     return;
@@ -105,7 +112,7 @@ __device__ void loadTile(bf16 *dst, const bf16 *src, const FlashDims &d,
   for (int i = threadIdx.x; i < kTile * d.D; i += blockDim.x) {
     const int r = i / d.D, c = i % d.D;
     const int64_t t = t0 + r;
-    dst[r * ld + c] = t < d.T ? src[at(d, b, h, t, c)] : zero;
+    dst[r * ld + c] = t < d.T ? src[at(d, rowStride, b, h, t, c)] : zero;
   }
 }
 
@@ -237,7 +244,7 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t b = blockIdx.y / d.H, h = blockIdx.y % d.H;
   const int64_t q0 = int64_t(blockIdx.x) * kTile;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  loadTile(Qs, q, d, b, h, q0);
+  loadTile(Qs, q, d.ldQkv, d, b, h, q0);
   for (int i = threadIdx.x; i < kTile * ldO; i += blockDim.x)
     O[i] = 0.0f; // pad columns too: never read
   for (int r = threadIdx.x; r < kTile; r += blockDim.x) {
@@ -246,8 +253,8 @@ __global__ void __launch_bounds__(kThreads)
   }
   const int64_t kEnd = d.causal ? min(d.T, q0 + kTile) : d.T;
   for (int64_t k0 = 0; k0 < kEnd; k0 += kTile) {
-    loadTile(Ks, k, d, b, h, k0);
-    loadTile(Vs, v, d, b, h, k0);
+    loadTile(Ks, k, d.ldQkv, d, b, h, k0);
+    loadTile(Vs, v, d.ldQkv, d, b, h, k0);
     __syncthreads();
     gemmABt(S, Qs, Ks, D);
     __syncthreads();
@@ -287,7 +294,7 @@ __global__ void __launch_bounds__(kThreads)
   for (int i = threadIdx.x; i < kTile * D; i += blockDim.x) {
     const int r = i / D, c = i % D;
     if (q0 + r < d.T)
-      out[at(d, b, h, q0 + r, c)] =
+      out[at(d, d.C, b, h, q0 + r, c)] =
           __float2bfloat16(O[r * ldO + c] / rowSum[r]);
   }
   for (int r = threadIdx.x; r < kTile; r += blockDim.x)
@@ -306,8 +313,8 @@ __global__ void flashDeltaKernel(const bf16 *dout, const bf16 *out,
   const int64_t t = w % d.T, h = (w / d.T) % d.H, b = w / (d.T * d.H);
   float part = 0.0f;
   for (int c = lane; c < d.D; c += 32)
-    part += __bfloat162float(dout[at(d, b, h, t, c)]) *
-            __bfloat162float(out[at(d, b, h, t, c)]);
+    part += __bfloat162float(dout[at(d, d.C, b, h, t, c)]) *
+            __bfloat162float(out[at(d, d.C, b, h, t, c)]);
   part = warpSum(part);
   if (lane == 0)
     delta[w] = part;  // w = (b * H + h) * T + t
@@ -336,14 +343,14 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t b = blockIdx.y / d.H, h = blockIdx.y % d.H;
   const int64_t k0 = int64_t(blockIdx.x) * kTile;
   const int64_t stats = (b * d.H + h) * d.T;
-  loadTile(Ks, k, d, b, h, k0);
-  loadTile(Vs, v, d, b, h, k0);
+  loadTile(Ks, k, d.ldQkv, d, b, h, k0);
+  loadTile(Vs, v, d.ldQkv, d, b, h, k0);
   for (int i = threadIdx.x; i < kTile * ldAcc; i += blockDim.x)
     dK[i] = dV[i] = 0.0f; // pad columns too: never read
   // Under the causal mask, queries before k0 see none of these keys.
   for (int64_t q0 = d.causal ? k0 : 0; q0 < d.T; q0 += kTile) {
-    loadTile(Qs, q, d, b, h, q0);
-    loadTile(dOs, dout, d, b, h, q0);
+    loadTile(Qs, q, d.ldQkv, d, b, h, q0);
+    loadTile(dOs, dout, d.C, d, b, h, q0);
     for (int r = threadIdx.x; r < kTile; r += blockDim.x) {
       const bool in = q0 + r < d.T;
       lseRow[r] = in ? lse[stats + q0 + r] : 0.0f;
@@ -370,24 +377,34 @@ __global__ void __launch_bounds__(kThreads)
     for (int i = threadIdx.x; i < kTile * D; i += blockDim.x) {
       const int r = i / D, c = i % D;
       if (q0 + r < d.T)
-        atomicAdd(&dqSum[at(d, b, h, q0 + r, c)], dQ[r * ldAcc + c]);
+        atomicAdd(&dqSum[at(d, d.C, b, h, q0 + r, c)], dQ[r * ldAcc + c]);
     }
     __syncthreads();  // before the next query tile overwrites the buffers
   }
   for (int i = threadIdx.x; i < kTile * D; i += blockDim.x) {
     const int r = i / D, c = i % D;
     if (k0 + r < d.T) {
-      dk[at(d, b, h, k0 + r, c)] = __float2bfloat16(dK[r * ldAcc + c]);
-      dv[at(d, b, h, k0 + r, c)] = __float2bfloat16(dV[r * ldAcc + c]);
+      dk[at(d, d.ldQkv, b, h, k0 + r, c)] = __float2bfloat16(dK[r * ldAcc + c]);
+      dv[at(d, d.ldQkv, b, h, k0 + r, c)] = __float2bfloat16(dV[r * ldAcc + c]);
     }
   }
 }
 
 FlashDims flashDims(int64_t batch, int64_t seq, int64_t width, int64_t heads,
-                     bool causal) {
+                    bool causal, int64_t ldQkv) {
   const int D = int(width / heads);
-  return {batch, seq, width, heads, D, causal,
-          float(1.0 / std::sqrt(double(D)))};
+  return {
+      batch, seq, width, heads, D, causal, float(1.0 / std::sqrt(double(D))),
+      ldQkv};
+}
+
+// dq (rows of ldQkv) = dQ's f32 sums (rows of C), rounded to bf16.
+__global__ void dqFromSumsKernel(const float *sums, bf16 *dq, int64_t rows,
+                                 int64_t width, int64_t ldQkv) {
+  const int64_t n = rows * width;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    dq[(i / width) * ldQkv + i % width] = __float2bfloat16(sums[i]);
 }
 
 // One block per tile of kTile rows of one (batch, head).
@@ -424,8 +441,8 @@ void DeviceImpl::flashAttentionForward(const void *q, const void *k,
                                        const void *v, void *out, float *lse,
                                        int64_t batch, int64_t seq,
                                        int64_t width, int64_t heads,
-                                       bool causal) {
-  const FlashDims d = flashDims(batch, seq, width, heads, causal);
+                                       bool causal, int64_t ldQkv) {
+  const FlashDims d = flashDims(batch, seq, width, heads, causal, ldQkv);
   const size_t shared = forwardSharedBytes(d.D);
   allowSharedBytes(flashForwardKernel, shared,
                    "cudaFuncSetAttribute (flash attention forward)");
@@ -441,8 +458,8 @@ void DeviceImpl::flashAttentionBackward(const void *dout, const void *q,
                                         void *dq, void *dk, void *dv,
                                         int64_t batch, int64_t seq,
                                         int64_t width, int64_t heads,
-                                        bool causal) {
-  const FlashDims d = flashDims(batch, seq, width, heads, causal);
+                                        bool causal, int64_t ldQkv) {
+  const FlashDims d = flashDims(batch, seq, width, heads, causal, ldQkv);
   const int64_t n = batch * seq * width, rows = batch * heads * seq;
   // f32 scratch: dQ's sums over key tiles, then each row's delta.
   float *dqSum = static_cast<float *>(
@@ -461,7 +478,13 @@ void DeviceImpl::flashAttentionBackward(const void *dout, const void *q,
       static_cast<const bf16 *>(k), static_cast<const bf16 *>(v), lse, delta,
       dqSum, static_cast<bf16 *>(dk), static_cast<bf16 *>(dv), d);
   checkLaunch("gptrt_attention_bwd (flash)");
-  convert(dqSum, dq, n, GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16);
+  if (ldQkv == width) {
+    convert(dqSum, dq, n, GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16);
+    return;
+  }
+  dqFromSumsKernel<<<gridFor(n), 256, 0, stream_>>>(
+      dqSum, static_cast<bf16 *>(dq), batch * seq, width, ldQkv);
+  checkLaunch("gptrt_attention_bwd (flash dq)");
 }
 
 } // namespace gptrt::cuda

@@ -491,6 +491,9 @@ bool DeviceImpl::scaledGemm(const uint8_t *a, const uint8_t *b,
                             int64_t formatB, bool fastAccum, int64_t outDtype,
                             const float *bias) {
   requireDims(batch, m, n, k);
+  if (bias != nullptr && outDtype != GPTRT_DTYPE_BF16)
+    throw std::logic_error("scaledGemm: a bias epilogue needs a bf16 D (its "
+                           "bias is rounded to bf16, D's type)");
   for (int64_t f : {formatA, formatB})
     if (f != GPTRT_FP8_E4M3 && f != GPTRT_FP8_E5M2)
       throw std::invalid_argument("fp8 format " + std::to_string(f) +
@@ -522,7 +525,11 @@ bool DeviceImpl::scaledGemm(const uint8_t *a, const uint8_t *b,
   if (moveA || moveB) {
     // 256-byte boundaries keep both copies aligned for cuBLASLt.
     size_t offB = (bytesA + 255) / 256 * 256;
-    uint8_t *tmp = static_cast<uint8_t *>(scratch(offB + bytesB + 256));
+    // Their own buffer, not scratch: callers (the rowwise GEMM's f32 sum)
+    // may hold scratch across this call.
+    uint8_t *tmp = static_cast<uint8_t *>(
+        grow(fp8Operands_, offB + bytesB + 256, size_t(1) << 20,
+             "FP8 GEMM operand buffer"));
     dim3 threads(32, 8);
     if (moveA) {  // stored [k, m] per batch -> [m, k]
       dim3 grid(unsigned((m + 31) / 32), unsigned((k + 31) / 32),

@@ -135,10 +135,15 @@ __global__ void crossEntropyFusedKernel(
       float v[8];
       x8[c].unpack(v);
       float m8 = v[0];
+      bool nan = isnan(v[0]);
 #pragma unroll
-      for (int i = 1; i < 8; ++i)
-        m8 = fmaxf(m8, v[i]);
-      if (m8 == -INFINITY)
+      for (int i = 1; i < 8; ++i) {
+        m8 = fmaxf(m8, v[i]); // fmaxf drops a NaN: kept apart below
+        nan = nan || isnan(v[i]);
+      }
+      if (nan)
+        m8 = NAN; // the row's lse becomes NaN, as in the unfused kernels
+      else if (m8 == -INFINITY)
         continue; // eight zero probabilities
       float s8 = 0.0f;
 #pragma unroll

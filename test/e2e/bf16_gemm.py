@@ -1,18 +1,20 @@
 #!/usr/bin/env python3
 """gpt-bf16-gemm, gpt-bf16-kernels, rt-fuse-gemm-epilogue,
-rt-fuse-add-layernorm and rt-fuse-classifier change where bf16 values are
-widened and narrowed and which kernel computes the GELU, the bias gradient,
-the residual add or the loss and its gradient, never the numbers on the
-CPU: the tiny GPT compiled with all of them, with
-gpt-bf16-gemm alone, without the three kernel fusions and with neither storage
+rt-fuse-add-layernorm, rt-fuse-classifier and rt-fuse-qkv-attention change
+where bf16 values are widened and narrowed and which kernel computes the
+GELU, the bias gradient, the residual add, the loss and its gradient or the
+q, k, v split, never the numbers on the CPU: the tiny GPT compiled with all
+of them, with gpt-bf16-gemm alone, without the four kernel fusions and with
+neither storage
 pass trains to bit-identical losses and gradient norms (every f32 digit in
 the log), in bf16 and in fp8-tensorwise and fp8-rowwise with lm_head kept
 bf16 (--fp8-exclude=lm_head). Also checks that the rewrites happened (gptc
 --emit=rt, train_step): every bf16 GEMM is a matmul_bf16(_bias) kernel with
 its bias in the epilogue (no bias_add left), or one with the GELU (or its
 gradient, or the bias gradient) in it, FP8 GEMMs under tensorwise scaling
-take their bias, each storage pass removes convert kernels, and the fused
-classifier replaces the loss's two kernels.
+take their bias, each storage pass removes convert kernels, the fused
+classifier replaces the loss's two kernels and attention reads q, k, v
+packed (no copy_blocks left).
 Prints the CPU step times side by side (not a timed test)."""
 import json
 import os
@@ -59,7 +61,8 @@ def main():
                              "--bf16-kernels=" + kernels,
                              "--gemm-epilogues=" + fusions,
                              "--fuse-add-layernorm=" + fusions,
-                             "--fuse-classifier=" + fusions]
+                             "--fuse-classifier=" + fusions,
+                             "--fuse-qkv-attention=" + fusions]
             subprocess.run([args.gptc, *compile_flags, "-o", art], check=True)
             rt = subprocess.run([args.gptc, *compile_flags, "--emit=rt", "-o", "-"],
                                 check=True, capture_output=True, text=True).stdout
@@ -73,7 +76,10 @@ def main():
                 "convert": train.count('rt.kernel "convert"'),
                 "bias_add": train.count('rt.kernel "bias_add"'),
                 "classifier": train.count('rt.kernel "cross_entropy_fwd_bwd"'),
-                "fp8 bias": train.count('rt.kernel "scaled_matmul_bias"')}
+                "fp8 bias": train.count('rt.kernel "scaled_matmul_bias"'),
+                "copies": train.count('rt.kernel "copy_blocks"'),
+                "packed attention": train.count('rt.kernel "attention_fwd_packed"') +
+                                    train.count('rt.kernel "attention_bwd_packed"')}
             log = art + ".jsonl"
             subprocess.run([args.gptrun, art, "--data", work + "/data/train_*.bin",
                             "--steps", "8", "--lr", "1e-3", "--log", log, "--quiet"],
@@ -111,6 +117,16 @@ def main():
                                 "epilogue (%s), expected %d" % (
                                     name, counts[variant]["fp8 bias"], variant, want))
             want = 1 if kernels == fusions == "true" else 0
+            # The 4 blocks' attentions, forward and backward, on q, k, v
+            # packed: no split or concat copies left (without
+            # gpt-bf16-kernels the attention reads f32 widenings instead).
+            packed = counts[variant]["packed attention"]
+            expected = (8 * want, 24 * (1 - want))
+            if (packed, counts[variant]["copies"]) != expected:
+                failures.append("%s: %d packed attention kernels and %d copies "
+                                "(%s), expected %d and %d" % (
+                                    name, packed, counts[variant]["copies"],
+                                    variant, *expected))
             if counts[variant]["classifier"] != want:
                 failures.append("%s: %d fused classifier kernels (%s), expected %d"
                                 % (name, counts[variant]["classifier"], variant, want))

@@ -235,6 +235,18 @@ TEST_F(GpuTest, FusedClassifierMatchesTheTwoKernels) {
     for (int64_t j = 0; j < padded; ++j)
       if (j >= vocab || targets[r] == ignore)
         ASSERT_EQ(got[r * padded + j], 0) << "row " << r << " col " << j;
+
+  // A NaN among -inf logits in one 8-value vector still makes lse NaN.
+  std::vector<uint16_t> row(padded, toBf16(std::vector<float>{0.5f})[0]);
+  for (int j = 16; j < 24; ++j)
+    row[j] = 0xFF80; // -inf
+  row[21] = 0x7FC0;  // NaN
+  float *nanLse = alloc<float>(1), *nanLoss = alloc<float>(1);
+  gptrt_cross_entropy_fwd_bwd(g(), dloss, upload(row), dt, nanLoss, nanLse,
+                              alloc<uint16_t>(padded), 1, vocab, padded, ignore,
+                              GPTRT_DTYPE_BF16);
+  expectOk();
+  EXPECT_TRUE(std::isnan(download(nanLse, 1)[0]));
 }
 
 TEST_F(GpuTest, GlobalNormAndClipScale) {
@@ -379,6 +391,44 @@ TEST_F(GpuTest, AttentionOnBf16StorageMatchesCpu) {
       EXPECT_LT(relErr(bf16Values(download(gDk, n)), bf16Values(dk)), kBf16Tol);
       EXPECT_LT(relErr(bf16Values(download(gDv, n)), bf16Values(dv)), kBf16Tol);
     }
+  dev().setFlashAttention(false);
+}
+
+// Attention on q, k, v packed in the qkv buffer (rt-fuse-qkv-attention),
+// on the baseline kernels (which copy the parts out) and the flash ones
+// (which read them in place with a row stride of 3 C): against the CPU's
+// packed kernels, every element of out and of the packed gradient written
+// (poisoned first).
+TEST_F(GpuTest, PackedAttentionMatchesCpu) {
+  Context cpuCtx(Device::Cpu, {});
+  const int64_t B = 2, T = 100, C = 128, H = 2;
+  const int64_t n = B * T * C, nl = B * H * T;
+  std::vector<uint16_t> qkv = toBf16(randn(3 * n)), dy = toBf16(randn(n));
+  std::vector<uint16_t> out(n), dqkv(3 * n);
+  std::vector<float> lse(nl);
+  gptrt_attention_fwd_packed(cpuCtx.handle(), qkv.data(), out.data(),
+                             lse.data(), B, T, C, H, 1, GPTRT_DTYPE_BF16);
+  gptrt_attention_bwd_packed(cpuCtx.handle(), dy.data(), qkv.data(), out.data(),
+                             lse.data(), dqkv.data(), B, T, C, H, 1,
+                             GPTRT_DTYPE_BF16);
+  ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
+  for (bool flash : {false, true}) {
+    dev().setFlashAttention(flash);
+    SCOPED_TRACE(flash ? "flash" : "baseline");
+    const uint16_t *gQkv = upload(qkv);
+    uint16_t *gOut = upload(std::vector<uint16_t>(n, 0xFFFF));
+    float *gLse = upload(std::vector<float>(nl, std::nanf("")));
+    gptrt_attention_fwd_packed(g(), gQkv, gOut, gLse, B, T, C, H, 1,
+                               GPTRT_DTYPE_BF16);
+    uint16_t *gDqkv = upload(std::vector<uint16_t>(3 * n, 0xFFFF));
+    gptrt_attention_bwd_packed(g(), upload(dy), gQkv, upload(out), upload(lse),
+                               gDqkv, B, T, C, H, 1, GPTRT_DTYPE_BF16);
+    expectOk();
+    EXPECT_LT(relErr(bf16Values(download(gOut, n)), bf16Values(out)), kBf16Tol);
+    EXPECT_LT(relErr(download(gLse, nl), toDouble(lse)), kF32Tol);
+    EXPECT_LT(relErr(bf16Values(download(gDqkv, 3 * n)), bf16Values(dqkv)),
+              kBf16Tol);
+  }
   dev().setFlashAttention(false);
 }
 

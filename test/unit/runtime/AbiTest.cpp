@@ -678,6 +678,72 @@ TEST_F(AbiTest, AttentionOnBf16Storage) {
   EXPECT_EQ(dv16, toBf16(wDv));
 }
 
+TEST_F(AbiTest, PackedAttentionIsTheAttentionOfTheParts) {
+  // rt-fuse-qkv-attention's kernels: q, k, v read from (and dq, dk, dv
+  // written into) one [B, T, 3C] buffer, bit for bit the unpacked kernels
+  // on the parts, in f32 and bf16.
+  const int64_t B = 2, T = 5, C = 8, H = 2, n = B * T * C;
+  F qkv = randomF(3 * n, 71, -2, 2), dout = randomF(n, 72, -1, 1);
+  F part[3] = {F(n), F(n), F(n)};
+  for (int64_t r = 0; r < B * T; ++r)
+    for (int i = 0; i < 3; ++i)
+      for (int64_t c = 0; c < C; ++c)
+        part[i][r * C + c] = qkv[(r * 3 + i) * C + c];
+  F out = nanF(n), lse = nanF(B * H * T), wantOut = nanF(n),
+    wantLse = nanF(B * H * T);
+  gptrt_attention_fwd_packed(h, qkv.data(), out.data(), lse.data(), B, T, C, H,
+                             1, GPTRT_DTYPE_F32);
+  gptrt_attention_fwd(h, part[0].data(), part[1].data(), part[2].data(),
+                      wantOut.data(), wantLse.data(), B, T, C, H, 1,
+                      GPTRT_DTYPE_F32);
+  expectSameBits(out, wantOut, "out");
+  expectSameBits(lse, wantLse, "lse");
+  F dqkv = nanF(3 * n), grad[3] = {nanF(n), nanF(n), nanF(n)};
+  gptrt_attention_bwd_packed(h, dout.data(), qkv.data(), out.data(), lse.data(),
+                             dqkv.data(), B, T, C, H, 1, GPTRT_DTYPE_F32);
+  gptrt_attention_bwd(h, dout.data(), part[0].data(), part[1].data(),
+                      part[2].data(), out.data(), lse.data(), grad[0].data(),
+                      grad[1].data(), grad[2].data(), B, T, C, H, 1,
+                      GPTRT_DTYPE_F32);
+  F packedGrad(3 * n);
+  for (int64_t r = 0; r < B * T; ++r)
+    for (int i = 0; i < 3; ++i)
+      for (int64_t c = 0; c < C; ++c)
+        packedGrad[(r * 3 + i) * C + c] = grad[i][r * C + c];
+  expectSameBits(dqkv, packedGrad, "dqkv");
+  // bf16 storage: the same through the bf16 kernels.
+  std::vector<uint16_t> qkv16 = toBf16(qkv), out16(n, 0xBEEF),
+                        dqkv16(3 * n, 0xBEEF), dout16 = toBf16(dout);
+  F lse16 = nanF(B * H * T);
+  gptrt_attention_fwd_packed(h, qkv16.data(), out16.data(), lse16.data(), B, T,
+                             C, H, 1, GPTRT_DTYPE_BF16);
+  gptrt_attention_bwd_packed(h, dout16.data(), qkv16.data(), out16.data(),
+                             lse16.data(), dqkv16.data(), B, T, C, H, 1,
+                             GPTRT_DTYPE_BF16);
+  std::vector<uint16_t> parts16[3], grads16[3];
+  for (int i = 0; i < 3; ++i) {
+    parts16[i] = toBf16(part[i]);
+    grads16[i].assign(n, 0);
+  }
+  std::vector<uint16_t> wantOut16(n);
+  F wantLse16 = nanF(B * H * T);
+  gptrt_attention_fwd(h, parts16[0].data(), parts16[1].data(),
+                      parts16[2].data(), wantOut16.data(), wantLse16.data(), B,
+                      T, C, H, 1, GPTRT_DTYPE_BF16);
+  gptrt_attention_bwd(h, dout16.data(), parts16[0].data(), parts16[1].data(),
+                      parts16[2].data(), wantOut16.data(), wantLse16.data(),
+                      grads16[0].data(), grads16[1].data(), grads16[2].data(),
+                      B, T, C, H, 1, GPTRT_DTYPE_BF16);
+  ASSERT_FALSE(ctx.failed()) << ctx.error();
+  EXPECT_EQ(out16, wantOut16);
+  expectSameBits(lse16, wantLse16, "lse (bf16)");
+  for (int64_t r = 0; r < B * T; ++r)
+    for (int i = 0; i < 3; ++i)
+      for (int64_t c = 0; c < C; ++c)
+        ASSERT_EQ(dqkv16[(r * 3 + i) * C + c], grads16[i][r * C + c])
+            << "row " << r << " part " << i << " column " << c;
+}
+
 TEST_F(AbiTest, CrossEntropyForwardAndBackward) {
   const int64_t rows = 5, vocab = 7, padded = 8;
   F logits = randomF(rows * padded, 33, -3, 3);

@@ -1,0 +1,219 @@
+// rt-fuse-qkv-attention: attention reads q, k, v where the qkv GEMM wrote
+// them, and its backward writes dq, dk, dv into the packed gradient,
+// instead of the split and concat copies around it (see Passes.td).
+#include "compiler/transforms/Passes.h"
+#include "compiler/transforms/RtKernelQueries.h"
+
+namespace gptc {
+#define GEN_PASS_DEF_RTFUSEQKVATTENTION
+#include "compiler/transforms/Passes.h.inc"
+} // namespace gptc
+
+using namespace mlir;
+namespace rt = gptc::rt;
+
+namespace {
+
+// gptrt_copy_blocks's constants: outer, len, dst_stride, src_stride,
+// dst_offset, src_offset, dtype. gptrt_attention_fwd/_bwd's: batch, seq,
+// width, heads, causal, dtype.
+constexpr unsigned kCopyConsts = 7, kAttentionConsts = 6;
+
+// The only kernel writing `buffer` (an rt.alloc read through no other
+// view), or null.
+rt::KernelOp soleWriter(Value buffer) {
+  rt::KernelOp writer;
+  for (Operation *user : buffer.getUsers()) {
+    auto kernel = dyn_cast<rt::KernelOp>(user);
+    if (!kernel)
+      return {}; // a reshape or another view: not followed here
+    if (rt::writes(kernel, buffer)) {
+      if (writer)
+        return {};
+      writer = kernel;
+    }
+  }
+  return writer;
+}
+
+class RtFuseQkvAttentionPass
+    : public gptc::impl::RtFuseQkvAttentionBase<RtFuseQkvAttentionPass> {
+public:
+  using Base::Base;
+
+  void runOnOperation() override {
+    SmallVector<rt::KernelOp> forwards;
+    getOperation().walk([&](rt::KernelOp op) {
+      if (op.getKernel() == "attention_fwd")
+        forwards.push_back(op);
+    });
+    for (rt::KernelOp forward : forwards)
+      fuse(forward);
+  }
+
+private:
+  // The copy_blocks that wrote part `i` (0 q, 1 k, 2 v) of a split of a
+  // [rows, 3 width] buffer into a contiguous [rows, width] `part`: its
+  // source, else null.
+  static Value splitSource(Value part, int i, int64_t rows, int64_t width,
+                           int64_t dtype, rt::KernelOp &copy) {
+    if (!part.getDefiningOp<rt::AllocOp>())
+      return {};
+    copy = soleWriter(part);
+    if (!copy || copy.getKernel() != "copy_blocks" ||
+        copy.getInputs().size() != 1 || copy.getConsts().size() != kCopyConsts)
+      return {};
+    const int64_t want[] = {rows, width, width, 3 * width, 0, i * width, dtype};
+    for (unsigned c = 0; c < kCopyConsts; ++c)
+      if (rt::constAt(copy, c) != want[c])
+        return {};
+    return copy.getInputs()[0];
+  }
+
+  // The copy_blocks that reads gradient part `i` into a [rows, 3 width]
+  // buffer (the concat), the only other user of `part`: its destination,
+  // else null.
+  static Value concatDestination(Value part, int i, int64_t rows, int64_t width,
+                                 int64_t dtype, rt::KernelOp producer,
+                                 rt::KernelOp &copy) {
+    if (!part.getDefiningOp<rt::AllocOp>())
+      return {};
+    for (Operation *user : part.getUsers()) {
+      if (user == producer.getOperation())
+        continue;
+      auto kernel = dyn_cast<rt::KernelOp>(user);
+      if (!kernel || copy)
+        return {};
+      copy = kernel;
+    }
+    if (!copy || copy.getKernel() != "copy_blocks" ||
+        copy.getInputs().size() != 1 || copy.getInputs()[0] != part ||
+        copy.getOutputs().size() != 1 ||
+        copy.getConsts().size() != kCopyConsts ||
+        !producer->isBeforeInBlock(copy))
+      return {};
+    const int64_t want[] = {rows, width, 3 * width, width, i * width, 0, dtype};
+    for (unsigned c = 0; c < kCopyConsts; ++c)
+      if (rt::constAt(copy, c) != want[c])
+        return {};
+    return copy.getOutputs()[0];
+  }
+
+  void fuse(rt::KernelOp forward) {
+    if (forward.getInputs().size() != 3 || forward.getOutputs().size() != 2 ||
+        forward.getConsts().size() != kAttentionConsts)
+      return;
+    ArrayAttr consts = forward.getConsts();
+    const int64_t rows = rt::constAt(forward, 0) * rt::constAt(forward, 1),
+                  width = rt::constAt(forward, 2),
+                  dtype = rt::constAt(forward, 5);
+    // q, k, v: the three parts of one split, read by nothing but this
+    // attention and its backward (same constants, same operand positions).
+    Value qkv;
+    SmallVector<rt::KernelOp, 3> splits(3);
+    for (int i = 0; i < 3; ++i) {
+      Value source =
+          splitSource(forward.getInputs()[i], i, rows, width, dtype, splits[i]);
+      if (!source || (qkv && source != qkv))
+        return;
+      qkv = source;
+    }
+    SmallVector<rt::KernelOp> backwards;
+    Operation *lastRead = forward;
+    for (int i = 0; i < 3; ++i)
+      for (Operation *user : forward.getInputs()[i].getUsers()) {
+        if (user == forward.getOperation() || user == splits[i].getOperation())
+          continue;
+        auto kernel = dyn_cast<rt::KernelOp>(user);
+        if (!kernel || kernel.getKernel() != "attention_bwd" ||
+            kernel.getInputs().size() != 6 || kernel.getOutputs().size() != 3 ||
+            kernel.getConsts() != consts ||
+            kernel.getInputs()[1 + i] != forward.getInputs()[i])
+          return;
+        if (!llvm::is_contained(backwards, kernel))
+          backwards.push_back(kernel);
+        if (lastRead->isBeforeInBlock(kernel))
+          lastRead = kernel;
+      }
+    for (rt::KernelOp backward : backwards)
+      for (int i = 0; i < 3; ++i)
+        if (backward.getInputs()[1 + i] != forward.getInputs()[i])
+          return;
+    // The packed buffer is read where the parts were: it must keep its
+    // values from the split to the last attention.
+    SmallVector<Value> views = rt::viewsOf(rt::rootBuffer(qkv));
+    for (Operation *op = splits[0]; op != lastRead; op = op->getNextNode())
+      if (auto kernel = dyn_cast<rt::KernelOp>(op))
+        for (Value view : views)
+          if (rt::writes(kernel, view))
+            return;
+    for (rt::KernelOp split : splits)
+      if (!split->isBeforeInBlock(forward))
+        return;
+    // Each backward's dq, dk, dv: the three parts of one concat.
+    struct Packed {
+      rt::KernelOp backward;
+      Value dqkv;
+      SmallVector<rt::KernelOp, 3> concats;
+    };
+    SmallVector<Packed> packed;
+    for (rt::KernelOp backward : backwards) {
+      Packed p{backward, {}, SmallVector<rt::KernelOp, 3>(3)};
+      for (int i = 0; i < 3; ++i) {
+        Value dest = concatDestination(backward.getOutputs()[i], i, rows, width,
+                                       dtype, backward, p.concats[i]);
+        if (!dest || (p.dqkv && dest != p.dqkv))
+          return;
+        p.dqkv = dest;
+      }
+      // dqkv is written at the backward now: defined before it, untouched
+      // until the concat.
+      Operation *def = p.dqkv.getDefiningOp();
+      if (def && backward->isBeforeInBlock(def) && !isa<rt::AllocOp>(def) &&
+          !isa<rt::ViewOp>(def))
+        return;
+      for (Operation *user : p.dqkv.getUsers())
+        if (backward->isBeforeInBlock(user) &&
+            !llvm::is_contained(p.concats, user) &&
+            user->isBeforeInBlock(p.concats[2]))
+          return;
+      packed.push_back(std::move(p));
+    }
+
+    OpBuilder b(forward);
+    rt::KernelOp::create(b, forward.getLoc(), "attention_fwd_packed",
+                         ValueRange{qkv}, forward.getOutputs(), /*stream=*/0,
+                         consts);
+    for (Packed &p : packed) {
+      Operation *def = p.dqkv.getDefiningOp();
+      if (def && p.backward->isBeforeInBlock(def))
+        def->moveBefore(p.backward);
+      b.setInsertionPoint(p.backward);
+      ValueRange ins = p.backward.getInputs();
+      rt::KernelOp::create(b, p.backward.getLoc(), "attention_bwd_packed",
+                           ValueRange{ins[0], qkv, ins[4], ins[5]},
+                           ValueRange{p.dqkv}, /*stream=*/0, consts);
+      SmallVector<Value> grads(p.backward.getOutputs());
+      for (rt::KernelOp concat : p.concats)
+        concat.erase();
+      p.backward.erase();
+      for (Value grad : grads)
+        eraseIfUnused(grad);
+    }
+    SmallVector<Value> parts(forward.getInputs());
+    forward.erase();
+    for (rt::KernelOp split : splits)
+      split.erase();
+    for (Value part : parts)
+      eraseIfUnused(part);
+    ++fused;
+  }
+
+  static void eraseIfUnused(Value buffer) {
+    if (Operation *def = buffer.getDefiningOp();
+        def && buffer.use_empty() && isa<rt::AllocOp>(def))
+      def->erase();
+  }
+};
+
+} // namespace

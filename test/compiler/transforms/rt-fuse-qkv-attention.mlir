@@ -1,0 +1,85 @@
+// RUN: gpt-opt %s -split-input-file -rt-fuse-qkv-attention | FileCheck %s
+
+// The split of the qkv GEMM's output, the attention, its backward and the
+// concat of dq, dk, dv: the attention reads the packed buffer, the backward
+// writes the packed gradient (its buffer moves up), and the six copies and
+// the parts' buffers are gone.
+// CHECK-LABEL: func.func @packed
+// CHECK: %[[QKV:.*]] = rt.alloc : memref<2x8x96xbf16>
+// CHECK-NEXT: rt.kernel "fill" outs(%[[QKV]]
+// CHECK-NEXT: %[[OUT:.*]] = rt.alloc : memref<2x8x32xbf16>
+// CHECK-NEXT: %[[LSE:.*]] = rt.alloc : memref<2x4x8xf32>
+// CHECK-NEXT: rt.kernel "attention_fwd_packed" ins(%[[QKV]] : memref<2x8x96xbf16>) outs(%[[OUT]], %[[LSE]] : memref<2x8x32xbf16>, memref<2x4x8xf32>) consts [2, 8, 32, 4, 1, 2]
+// CHECK-NEXT: %[[DOUT:.*]] = rt.alloc : memref<2x8x32xbf16>
+// CHECK-NEXT: rt.kernel "fill" outs(%[[DOUT]]
+// CHECK-NEXT: %[[DQKV:.*]] = rt.alloc : memref<2x8x96xbf16>
+// CHECK-NEXT: rt.kernel "attention_bwd_packed" ins(%[[DOUT]], %[[QKV]], %[[OUT]], %[[LSE]] : memref<2x8x32xbf16>, memref<2x8x96xbf16>, memref<2x8x32xbf16>, memref<2x4x8xf32>) outs(%[[DQKV]] : memref<2x8x96xbf16>) consts [2, 8, 32, 4, 1, 2]
+// CHECK-NEXT: rt.kernel "fill" outs(%[[DQKV]]
+// CHECK-NEXT: return
+func.func @packed() {
+  %qkv = rt.alloc : memref<2x8x96xbf16>
+  rt.kernel "fill" outs(%qkv : memref<2x8x96xbf16>) consts [1536, 1.0]
+  %q = rt.alloc : memref<2x8x32xbf16>
+  %k = rt.alloc : memref<2x8x32xbf16>
+  %v = rt.alloc : memref<2x8x32xbf16>
+  rt.kernel "copy_blocks" ins(%qkv : memref<2x8x96xbf16>) outs(%q : memref<2x8x32xbf16>) consts [16, 32, 32, 96, 0, 0, 2]
+  rt.kernel "copy_blocks" ins(%qkv : memref<2x8x96xbf16>) outs(%k : memref<2x8x32xbf16>) consts [16, 32, 32, 96, 0, 32, 2]
+  rt.kernel "copy_blocks" ins(%qkv : memref<2x8x96xbf16>) outs(%v : memref<2x8x32xbf16>) consts [16, 32, 32, 96, 0, 64, 2]
+  %out = rt.alloc : memref<2x8x32xbf16>
+  %lse = rt.alloc : memref<2x4x8xf32>
+  rt.kernel "attention_fwd" ins(%q, %k, %v : memref<2x8x32xbf16>, memref<2x8x32xbf16>, memref<2x8x32xbf16>) outs(%out, %lse : memref<2x8x32xbf16>, memref<2x4x8xf32>) consts [2, 8, 32, 4, 1, 2]
+  %dout = rt.alloc : memref<2x8x32xbf16>
+  rt.kernel "fill" outs(%dout : memref<2x8x32xbf16>) consts [512, 1.0]
+  %dq = rt.alloc : memref<2x8x32xbf16>
+  %dk = rt.alloc : memref<2x8x32xbf16>
+  %dv = rt.alloc : memref<2x8x32xbf16>
+  rt.kernel "attention_bwd" ins(%dout, %q, %k, %v, %out, %lse : memref<2x8x32xbf16>, memref<2x8x32xbf16>, memref<2x8x32xbf16>, memref<2x8x32xbf16>, memref<2x8x32xbf16>, memref<2x4x8xf32>) outs(%dq, %dk, %dv : memref<2x8x32xbf16>, memref<2x8x32xbf16>, memref<2x8x32xbf16>) consts [2, 8, 32, 4, 1, 2]
+  %dqkv = rt.alloc : memref<2x8x96xbf16>
+  rt.kernel "copy_blocks" ins(%dq : memref<2x8x32xbf16>) outs(%dqkv : memref<2x8x96xbf16>) consts [16, 32, 96, 32, 0, 0, 2]
+  rt.kernel "copy_blocks" ins(%dk : memref<2x8x32xbf16>) outs(%dqkv : memref<2x8x96xbf16>) consts [16, 32, 96, 32, 32, 0, 2]
+  rt.kernel "copy_blocks" ins(%dv : memref<2x8x32xbf16>) outs(%dqkv : memref<2x8x96xbf16>) consts [16, 32, 96, 32, 64, 0, 2]
+  rt.kernel "fill" outs(%dqkv : memref<2x8x96xbf16>) consts [1536, 0.0]
+  return
+}
+
+// -----
+
+// Left as it is: q read by another kernel, and the packed buffer written
+// between the split and the backward (the parts would not be what the
+// backward reads).
+// CHECK-LABEL: func.func @apart
+// CHECK-NOT: _packed
+func.func @apart() {
+  %qkv = rt.alloc : memref<2x8x96xbf16>
+  %q = rt.alloc : memref<2x8x32xbf16>
+  %k = rt.alloc : memref<2x8x32xbf16>
+  %v = rt.alloc : memref<2x8x32xbf16>
+  rt.kernel "copy_blocks" ins(%qkv : memref<2x8x96xbf16>) outs(%q : memref<2x8x32xbf16>) consts [16, 32, 32, 96, 0, 0, 2]
+  rt.kernel "copy_blocks" ins(%qkv : memref<2x8x96xbf16>) outs(%k : memref<2x8x32xbf16>) consts [16, 32, 32, 96, 0, 32, 2]
+  rt.kernel "copy_blocks" ins(%qkv : memref<2x8x96xbf16>) outs(%v : memref<2x8x32xbf16>) consts [16, 32, 32, 96, 0, 64, 2]
+  %out = rt.alloc : memref<2x8x32xbf16>
+  %lse = rt.alloc : memref<2x4x8xf32>
+  rt.kernel "attention_fwd" ins(%q, %k, %v : memref<2x8x32xbf16>, memref<2x8x32xbf16>, memref<2x8x32xbf16>) outs(%out, %lse : memref<2x8x32xbf16>, memref<2x4x8xf32>) consts [2, 8, 32, 4, 1, 2]
+  %m = rt.alloc : memref<f32>
+  rt.kernel "amax" ins(%q : memref<2x8x32xbf16>) outs(%m : memref<f32>) consts [512, 2]
+
+  %qkv2 = rt.alloc : memref<2x8x96xbf16>
+  %q2 = rt.alloc : memref<2x8x32xbf16>
+  %k2 = rt.alloc : memref<2x8x32xbf16>
+  %v2 = rt.alloc : memref<2x8x32xbf16>
+  rt.kernel "copy_blocks" ins(%qkv2 : memref<2x8x96xbf16>) outs(%q2 : memref<2x8x32xbf16>) consts [16, 32, 32, 96, 0, 0, 2]
+  rt.kernel "copy_blocks" ins(%qkv2 : memref<2x8x96xbf16>) outs(%k2 : memref<2x8x32xbf16>) consts [16, 32, 32, 96, 0, 32, 2]
+  rt.kernel "copy_blocks" ins(%qkv2 : memref<2x8x96xbf16>) outs(%v2 : memref<2x8x32xbf16>) consts [16, 32, 32, 96, 0, 64, 2]
+  rt.kernel "attention_fwd" ins(%q2, %k2, %v2 : memref<2x8x32xbf16>, memref<2x8x32xbf16>, memref<2x8x32xbf16>) outs(%out, %lse : memref<2x8x32xbf16>, memref<2x4x8xf32>) consts [2, 8, 32, 4, 1, 2]
+  %flat = rt.reshape %qkv2 : memref<2x8x96xbf16> -> memref<16x96xbf16>
+  rt.kernel "fill" outs(%flat : memref<16x96xbf16>) consts [1536, 0.0]
+  %dq = rt.alloc : memref<2x8x32xbf16>
+  %dk = rt.alloc : memref<2x8x32xbf16>
+  %dv = rt.alloc : memref<2x8x32xbf16>
+  rt.kernel "attention_bwd" ins(%out, %q2, %k2, %v2, %out, %lse : memref<2x8x32xbf16>, memref<2x8x32xbf16>, memref<2x8x32xbf16>, memref<2x8x32xbf16>, memref<2x8x32xbf16>, memref<2x4x8xf32>) outs(%dq, %dk, %dv : memref<2x8x32xbf16>, memref<2x8x32xbf16>, memref<2x8x32xbf16>) consts [2, 8, 32, 4, 1, 2]
+  %dqkv = rt.alloc : memref<2x8x96xbf16>
+  rt.kernel "copy_blocks" ins(%dq : memref<2x8x32xbf16>) outs(%dqkv : memref<2x8x96xbf16>) consts [16, 32, 96, 32, 0, 0, 2]
+  rt.kernel "copy_blocks" ins(%dk : memref<2x8x32xbf16>) outs(%dqkv : memref<2x8x96xbf16>) consts [16, 32, 96, 32, 32, 0, 2]
+  rt.kernel "copy_blocks" ins(%dv : memref<2x8x32xbf16>) outs(%dqkv : memref<2x8x96xbf16>) consts [16, 32, 96, 32, 64, 0, 2]
+  return
+}
