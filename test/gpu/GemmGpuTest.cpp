@@ -458,6 +458,39 @@ TEST_F(GpuTest, ScaledMatmulBiasMatchesCpu) {
   }
 }
 
+// The rowwise GEMM with operands it must transpose into the TN layout
+// (a weight gradient: a stored [k, m], b stored [k, n]) and a bf16 result:
+// its f32 sum and the transposed operands need separate buffers.
+TEST_F(GpuTest, RowwiseWithTransposedOperandsMatchesCpu) {
+  Context cpuCtx(Device::Cpu, {});
+  const int64_t m = 96, n = 64, k = 128;
+  auto codes = [&](size_t count) {
+    std::vector<float> x = randn(count, 8.0f);
+    std::vector<uint8_t> q(count);
+    for (size_t i = 0; i < count; ++i)
+      q[i] = cpu::floatToE4M3(x[i]);
+    return q;
+  };
+  std::vector<uint8_t> a = codes(k * m), b = codes(k * n);
+  std::vector<float> sa(m), sb(n);
+  for (int64_t i = 0; i < m; ++i)
+    sa[i] = float(1 << (i % 5));
+  for (int64_t j = 0; j < n; ++j)
+    sb[j] = 1.0f / float(1 << (j % 3));
+  std::vector<uint16_t> ref(m * n);
+  gptrt_scaled_matmul_rowwise(cpuCtx.handle(), a.data(), b.data(), sa.data(),
+                              sb.data(), ref.data(), 1, m, n, k, 1, 0, 0, 0, 0,
+                              GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 0, 1, 1,
+                              GPTRT_DTYPE_BF16);
+  ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
+  uint16_t *c = upload(std::vector<uint16_t>(m * n, 0xFFFF));
+  gptrt_scaled_matmul_rowwise(g(), upload(a), upload(b), upload(sa), upload(sb),
+                              c, 1, m, n, k, 1, 0, 0, 0, 0, GPTRT_FP8_E4M3,
+                              GPTRT_FP8_E4M3, 0, 1, 1, GPTRT_DTYPE_BF16);
+  expectOk();
+  EXPECT_LT(relErr(bf16Values(download(c, m * n)), bf16Values(ref)), 1.0 / 256);
+}
+
 TEST_F(GpuTest, ScaledMatmulRefusesWhatCublasLtCannotDo) {
   uint8_t *a = alloc<uint8_t>(64 * 64), *b = alloc<uint8_t>(64 * 64);
   float *s = upload(std::vector<float>{1.0f, 1.0f});
