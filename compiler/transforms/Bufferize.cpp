@@ -478,9 +478,10 @@ LogicalResult EntryLowering::lowerOp(Operation *op) {
             i64(slot)};
         if (failed(appendDtypes(o, {o.getInput()}, consts)))
           return failure();
-        rt::KernelOp k = kernel(
-            "quantize_rows", {lookup(o.getInput()), lookup(o.getScales())},
-            {define(o.getResult())}, consts);
+        rt::KernelOp k = kernel(o.getTranspose() ? "quantize_rows_transposed"
+                                                 : "quantize_rows",
+                                {lookup(o.getInput()), lookup(o.getScales())},
+                                {define(o.getResult())}, consts);
         if (slot >= 0)
           k->setAttr("rt.fp8_stat", stat.getDictionary(b.getContext()));
         return success();

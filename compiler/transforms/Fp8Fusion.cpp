@@ -36,7 +36,8 @@ bool isFusableProducer(Operation *op) {
     return !mm.getBias();
   if (auto mm = dyn_cast<fp8::ScaledMatmulOp>(op))
     return !mm.getAmax();
-  return isa<gpt::CastOp, gpt::LayerNormOp, gpt::GeluOp, gpt::AddOp>(op);
+  return isa<gpt::CastOp, gpt::LayerNormOp, gpt::GeluOp, gpt::GeluGradOp,
+             gpt::AddOp>(op);
 }
 
 fp8::FusedOp fusedProducerOf(Value source, StringRef layer) {

@@ -17,7 +17,8 @@ mlir::Value exactSource(mlir::Value v);
 
 /// True for an op rt-bufferize lowers to one runtime kernel that writes its
 /// first result and has a fused "_amax"/"_cast" variant in the runtime ABI:
-/// gpt.cast, gpt.layernorm, gpt.gelu, gpt.add, gpt.matmul without bias and
+/// gpt.cast, gpt.layernorm, gpt.gelu, gpt.gelu_grad, gpt.add, gpt.matmul
+/// without bias and
 /// fp8.scaled_matmul without its own amax result.
 bool isFusableProducer(mlir::Operation *op);
 

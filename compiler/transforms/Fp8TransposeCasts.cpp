@@ -1,7 +1,7 @@
-// fp8-transpose-casts: an FP8 cast whose only reader is a GEMM operand in
-// the layout Hopper's FP8 tensor cores cannot read writes its codes
-// transposed, so the runtime does not transpose the operand again before
-// every such GEMM (see Passes.td).
+// fp8-transpose-casts: an FP8 cast (tensorwise or rowwise) whose only
+// reader is a GEMM operand in the layout Hopper's FP8 tensor cores cannot
+// read writes its codes transposed, so the runtime does not transpose the
+// operand again before every such GEMM (see Passes.td).
 #include "compiler/transforms/Passes.h"
 
 namespace gptc {
@@ -20,11 +20,16 @@ public:
   using Base::Base;
 
   void runOnOperation() override {
-    getOperation().walk([](fp8::QuantizeOp cast) { transposeForGemm(cast); });
+    getOperation().walk([](Operation *op) {
+      if (auto cast = dyn_cast<fp8::QuantizeOp>(op))
+        transposeForGemm(cast);
+      else if (auto rows = dyn_cast<fp8::QuantizeRowsOp>(op))
+        transposeForGemm(rows); // its scales follow its input's rows
+    });
   }
 
 private:
-  static void transposeForGemm(fp8::QuantizeOp cast) {
+  template <typename Cast> static void transposeForGemm(Cast cast) {
     RankedTensorType type = cast.getType();
     if (cast.getTranspose() || type.getRank() != 2 ||
         !cast.getResult().hasOneUse())

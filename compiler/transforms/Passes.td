@@ -186,8 +186,9 @@ def Fp8FuseAmax : Pass<"fp8-fuse-amax", "::mlir::ModuleOp"> {
   let summary = "Computes each amax in the kernel that produces its tensor";
   let description = [{
     An `fp8.amax` over a tensor that a fusable op produced -- a storage cast
-    (bf16 activations, the common case), layernorm, gelu, add, or a GEMM
-    without bias -- looking through exact widening casts and row-preserving
+    (bf16 activations, the common case), layernorm, gelu, the GELU gradient
+    (the output gradient of mlp.fc), add, or a GEMM without bias -- looking
+    through exact widening casts and row-preserving
     reshapes, is replaced by the amax result of an `fp8.fused` that wraps
     the producer: its kernel reduces the output as it writes it, so the
     separate read of the whole tensor disappears. Several amaxes of one
@@ -222,9 +223,10 @@ def Fp8TransposeCasts : Pass<"fp8-transpose-casts", "::mlir::ModuleOp"> {
     weight (b not transposed) and both operands of grad_weight (a
     transposed, b a K x N activation). Without this pass the runtime
     transposes such an operand into scratch before every GEMM: one more
-    read and write of it. Here an `fp8.quantize` of a 2-D tensor whose only
-    user is such an operand gets `transpose` -- its kernel writes the codes
-    transposed at no extra cost -- and the GEMM's flag flips. Casts that
+    read and write of it. Here an `fp8.quantize` (or rowwise
+    `fp8.quantize_rows`) of a 2-D tensor whose only user is such an operand
+    gets `transpose` -- its kernel writes the codes transposed at no extra
+    cost -- and the GEMM's flag flips. Casts that
     fp8-fuse-cast moved into their producer are transposed there already.
     Numerics do not change. Run after fp8-fuse-cast and before
     fp8-reuse-scales and rt-bufferize.

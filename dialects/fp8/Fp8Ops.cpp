@@ -29,6 +29,25 @@ LogicalResult verifyCastShapes(Operation *op, RankedTensorType from,
   return success();
 }
 
+/// A cast's result has the input's shape, or with `transpose` (2-D inputs
+/// only) the input's shape swapped.
+LogicalResult verifyCastLayout(Operation *op, RankedTensorType input,
+                               RankedTensorType result, bool transpose) {
+  if (!transpose)
+    return verifyCastShapes(op, input, result);
+  if (input.getRank() != 2)
+    return op->emitOpError() << "transposes only 2-D inputs, got "
+                             << shapeString(input.getShape())
+                             << "; reshape it to rows x columns first";
+  int64_t rows = input.getShape()[0], cols = input.getShape()[1];
+  if (!shapesCompatible(result.getShape(), {cols, rows}))
+    return op->emitOpError()
+           << "with transpose has result shape "
+           << shapeString(result.getShape()) << ", expected "
+           << shapeString({cols, rows}) << " (the input's shape swapped)";
+  return success();
+}
+
 LogicalResult verifyStateUse(Operation *op, FlatSymbolRefAttr state,
                              SymbolTableCollection &symbols) {
   if (!symbols.lookupNearestSymbolFrom<StateOp>(op, state))
@@ -98,21 +117,9 @@ LogicalResult QuantizeOp::verify() {
     return emitOpError() << "quantizes to f8E4M3FN or f8E5M2, got "
                          << result.getElementType()
                          << "; for other types use a plain cast";
-  RankedTensorType input = getInput().getType();
-  if (getTranspose()) {
-    if (input.getRank() != 2)
-      return emitOpError() << "transposes only 2-D inputs, got "
-                           << shapeString(input.getShape())
-                           << "; reshape it to rows x columns first";
-    int64_t rows = input.getShape()[0], cols = input.getShape()[1];
-    if (!shapesCompatible(result.getShape(), {cols, rows}))
-      return emitOpError() << "with transpose has result shape "
-                           << shapeString(result.getShape()) << ", expected "
-                           << shapeString({cols, rows})
-                           << " (the input's shape swapped)";
-  } else if (failed(verifyCastShapes(*this, input, result))) {
+  if (failed(verifyCastLayout(*this, getInput().getType(), result,
+                              getTranspose())))
     return failure();
-  }
   return verifyLayerName(*this, getLayer());
 }
 
@@ -174,7 +181,8 @@ LogicalResult RowScalesOp::verify() { return verifyLayerName(*this, getLayer());
 
 LogicalResult QuantizeRowsOp::verify() {
   RankedTensorType result = getType();
-  if (failed(verifyCastShapes(*this, getInput().getType(), result)) ||
+  if (failed(verifyCastLayout(*this, getInput().getType(), result,
+                              getTranspose())) ||
       failed(verifyAlong(*this, getInput().getType(), getAlong(),
                          getScales().getType(), "scales")))
     return failure();

@@ -160,14 +160,17 @@ def Fp8_QuantizeRowsOp : Fp8_Op<"quantize_rows", [Pure]> {
   let summary = "x * scale of its row (or column), rounded and saturated to FP8";
   let description = [{
     As `fp8.quantize`, with one scale per row (`along rows`) or per column
-    (`along cols`) of the input seen as rows x last dim.
+    (`along cols`) of the input seen as rows x last dim. With `transpose`
+    (2-D inputs only) the codes are written transposed, each still scaled
+    by its input row's (or column's) scale.
   }];
   let arguments = (ins StrAttr:$layer, Fp8_HighTensor:$input,
-                       Fp8_F32Vector:$scales, Fp8_Axis:$along);
+                       Fp8_F32Vector:$scales, Fp8_Axis:$along,
+                       UnitAttr:$transpose);
   let results = (outs Fp8_Fp8Tensor:$result);
   let assemblyFormat = [{
-    $layer $input `,` $scales `along` $along attr-dict `:` type($input) `,`
-    type($scales) `->` type($result)
+    $layer $input `,` $scales `along` $along (`transpose` $transpose^)?
+    attr-dict `:` type($input) `,` type($scales) `->` type($result)
   }];
 }
 

@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below or the manifest's meaning changes. */
-#define GPTRT_ABI_VERSION 20
+#define GPTRT_ABI_VERSION 21
 
 typedef struct gptrt_context gptrt_context;
 
@@ -344,6 +344,13 @@ void gptrt_quantize_rows(gptrt_context *ctx, const void *x,
                          const float *scales, uint8_t *q, int64_t rows,
                          int64_t cols, int64_t along_cols, int64_t format,
                          int64_t stat_slot, int64_t x_dtype);
+/* The same codes written transposed, q[c * rows + r] (fp8-transpose-casts
+ * on a rowwise cast), each scaled by x's row r (or column c). */
+void gptrt_quantize_rows_transposed(gptrt_context *ctx, const void *x,
+                                    const float *scales, uint8_t *q,
+                                    int64_t rows, int64_t cols,
+                                    int64_t along_cols, int64_t format,
+                                    int64_t stat_slot, int64_t x_dtype);
 /* As gptrt_scaled_matmul, with c[r, j] (r over all batch x m rows) divided
  * by scale_a[r] (rowwise_a 1, else scale_a[0]) times scale_b[j] (rowwise_b
  * 1, else scale_b[0]), in f32; a bf16 c (out_dtype) is that rounded once.
@@ -407,10 +414,19 @@ void gptrt_gelu_fwd_amax(gptrt_context *ctx, const void *x, void *y,
                          float *amax, int64_t n, int64_t x_dtype,
                          int64_t y_dtype, int64_t rows, int64_t cols,
                          int64_t out_dtype);
-void gptrt_gelu_fwd_cast(gptrt_context *ctx, const void *x,
-                         const float *scale, void *y, float *amax,
-                         uint8_t *q, int64_t n, int64_t x_dtype,
-                         int64_t y_dtype, int64_t rows, int64_t cols,
+void gptrt_gelu_fwd_cast(gptrt_context *ctx, const void *x, const float *scale,
+                         void *y, float *amax, uint8_t *q, int64_t n,
+                         int64_t x_dtype, int64_t y_dtype, int64_t rows,
+                         int64_t cols, int64_t out_dtype, int64_t format,
+                         int64_t transpose, int64_t stat_slot);
+void gptrt_gelu_bwd_amax(gptrt_context *ctx, const void *dout, const void *x,
+                         void *dx, float *amax, int64_t n, int64_t dout_dtype,
+                         int64_t x_dtype, int64_t dx_dtype, int64_t rows,
+                         int64_t cols, int64_t out_dtype);
+void gptrt_gelu_bwd_cast(gptrt_context *ctx, const void *dout, const void *x,
+                         const float *scale, void *dx, float *amax, uint8_t *q,
+                         int64_t n, int64_t dout_dtype, int64_t x_dtype,
+                         int64_t dx_dtype, int64_t rows, int64_t cols,
                          int64_t out_dtype, int64_t format, int64_t transpose,
                          int64_t stat_slot);
 void gptrt_add_amax(gptrt_context *ctx, const void *a, const void *b,

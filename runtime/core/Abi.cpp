@@ -641,6 +641,41 @@ GPTRT_EXPORT void gptrt_quantize_rows(gptrt_context *ctx, const void *xData,
   });
 }
 
+GPTRT_EXPORT void
+gptrt_quantize_rows_transposed(gptrt_context *ctx, const void *xData,
+                               const float *scales, uint8_t *q, int64_t rows,
+                               int64_t cols, int64_t alongCols, int64_t format,
+                               int64_t statSlot, int64_t xDtype) {
+  guarded(
+      ctx, "gptrt_quantize_rows_transposed",
+      [&](Context &c) {
+        requireNonNegative(rows, "rows");
+        requireNonNegative(cols, "cols");
+        requireFormat(format);
+        F32Staging f32(c, {{xData, xDtype, rows * cols, false, "x_dtype"}});
+        const float *x = f32[0];
+        auto scaleAt = [&](int64_t i) {
+          return alongCols ? scales[i % cols] : scales[i / cols];
+        };
+        for (int64_t r = 0; r < rows; ++r)
+          for (int64_t col = 0; col < cols; ++col)
+            q[col * rows + r] =
+                fp8Encode(x[r * cols + col] * scaleAt(r * cols + col), format);
+        recordCastStats(c, statSlot, x, rows * cols, scaleAt, format);
+      },
+      [&](Context &c, Gpu &g) {
+        if (statSlot >= 0 && c.collectingFp8Stats())
+          throw std::runtime_error(
+              "FP8 statistics of rowwise casts are not collected on CUDA yet: "
+              "run without --fp8-stats-every, or on --device cpu");
+        requireNonNegative(rows, "rows");
+        requireNonNegative(cols, "cols");
+        requireStorageDtype(xDtype, "x_dtype");
+        g.quantizeRowsTransposed(xData, xDtype, scales, q, rows, cols,
+                                 alongCols != 0, format);
+      });
+}
+
 GPTRT_EXPORT void gptrt_scaled_matmul_rowwise(
     gptrt_context *ctx, const uint8_t *a, const uint8_t *b,
     const float *scaleA, const float *scaleB, void *c, int64_t batch,
@@ -772,6 +807,16 @@ void geluOnGpu(Gpu &g, const void *x, void *out, int64_t n, int64_t xDtype,
   requireStorageDtype(xDtype, "x_dtype");
   requireStorageDtype(outDtype, "out_dtype");
   g.geluForwardFp8(x, xDtype, out, outDtype, n, fp8);
+}
+
+void geluGradOnGpu(Gpu &g, const void *dout, const void *x, void *dx, int64_t n,
+                   int64_t doutDtype, int64_t xDtype, int64_t dxDtype,
+                   const gptrt::cuda::Fp8Epilogue &fp8) {
+  requireNonNegative(n, "n");
+  requireStorageDtype(doutDtype, "dout_dtype");
+  requireStorageDtype(xDtype, "x_dtype");
+  requireStorageDtype(dxDtype, "dx_dtype");
+  g.geluBackwardFp8(dout, doutDtype, x, xDtype, dx, dxDtype, n, fp8);
 }
 
 void addOnGpu(Gpu &g, const void *a, const void *b, void *out, int64_t outer,
@@ -1148,19 +1193,18 @@ GPTRT_EXPORT void gptrt_gelu_bwd(gptrt_context *ctx, const void *dout,
                                  const void *x, void *dx, int64_t n,
                                  int64_t dout_dtype, int64_t x_dtype,
                                  int64_t dx_dtype) {
-  guarded(ctx, "gptrt_gelu_bwd", [&](Context &c) {
-    F32Staging f32(c, {{dout, dout_dtype, n, false, "dout_dtype"},
-                       {x, x_dtype, n, false, "x_dtype"},
-                       {dx, dx_dtype, n, true, "dx_dtype"}});
-    cpu::geluBackward(f32[2], f32[1], f32[0], n);
-    f32.finish();
-  }, [&](Context &, Gpu &g) {
-    requireNonNegative(n, "n");
-    requireStorageDtype(dout_dtype, "dout_dtype");
-    requireStorageDtype(x_dtype, "x_dtype");
-    requireStorageDtype(dx_dtype, "dx_dtype");
-    g.geluBackward(dout, dout_dtype, x, x_dtype, dx, dx_dtype, n);
-  });
+  guarded(
+      ctx, "gptrt_gelu_bwd",
+      [&](Context &c) {
+        F32Staging f32(c, {{dout, dout_dtype, n, false, "dout_dtype"},
+                           {x, x_dtype, n, false, "x_dtype"},
+                           {dx, dx_dtype, n, true, "dx_dtype"}});
+        cpu::geluBackward(f32[2], f32[1], f32[0], n);
+        f32.finish();
+      },
+      [&](Context &, Gpu &g) {
+        geluGradOnGpu(g, dout, x, dx, n, dout_dtype, x_dtype, dx_dtype, {});
+      });
 }
 
 GPTRT_EXPORT void gptrt_copy_blocks(gptrt_context *ctx, const void *src,
@@ -1774,6 +1818,20 @@ bool agreeingDtypes(gptrt_context *ctx, const char *fn, int64_t kernelDtype,
           [&](Context &, Gpu &) { refuse(); });
   return false;
 }
+
+/// A fused variant of a producer whose kernel takes the epilogue on a GPU
+/// (see producedWithEpilogue): there `onGpu(gpu, epilogue)` runs it;
+/// elsewhere `base()` runs the plain kernel and finish() the epilogue.
+template <typename OnGpu, typename Base>
+void fusedProducer(gptrt_context *ctx, const char *fn, int64_t kernelDtype,
+                   const void *out, int64_t elements, const Epilogue &e,
+                   OnGpu onGpu, Base base) {
+  if (!agreeingDtypes(ctx, fn, kernelDtype, e.dtype) ||
+      producedWithEpilogue(ctx, fn, out, elements, e, onGpu))
+    return;
+  base();
+  finish(ctx, fn, out, e);
+}
 } // namespace
 
 GPTRT_EXPORT void gptrt_layernorm_fwd_amax(
@@ -1781,19 +1839,17 @@ GPTRT_EXPORT void gptrt_layernorm_fwd_amax(
     void *y, float *mean, float *rstd, float *amax, int64_t rows,
     int64_t width, double eps, int64_t xDtype, int64_t yDtype,
     int64_t outRows, int64_t outCols, int64_t outDtype) {
-  if (!agreeingDtypes(ctx, "gptrt_layernorm_fwd_amax", yDtype, outDtype))
-    return;
-  const Epilogue e{outRows, outCols, outDtype, amax};
-  if (producedWithEpilogue(
-          ctx, "gptrt_layernorm_fwd_amax", y, rows * width, e,
-          [&](Gpu &g, const gptrt::cuda::Fp8Epilogue &fp8) {
-            layerNormOnGpu(g, x, w, b, y, mean, rstd, rows, width, eps,
-                           xDtype, yDtype, fp8);
-          }))
-    return;
-  gptrt_layernorm_fwd(ctx, x, w, b, y, mean, rstd, rows, width, eps, xDtype,
-                      yDtype);
-  finish(ctx, "gptrt_layernorm_fwd_amax", y, e);
+  fusedProducer(
+      ctx, "gptrt_layernorm_fwd_amax", yDtype, y, rows * width,
+      {outRows, outCols, outDtype, amax},
+      [&](Gpu &g, const gptrt::cuda::Fp8Epilogue &fp8) {
+        layerNormOnGpu(g, x, w, b, y, mean, rstd, rows, width, eps, xDtype,
+                       yDtype, fp8);
+      },
+      [&] {
+        gptrt_layernorm_fwd(ctx, x, w, b, y, mean, rstd, rows, width, eps,
+                            xDtype, yDtype);
+      });
 }
 
 GPTRT_EXPORT void gptrt_layernorm_fwd_cast(
@@ -1802,20 +1858,17 @@ GPTRT_EXPORT void gptrt_layernorm_fwd_cast(
     uint8_t *q, int64_t rows, int64_t width, double eps, int64_t xDtype,
     int64_t yDtype, int64_t outRows, int64_t outCols, int64_t outDtype,
     int64_t format, int64_t transpose, int64_t statSlot) {
-  if (!agreeingDtypes(ctx, "gptrt_layernorm_fwd_cast", yDtype, outDtype))
-    return;
-  const Epilogue e{outRows, outCols, outDtype, amax,     scale,
-                   q,       format,  transpose, statSlot};
-  if (producedWithEpilogue(
-          ctx, "gptrt_layernorm_fwd_cast", y, rows * width, e,
-          [&](Gpu &g, const gptrt::cuda::Fp8Epilogue &fp8) {
-            layerNormOnGpu(g, x, w, b, y, mean, rstd, rows, width, eps,
-                           xDtype, yDtype, fp8);
-          }))
-    return;
-  gptrt_layernorm_fwd(ctx, x, w, b, y, mean, rstd, rows, width, eps, xDtype,
-                      yDtype);
-  finish(ctx, "gptrt_layernorm_fwd_cast", y, e);
+  fusedProducer(
+      ctx, "gptrt_layernorm_fwd_cast", yDtype, y, rows * width,
+      {outRows, outCols, outDtype, amax, scale, q, format, transpose, statSlot},
+      [&](Gpu &g, const gptrt::cuda::Fp8Epilogue &fp8) {
+        layerNormOnGpu(g, x, w, b, y, mean, rstd, rows, width, eps, xDtype,
+                       yDtype, fp8);
+      },
+      [&] {
+        gptrt_layernorm_fwd(ctx, x, w, b, y, mean, rstd, rows, width, eps,
+                            xDtype, yDtype);
+      });
 }
 
 GPTRT_EXPORT void gptrt_gelu_fwd_amax(gptrt_context *ctx, const void *x,
@@ -1823,16 +1876,12 @@ GPTRT_EXPORT void gptrt_gelu_fwd_amax(gptrt_context *ctx, const void *x,
                                       int64_t xDtype, int64_t yDtype,
                                       int64_t rows, int64_t cols,
                                       int64_t outDtype) {
-  if (!agreeingDtypes(ctx, "gptrt_gelu_fwd_amax", yDtype, outDtype))
-    return;
-  const Epilogue e{rows, cols, outDtype, amax};
-  if (producedWithEpilogue(ctx, "gptrt_gelu_fwd_amax", y, n, e,
-                           [&](Gpu &g, const gptrt::cuda::Fp8Epilogue &fp8) {
-                             geluOnGpu(g, x, y, n, xDtype, yDtype, fp8);
-                           }))
-    return;
-  gptrt_gelu_fwd(ctx, x, y, n, xDtype, yDtype);
-  finish(ctx, "gptrt_gelu_fwd_amax", y, e);
+  fusedProducer(
+      ctx, "gptrt_gelu_fwd_amax", yDtype, y, n, {rows, cols, outDtype, amax},
+      [&](Gpu &g, const gptrt::cuda::Fp8Epilogue &fp8) {
+        geluOnGpu(g, x, y, n, xDtype, yDtype, fp8);
+      },
+      [&] { gptrt_gelu_fwd(ctx, x, y, n, xDtype, yDtype); });
 }
 
 GPTRT_EXPORT void gptrt_gelu_fwd_cast(gptrt_context *ctx, const void *x,
@@ -1842,17 +1891,41 @@ GPTRT_EXPORT void gptrt_gelu_fwd_cast(gptrt_context *ctx, const void *x,
                                       int64_t rows, int64_t cols,
                                       int64_t outDtype, int64_t format,
                                       int64_t transpose, int64_t statSlot) {
-  if (!agreeingDtypes(ctx, "gptrt_gelu_fwd_cast", yDtype, outDtype))
-    return;
-  const Epilogue e{rows, cols, outDtype, amax, scale,
-                   q,    format, transpose, statSlot};
-  if (producedWithEpilogue(ctx, "gptrt_gelu_fwd_cast", y, n, e,
-                           [&](Gpu &g, const gptrt::cuda::Fp8Epilogue &fp8) {
-                             geluOnGpu(g, x, y, n, xDtype, yDtype, fp8);
-                           }))
-    return;
-  gptrt_gelu_fwd(ctx, x, y, n, xDtype, yDtype);
-  finish(ctx, "gptrt_gelu_fwd_cast", y, e);
+  fusedProducer(
+      ctx, "gptrt_gelu_fwd_cast", yDtype, y, n,
+      {rows, cols, outDtype, amax, scale, q, format, transpose, statSlot},
+      [&](Gpu &g, const gptrt::cuda::Fp8Epilogue &fp8) {
+        geluOnGpu(g, x, y, n, xDtype, yDtype, fp8);
+      },
+      [&] { gptrt_gelu_fwd(ctx, x, y, n, xDtype, yDtype); });
+}
+
+GPTRT_EXPORT void gptrt_gelu_bwd_amax(gptrt_context *ctx, const void *dout,
+                                      const void *x, void *dx, float *amax,
+                                      int64_t n, int64_t doutDtype,
+                                      int64_t xDtype, int64_t dxDtype,
+                                      int64_t rows, int64_t cols,
+                                      int64_t outDtype) {
+  fusedProducer(
+      ctx, "gptrt_gelu_bwd_amax", dxDtype, dx, n, {rows, cols, outDtype, amax},
+      [&](Gpu &g, const gptrt::cuda::Fp8Epilogue &fp8) {
+        geluGradOnGpu(g, dout, x, dx, n, doutDtype, xDtype, dxDtype, fp8);
+      },
+      [&] { gptrt_gelu_bwd(ctx, dout, x, dx, n, doutDtype, xDtype, dxDtype); });
+}
+
+GPTRT_EXPORT void gptrt_gelu_bwd_cast(
+    gptrt_context *ctx, const void *dout, const void *x, const float *scale,
+    void *dx, float *amax, uint8_t *q, int64_t n, int64_t doutDtype,
+    int64_t xDtype, int64_t dxDtype, int64_t rows, int64_t cols,
+    int64_t outDtype, int64_t format, int64_t transpose, int64_t statSlot) {
+  fusedProducer(
+      ctx, "gptrt_gelu_bwd_cast", dxDtype, dx, n,
+      {rows, cols, outDtype, amax, scale, q, format, transpose, statSlot},
+      [&](Gpu &g, const gptrt::cuda::Fp8Epilogue &fp8) {
+        geluGradOnGpu(g, dout, x, dx, n, doutDtype, xDtype, dxDtype, fp8);
+      },
+      [&] { gptrt_gelu_bwd(ctx, dout, x, dx, n, doutDtype, xDtype, dxDtype); });
 }
 
 GPTRT_EXPORT void gptrt_add_amax(gptrt_context *ctx, const void *a,
@@ -1862,18 +1935,17 @@ GPTRT_EXPORT void gptrt_add_amax(gptrt_context *ctx, const void *a,
                                  int64_t bDtype, int64_t sumDtype,
                                  int64_t rows, int64_t cols,
                                  int64_t outDtype) {
-  if (!agreeingDtypes(ctx, "gptrt_add_amax", sumDtype, outDtype))
-    return;
-  const Epilogue e{rows, cols, outDtype, amax};
-  if (producedWithEpilogue(ctx, "gptrt_add_amax", sum, outer * inner, e,
-                           [&](Gpu &g, const gptrt::cuda::Fp8Epilogue &fp8) {
-                             addOnGpu(g, a, b, sum, outer, inner, broadcastB,
-                                      aDtype, bDtype, sumDtype, fp8);
-                           }))
-    return;
-  gptrt_add(ctx, a, b, sum, outer, inner, broadcastB, aDtype, bDtype,
-            sumDtype);
-  finish(ctx, "gptrt_add_amax", sum, e);
+  fusedProducer(
+      ctx, "gptrt_add_amax", sumDtype, sum, outer * inner,
+      {rows, cols, outDtype, amax},
+      [&](Gpu &g, const gptrt::cuda::Fp8Epilogue &fp8) {
+        addOnGpu(g, a, b, sum, outer, inner, broadcastB, aDtype, bDtype,
+                 sumDtype, fp8);
+      },
+      [&] {
+        gptrt_add(ctx, a, b, sum, outer, inner, broadcastB, aDtype, bDtype,
+                  sumDtype);
+      });
 }
 
 GPTRT_EXPORT void gptrt_add_cast(gptrt_context *ctx, const void *a,
@@ -1885,19 +1957,17 @@ GPTRT_EXPORT void gptrt_add_cast(gptrt_context *ctx, const void *a,
                                  int64_t rows, int64_t cols,
                                  int64_t outDtype, int64_t format,
                                  int64_t transpose, int64_t statSlot) {
-  if (!agreeingDtypes(ctx, "gptrt_add_cast", sumDtype, outDtype))
-    return;
-  const Epilogue e{rows, cols, outDtype, amax, scale,
-                   q,    format, transpose, statSlot};
-  if (producedWithEpilogue(ctx, "gptrt_add_cast", sum, outer * inner, e,
-                           [&](Gpu &g, const gptrt::cuda::Fp8Epilogue &fp8) {
-                             addOnGpu(g, a, b, sum, outer, inner, broadcastB,
-                                      aDtype, bDtype, sumDtype, fp8);
-                           }))
-    return;
-  gptrt_add(ctx, a, b, sum, outer, inner, broadcastB, aDtype, bDtype,
-            sumDtype);
-  finish(ctx, "gptrt_add_cast", sum, e);
+  fusedProducer(
+      ctx, "gptrt_add_cast", sumDtype, sum, outer * inner,
+      {rows, cols, outDtype, amax, scale, q, format, transpose, statSlot},
+      [&](Gpu &g, const gptrt::cuda::Fp8Epilogue &fp8) {
+        addOnGpu(g, a, b, sum, outer, inner, broadcastB, aDtype, bDtype,
+                 sumDtype, fp8);
+      },
+      [&] {
+        gptrt_add(ctx, a, b, sum, outer, inner, broadcastB, aDtype, bDtype,
+                  sumDtype);
+      });
 }
 
 GPTRT_EXPORT void gptrt_matmul_amax(gptrt_context *ctx, const float *a,
@@ -2056,6 +2126,7 @@ const std::vector<AbiSymbol> &abiSymbols() {
       GPTRT_SYM(gptrt_amax_rows),
       GPTRT_SYM(gptrt_row_scales),
       GPTRT_SYM(gptrt_quantize_rows),
+      GPTRT_SYM(gptrt_quantize_rows_transposed),
       GPTRT_SYM(gptrt_scaled_matmul_rowwise),
       GPTRT_SYM(gptrt_fp8_state_scale),
       GPTRT_SYM(gptrt_fp8_state_update),
@@ -2065,6 +2136,8 @@ const std::vector<AbiSymbol> &abiSymbols() {
       GPTRT_SYM(gptrt_layernorm_fwd_cast),
       GPTRT_SYM(gptrt_gelu_fwd_amax),
       GPTRT_SYM(gptrt_gelu_fwd_cast),
+      GPTRT_SYM(gptrt_gelu_bwd_amax),
+      GPTRT_SYM(gptrt_gelu_bwd_cast),
       GPTRT_SYM(gptrt_add_amax),
       GPTRT_SYM(gptrt_add_cast),
       GPTRT_SYM(gptrt_matmul_amax),

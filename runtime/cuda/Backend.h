@@ -131,6 +131,10 @@ public:
   virtual void geluBackward(const void *dout, int64_t doutDtype,
                             const void *x, int64_t xDtype, void *dx,
                             int64_t dxDtype, int64_t n) = 0;
+  virtual void geluBackwardFp8(const void *dout, int64_t doutDtype,
+                               const void *x, int64_t xDtype, void *dx,
+                               int64_t dxDtype, int64_t n,
+                               const Fp8Epilogue &fp8) = 0;
   virtual void layerNormForward(const void *x, int64_t xDtype,
                                 const float *w, const float *b, void *out,
                                 int64_t outDtype, float *mean, float *rstd,
@@ -243,6 +247,11 @@ public:
   virtual void quantizeRows(const void *x, int64_t xDtype,
                             const float *scales, uint8_t *q, int64_t rows,
                             int64_t cols, bool alongCols, int64_t format) = 0;
+  // The same codes, transposed (q is cols x rows).
+  virtual void quantizeRowsTransposed(const void *x, int64_t xDtype,
+                                      const float *scales, uint8_t *q,
+                                      int64_t rows, int64_t cols,
+                                      bool alongCols, int64_t format) = 0;
   virtual void
   scaledMatmulRowwise(const uint8_t *a, const uint8_t *b, const float *scaleA,
                       const float *scaleB, void *c, int64_t batch, int64_t m,

@@ -135,6 +135,9 @@ public:
   void geluBackward(const void *dout, int64_t doutDtype, const void *x,
                     int64_t xDtype, void *dx, int64_t dxDtype,
                     int64_t n) override;
+  void geluBackwardFp8(const void *dout, int64_t doutDtype, const void *x,
+                       int64_t xDtype, void *dx, int64_t dxDtype, int64_t n,
+                       const Fp8Epilogue &fp8) override;
   void layerNormForward(const void *x, int64_t xDtype, const float *w,
                         const float *b, void *out, int64_t outDtype,
                         float *mean, float *rstd, int64_t rows, int64_t width,
@@ -190,6 +193,10 @@ public:
   void quantizeRows(const void *x, int64_t xDtype, const float *scales,
                     uint8_t *q, int64_t rows, int64_t cols, bool alongCols,
                     int64_t format) override;
+  void quantizeRowsTransposed(const void *x, int64_t xDtype,
+                              const float *scales, uint8_t *q, int64_t rows,
+                              int64_t cols, bool alongCols,
+                              int64_t format) override;
   void scaledMatmulRowwise(const uint8_t *a, const uint8_t *b,
                            const float *scaleA, const float *scaleB, void *c,
                            int64_t batch, int64_t m, int64_t n, int64_t k,
@@ -325,12 +332,15 @@ private:
   // Fp8.cu: gptrt_amax's work on any stream (the exchange's too).
   void launchAmax(const void *x, int64_t xDtype, float *out, int64_t n,
                   cudaStream_t stream, const char *what);
-  // Fp8.cu: the tiled transposed cast of castEpilogue and
-  // quantizeFp8Transposed; amax (its bits, atomically maxed) may be null,
-  // and with qRowMajor the codes are also written untransposed.
+  // Fp8.cu: the tiled transposed cast of castEpilogue,
+  // quantizeFp8Transposed/Dual and quantizeRowsTransposed; amax (its bits,
+  // atomically maxed) may be null, with qRowMajor the codes are also
+  // written untransposed, and scaleAxis picks scale[0] (0), scale[row]
+  // (1) or scale[column] (2).
   void launchTransposedCast(const void *x, bool bf16, const float *scale,
                             uint8_t *q, int64_t rows, int64_t cols, bool e4m3,
-                            unsigned *amax, uint8_t *qRowMajor = nullptr);
+                            unsigned *amax, uint8_t *qRowMajor = nullptr,
+                            int scaleAxis = 0);
   // Gemm.cu: `bias` (n floats) rounded to bf16 in a buffer of this device,
   // for the bias epilogues of GEMMs with a bf16 result: cuBLASLt takes a
   // bias of D's type there (cublasLt.h, BIAS_DATA_TYPE).

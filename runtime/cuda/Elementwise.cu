@@ -293,31 +293,51 @@ void DeviceImpl::geluForwardFp8(const void *xData, int64_t xDtype,
 void DeviceImpl::geluBackward(const void *doutData, int64_t doutDtype,
                               const void *xData, int64_t xDtype, void *dxData,
                               int64_t dxDtype, int64_t n) {
+  geluBackwardFp8(doutData, doutDtype, xData, xDtype, dxData, dxDtype, n,
+                  Fp8Epilogue{});
+}
+
+void DeviceImpl::geluBackwardFp8(const void *doutData, int64_t doutDtype,
+                                 const void *xData, int64_t xDtype,
+                                 void *dxData, int64_t dxDtype, int64_t n,
+                                 const Fp8Epilogue &fp8) {
+  const Fp8Sink sink = sinkFor(fp8);
   if (doutDtype == GPTRT_DTYPE_BF16 && xDtype == GPTRT_DTYPE_BF16 &&
       dxDtype == GPTRT_DTYPE_BF16 && n % 8 == 0 && aligned16(doutData) &&
       aligned16(xData) && aligned16(dxData)) {
     const Bf16x8 *d8 = static_cast<const Bf16x8 *>(doutData);
     const Bf16x8 *x8 = static_cast<const Bf16x8 *>(xData);
     Bf16x8 *g8 = static_cast<Bf16x8 *>(dxData);
-    launchMap(stream_, n / 8,
-              [=] __device__(int64_t i) {
-                float d[8], v[8];
-                d8[i].unpack(d);
-                x8[i].unpack(v);
+    launchMapSink(
+        stream_, n / 8,
+        [=] __device__(int64_t i, unsigned &m, float s) {
+          float d[8], v[8];
+          d8[i].unpack(d);
+          x8[i].unpack(v);
 #pragma unroll
-                for (int j = 0; j < 8; ++j)
-                  v[j] = geluGrad(v[j]) * d[j];
-                g8[i] = Bf16x8::pack(v);
-              },
-              "gptrt_gelu_bwd");
+          for (int j = 0; j < 8; ++j)
+            v[j] = geluGrad(v[j]) * d[j];
+          const Bf16x8 stored = Bf16x8::pack(v);
+          g8[i] = stored;
+          if (sink.active()) {
+            stored.unpack(v);
+#pragma unroll
+            for (int j = 0; j < 8; ++j)
+              sink.put(m, 8 * i + j, v[j], s);
+          }
+        },
+        sink, "gptrt_gelu_bwd");
     return;
   }
   Storage dout(doutData, doutDtype), x(xData, xDtype), dx(dxData, dxDtype);
-  launchMap(stream_, n,
-            [=] __device__(int64_t i) {
-              dx.store(i, geluGrad(x.load(i)) * dout.load(i));
-            },
-            "gptrt_gelu_bwd");
+  launchMapSink(
+      stream_, n,
+      [=] __device__(int64_t i, unsigned &m, float s) {
+        const float g = dx.rounded(geluGrad(x.load(i)) * dout.load(i));
+        dx.store(i, g);
+        sink.put(m, i, g, s);
+      },
+      sink, "gptrt_gelu_bwd");
 }
 
 void DeviceImpl::embeddingForward(const void *tableData, const int32_t *ids,

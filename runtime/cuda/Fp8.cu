@@ -150,15 +150,17 @@ __global__ void amaxCastKernel(const void *x, bool bf16, const float *scale,
 // tile rows (grid.y may be smaller than their number). amax may be null
 // (a plain transposed cast); qRowMajor, when given, gets the codes in x's
 // own layout too, written as they are made (coalesced like the reads).
+// scaleAxis: one scale (0), or rowwise scaling's scale per row of x (1) or
+// per column (2).
 constexpr int kCastTile = 32;
 
 template <__nv_fp8_interpretation_t Format>
-__global__ void amaxCastTransposedKernel(const void *x, bool bf16,
-                                         const float *scale, uint8_t *q,
-                                         int64_t rows, int64_t cols,
-                                         unsigned *amax, uint8_t *qRowMajor) {
+__global__ void
+amaxCastTransposedKernel(const void *x, bool bf16, const float *scale,
+                         uint8_t *q, int64_t rows, int64_t cols, unsigned *amax,
+                         uint8_t *qRowMajor, int scaleAxis) {
   __shared__ uint8_t tile[kCastTile][kCastTile + 1];
-  const float s = *scale;
+  const float one = scaleAxis == 0 ? *scale : 0.0f;
   const int lane = threadIdx.x % kCastTile, warp = threadIdx.x / kCastTile;
   const int warps = blockDim.x / kCastTile;
   const int64_t c0 = int64_t(blockIdx.x) * kCastTile;
@@ -171,6 +173,7 @@ __global__ void amaxCastTransposedKernel(const void *x, bool bf16,
       if (r < rows && c < cols) {
         const float v = valueAt(x, bf16, r * cols + c);
         m = max(m, __float_as_uint(fabsf(v)));
+        const float s = scaleAxis == 0 ? one : scale[scaleAxis == 1 ? r : c];
         const uint8_t code = toFp8<Format>(__fmul_rn(v, s));
         tile[i][lane] = code;
         if (qRowMajor != nullptr)
@@ -456,6 +459,19 @@ void DeviceImpl::quantizeRows(const void *x, int64_t xDtype,
   checkLaunch("gptrt_quantize_rows");
 }
 
+void DeviceImpl::quantizeRowsTransposed(const void *x, int64_t xDtype,
+                                        const float *scales, uint8_t *q,
+                                        int64_t rows, int64_t cols,
+                                        bool alongCols, int64_t format) {
+  requireFormat(format);
+  if (rows == 0 || cols == 0)
+    return;
+  launchTransposedCast(x, xDtype == GPTRT_DTYPE_BF16, scales, q, rows, cols,
+                       format == GPTRT_FP8_E4M3, nullptr, nullptr,
+                       alongCols ? 2 : 1);
+  checkLaunch("gptrt_quantize_rows_transposed");
+}
+
 void DeviceImpl::scaledMatmulRowwise(
     const uint8_t *a, const uint8_t *b, const float *scaleA,
     const float *scaleB, void *c, int64_t batch, int64_t m, int64_t n,
@@ -594,7 +610,8 @@ void DeviceImpl::castEpilogue(const void *out, int64_t dtype, int64_t rows,
 void DeviceImpl::launchTransposedCast(const void *x, bool bf16,
                                       const float *scale, uint8_t *q,
                                       int64_t rows, int64_t cols, bool e4m3,
-                                      unsigned *amax, uint8_t *qRowMajor) {
+                                      unsigned *amax, uint8_t *qRowMajor,
+                                      int scaleAxis) {
   const int64_t tileCols = (cols + kCastTile - 1) / kCastTile,
                 tileRows = (rows + kCastTile - 1) / kCastTile;
   if (tileCols > 0x7FFFFFFF)
@@ -604,10 +621,10 @@ void DeviceImpl::launchTransposedCast(const void *x, bool bf16,
   dim3 grid(unsigned(tileCols), unsigned(tileRows < 65535 ? tileRows : 65535));
   if (e4m3)
     amaxCastTransposedKernel<__NV_E4M3><<<grid, 256, 0, stream_>>>(
-        x, bf16, scale, q, rows, cols, amax, qRowMajor);
+        x, bf16, scale, q, rows, cols, amax, qRowMajor, scaleAxis);
   else
     amaxCastTransposedKernel<__NV_E5M2><<<grid, 256, 0, stream_>>>(
-        x, bf16, scale, q, rows, cols, amax, qRowMajor);
+        x, bf16, scale, q, rows, cols, amax, qRowMajor, scaleAxis);
 }
 
 void DeviceImpl::quantizeFp8Transposed(const void *x, int64_t xDtype,

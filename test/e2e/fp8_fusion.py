@@ -6,7 +6,8 @@ their values: the tiny GPT compiled with all of them, without the fusions
 and without the layout passes (--fp8-transpose-casts=false
 --fp8-reuse-scales=false) trains to bit-identical losses (every f32 digit
 in the log) and identical per-cast FP8 statistics, for current
-(tensorwise) and delayed scaling. Also checks that each pass really acted
+(tensorwise) and delayed scaling; fp8-rowwise trains to the same losses
+with and without transposed casts. Also checks that each pass really acted
 (gptc --emit=rt): fewer separate amax kernels with fusion and again with
 shared scales, and every FP8 GEMM reading K-contiguous operands ("TN",
 the layout Hopper's FP8 tensor cores take) once casts are transposed."""
@@ -89,6 +90,32 @@ def main():
                            kernels["false"][1], kernels["true"][1],
                            kernels["true"][2], not_tn["layout-off"],
                            not_tn["true"], dual, fused[-1]["loss"]))
+    # Rowwise casts are transposed too (their scales follow their rows):
+    # the same losses with and without, and every rowwise GEMM "TN".
+    rowwise = {}
+    for transpose in ("true", "false"):
+        art = "%s/fp8-rowwise-%s.so" % (work, transpose)
+        flags = [args.model, "--precision=fp8-rowwise",
+                 "--fp8-transpose-casts=" + transpose]
+        subprocess.run([args.gptc, *flags, "-o", art], check=True)
+        rt = subprocess.run([args.gptc, *flags, "--emit=rt", "-o", "-"],
+                            check=True, capture_output=True, text=True).stdout
+        flags_ab = re.findall(r'rt\.kernel "scaled_matmul_rowwise" .* consts \[\d+, \d+, \d+, \d+, (\d), (\d)', rt)
+        log = art + ".jsonl"
+        subprocess.run([args.gptrun, art, "--data", work + "/data/train_*.bin",
+                        "--steps", "8", "--lr", "1e-3", "--log", log, "--quiet"],
+                       check=True, stdout=subprocess.DEVNULL)
+        with open(log) as f:
+            rowwise[transpose] = ([json.loads(line)["loss"] for line in f],
+                                  sum(1 for a, b in flags_ab if a != "0" or b != "1"))
+    if rowwise["true"][0] != rowwise["false"][0]:
+        failures.append("fp8-rowwise: losses differ with transposed casts: %s vs %s"
+                        % (rowwise["true"][0], rowwise["false"][0]))
+    if rowwise["true"][1] != 0 or rowwise["false"][1] == 0:
+        failures.append("fp8-rowwise: non-TN rowwise GEMMs %d with transposed "
+                        "casts, %d without" % (rowwise["true"][1], rowwise["false"][1]))
+    summary.append("fp8-rowwise: non-TN FP8 GEMMs %d -> %d, final loss %.7f both"
+                   % (rowwise["false"][1], rowwise["true"][1], rowwise["true"][0][-1]))
     if failures:
         print("FAILED: " + "; ".join(failures))
         return 1

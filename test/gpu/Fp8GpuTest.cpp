@@ -236,6 +236,30 @@ TEST_F(GpuTest, FusedEpiloguesMatchCpu) {
   }
 }
 
+// fp8-transpose-casts on rowwise casts: the tiled transposed kernel with a
+// scale per row or per column of x, bit for bit the CPU's.
+TEST_F(GpuTest, TransposedRowwiseCastIsBitExact) {
+  Context cpuCtx(Device::Cpu, {});
+  const int64_t rows = 70, cols = 45, n = rows * cols;
+  std::vector<uint16_t> x16 = toBf16(randn(n, 50.0f));
+  for (int64_t along : {0, 1}) {
+    std::vector<float> scales = randn(along ? cols : rows, 4.0f);
+    for (float &s : scales)
+      s = std::fabs(s) + 0.5f;
+    uint8_t *q = alloc<uint8_t>(n);
+    gptrt_quantize_rows_transposed(g(), upload(x16), upload(scales), q, rows,
+                                   cols, along, GPTRT_FP8_E4M3, -1,
+                                   GPTRT_DTYPE_BF16);
+    expectOk();
+    std::vector<uint8_t> want(n);
+    gptrt_quantize_rows_transposed(cpuCtx.handle(), x16.data(), scales.data(),
+                                   want.data(), rows, cols, along,
+                                   GPTRT_FP8_E4M3, -1, GPTRT_DTYPE_BF16);
+    ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
+    EXPECT_EQ(download(q, n), want) << "along " << along;
+  }
+}
+
 // rt-fuse-dual-cast's kernel: both layouts from one read, each bit for
 // bit the CPU's, on partial tiles and on bf16 storage.
 TEST_F(GpuTest, DualQuantizeIsBitExact) {
@@ -263,9 +287,9 @@ TEST_F(GpuTest, DualQuantizeIsBitExact) {
 }
 
 // The producers that take the FP8 epilogue in their own pass (layernorm,
-// add, GELU: _amax, and _cast without transpose): on every vector path
-// (bf16 x 8, f32 x 4) and the scalar one, the amax is that of the output
-// as stored and the codes are its cast, bit for bit; the residual add's
+// add, GELU and its gradient: _amax, and _cast without transpose): on every
+// vector path (bf16 x 8, f32 x 4) and the scalar one, the amax is that of the
+// output as stored and the codes are its cast, bit for bit; the residual add's
 // output itself is the CPU's bit for bit. A NaN in the output wins the
 // amax.
 TEST_F(GpuTest, ProducersTakeTheirFp8EpilogueInOnePass) {
@@ -367,6 +391,11 @@ TEST_F(GpuTest, ProducersTakeTheirFp8EpilogueInOnePass) {
                           dtype);
       expectOk();
       expectEpilogue(values(y, n), amax, nullptr, format, "gelu_fwd_amax");
+      void *dx = output(n);
+      gptrt_gelu_bwd_cast(g(), r, x, dScale, dx, amax, q, n, dtype, dtype,
+                          dtype, rows, width, dtype, format, 0, -1);
+      expectOk();
+      expectEpilogue(values(dx, n), amax, q, format, "gelu_bwd_cast");
     }
   }
   // A NaN in the output.

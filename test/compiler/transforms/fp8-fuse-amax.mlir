@@ -26,8 +26,8 @@ func.func @stored_activation(%x: tensor<2x16x32xf32>) -> (tensor<2x16x32xbf16>, 
 
 // -----
 
-// fp32 activations: layernorm (amax of its first result), gelu, add and
-// an FP8 GEMM's output each compute the amax themselves.
+// fp32 activations: layernorm (amax of its first result), gelu, add, an
+// FP8 GEMM's output and the GELU gradient each compute the amax themselves.
 // CHECK-LABEL: func.func @producers
 // CHECK: fp8.fused "a" {
 // CHECK-NEXT: gpt.layernorm
@@ -38,8 +38,10 @@ func.func @stored_activation(%x: tensor<2x16x32xf32>) -> (tensor<2x16x32xbf16>, 
 // CHECK-NEXT: gpt.add
 // CHECK: fp8.fused "d" {
 // CHECK-NEXT: fp8.scaled_matmul
+// CHECK: fp8.fused "e" {
+// CHECK-NEXT: gpt.gelu_grad
 // CHECK-NOT: fp8.amax
-func.func @producers(%x: tensor<32x64xf32>, %w: tensor<64xf32>, %b: tensor<64xf32>, %q: tensor<32x64xf8E4M3FN>, %k: tensor<64x64xf8E4M3FN>, %s: tensor<f32>) -> (tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) {
+func.func @producers(%x: tensor<32x64xf32>, %w: tensor<64xf32>, %b: tensor<64xf32>, %q: tensor<32x64xf8E4M3FN>, %k: tensor<64x64xf8E4M3FN>, %s: tensor<f32>) -> (tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>) {
   %n, %stats:2 = gpt.layernorm "ln" %x, %w, %b : tensor<32x64xf32>, tensor<64xf32>, tensor<64xf32> -> tensor<32x64xf32>, tensor<32xf32>, tensor<32xf32>
   %a0 = fp8.amax "a" %n : tensor<32x64xf32>
   %g = gpt.gelu "mlp" %n : tensor<32x64xf32>
@@ -48,7 +50,9 @@ func.func @producers(%x: tensor<32x64xf32>, %w: tensor<64xf32>, %b: tensor<64xf3
   %a2 = fp8.amax "c" %r : tensor<32x64xf32>
   %y = fp8.scaled_matmul "fc" %q, %k scales(%s, %s) transpose_b : tensor<32x64xf8E4M3FN>, tensor<64x64xf8E4M3FN> -> tensor<32x64xf32>
   %a3 = fp8.amax "d" %y : tensor<32x64xf32>
-  return %a0, %a1, %a2, %a3 : tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>
+  %dg = gpt.gelu_grad "mlp" %r, %n : tensor<32x64xf32>
+  %a4 = fp8.amax "e" %dg : tensor<32x64xf32>
+  return %a0, %a1, %a2, %a3, %a4 : tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>
 }
 
 // -----

@@ -54,3 +54,16 @@ func.func @negative(%x: tensor<32x48xf32>, %w: tensor<48x16xf32>, %w3: tensor<2x
   %d4 = fp8.scaled_matmul "fc" %qx, %t scales(%sx, %sw) transpose_b : tensor<32x48xf8E5M2>, tensor<16x48xf8E4M3FN> -> tensor<32x16xf32>
   return %d1, %d2, %d3, %d4 : tensor<32x16xf32>, tensor<32x16xf32>, tensor<2x4x16xf32>, tensor<32x16xf32>
 }
+
+// -----
+
+// Rowwise casts too: the transposed codes keep their rows' (here columns')
+// scales, so the scale vectors and the GEMM's row_scales do not change.
+// CHECK-LABEL: func.func @rowwise
+// CHECK: %[[Q:.*]] = fp8.quantize_rows "fc" %arg0, %arg1 along cols transpose : tensor<32x48xf32>, tensor<48xf32> -> tensor<48x32xf8E5M2>
+// CHECK: fp8.scaled_matmul "fc" %[[Q]], %arg2 scales(%arg1, %arg3) row_scales(tensor<48xf32>, tensor<16xf32>) transpose_b :
+func.func @rowwise(%dy: tensor<32x48xf32>, %s: tensor<48xf32>, %x: tensor<16x32xf8E4M3FN>, %sx: tensor<16xf32>) -> tensor<48x16xf32> {
+  %q = fp8.quantize_rows "fc" %dy, %s along cols : tensor<32x48xf32>, tensor<48xf32> -> tensor<32x48xf8E5M2>
+  %dw = fp8.scaled_matmul "fc" %q, %x scales(%s, %sx) row_scales(tensor<48xf32>, tensor<16xf32>) transpose_a transpose_b : tensor<32x48xf8E5M2>, tensor<16x32xf8E4M3FN> -> tensor<48x16xf32>
+  return %dw : tensor<48x16xf32>
+}

@@ -42,6 +42,25 @@ func.func @cast_shape(%x: tensor<8x16xf32>, %s: tensor<8xf32>) -> tensor<16x8xf8
 
 // -----
 
+// With transpose the result is the input's shape swapped; the scales still
+// follow the input's rows.
+// CHECK-LABEL: func.func @transposed
+// CHECK: fp8.quantize_rows "fc" %arg0, %arg1 along rows transpose : tensor<8x16xf32>, tensor<8xf32> -> tensor<16x8xf8E4M3FN>
+func.func @transposed(%x: tensor<8x16xf32>, %s: tensor<8xf32>) -> tensor<16x8xf8E4M3FN> {
+  %q = fp8.quantize_rows "fc" %x, %s along rows transpose : tensor<8x16xf32>, tensor<8xf32> -> tensor<16x8xf8E4M3FN>
+  return %q : tensor<16x8xf8E4M3FN>
+}
+
+// -----
+
+func.func @transposed_shape(%x: tensor<8x16xf32>, %s: tensor<8xf32>) -> tensor<8x16xf8E4M3FN> {
+  // expected-error @+1 {{with transpose has result shape [8, 16], expected [16, 8] (the input's shape swapped)}}
+  %q = fp8.quantize_rows "fc" %x, %s along rows transpose : tensor<8x16xf32>, tensor<8xf32> -> tensor<8x16xf8E4M3FN>
+  return %q : tensor<8x16xf8E4M3FN>
+}
+
+// -----
+
 func.func @scalar_input(%x: tensor<f32>) -> tensor<1xf32> {
   // expected-error @+1 {{needs an input of rank >= 1 for rowwise scaling}}
   %a = fp8.amax_rows "fc" %x along rows : tensor<f32> -> tensor<1xf32>

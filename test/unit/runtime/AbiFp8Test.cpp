@@ -464,6 +464,36 @@ TEST_F(AbiFp8Test, ScaledMatmulBiasIsTheGemmThenTheBiasAdd) {
   ctx.clearError();
 }
 
+TEST_F(AbiFp8Test, TransposedRowwiseCastKeepsEachRowsScale) {
+  // fp8-transpose-casts on a rowwise cast: the codes of quantize_rows,
+  // at q[c * rows + r], along rows and along columns, f32 and bf16.
+  const int64_t rows = 9, cols = 13;
+  std::vector<float> x = randomF(rows * cols, 81, -20.0, 20.0);
+  std::vector<uint16_t> x16(x.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    x16[i] = cpu::floatToBf16(x[i]);
+  std::vector<float> byRow = randomF(rows, 82, 1.0, 30.0),
+                     byCol = randomF(cols, 83, 1.0, 30.0);
+  for (int64_t along : {0, 1})
+    for (int64_t dtype : {GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16}) {
+      const float *scales = along ? byCol.data() : byRow.data();
+      const void *in = dtype == GPTRT_DTYPE_F32
+                           ? static_cast<const void *>(x.data())
+                           : static_cast<const void *>(x16.data());
+      std::vector<uint8_t> plain(x.size()), transposed(x.size(), 0xAA);
+      gptrt_quantize_rows(h, in, scales, plain.data(), rows, cols, along,
+                          GPTRT_FP8_E4M3, -1, dtype);
+      gptrt_quantize_rows_transposed(h, in, scales, transposed.data(), rows,
+                                     cols, along, GPTRT_FP8_E4M3, -1, dtype);
+      ASSERT_FALSE(ctx.failed()) << ctx.error();
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c)
+          ASSERT_EQ(transposed[c * rows + r], plain[r * cols + c])
+              << "along " << along << " dtype " << dtype << " at " << r << ", "
+              << c;
+    }
+}
+
 TEST_F(AbiFp8Test, RowwiseScaledMatmulDividesEachRowAndColumn) {
   // Two batches of c[i, j] = sum_p a[i, p] b[j, p], a per-row scales over
   // all 2 x m rows, b per-column ones; then a scalar a scale.

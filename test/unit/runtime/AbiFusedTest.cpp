@@ -73,7 +73,7 @@ TEST_F(AbiFusedTest, ConvertToBf16WithAmaxAndTransposedCast) {
   EXPECT_EQ(amaxOnly, amaxRef);
 }
 
-TEST_F(AbiFusedTest, LayernormGeluAddMatchTheirBaseKernels) {
+TEST_F(AbiFusedTest, LayernormGeluAddGeluGradMatchTheirBaseKernels) {
   const int64_t rows = 8, cols = 16;
   std::vector<float> x = randomF(rows * cols, 5, -3.0, 3.0),
                      w = randomF(cols, 6, 0.5, 1.5), b = randomF(cols, 7, -1, 1);
@@ -114,6 +114,23 @@ TEST_F(AbiFusedTest, LayernormGeluAddMatchTheirBaseKernels) {
             GPTRT_DTYPE_F32, GPTRT_DTYPE_F32);
   gptrt_amax(h, ref.data(), &amaxRef, ref.size(), GPTRT_DTYPE_F32);
   EXPECT_EQ(out, ref);
+  EXPECT_EQ(amax, amaxRef);
+
+  // The GELU gradient (the output gradient of mlp.fc), with its cast.
+  std::vector<float> dy = randomF(x.size(), 8, -2.0, 2.0);
+  gptrt_gelu_bwd_cast(h, dy.data(), x.data(), &scale, out.data(), &amax,
+                      q.data(), x.size(), GPTRT_DTYPE_F32, GPTRT_DTYPE_F32,
+                      GPTRT_DTYPE_F32, rows, cols, GPTRT_DTYPE_F32,
+                      GPTRT_FP8_E5M2, 0, -1);
+  gptrt_gelu_bwd(h, dy.data(), x.data(), ref.data(), x.size(), GPTRT_DTYPE_F32,
+                 GPTRT_DTYPE_F32, GPTRT_DTYPE_F32);
+  reference(ref, rows, cols, scale, GPTRT_FP8_E5M2, false, &amaxRef, qRef);
+  EXPECT_EQ(out, ref);
+  EXPECT_EQ(amax, amaxRef);
+  EXPECT_EQ(q, qRef);
+  gptrt_gelu_bwd_amax(h, dy.data(), x.data(), out.data(), &amax, x.size(),
+                      GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, rows,
+                      cols, GPTRT_DTYPE_F32);
   EXPECT_EQ(amax, amaxRef);
 }
 
