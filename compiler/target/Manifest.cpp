@@ -188,7 +188,7 @@ private:
   }
 
   /// The FP8 casts rt-bufferize gave a statistics slot (`rt.fp8_stat`: a
-  /// dictionary describing the kernel's first output, or -- for a kernel
+  /// dictionary describing the kernel's FP8 output, or -- for a kernel
   /// that writes several casts, rt-fuse-dual-cast's -- an array with one
   /// per output, empty for an output without a slot), in slot order.
   static LogicalResult addFp8Stats(pb::Manifest &m, func::FuncOp func) {
@@ -202,20 +202,32 @@ private:
       Attribute attr = kernel->getAttr("rt.fp8_stat");
       if (!attr)
         continue;
+      // A dictionary describes the kernel's FP8 output: a cast's only one,
+      // the last one of a fused producer's _cast variant (its first is the
+      // producer's own result).
       SmallVector<DictionaryAttr> stats;
-      if (auto one = dyn_cast<DictionaryAttr>(attr))
+      SmallVector<Value> described;
+      if (auto one = dyn_cast<DictionaryAttr>(attr)) {
         stats.push_back(one);
-      else if (auto many = dyn_cast<ArrayAttr>(attr))
+        for (Value out : llvm::reverse(kernel.getOutputs()))
+          if (isa<Float8E4M3FNType, Float8E5M2Type>(
+                  cast<MemRefType>(out.getType()).getElementType())) {
+            described.push_back(out);
+            break;
+          }
+      } else if (auto many = dyn_cast<ArrayAttr>(attr)) {
         for (Attribute each : many)
           stats.push_back(dyn_cast<DictionaryAttr>(each));
+        described.assign(kernel.getOutputs().begin(),
+                         kernel.getOutputs().end());
+      }
       auto malformed = [&] {
         return kernel.emitOpError(
             "has an rt.fp8_stat that is not {slot, layer, gemm, operand} (or "
             "an array of them, one per output) with slots numbered 0, 1, ... "
             "in order; run rt-bufferize to make it");
       };
-      if (stats.size() > kernel.getOutputs().size() ||
-          kernel.getInputs().empty())
+      if (stats.size() > described.size() || kernel.getInputs().empty())
         return malformed();
       for (auto [i, stat] : llvm::enumerate(stats)) {
         if (!stat)
@@ -227,7 +239,7 @@ private:
             !stat.getAs<StringAttr>("gemm") ||
             !stat.getAs<StringAttr>("operand"))
           return malformed();
-        all.push_back({slot.getInt(), stat, kernel.getOutputs()[i]});
+        all.push_back({slot.getInt(), stat, described[i]});
       }
     }
     llvm::stable_sort(all, [](const Described &a, const Described &b) {

@@ -3,8 +3,6 @@
 #include "compiler/transforms/Passes.h"
 #include "compiler/transforms/RtKernelQueries.h"
 
-#include "llvm/ADT/DenseSet.h"
-
 namespace gptc {
 #define GEN_PASS_DEF_RTFUSECLASSIFIER
 #include "compiler/transforms/Passes.h.inc"
@@ -14,12 +12,6 @@ using namespace mlir;
 namespace rt = gptc::rt;
 
 namespace {
-
-// The arena an rt.view-rooted buffer lies in; null for an rt.alloc.
-Attribute arenaOf(Value buffer) {
-  auto view = rt::rootBuffer(buffer).getDefiningOp<rt::ViewOp>();
-  return view ? view.getArenaAttr() : Attribute();
-}
 
 class RtFuseClassifierPass
     : public gptc::impl::RtFuseClassifierBase<RtFuseClassifierPass> {
@@ -68,33 +60,13 @@ private:
   }
 
   // The forward now runs where the backward did: nothing in between may
-  // write its inputs or touch its outputs. Between the two only buffer
-  // definitions and kernels are allowed, and a kernel only if none of its
-  // operands is a view of those buffers (or, for a buffer in a persistent
-  // arena, lies in the same arena: views there may overlap).
+  // write its inputs or touch its outputs (through any view, or in the same
+  // persistent arena).
   static bool untouchedBetween(rt::KernelOp forward, rt::KernelOp backward,
                                ArrayRef<Value> buffers) {
-    llvm::DenseSet<Value> roots;
-    llvm::DenseSet<Attribute> arenas;
-    for (Value buffer : buffers) {
-      roots.insert(rt::rootBuffer(buffer));
-      if (Attribute arena = arenaOf(buffer))
-        arenas.insert(arena);
-    }
-    for (Operation *op = forward->getNextNode(); op != backward;
-         op = op->getNextNode()) {
-      if (isa<rt::AllocOp, rt::ViewOp, rt::ReshapeOp>(op))
-        continue;
-      auto kernel = dyn_cast<rt::KernelOp>(op);
-      if (!kernel)
+    for (Value buffer : buffers)
+      if (rt::touchedBetween(forward, backward, buffer, /*reads=*/true))
         return false;
-      for (Value operand : kernel->getOperands()) {
-        Attribute arena = arenaOf(operand);
-        if (roots.contains(rt::rootBuffer(operand)) ||
-            (arena && arenas.contains(arena)))
-          return false;
-      }
-    }
     return true;
   }
 };

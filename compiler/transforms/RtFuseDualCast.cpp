@@ -63,25 +63,22 @@ private:
         rt::constAt(twin, 2) != rt::constAt(cast, 1) ||
         rt::constAt(twin, 4) != rt::constAt(cast, 3))
       return;
-    // x keeps its values until the twin read them, and the transposed
-    // copy is not kept alive across other GEMMs: only those reading q may
-    // lie between (a forward activation, cast again for grad_weight in the
-    // backward, stays two casts rather than holding its FP8 copy through
+    // x and the scale keep their values until the twin read them, and the
+    // transposed copy is not kept alive across other GEMMs: only those reading
+    // q may lie between (a forward activation, cast again for grad_weight in
+    // the backward, stays two casts rather than holding its FP8 copy through
     // the whole step).
     Value q = cast.getOutputs()[0], qT = twin.getOutputs()[0];
+    if (rt::touchedBetween(cast, twin, x, /*reads=*/false) ||
+        rt::touchedBetween(cast, twin, scale, /*reads=*/false) ||
+        rt::touchedBetween(cast, twin, qT, /*reads=*/true))
+      return;
     for (Operation *op = cast->getNextNode(); op != twin.getOperation();
-         op = op->getNextNode()) {
-      auto kernel = dyn_cast<rt::KernelOp>(op);
-      if (!kernel)
-        continue;
-      if (isGemm(kernel) && !llvm::is_contained(kernel.getInputs(), q))
+         op = op->getNextNode())
+      if (auto kernel = dyn_cast<rt::KernelOp>(op);
+          kernel && isGemm(kernel) &&
+          !llvm::is_contained(kernel.getInputs(), q))
         return;
-      for (Value view : views)
-        if (rt::writes(kernel, view))
-          return;
-      if (llvm::is_contained(kernel->getOperands(), qT))
-        return;
-    }
     Operation *qTDef = qT.getDefiningOp();
     if (qTDef && cast->isBeforeInBlock(qTDef)) {
       if (!isa<rt::AllocOp>(qTDef))

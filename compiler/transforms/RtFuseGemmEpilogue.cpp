@@ -74,11 +74,7 @@ private:
     Operation *def = buffer.getDefiningOp();
     if (def && gemm->isBeforeInBlock(def) && !isa<rt::AllocOp>(def))
       return false;
-    for (Operation *user : buffer.getUsers())
-      if (user != consumer && gemm->isBeforeInBlock(user) &&
-          user->isBeforeInBlock(consumer))
-        return false;
-    return true;
+    return !rt::touchedBetween(gemm, consumer, buffer, /*reads=*/true);
   }
 
   static void defineBefore(Value buffer, rt::KernelOp gemm) {
@@ -140,22 +136,20 @@ private:
         rt::constAt(add, 3) != dtype ||
         rt::constAt(add, 4) != GPTRT_DTYPE_F32 || rt::constAt(add, 5) != dtype)
       return;
-    // The bias is read at the GEMM now: it must hold its value there.
+    // The bias is read at the GEMM now: it must hold its value there (no
+    // write through any view, or into its arena, in between), and be
+    // defined there (a param's rt.view, which has no operands, moves up).
     Value bias = add.getInputs()[1];
-    if (Operation *def = bias.getDefiningOp();
-        def && gemm->isBeforeInBlock(def)) {
-      auto view = dyn_cast<rt::ViewOp>(def); // a param: no operands
-      if (!view)
-        return;
-      view->moveBefore(gemm);
-    }
-    for (Operation *user : bias.getUsers())
-      if (gemm->isBeforeInBlock(user) && user->isBeforeInBlock(add) &&
-          rt::writes(user, bias))
-        return;
+    Operation *biasDef = bias.getDefiningOp();
+    bool moveBias = biasDef && gemm->isBeforeInBlock(biasDef);
+    if ((moveBias && !isa<rt::ViewOp>(biasDef)) ||
+        rt::touchedBetween(gemm, add, bias, /*reads=*/false))
+      return;
     Value y = add.getOutputs()[0];
     if (y == d || !canWriteEarly(y, gemm, add))
       return;
+    if (moveBias)
+      biasDef->moveBefore(gemm);
     defineBefore(y, gemm);
     SmallVector<Value> ins(gemm.getInputs().begin(), gemm.getInputs().end());
     ins.push_back(bias);

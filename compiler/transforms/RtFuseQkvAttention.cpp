@@ -140,16 +140,16 @@ private:
         if (backward.getInputs()[1 + i] != forward.getInputs()[i])
           return;
     // The packed buffer is read where the parts were: it must keep its
-    // values from the split to the last attention.
-    SmallVector<Value> views = rt::viewsOf(rt::rootBuffer(qkv));
-    for (Operation *op = splits[0]; op != lastRead; op = op->getNextNode())
-      if (auto kernel = dyn_cast<rt::KernelOp>(op))
-        for (Value view : views)
-          if (rt::writes(kernel, view))
-            return;
-    for (rt::KernelOp split : splits)
+    // values from the first split to the last attention.
+    Operation *firstSplit = splits[0];
+    for (rt::KernelOp split : splits) {
       if (!split->isBeforeInBlock(forward))
         return;
+      if (split->isBeforeInBlock(firstSplit))
+        firstSplit = split;
+    }
+    if (rt::touchedBetween(firstSplit, lastRead, qkv, /*reads=*/false))
+      return;
     // Each backward's dq, dk, dv: the three parts of one concat.
     struct Packed {
       rt::KernelOp backward;
@@ -166,17 +166,20 @@ private:
           return;
         p.dqkv = dest;
       }
-      // dqkv is written at the backward now: defined before it, untouched
-      // until the concat.
+      // dqkv is written at the backward now: defined before it (an
+      // rt.alloc moves up), untouched through any view until the last
+      // concat.
       Operation *def = p.dqkv.getDefiningOp();
-      if (def && backward->isBeforeInBlock(def) && !isa<rt::AllocOp>(def) &&
-          !isa<rt::ViewOp>(def))
+      if (def && backward->isBeforeInBlock(def) && !isa<rt::AllocOp>(def))
         return;
-      for (Operation *user : p.dqkv.getUsers())
-        if (backward->isBeforeInBlock(user) &&
-            !llvm::is_contained(p.concats, user) &&
-            user->isBeforeInBlock(p.concats[2]))
-          return;
+      Operation *lastConcat = p.concats[0];
+      for (rt::KernelOp concat : p.concats)
+        if (lastConcat->isBeforeInBlock(concat))
+          lastConcat = concat;
+      SmallVector<Operation *, 3> concatOps(p.concats.begin(), p.concats.end());
+      if (rt::touchedBetween(backward, lastConcat, p.dqkv, /*reads=*/true,
+                             concatOps))
+        return;
       packed.push_back(std::move(p));
     }
 

@@ -46,6 +46,42 @@ inline llvm::SmallVector<mlir::Value> viewsOf(mlir::Value root) {
   return views;
 }
 
+// The arena an rt.view-rooted buffer lies in; null for an rt.alloc.
+inline mlir::Attribute arenaOf(mlir::Value buffer) {
+  auto view = rootBuffer(buffer).getDefiningOp<ViewOp>();
+  return view ? view.getArenaAttr() : mlir::Attribute();
+}
+
+// Whether an op strictly between `from` and `to` (one block, `from` first;
+// ops in `ignore` aside) may write `buffer` -- or, with `reads`, use it at
+// all: a kernel whose outputs (any operand, with `reads`) view the same
+// buffer, or lie in the same persistent arena (views there may overlap),
+// or any other op (a collective, an event) with such an operand. Buffer
+// definitions (rt.alloc, rt.view, rt.reshape) touch nothing.
+inline bool touchedBetween(mlir::Operation *from, mlir::Operation *to,
+                           mlir::Value buffer, bool reads,
+                           llvm::ArrayRef<mlir::Operation *> ignore = {}) {
+  mlir::Value root = rootBuffer(buffer);
+  mlir::Attribute arena = arenaOf(root);
+  auto aliases = [&](mlir::Value v) {
+    return rootBuffer(v) == root || (arena && arenaOf(v) == arena);
+  };
+  for (mlir::Operation *op = from->getNextNode(); op && op != to;
+       op = op->getNextNode()) {
+    if (mlir::isa<AllocOp, ViewOp, ReshapeOp>(op) ||
+        llvm::is_contained(ignore, op))
+      continue;
+    auto kernel = mlir::dyn_cast<KernelOp>(op);
+    mlir::ValueRange operands = kernel && !reads
+                                    ? mlir::ValueRange(kernel.getOutputs())
+                                    : mlir::ValueRange(op->getOperands());
+    for (mlir::Value v : operands)
+      if (mlir::isa<mlir::MemRefType>(v.getType()) && aliases(v))
+        return true;
+  }
+  return false;
+}
+
 } // namespace gptc::rt
 
 #endif // GPTC_COMPILER_TRANSFORMS_RTKERNELQUERIES_H

@@ -32,10 +32,10 @@ func.func @dual() {
 
 // -----
 
-// Left as two casts: another scale (delayed scaling's per-GEMM states),
-// the gradient written in between, and a forward activation whose
-// transposed cast comes after other GEMMs (its FP8 copy would live through
-// them).
+// Left as two casts, each case on its own buffers: another scale (delayed
+// scaling's per-GEMM states), the gradient written in between, the scale
+// written in between, and a forward activation whose transposed cast comes
+// after other GEMMs (its FP8 copy would live through them).
 // CHECK-LABEL: func.func @apart
 // CHECK-NOT: quantize_fp8_dual
 func.func @apart() {
@@ -47,11 +47,21 @@ func.func @apart() {
   %qt = rt.alloc : memref<64x32xf8E5M2>
   rt.kernel "quantize_fp8_transposed" ins(%g, %s2 : memref<32x64xbf16>, memref<f32>) outs(%qt : memref<64x32xf8E5M2>) consts [32, 64, 1, -1, 2]
 
+  %g2 = rt.alloc : memref<32x64xbf16>
   %q2 = rt.alloc : memref<32x64xf8E5M2>
-  rt.kernel "quantize_fp8" ins(%g, %s : memref<32x64xbf16>, memref<f32>) outs(%q2 : memref<32x64xf8E5M2>) consts [2048, 1, -1, 2]
-  rt.kernel "fill" outs(%g : memref<32x64xbf16>) consts [2048, 0.0]
+  rt.kernel "quantize_fp8" ins(%g2, %s : memref<32x64xbf16>, memref<f32>) outs(%q2 : memref<32x64xf8E5M2>) consts [2048, 1, -1, 2]
+  %flat = rt.reshape %g2 : memref<32x64xbf16> -> memref<2048xbf16>
+  rt.kernel "fill" outs(%flat : memref<2048xbf16>) consts [2048, 0.0]
   %qt2 = rt.alloc : memref<64x32xf8E5M2>
-  rt.kernel "quantize_fp8_transposed" ins(%g, %s : memref<32x64xbf16>, memref<f32>) outs(%qt2 : memref<64x32xf8E5M2>) consts [32, 64, 1, -1, 2]
+  rt.kernel "quantize_fp8_transposed" ins(%g2, %s : memref<32x64xbf16>, memref<f32>) outs(%qt2 : memref<64x32xf8E5M2>) consts [32, 64, 1, -1, 2]
+
+  %g3 = rt.alloc : memref<32x64xbf16>
+  %s3 = rt.alloc : memref<f32>
+  %q3 = rt.alloc : memref<32x64xf8E5M2>
+  rt.kernel "quantize_fp8" ins(%g3, %s3 : memref<32x64xbf16>, memref<f32>) outs(%q3 : memref<32x64xf8E5M2>) consts [2048, 1, -1, 2]
+  rt.kernel "fill" outs(%s3 : memref<f32>) consts [1, 2.0]
+  %qt3 = rt.alloc : memref<64x32xf8E5M2>
+  rt.kernel "quantize_fp8_transposed" ins(%g3, %s3 : memref<32x64xbf16>, memref<f32>) outs(%qt3 : memref<64x32xf8E5M2>) consts [32, 64, 1, -1, 2]
 
   %x = rt.alloc : memref<32x64xbf16>
   %qx = rt.alloc : memref<32x64xf8E4M3FN>
@@ -59,13 +69,11 @@ func.func @apart() {
   %w = rt.alloc : memref<48x64xf8E4M3FN>
   %y = rt.alloc : memref<32x48xbf16>
   rt.kernel "scaled_matmul" ins(%qx, %w, %s, %s : memref<32x64xf8E4M3FN>, memref<48x64xf8E4M3FN>, memref<f32>, memref<f32>) outs(%y : memref<32x48xbf16>) consts [1, 32, 48, 64, 0, 1, 0, 0, 0, 0, 0, 1, 2]
-  %other = rt.alloc : memref<32x48xbf16>
-  rt.kernel "scaled_matmul" ins(%qx, %w, %s, %s : memref<32x64xf8E4M3FN>, memref<48x64xf8E4M3FN>, memref<f32>, memref<f32>) outs(%other : memref<32x48xbf16>) consts [1, 32, 48, 64, 0, 1, 0, 0, 0, 0, 0, 1, 2]
-  %q3 = rt.alloc : memref<32x48xf8E4M3FN>
-  rt.kernel "quantize_fp8" ins(%y, %s : memref<32x48xbf16>, memref<f32>) outs(%q3 : memref<32x48xf8E4M3FN>) consts [1536, 0, -1, 2]
+  %q4 = rt.alloc : memref<32x48xf8E4M3FN>
+  rt.kernel "quantize_fp8" ins(%y, %s : memref<32x48xbf16>, memref<f32>) outs(%q4 : memref<32x48xf8E4M3FN>) consts [1536, 0, -1, 2]
   %w2 = rt.alloc : memref<16x48xf8E4M3FN>
   %z = rt.alloc : memref<32x16xbf16>
-  rt.kernel "scaled_matmul" ins(%q3, %w2, %s, %s : memref<32x48xf8E4M3FN>, memref<16x48xf8E4M3FN>, memref<f32>, memref<f32>) outs(%z : memref<32x16xbf16>) consts [1, 32, 16, 48, 0, 1, 0, 0, 0, 0, 0, 1, 2]
+  rt.kernel "scaled_matmul" ins(%q4, %w2, %s, %s : memref<32x48xf8E4M3FN>, memref<16x48xf8E4M3FN>, memref<f32>, memref<f32>) outs(%z : memref<32x16xbf16>) consts [1, 32, 16, 48, 0, 1, 0, 0, 0, 0, 0, 1, 2]
   %qxt = rt.alloc : memref<64x32xf8E4M3FN>
   rt.kernel "quantize_fp8_transposed" ins(%x, %s : memref<32x64xbf16>, memref<f32>) outs(%qxt : memref<64x32xf8E4M3FN>) consts [32, 64, 0, -1, 2]
   return

@@ -188,3 +188,69 @@ func.func @not_fused() {
   rt.kernel "gelu_fwd" ins(%yb : memref<2x16x64xbf16>) outs(%gb : memref<2x16x64xbf16>) consts [1024, 2, 2]
   return
 }
+
+// -----
+
+// FP8 bias not fused: the bias written through another view of its buffer
+// between the GEMM and the add.
+// CHECK-LABEL: func.func @fp8_bias_written
+// CHECK-NOT: scaled_matmul_bias
+func.func @fp8_bias_written() {
+  %a = rt.alloc : memref<16x32xf8E4M3FN>
+  %w = rt.alloc : memref<64x32xf8E4M3FN>
+  %sa = rt.alloc : memref<f32>
+  %sw = rt.alloc : memref<f32>
+  %b2 = rt.alloc : memref<1x64xf32>
+  %bias = rt.reshape %b2 : memref<1x64xf32> -> memref<64xf32>
+  rt.kernel "fill" outs(%bias : memref<64xf32>) consts [64, 1.0]
+  %d = rt.alloc : memref<16x64xbf16>
+  rt.kernel "scaled_matmul" ins(%a, %w, %sa, %sw : memref<16x32xf8E4M3FN>, memref<64x32xf8E4M3FN>, memref<f32>, memref<f32>) outs(%d : memref<16x64xbf16>) consts [1, 16, 64, 32, 0, 1, 0, 0, 0, 0, 0, 1, 2]
+  rt.kernel "fill" outs(%b2 : memref<1x64xf32>) consts [64, 2.0]
+  %y = rt.alloc : memref<16x64xbf16>
+  rt.kernel "add" ins(%d, %bias : memref<16x64xbf16>, memref<64xf32>) outs(%y : memref<16x64xbf16>) consts [16, 64, 1, 2, 1, 2]
+  return
+}
+
+// -----
+
+// Not fused, and the bias's param view stays where it was: written in
+// between, or through another view of the same param bytes.
+// CHECK-LABEL: func.func @fp8_bias_param_written
+// CHECK: rt.kernel "scaled_matmul"
+// CHECK-NEXT: %[[B:.*]] = rt.view @params[0]
+// CHECK-NEXT: rt.kernel "fill" outs(%[[B]]
+// CHECK-NOT: scaled_matmul_bias
+rt.arena @params params size = 256
+func.func @fp8_bias_param_written() {
+  %a = rt.alloc : memref<16x32xf8E4M3FN>
+  %w = rt.alloc : memref<64x32xf8E4M3FN>
+  %sa = rt.alloc : memref<f32>
+  %sw = rt.alloc : memref<f32>
+  %d = rt.alloc : memref<16x64xbf16>
+  rt.kernel "scaled_matmul" ins(%a, %w, %sa, %sw : memref<16x32xf8E4M3FN>, memref<64x32xf8E4M3FN>, memref<f32>, memref<f32>) outs(%d : memref<16x64xbf16>) consts [1, 16, 64, 32, 0, 1, 0, 0, 0, 0, 0, 1, 2]
+  %bias = rt.view @params[0] : memref<64xf32>
+  rt.kernel "fill" outs(%bias : memref<64xf32>) consts [64, 2.0]
+  %y = rt.alloc : memref<16x64xbf16>
+  rt.kernel "add" ins(%d, %bias : memref<16x64xbf16>, memref<64xf32>) outs(%y : memref<16x64xbf16>) consts [16, 64, 1, 2, 1, 2]
+  return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @fp8_bias_alias
+// CHECK-NOT: scaled_matmul_bias
+rt.arena @params params size = 256
+func.func @fp8_bias_alias() {
+  %a = rt.alloc : memref<16x32xf8E4M3FN>
+  %w = rt.alloc : memref<64x32xf8E4M3FN>
+  %sa = rt.alloc : memref<f32>
+  %sw = rt.alloc : memref<f32>
+  %bias = rt.view @params[0] : memref<64xf32>
+  %d = rt.alloc : memref<16x64xbf16>
+  rt.kernel "scaled_matmul" ins(%a, %w, %sa, %sw : memref<16x32xf8E4M3FN>, memref<64x32xf8E4M3FN>, memref<f32>, memref<f32>) outs(%d : memref<16x64xbf16>) consts [1, 16, 64, 32, 0, 1, 0, 0, 0, 0, 0, 1, 2]
+  %same = rt.view @params[0] : memref<64xf32>
+  rt.kernel "fill" outs(%same : memref<64xf32>) consts [64, 2.0]
+  %y = rt.alloc : memref<16x64xbf16>
+  rt.kernel "add" ins(%d, %bias : memref<16x64xbf16>, memref<64xf32>) outs(%y : memref<16x64xbf16>) consts [16, 64, 1, 2, 1, 2]
+  return
+}

@@ -83,3 +83,77 @@ func.func @apart() {
   rt.kernel "copy_blocks" ins(%dv : memref<2x8x32xbf16>) outs(%dqkv : memref<2x8x96xbf16>) consts [16, 32, 96, 32, 64, 0, 2]
   return
 }
+
+// -----
+
+// Not fused when the packed buffer is rewritten after the first split, even
+// when that split is k's.
+// CHECK-LABEL: func.func @order
+// CHECK-NOT: _packed
+func.func @order() {
+  %qkv = rt.alloc : memref<2x8x96xbf16>
+  rt.kernel "fill" outs(%qkv : memref<2x8x96xbf16>) consts [1536, 1.0]
+  %q = rt.alloc : memref<2x8x32xbf16>
+  %k = rt.alloc : memref<2x8x32xbf16>
+  %v = rt.alloc : memref<2x8x32xbf16>
+  rt.kernel "copy_blocks" ins(%qkv : memref<2x8x96xbf16>) outs(%k : memref<2x8x32xbf16>) consts [16, 32, 32, 96, 0, 32, 2]
+  rt.kernel "fill" outs(%qkv : memref<2x8x96xbf16>) consts [1536, 2.0]
+  rt.kernel "copy_blocks" ins(%qkv : memref<2x8x96xbf16>) outs(%q : memref<2x8x32xbf16>) consts [16, 32, 32, 96, 0, 0, 2]
+  rt.kernel "copy_blocks" ins(%qkv : memref<2x8x96xbf16>) outs(%v : memref<2x8x32xbf16>) consts [16, 32, 32, 96, 0, 64, 2]
+  %out = rt.alloc : memref<2x8x32xbf16>
+  %lse = rt.alloc : memref<2x4x8xf32>
+  rt.kernel "attention_fwd" ins(%q, %k, %v : memref<2x8x32xbf16>, memref<2x8x32xbf16>, memref<2x8x32xbf16>) outs(%out, %lse : memref<2x8x32xbf16>, memref<2x4x8xf32>) consts [2, 8, 32, 4, 1, 2]
+  return
+}
+
+// -----
+
+// Not fused when dqkv is read between its concats (the first being dv's).
+// CHECK-LABEL: func.func @concat_order
+// CHECK-NOT: _packed
+func.func @concat_order() {
+  %qkv = rt.alloc : memref<2x8x96xbf16>
+  rt.kernel "fill" outs(%qkv : memref<2x8x96xbf16>) consts [1536, 1.0]
+  %q = rt.alloc : memref<2x8x32xbf16>
+  %k = rt.alloc : memref<2x8x32xbf16>
+  %v = rt.alloc : memref<2x8x32xbf16>
+  rt.kernel "copy_blocks" ins(%qkv : memref<2x8x96xbf16>) outs(%q : memref<2x8x32xbf16>) consts [16, 32, 32, 96, 0, 0, 2]
+  rt.kernel "copy_blocks" ins(%qkv : memref<2x8x96xbf16>) outs(%k : memref<2x8x32xbf16>) consts [16, 32, 32, 96, 0, 32, 2]
+  rt.kernel "copy_blocks" ins(%qkv : memref<2x8x96xbf16>) outs(%v : memref<2x8x32xbf16>) consts [16, 32, 32, 96, 0, 64, 2]
+  %out = rt.alloc : memref<2x8x32xbf16>
+  %lse = rt.alloc : memref<2x4x8xf32>
+  rt.kernel "attention_fwd" ins(%q, %k, %v : memref<2x8x32xbf16>, memref<2x8x32xbf16>, memref<2x8x32xbf16>) outs(%out, %lse : memref<2x8x32xbf16>, memref<2x4x8xf32>) consts [2, 8, 32, 4, 1, 2]
+  %dout = rt.alloc : memref<2x8x32xbf16>
+  rt.kernel "fill" outs(%dout : memref<2x8x32xbf16>) consts [512, 1.0]
+  %dq = rt.alloc : memref<2x8x32xbf16>
+  %dk = rt.alloc : memref<2x8x32xbf16>
+  %dv = rt.alloc : memref<2x8x32xbf16>
+  %dqkv = rt.alloc : memref<2x8x96xbf16>
+  rt.kernel "fill" outs(%dqkv : memref<2x8x96xbf16>) consts [1536, 0.0]
+  rt.kernel "attention_bwd" ins(%dout, %q, %k, %v, %out, %lse : memref<2x8x32xbf16>, memref<2x8x32xbf16>, memref<2x8x32xbf16>, memref<2x8x32xbf16>, memref<2x8x32xbf16>, memref<2x4x8xf32>) outs(%dq, %dk, %dv : memref<2x8x32xbf16>, memref<2x8x32xbf16>, memref<2x8x32xbf16>) consts [2, 8, 32, 4, 1, 2]
+  rt.kernel "copy_blocks" ins(%dv : memref<2x8x32xbf16>) outs(%dqkv : memref<2x8x96xbf16>) consts [16, 32, 96, 32, 64, 0, 2]
+  %m = rt.alloc : memref<f32>
+  rt.kernel "amax" ins(%dqkv : memref<2x8x96xbf16>) outs(%m : memref<f32>) consts [1536, 2]
+  rt.kernel "copy_blocks" ins(%dq : memref<2x8x32xbf16>) outs(%dqkv : memref<2x8x96xbf16>) consts [16, 32, 96, 32, 0, 0, 2]
+  rt.kernel "copy_blocks" ins(%dk : memref<2x8x32xbf16>) outs(%dqkv : memref<2x8x96xbf16>) consts [16, 32, 96, 32, 32, 0, 2]
+  return
+}
+
+// -----
+
+// Not fused (and no crash) when a split comes after the attention.
+// CHECK-LABEL: func.func @late_split
+// CHECK-NOT: _packed
+func.func @late_split() {
+  %qkv = rt.alloc : memref<2x8x96xbf16>
+  %q = rt.alloc : memref<2x8x32xbf16>
+  %k = rt.alloc : memref<2x8x32xbf16>
+  %v = rt.alloc : memref<2x8x32xbf16>
+  %out = rt.alloc : memref<2x8x32xbf16>
+  %lse = rt.alloc : memref<2x4x8xf32>
+  rt.kernel "copy_blocks" ins(%qkv : memref<2x8x96xbf16>) outs(%k : memref<2x8x32xbf16>) consts [16, 32, 32, 96, 0, 32, 2]
+  rt.kernel "copy_blocks" ins(%qkv : memref<2x8x96xbf16>) outs(%v : memref<2x8x32xbf16>) consts [16, 32, 32, 96, 0, 64, 2]
+  rt.kernel "attention_fwd" ins(%q, %k, %v : memref<2x8x32xbf16>, memref<2x8x32xbf16>, memref<2x8x32xbf16>) outs(%out, %lse : memref<2x8x32xbf16>, memref<2x4x8xf32>) consts [2, 8, 32, 4, 1, 2]
+  rt.kernel "copy_blocks" ins(%qkv : memref<2x8x96xbf16>) outs(%q : memref<2x8x32xbf16>) consts [16, 32, 32, 96, 0, 0, 2]
+  return
+}
