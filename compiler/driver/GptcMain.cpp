@@ -104,10 +104,8 @@ void printMemory(ModuleOp module, StringRef precision, int64_t microBatch,
       activations = arena.getSize();
   }
   os << "memory (" << precision << ", micro-batch " << microBatch << " x "
-     << seq
-     << "): peak activations " << mebibytes(activations) << ", total "
-     << mebibytes(total) << " (params, grads, AdamW moments, inputs, "
-     << "activations)\n";
+     << seq << "): peak activations " << mebibytes(activations) << ", total "
+     << mebibytes(total) << " (every arena, below)\n";
   for (auto arena : module.getOps<rt::ArenaOp>())
     os << "  " << llvm::left_justify(arena.getSymName(), 12)
        << llvm::right_justify(mebibytes(arena.getSize()), 14) << "\n";
@@ -275,6 +273,15 @@ int gptcMain(int argc, char **argv) {
                      "each output gradient in one read (rt-fuse-dual-cast; "
                      "default true). =false keeps two casts, with the same "
                      "codes"),
+      llvm::cl::init(true), llvm::cl::cat(category));
+  llvm::cl::opt<bool> cacheWeightCasts(
+      "cache-weight-casts",
+      llvm::cl::desc("Make the parameters' bf16 and FP8 copies in a "
+                     "cast_weights entry that the runtime runs once per "
+                     "optimizer step, not in every micro-step's train_step "
+                     "(rt-cache-weight-casts; default true): the copies "
+                     "persist in a weight_cache arena. =false casts them in "
+                     "each train_step, with the same numbers"),
       llvm::cl::init(true), llvm::cl::cat(category));
   llvm::cl::opt<bool> bf16Gemm(
       "bf16-gemm",
@@ -485,6 +492,8 @@ int gptcMain(int argc, char **argv) {
         lower.addPass(createRtFuseClassifier());
       if (fuseDualCasts)
         lower.addPass(createRtFuseDualCast());
+      if (cacheWeightCasts)
+        lower.addPass(createRtCacheWeightCasts());
       lower.addPass(createRtPlanMemory());
       if (failed(lower.run(work)))
         return 1;

@@ -47,6 +47,8 @@ pb::ArenaKind kindOf(rt::ArenaKind kind) {
     return pb::FP8_STATE;
   case rt::ArenaKind::Inputs:
     return pb::INPUTS;
+  case rt::ArenaKind::WeightCache:
+    return pb::WEIGHT_CACHE;
   }
   return pb::ARENA_KIND_UNSPECIFIED;
 }
@@ -96,7 +98,7 @@ public:
       pb::Entry *entry = entryFor(m, func.getName());
       if (!entry) {
         func.emitOpError("is not an entry point the runtime knows (train_step, "
-                         "eval_step, logits, optimizer_step)");
+                         "eval_step, logits, optimizer_step, cast_weights)");
         return failure();
       }
       if (failed(addEntry(entry, func)))
@@ -105,11 +107,16 @@ public:
         readOptimizer(m.mutable_optimizer(), func);
       if (func.getName() == "train_step") {
         m.set_seq(seqOf(m.train_step()));
-        if (failed(addFp8Stats(m, func)))
-          return failure();
         addGradBuckets(m, func);
       }
     }
+    // The casts rt-cache-weight-casts moved keep their statistics slots.
+    SmallVector<func::FuncOp> casting;
+    for (StringRef name : {"train_step", "cast_weights"})
+      if (auto func = module.lookupSymbol<func::FuncOp>(name))
+        casting.push_back(func);
+    if (failed(addFp8Stats(m, casting)))
+      return failure();
     std::string bytes;
     if (!m.SerializeToString(&bytes)) {
       module.emitError("could not serialize the manifest");
@@ -124,6 +131,8 @@ private:
     if (name == "eval_step") return m.mutable_eval_step();
     if (name == "logits") return m.mutable_logits();
     if (name == "optimizer_step") return m.mutable_optimizer_step();
+    if (name == "cast_weights")
+      return m.mutable_cast_weights();
     return nullptr;
   }
 
@@ -191,14 +200,18 @@ private:
   /// dictionary describing the kernel's FP8 output, or -- for a kernel
   /// that writes several casts, rt-fuse-dual-cast's -- an array with one
   /// per output, empty for an output without a slot), in slot order.
-  static LogicalResult addFp8Stats(pb::Manifest &m, func::FuncOp func) {
+  static LogicalResult addFp8Stats(pb::Manifest &m,
+                                   ArrayRef<func::FuncOp> funcs) {
     struct Described {
       int64_t slot;
       DictionaryAttr stat;
       Value output;
     };
     std::vector<Described> all;
-    for (auto kernel : func.getOps<rt::KernelOp>()) {
+    SmallVector<rt::KernelOp> kernels;
+    for (func::FuncOp func : funcs)
+      llvm::append_range(kernels, func.getOps<rt::KernelOp>());
+    for (rt::KernelOp kernel : kernels) {
       Attribute attr = kernel->getAttr("rt.fp8_stat");
       if (!attr)
         continue;
@@ -247,7 +260,7 @@ private:
     });
     for (const Described &d : all) {
       if (d.slot != m.fp8_stats_size())
-        return func.emitOpError()
+        return func::FuncOp(funcs.front()).emitOpError()
                << "has FP8 statistics slots that are not 0, 1, ... (slot "
                << d.slot << " where " << m.fp8_stats_size()
                << " was expected); run rt-bufferize to number them";

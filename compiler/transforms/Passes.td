@@ -497,6 +497,43 @@ def RtFuseQkvAttention : Pass<"rt-fuse-qkv-attention", "::mlir::ModuleOp"> {
   ];
 }
 
+def RtCacheWeightCasts : Pass<"rt-cache-weight-casts", "::mlir::ModuleOp"> {
+  let summary = "Makes the parameters' bf16 and FP8 copies once per optimizer step";
+  let description = [{
+    Runs after the rt fusions, before rt-plan-memory. In train_step, the
+    kernels that derive values from the parameters alone -- `convert` to
+    bf16, and for current or rowwise FP8 scaling `amax`, `scale_from_amax`,
+    `quantize_fp8` (and their `_transposed`, `_dual` and rowwise forms) -- move into
+    a new entry point `@cast_weights`, in their order, identical ones made
+    once. The results that train_step, eval_step or logits read live in a
+    new persistent `@weight_cache` arena (kind weight_cache, at
+    `alignment`); the intermediate ones (an amax feeding only its scale)
+    stay activations of cast_weights. eval_step and logits read the cache
+    where they would make an identical copy (the same kernel, constants,
+    attributes and parameter bytes); their other casts stay. A cast whose
+    input is not a parameter or such a copy -- a delayed-scaling cast,
+    whose scale comes from the FP8 state that train_step updates -- stays.
+    The runtime runs cast_weights before an entry that reads the cache
+    whenever the parameters may have changed since (after
+    initialisation, a checkpoint load, optimizer_step), and before each
+    train_step that collects FP8 statistics, whose slots the weights'
+    casts fill: under gradient accumulation the weights are cast once per
+    optimizer step rather than once per micro-step (as TransformerEngine's
+    first-micro-batch weight caching), with the same numbers.
+    `gptc --cache-weight-casts=false` leaves this pass out.
+  }];
+  let dependentDialects = ["::gptc::rt::RtDialect",
+                           "::mlir::func::FuncDialect"];
+  let options = [
+    Option<"alignment", "alignment", "int64_t", "256",
+           "Byte alignment of every buffer in the weight_cache arena">,
+  ];
+  let statistics = [
+    Statistic<"hoisted", "hoisted", "casts moved into cast_weights">,
+    Statistic<"cachedBytes", "cached-bytes", "bytes of the weight_cache arena">,
+  ];
+}
+
 def RtPlanMemory : Pass<"rt-plan-memory", "::mlir::ModuleOp"> {
   let summary = "Places every rt.alloc in one activation arena by liveness";
   let description = [{

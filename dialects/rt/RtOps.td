@@ -35,7 +35,8 @@ def Rt_ArenaKind : I32EnumAttr<"ArenaKind", "what an arena holds", [
     I32EnumAttrCase<"Grads", 2, "grads">,
     I32EnumAttrCase<"Optimizer", 3, "optimizer">,
     I32EnumAttrCase<"Fp8State", 4, "fp8_state">,
-    I32EnumAttrCase<"Inputs", 5, "inputs">]> {
+    I32EnumAttrCase<"Inputs", 5, "inputs">,
+    I32EnumAttrCase<"WeightCache", 6, "weight_cache">]> {
   let cppNamespace = "::gptc::rt";
 }
 

@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below or the manifest's meaning changes. */
-#define GPTRT_ABI_VERSION 21
+#define GPTRT_ABI_VERSION 22
 
 typedef struct gptrt_context gptrt_context;
 
@@ -28,7 +28,9 @@ typedef struct gptrt_context gptrt_context;
 /* const uint8_t *gpt_manifest(uint64_t *size);   serialized Manifest proto
  * uint32_t gpt_abi_version(void);
  * void gpt_train_step(gptrt_context *);  void gpt_eval_step(gptrt_context *);
- * void gpt_logits(gptrt_context *);      void gpt_optimizer_step(gptrt_context *); */
+ * void gpt_logits(gptrt_context *);      void gpt_optimizer_step(gptrt_context
+ * *); void gpt_cast_weights(gptrt_context *);  optional: fills the WEIGHT_CACHE
+ *   arena from the parameters (rt-cache-weight-casts) */
 
 /* --- Context ------------------------------------------------------------*/
 /* Base address of arena `index` (Manifest.arenas order). */

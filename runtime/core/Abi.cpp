@@ -27,6 +27,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 // Exported even if the build ever switches to -fvisibility=hidden.
@@ -192,7 +193,11 @@ GPTRT_EXPORT void *gptrt_arena_base(gptrt_context *ctx, int64_t index) {
           std::to_string(static_cast<int64_t>(c.numArenas()) - 1) +
           " (the manifest's arenas): the artifact disagrees with its own "
           "manifest; rebuild it with a fixed gptc");
-  return c.arenaBase(static_cast<size_t>(index));
+  // Only optimizer_step writes parameters from generated code, and
+  // Artifact::run outdates the weight cache around it: entries reading the
+  // parameters must not.
+  return const_cast<void *>(
+      std::as_const(c).arenaBase(static_cast<size_t>(index)));
 }
 
 GPTRT_EXPORT void gptrt_step_scalar(gptrt_context *ctx, float *out,

@@ -156,6 +156,23 @@ EntryFn Artifact::entry(EntryKind kind) const {
 }
 
 void Artifact::run(EntryKind kind, Context &ctx) const {
+  const bool readsCache = kind == EntryKind::TrainStep ||
+                          kind == EntryKind::EvalStep ||
+                          kind == EntryKind::Logits;
+  // The weights' casts fill FP8 statistics slots: a collecting train_step
+  // counts them as it did when train_step made them itself.
+  if (readsCache && hasEntry(EntryKind::CastWeights) &&
+      (!ctx.weightCacheCurrent() ||
+       (kind == EntryKind::TrainStep && ctx.collectingFp8Stats())))
+    run(EntryKind::CastWeights, ctx);
+  if (kind == EntryKind::OptimizerStep)
+    ctx.setWeightCacheCurrent(false);
+  runEntry(kind, ctx);
+  if (kind == EntryKind::CastWeights)
+    ctx.setWeightCacheCurrent(true);
+}
+
+void Artifact::runEntry(EntryKind kind, Context &ctx) const {
   EntryFn fn = entry(kind);
   if (!ctx.matches(*manifest_))
     throw std::runtime_error(

@@ -9,6 +9,7 @@
 #include "runtime/abi/manifest.pb.h"
 #include "runtime/core/ManifestCheck.h"
 
+#include <iterator>
 #include <memory>
 #include <string>
 
@@ -42,15 +43,20 @@ public:
 
   // Calls the entry point on ctx (made from this manifest) and throws
   // std::runtime_error if a gptrt_* call inside it recorded an error.
+  // Before train_step, eval_step or logits it first runs cast_weights (when
+  // the artifact has one) if ctx's weight cache is not current -- the
+  // parameters were written since -- or, before train_step, while ctx
+  // collects FP8 statistics; optimizer_step outdates the cache.
   void run(EntryKind kind, Context &ctx) const;
 
 private:
   void close();
+  void runEntry(EntryKind kind, Context &ctx) const;
 
   std::string path_;
   void *handle_ = nullptr;
   std::unique_ptr<gptc::manifest::Manifest> manifest_;
-  EntryFn entries_[4] = {nullptr, nullptr, nullptr, nullptr};
+  EntryFn entries_[std::size(kAllEntries)] = {};
 };
 
 } // namespace gptrt

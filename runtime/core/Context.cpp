@@ -38,7 +38,8 @@ namespace {
 std::vector<ArenaSpec> arenaSpecs(const gptc::manifest::Manifest &manifest) {
   std::vector<ArenaSpec> specs;
   for (const auto &a : manifest.arenas())
-    specs.push_back({a.name(), a.size(), a.alignment()});
+    specs.push_back({a.name(), a.size(), a.alignment(),
+                     a.kind() == gptc::manifest::PARAMS});
   return specs;
 }
 
@@ -49,8 +50,11 @@ Context::Context(Device device, const std::vector<ArenaSpec> &arenas)
   // Throws the one-line reason when there is no GPU or no backend.
   if (device == Device::Cuda)
     cuda_ = cuda::openDevice();
-  for (const ArenaSpec &spec : arenas)
+  for (const ArenaSpec &spec : arenas) {
+    if (spec.params)
+      paramsArena_ = arenas_.size();
     arenas_.push_back(allocate(spec));
+  }
 }
 
 Context::Arena Context::allocate(const ArenaSpec &spec) {
@@ -153,6 +157,8 @@ Context::~Context() {
 }
 
 void *Context::arenaBase(size_t index) {
+  if (index == paramsArena_)
+    weightCacheCurrent_ = false;
   return const_cast<void *>(std::as_const(*this).arenaBase(index));
 }
 
@@ -210,6 +216,8 @@ const void *Context::data(const gptc::manifest::Buffer &buffer) const {
 }
 
 void *Context::data(const gptc::manifest::Buffer &buffer) {
+  if (buffer.arena() == paramsArena_)
+    weightCacheCurrent_ = false;
   return const_cast<void *>(std::as_const(*this).data(buffer));
 }
 

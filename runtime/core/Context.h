@@ -90,6 +90,9 @@ struct ArenaSpec {
   std::string name;
   uint64_t size = 0;
   uint64_t alignment = 0;
+  // Holds the parameters: a mutable arenaBase() of it outdates the weight
+  // cache (weightCacheCurrent).
+  bool params = false;
 };
 
 constexpr uint64_t kDefaultArenaAlignment = 64;
@@ -121,6 +124,8 @@ public:
   // Arena addresses are device pointers on Cuda: host code must move data
   // with copyIn/copyOut below, never dereference them.
   // Throw std::out_of_range naming the index and the arena count.
+  // The mutable forms of arenaBase and data outdate the weight cache when
+  // they reach the parameters' arena.
   void *arenaBase(size_t index);
   const void *arenaBase(size_t index) const;
   uint64_t arenaSize(size_t index) const;
@@ -134,6 +139,14 @@ public:
   // when the arena index or the buffer's extent is out of range.
   void *data(const gptc::manifest::Buffer &buffer);
   const void *data(const gptc::manifest::Buffer &buffer) const;
+
+  // Whether the WEIGHT_CACHE arena (rt-cache-weight-casts) holds the casts
+  // of the current parameters. False at first and after any mutable access
+  // to the parameters' arena; Artifact::run sets it after cast_weights and
+  // clears it before optimizer_step (which writes the parameters from
+  // generated code, through gptrt_arena_base, which does not clear it).
+  bool weightCacheCurrent() const { return weightCacheCurrent_; }
+  void setWeightCacheCurrent(bool current) { weightCacheCurrent_ = current; }
 
   // The scalars gptrt_step_scalar hands out, set by the runner before each
   // entry call. Defaults: loss scale 1, learning rate 0, step 0 (AdamW then
@@ -244,6 +257,8 @@ private:
   void uploadStepScalars();
   bool lastMicroStep_ = true;
   std::vector<Fp8CastStats> fp8Stats_;
+  size_t paramsArena_ = SIZE_MAX;
+  bool weightCacheCurrent_ = false;
 };
 
 } // namespace gptrt

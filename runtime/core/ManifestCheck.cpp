@@ -27,6 +27,8 @@ const char *entryName(EntryKind kind) {
     return "logits";
   case EntryKind::OptimizerStep:
     return "optimizer_step";
+  case EntryKind::CastWeights:
+    return "cast_weights";
   }
   return "?";
 }
@@ -41,6 +43,8 @@ const mf::Entry &entrySpec(const mf::Manifest &m, EntryKind kind) {
     return m.logits();
   case EntryKind::OptimizerStep:
     return m.optimizer_step();
+  case EntryKind::CastWeights:
+    return m.cast_weights();
   }
   throw std::logic_error("entrySpec: bad EntryKind");
 }
@@ -163,6 +167,8 @@ const char *arenaKindName(mf::ArenaKind kind) {
     return "FP8_STATE";
   case mf::INPUTS:
     return "INPUTS";
+  case mf::WEIGHT_CACHE:
+    return "WEIGHT_CACHE";
   default:
     return "ARENA_KIND_UNSPECIFIED";
   }
@@ -223,7 +229,8 @@ private:
                                a.name() + "')";
       if (a.kind() == mf::ARENA_KIND_UNSPECIFIED)
         fail(what + " kind", "ARENA_KIND_UNSPECIFIED",
-             "one of ACTIVATIONS, PARAMS, GRADS, OPTIMIZER, FP8_STATE, INPUTS");
+             "one of ACTIVATIONS, PARAMS, GRADS, OPTIMIZER, FP8_STATE, INPUTS, "
+             "WEIGHT_CACHE");
       const uint64_t align = a.alignment();
       if (align != 0 && (align & (align - 1)) != 0)
         fail(what + " alignment", std::to_string(align),

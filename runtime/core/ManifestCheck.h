@@ -14,12 +14,21 @@
 
 namespace gptrt {
 
-enum class EntryKind { TrainStep, EvalStep, Logits, OptimizerStep };
-constexpr EntryKind kAllEntries[] = {EntryKind::TrainStep, EntryKind::EvalStep,
-                                     EntryKind::Logits,
-                                     EntryKind::OptimizerStep};
+// CastWeights is optional (rt-cache-weight-casts): it fills the
+// WEIGHT_CACHE arena that the other entries read.
+enum class EntryKind {
+  TrainStep,
+  EvalStep,
+  Logits,
+  OptimizerStep,
+  CastWeights
+};
+constexpr EntryKind kAllEntries[] = {
+    EntryKind::TrainStep, EntryKind::EvalStep, EntryKind::Logits,
+    EntryKind::OptimizerStep, EntryKind::CastWeights};
 
-// "train_step", "eval_step", "logits", "optimizer_step" (the field names).
+// "train_step", "eval_step", "logits", "optimizer_step", "cast_weights"
+// (the field names).
 const char *entryName(EntryKind kind);
 const gptc::manifest::Entry &entrySpec(const gptc::manifest::Manifest &m,
                                        EntryKind kind);

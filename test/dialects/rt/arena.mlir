@@ -10,6 +10,7 @@
 // CHECK-NEXT:  rt.arena @amax fp8_state size = 0 {note = "extra"}{{$}}
 // CHECK-NEXT:  rt.arena @inputs inputs size = 2048{{$}}
 // CHECK-NEXT:  rt.arena @targets inputs size = 1024 alignment = 8{{$}}
+// CHECK-NEXT:  rt.arena @cache weight_cache size = 512{{$}}
 rt.arena @act activations size = 1024
 rt.arena @params params size = 4096 alignment = 64
 rt.arena @grads grads size = 4096 alignment = 256
@@ -17,6 +18,7 @@ rt.arena @adam optimizer size = 8192 alignment = 1
 rt.arena @amax fp8_state size = 0 {note = "extra"}
 rt.arena @inputs inputs size = 2048
 rt.arena @targets inputs size = 1024 alignment = 8
+rt.arena @cache weight_cache size = 512
 
 // -----
 
@@ -57,5 +59,5 @@ rt.arena @a activations size = 1024 alignment = -9223372036854775808
 
 // -----
 
-// expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'kind' [activations, params, grads, optimizer, fp8_state, inputs]}}
+// expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'kind' [activations, params, grads, optimizer, fp8_state, inputs, weight_cache]}}
 rt.arena @a scratch size = 1024

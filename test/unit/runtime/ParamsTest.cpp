@@ -231,6 +231,35 @@ TEST(ParamsTest, ImportErrors) {
                "D0 D1 ...'");
 }
 
+// Artifact::run refreshes the weight cache (cast_weights) only when the
+// parameters may have changed: any mutable access to their arena says so,
+// reads, other arenas and generated code's gptrt_arena_base do not.
+TEST(ParamsTest, WritingTheParamsOutdatesTheWeightCache) {
+  const mf::Manifest m = fixtureManifest();
+  Context ctx(m);
+  EXPECT_FALSE(ctx.weightCacheCurrent());
+  ctx.setWeightCacheCurrent(true);
+  const Context &reader = ctx;
+  reader.arenaBase(FX_PARAMS);
+  reader.data(findParam(m, "wte")->value());
+  ctx.arenaBase(FX_GRADS);
+  ctx.data(findParam(m, "wte")->grad());
+  gptrt_arena_base(ctx.handle(), FX_PARAMS);
+  std::vector<int32_t> tokens(FX_N, 1), targets(FX_N, 2);
+  writeBatch(ctx, m, EntryKind::TrainStep, tokens.data(), targets.data(), FX_B,
+             FX_T);
+  EXPECT_TRUE(ctx.weightCacheCurrent());
+
+  initParams(m, ctx, 1);
+  EXPECT_FALSE(ctx.weightCacheCurrent());
+  ctx.setWeightCacheCurrent(true);
+  ctx.data(findParam(m, "head.bias")->value());
+  EXPECT_FALSE(ctx.weightCacheCurrent());
+  ctx.setWeightCacheCurrent(true);
+  ctx.zeroArena(FX_PARAMS);
+  EXPECT_FALSE(ctx.weightCacheCurrent());
+}
+
 // ------------------------------------------------------------ inputs/outputs
 
 TEST(IoTest, WriteBatchFillsTokensAndTargets) {
