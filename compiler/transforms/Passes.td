@@ -441,11 +441,17 @@ def RtFuseClassifier : Pass<"rt-fuse-classifier", "::mlir::ModuleOp"> {
     write the logits or targets or touch the loss and lse (only buffer
     definitions and unrelated kernels are allowed). On the CPU the fused
     kernel runs the two kernels, with the same numbers.
+    When an `amax` of the whole gradient follows (an FP8 lm_head reads
+    it), it becomes `cross_entropy_fwd_bwd_amax`: on a GPU the amax is
+    taken as the gradient is stored, sparing a read of it. The gradient
+    must not be written, nor the amax's buffer touched, in between.
     `gptc --fuse-classifier=false` leaves this pass out.
   }];
   let dependentDialects = ["::gptc::rt::RtDialect"];
   let statistics = [
     Statistic<"fused", "fused", "cross-entropy forward/backward pairs fused">,
+    Statistic<"amaxFused", "amax-fused",
+              "amaxes of the logits' gradient taken by the fused kernel">,
   ];
 }
 

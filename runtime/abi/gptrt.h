@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below or the manifest's meaning changes. */
-#define GPTRT_ABI_VERSION 22
+#define GPTRT_ABI_VERSION 23
 
 typedef struct gptrt_context gptrt_context;
 
@@ -247,6 +247,17 @@ void gptrt_cross_entropy_fwd_bwd(gptrt_context *ctx, const float *dloss,
                                  int64_t rows, int64_t vocab,
                                  int64_t padded_vocab, int64_t ignore_index,
                                  int64_t dtype);
+/* The same, and amax: one f32, gptrt_amax of dlogits as stored (rows x
+ * padded_vocab values), which a GPU takes as the kernel writes them
+ * instead of reading the largest activation of the step again
+ * (rt-fuse-classifier, when an FP8 GEMM reads the logits' gradient). */
+void gptrt_cross_entropy_fwd_bwd_amax(gptrt_context *ctx, const float *dloss,
+                                      const void *logits,
+                                      const int32_t *targets, float *loss,
+                                      float *lse, void *dlogits, float *amax,
+                                      int64_t rows, int64_t vocab,
+                                      int64_t padded_vocab,
+                                      int64_t ignore_index, int64_t dtype);
 
 /* out: one f32, sqrt(sum of squares of x). */
 void gptrt_global_norm(gptrt_context *ctx, const float *x, float *out,

@@ -1444,16 +1444,20 @@ GPTRT_EXPORT void gptrt_cross_entropy_bwd(gptrt_context *ctx,
   });
 }
 
-GPTRT_EXPORT void
-gptrt_cross_entropy_fwd_bwd(gptrt_context *ctx, const float *dloss,
-                            const void *logits, const int32_t *targets,
-                            float *loss, float *lse, void *dlogits,
-                            int64_t rows, int64_t vocab, int64_t padded_vocab,
-                            int64_t ignore_index, int64_t dtype) {
+namespace {
+
+// gptrt_cross_entropy_fwd_bwd and its _amax form (amax null without).
+void crossEntropyFwdBwd(gptrt_context *ctx, const char *name,
+                        const float *dloss, const void *logits,
+                        const int32_t *targets, float *loss, float *lse,
+                        void *dlogits, float *amax, int64_t rows, int64_t vocab,
+                        int64_t padded_vocab, int64_t ignore_index,
+                        int64_t dtype) {
   guarded(
-      ctx, "gptrt_cross_entropy_fwd_bwd",
+      ctx, name,
       [&](Context &c) {
-        // The CPU has no memory traffic to save: the two kernels, in order.
+        // The CPU has no memory traffic to save: the two kernels, in order,
+        // then gptrt_amax's reduction of the stored gradient.
         requireNonNegative(rows, "rows");
         requireNonNegative(padded_vocab, "padded_vocab");
         const int64_t n = rows * padded_vocab;
@@ -1464,12 +1468,39 @@ gptrt_cross_entropy_fwd_bwd(gptrt_context *ctx, const float *dloss,
         cpu::crossEntropyBackward(f32[1], f32[0], lse, targets, dloss[0], rows,
                                   vocab, padded_vocab, ignore_index);
         f32.finish();
+        if (amax) {
+          F32Staging stored(c, {{dlogits, dtype, n, false, "dtype"}});
+          *amax = amaxOf(stored[0], n);
+        }
       },
       [&](Context &, Gpu &g) {
         requireStorageDtype(dtype, "dtype");
-        g.crossEntropyFused(dloss, logits, targets, loss, lse, dlogits, dtype,
-                            rows, vocab, padded_vocab, ignore_index);
+        g.crossEntropyFused(dloss, logits, targets, loss, lse, dlogits, amax,
+                            dtype, rows, vocab, padded_vocab, ignore_index);
       });
+}
+
+} // namespace
+
+GPTRT_EXPORT void
+gptrt_cross_entropy_fwd_bwd(gptrt_context *ctx, const float *dloss,
+                            const void *logits, const int32_t *targets,
+                            float *loss, float *lse, void *dlogits,
+                            int64_t rows, int64_t vocab, int64_t padded_vocab,
+                            int64_t ignore_index, int64_t dtype) {
+  crossEntropyFwdBwd(ctx, "gptrt_cross_entropy_fwd_bwd", dloss, logits, targets,
+                     loss, lse, dlogits, nullptr, rows, vocab, padded_vocab,
+                     ignore_index, dtype);
+}
+
+GPTRT_EXPORT void gptrt_cross_entropy_fwd_bwd_amax(
+    gptrt_context *ctx, const float *dloss, const void *logits,
+    const int32_t *targets, float *loss, float *lse, void *dlogits, float *amax,
+    int64_t rows, int64_t vocab, int64_t padded_vocab, int64_t ignore_index,
+    int64_t dtype) {
+  crossEntropyFwdBwd(ctx, "gptrt_cross_entropy_fwd_bwd_amax", dloss, logits,
+                     targets, loss, lse, dlogits, amax, rows, vocab,
+                     padded_vocab, ignore_index, dtype);
 }
 
 GPTRT_EXPORT void gptrt_global_norm(gptrt_context *ctx, const float *x,
@@ -2118,6 +2149,7 @@ const std::vector<AbiSymbol> &abiSymbols() {
       GPTRT_SYM(gptrt_cross_entropy_fwd),
       GPTRT_SYM(gptrt_cross_entropy_bwd),
       GPTRT_SYM(gptrt_cross_entropy_fwd_bwd),
+      GPTRT_SYM(gptrt_cross_entropy_fwd_bwd_amax),
       GPTRT_SYM(gptrt_global_norm),
       GPTRT_SYM(gptrt_clip_scale),
       GPTRT_SYM(gptrt_adamw),

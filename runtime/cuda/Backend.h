@@ -176,11 +176,12 @@ public:
                                     int64_t rows, int64_t vocab,
                                     int64_t paddedVocab,
                                     int64_t ignoreIndex) = 0;
-  // Both of the above in one pass over each row (gptrt_cross_entropy_fwd_bwd).
+  // Both of the above in one pass over each row (gptrt_cross_entropy_fwd_bwd);
+  // amax, when not null, gets gptrt_amax of the stored dlogits (_amax).
   virtual void crossEntropyFused(const float *dloss, const void *logits,
                                  const int32_t *targets, float *loss,
-                                 float *lse, void *dlogits, int64_t dtype,
-                                 int64_t rows, int64_t vocab,
+                                 float *lse, void *dlogits, float *amax,
+                                 int64_t dtype, int64_t rows, int64_t vocab,
                                  int64_t paddedVocab, int64_t ignoreIndex) = 0;
   virtual void globalNorm(const float *x, float *out, int64_t n) = 0;
   virtual void clipScale(const float *norm, float *out, float maxNorm) = 0;

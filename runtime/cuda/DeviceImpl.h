@@ -174,8 +174,8 @@ public:
                             int64_t ignoreIndex) override;
   void crossEntropyFused(const float *dloss, const void *logits,
                          const int32_t *targets, float *loss, float *lse,
-                         void *dlogits, int64_t dtype, int64_t rows,
-                         int64_t vocab, int64_t paddedVocab,
+                         void *dlogits, float *amax, int64_t dtype,
+                         int64_t rows, int64_t vocab, int64_t paddedVocab,
                          int64_t ignoreIndex) override;
   void globalNorm(const float *x, float *out, int64_t n) override;
   void clipScale(const float *norm, float *out, float maxNorm) override;

@@ -4,6 +4,7 @@
 // probability from it while it writes the gradient. Logits and their
 // gradient are f32 or bf16 storage (Storage.cuh); the arithmetic is f32.
 #include "runtime/cuda/DeviceImpl.h"
+#include "runtime/cuda/Fp8Sink.cuh"
 #include "runtime/cuda/Reduce.cuh"
 #include "runtime/cuda/Storage.cuh"
 
@@ -120,10 +121,12 @@ __global__ void crossEntropyBackwardKernel(
 // every thread walks the same elements in the same order as there: the
 // same numbers bit for bit.
 template <bool Vec>
-__global__ void crossEntropyFusedKernel(
-    const float *dloss, Storage logits, const int32_t *targets,
-    const long long *count, float *lse, float *rowLoss, int *counted,
-    Storage dlogits, int64_t vocab, int64_t paddedVocab, int64_t ignoreIndex) {
+__global__ void
+crossEntropyFusedKernel(const float *dloss, Storage logits,
+                        const int32_t *targets, const long long *count,
+                        float *lse, float *rowLoss, int *counted,
+                        Storage dlogits, int64_t vocab, int64_t paddedVocab,
+                        int64_t ignoreIndex, Fp8Sink sink) {
   const int64_t r = blockIdx.x, row = r * paddedVocab;
   MaxSum acc{-INFINITY, 0.0f};
   int64_t scalarFrom = 0;
@@ -171,6 +174,8 @@ __global__ void crossEntropyFusedKernel(
   const long long c = *count;
   const bool zeroRow = !isCounted || c == 0;
   const float factor = zeroRow ? 0.0f : float(double(*dloss) / double(c));
+  // The amax of the stored gradient (_amax): no codes, so no index.
+  unsigned mx = 0;
   if constexpr (Vec) {
     const Bf16x8 *x8 = reinterpret_cast<const Bf16x8 *>(
         static_cast<const __nv_bfloat16 *>(logits.data) + row);
@@ -194,7 +199,14 @@ __global__ void crossEntropyFusedKernel(
             g[i] -= factor;
         }
       }
-      g8[chunk] = Bf16x8::pack(g);
+      const Bf16x8 stored = Bf16x8::pack(g);
+      g8[chunk] = stored;
+      if (sink.active()) {
+        stored.unpack(g);
+#pragma unroll
+        for (int i = 0; i < 8; ++i)
+          sink.put(mx, 0, g[i], 0.0f);
+      }
     }
   } else {
     for (int64_t j = threadIdx.x; j < paddedVocab; j += blockDim.x) {
@@ -204,9 +216,12 @@ __global__ void crossEntropyFusedKernel(
         if (j == t)
           g -= factor;
       }
-      dlogits.store(row + j, g);
+      const float stored = dlogits.rounded(g);
+      dlogits.store(row + j, stored);
+      sink.put(mx, 0, stored, 0.0f);
     }
   }
+  sink.finish(mx);
 }
 
 void checkVocab(int64_t vocab, int64_t paddedVocab, int64_t rows) {
@@ -262,10 +277,14 @@ void DeviceImpl::crossEntropyBackward(const float *dloss, const void *logits,
 
 void DeviceImpl::crossEntropyFused(const float *dloss, const void *logits,
                                    const int32_t *targets, float *loss,
-                                   float *lse, void *dlogits, int64_t dtype,
-                                   int64_t rows, int64_t vocab,
+                                   float *lse, void *dlogits, float *amax,
+                                   int64_t dtype, int64_t rows, int64_t vocab,
                                    int64_t paddedVocab, int64_t ignoreIndex) {
   checkVocab(vocab, paddedVocab, rows);
+  Fp8Epilogue fp8;
+  fp8.amax = amax;
+  // Zeroes the amax (rows == 0 leaves it 0, as gptrt_amax does).
+  const Fp8Sink sink = sinkFor(fp8);
   // scratch: the count (8-byte aligned first), then per-row loss terms and
   // counted flags for the mean.
   char *tmp = static_cast<char *>(
@@ -283,11 +302,11 @@ void DeviceImpl::crossEntropyFused(const float *dloss, const void *logits,
     if (vec)
       crossEntropyFusedKernel<true><<<unsigned(rows), kThreads, 0, stream_>>>(
           dloss, Storage(logits, dtype), targets, count, lse, rowLoss, counted,
-          Storage(dlogits, dtype), vocab, paddedVocab, ignoreIndex);
+          Storage(dlogits, dtype), vocab, paddedVocab, ignoreIndex, sink);
     else
       crossEntropyFusedKernel<false><<<unsigned(rows), kThreads, 0, stream_>>>(
           dloss, Storage(logits, dtype), targets, count, lse, rowLoss, counted,
-          Storage(dlogits, dtype), vocab, paddedVocab, ignoreIndex);
+          Storage(dlogits, dtype), vocab, paddedVocab, ignoreIndex, sink);
     checkLaunch("gptrt_cross_entropy_fwd_bwd");
   }
   crossEntropyMeanKernel<<<1, 1024, 0, stream_>>>(rowLoss, counted, loss, rows);

@@ -236,6 +236,31 @@ TEST_F(GpuTest, FusedClassifierMatchesTheTwoKernels) {
       if (j >= vocab || targets[r] == ignore)
         ASSERT_EQ(got[r * padded + j], 0) << "row " << r << " col " << j;
 
+  // _amax: the gradient bit for bit as without, and its amax taken in the
+  // kernel equal to gptrt_amax of it, on both paths (poisoned amax).
+  for (int64_t dtype : {GPTRT_DTYPE_BF16, GPTRT_DTYPE_F32}) {
+    const bool bf16 = dtype == GPTRT_DTYPE_BF16;
+    const void *in = bf16 ? static_cast<const void *>(upload(logits16)) : dl;
+    const size_t bytes = bf16 ? 2 : 4;
+    char *plain = alloc<char>(rows * padded * bytes);
+    char *withAmax = alloc<char>(rows * padded * bytes);
+    float *amax = upload(std::vector<float>{NAN});
+    float *want = alloc<float>(1);
+    gptrt_cross_entropy_fwd_bwd(g(), dloss, in, dt, alloc<float>(1),
+                                alloc<float>(rows), plain, rows, vocab, padded,
+                                ignore, dtype);
+    gptrt_cross_entropy_fwd_bwd_amax(g(), dloss, in, dt, alloc<float>(1),
+                                     alloc<float>(rows), withAmax, amax, rows,
+                                     vocab, padded, ignore, dtype);
+    gptrt_amax(g(), plain, want, rows * padded, dtype);
+    expectOk();
+    EXPECT_EQ(download(withAmax, rows * padded * bytes),
+              download(plain, rows * padded * bytes))
+        << "dtype " << dtype;
+    EXPECT_EQ(download(amax, 1), download(want, 1)) << "dtype " << dtype;
+    EXPECT_GT(download(amax, 1)[0], 0.0f);
+  }
+
   // A NaN among -inf logits in one 8-value vector still makes lse NaN.
   std::vector<uint16_t> row(padded, toBf16(std::vector<float>{0.5f})[0]);
   for (int j = 16; j < 24; ++j)

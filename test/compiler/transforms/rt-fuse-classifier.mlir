@@ -63,3 +63,67 @@ func.func @not_fused() {
   rt.kernel "cross_entropy_fwd" ins(%logits, %t : memref<4x64x512xbf16>, memref<4x64xi32>) outs(%loss, %lse : memref<f32>, memref<4x64xf32>) consts [256, 500, 512, -1, 2]
   return
 }
+
+// -----
+
+// An amax of the whole gradient after the classifier (an FP8 lm_head reads
+// it), through a reshape: the fused kernel takes it; its buffer, defined
+// after the classifier, moves before it.
+// CHECK-LABEL: func.func @amax_fused
+// CHECK: rt.kernel "step_scalar"
+// CHECK-NEXT: rt.alloc : memref<4x64x512xbf16>
+// CHECK-NEXT: %[[M:.*]] = rt.alloc : memref<f32>
+// CHECK-NEXT: rt.kernel "cross_entropy_fwd_bwd_amax" ins(%{{.*}}, %{{.*}}, %{{.*}} : memref<f32>, memref<4x64x512xbf16>, memref<4x64xi32>) outs(%{{.*}}, %{{.*}}, %{{.*}}, %[[M]] : memref<f32>, memref<4x64xf32>, memref<4x64x512xbf16>, memref<f32>) consts [256, 500, 512, -1, 2]
+// CHECK-NOT: rt.kernel "amax"
+// CHECK: rt.kernel "scale_from_amax" ins(%[[M]] : memref<f32>)
+rt.arena @inputs inputs size = 1024
+func.func @amax_fused() {
+  %t = rt.view @inputs[0] : memref<4x64xi32>
+  %logits = rt.alloc : memref<4x64x512xbf16>
+  %loss = rt.alloc : memref<f32>
+  %lse = rt.alloc : memref<4x64xf32>
+  rt.kernel "cross_entropy_fwd" ins(%logits, %t : memref<4x64x512xbf16>, memref<4x64xi32>) outs(%loss, %lse : memref<f32>, memref<4x64xf32>) consts [256, 500, 512, -1, 2]
+  %dloss = rt.alloc : memref<f32>
+  rt.kernel "step_scalar" outs(%dloss : memref<f32>) consts [0]
+  %g = rt.alloc : memref<4x64x512xbf16>
+  rt.kernel "cross_entropy_bwd" ins(%dloss, %logits, %t, %lse : memref<f32>, memref<4x64x512xbf16>, memref<4x64xi32>, memref<4x64xf32>) outs(%g : memref<4x64x512xbf16>) consts [256, 500, 512, -1, 2]
+  %flat = rt.reshape %g : memref<4x64x512xbf16> -> memref<256x512xbf16>
+  %m = rt.alloc : memref<f32>
+  rt.kernel "amax" ins(%flat : memref<256x512xbf16>) outs(%m : memref<f32>) consts [131072, 2]
+  %s = rt.alloc : memref<f32>
+  rt.kernel "scale_from_amax" ins(%m : memref<f32>) outs(%s : memref<f32>) consts [5.734400e+04, 0, 0, 9.9999999999999998E-13]
+  return
+}
+
+// -----
+
+// The amax stays apart when the gradient is written before it, or when it
+// covers only part of the gradient.
+// CHECK-LABEL: func.func @amax_apart
+// CHECK: rt.kernel "cross_entropy_fwd_bwd" ins
+// CHECK: rt.kernel "amax"
+// CHECK: rt.kernel "cross_entropy_fwd_bwd" ins
+// CHECK: rt.kernel "amax"
+// CHECK-NOT: cross_entropy_fwd_bwd_amax
+rt.arena @inputs inputs size = 1024
+func.func @amax_apart() {
+  %t = rt.view @inputs[0] : memref<4x64xi32>
+  %logits = rt.alloc : memref<4x64x512xbf16>
+  %loss = rt.alloc : memref<f32>
+  %lse = rt.alloc : memref<4x64xf32>
+  %dloss = rt.alloc : memref<f32>
+  %g = rt.alloc : memref<4x64x512xbf16>
+  %m = rt.alloc : memref<f32>
+  rt.kernel "cross_entropy_fwd" ins(%logits, %t : memref<4x64x512xbf16>, memref<4x64xi32>) outs(%loss, %lse : memref<f32>, memref<4x64xf32>) consts [256, 500, 512, -1, 2]
+  rt.kernel "cross_entropy_bwd" ins(%dloss, %logits, %t, %lse : memref<f32>, memref<4x64x512xbf16>, memref<4x64xi32>, memref<4x64xf32>) outs(%g : memref<4x64x512xbf16>) consts [256, 500, 512, -1, 2]
+  %flat = rt.reshape %g : memref<4x64x512xbf16> -> memref<131072xbf16>
+  rt.kernel "fill" outs(%flat : memref<131072xbf16>) consts [131072, 0.0]
+  rt.kernel "amax" ins(%g : memref<4x64x512xbf16>) outs(%m : memref<f32>) consts [131072, 2]
+
+  %g2 = rt.alloc : memref<4x64x512xbf16>
+  %m2 = rt.alloc : memref<f32>
+  rt.kernel "cross_entropy_fwd" ins(%logits, %t : memref<4x64x512xbf16>, memref<4x64xi32>) outs(%loss, %lse : memref<f32>, memref<4x64xf32>) consts [256, 500, 512, -1, 2]
+  rt.kernel "cross_entropy_bwd" ins(%dloss, %logits, %t, %lse : memref<f32>, memref<4x64x512xbf16>, memref<4x64xi32>, memref<4x64xf32>) outs(%g2 : memref<4x64x512xbf16>) consts [256, 500, 512, -1, 2]
+  rt.kernel "amax" ins(%g2 : memref<4x64x512xbf16>) outs(%m2 : memref<f32>) consts [65536, 2]
+  return
+}

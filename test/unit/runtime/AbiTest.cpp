@@ -812,6 +812,20 @@ TEST_F(AbiTest, FusedClassifierIsTheForwardThenTheBackward) {
     expectSameBits(fusedLse, lse, "lse");
     EXPECT_EQ(fusedGrad, grad) << "dlogits, dtype " << dtype;
     EXPECT_TRUE(std::isfinite(loss[0]));
+
+    // _amax: the same outputs and gptrt_amax of the stored gradient.
+    F amax = nanF(1), amaxLoss = nanF(1), amaxLse = nanF(rows), want = nanF(1);
+    std::vector<unsigned char> amaxGrad(grad.size(), 0xCC);
+    gptrt_cross_entropy_fwd_bwd_amax(
+        h, dloss.data(), in, targets.data(), amaxLoss.data(), amaxLse.data(),
+        amaxGrad.data(), amax.data(), rows, vocab, padded, -1, dtype);
+    gptrt_amax(h, grad.data(), want.data(), rows * padded, dtype);
+    ASSERT_FALSE(ctx.failed()) << ctx.error();
+    expectSameBits(amaxLoss, loss, "loss (_amax)");
+    expectSameBits(amaxLse, lse, "lse (_amax)");
+    EXPECT_EQ(amaxGrad, grad) << "dlogits (_amax), dtype " << dtype;
+    expectSameBits(amax, want, "amax");
+    EXPECT_GT(amax[0], 0.0f);
   }
 }
 
