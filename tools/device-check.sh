@@ -406,9 +406,10 @@ done
 # gptc side: the packed GPT-2 124M artifacts, one optimizer step per
 # micro-batch (--total-batch-tokens = micro-batch x 1024), on the packed
 # GPT-2-token shard, 10 steps; speed from the median step after 3 warm-up
-# steps. Expect it slow until fast attention (today's is an O(T^2)
-# baseline), bf16 kernels (bf16 artifacts widen to f32 around every op),
-# fused epilogues and CUDA graphs land; a missing CUDA kernel shows as TODO.
+# steps. Attention is the O(T^2) baseline except in the -flash row, and
+# CUDA graphs are off (both wait for this run's checks); the weights are
+# cast once per step (cast_weights), as every step is one micro-step here.
+# A missing CUDA kernel shows as TODO.
 gptc_note() {
   "$bench_python" - "$1" "$2" "$3" "$4" <<'EOF'
 import json, statistics, sys
