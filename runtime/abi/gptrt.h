@@ -161,7 +161,10 @@ void gptrt_bias_add(gptrt_context *ctx, const float *bias, float *c,
  * in f32 and round a bf16 result once as they write, so they equal the f32
  * kernel between gptrt_convert calls bit for bit. */
 
-/* out[j] = sum_i x[i, j], summed in f32 in row order */
+/* out[j] = sum_i x[i, j], summed in f32: rows in chunks of 32, each summed
+ * in row order, then the chunk sums the same way until at most 32 remain,
+ * summed in row order (a fixed tree a GPU computes in parallel, so CPU and
+ * GPU agree bit for bit; up to 32 rows it is row order). */
 void gptrt_reduce_rows(gptrt_context *ctx, const void *x, void *out,
                        int64_t rows, int64_t cols, int64_t x_dtype,
                        int64_t out_dtype);

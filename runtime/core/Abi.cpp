@@ -1143,7 +1143,7 @@ GPTRT_EXPORT void gptrt_reduce_rows(gptrt_context *ctx, const void *x,
     requireNonNegative(cols, "cols");
     F32Staging f32(c, {{x, x_dtype, rows * cols, false, "x_dtype"},
                        {out, out_dtype, cols, true, "out_dtype"}});
-    cpu::sumRows(f32[1], f32[0], rows, cols, false);
+    cpu::sumRowsTree(f32[1], f32[0], rows, cols);
     f32.finish();
   }, [&](Context &, Gpu &g) {
     requireNonNegative(rows, "rows");

@@ -192,6 +192,25 @@ void sumRows(T *out, const T *x, int64_t rows, int64_t cols, bool accumulate) {
   }
 }
 
+void sumRowsTree(float *out, const float *x, int64_t rows, int64_t cols) {
+  const float *level = x;
+  std::vector<float> sums;
+  while (rows > kSumRowsChunk) {
+    const int64_t chunks = (rows + kSumRowsChunk - 1) / kSumRowsChunk;
+    std::vector<float> next(static_cast<size_t>(chunks * cols), 0.0f);
+    for (int64_t i = 0; i < rows; ++i) {
+      const float *xi = level + i * cols;
+      float *si = next.data() + (i / kSumRowsChunk) * cols;
+      for (int64_t j = 0; j < cols; ++j)
+        si[j] += xi[j];
+    }
+    sums = std::move(next);
+    level = sums.data();
+    rows = chunks;
+  }
+  sumRows(out, level, rows, cols, false);
+}
+
 // -------------------------------------------------------------- elementwise
 
 template <typename T>

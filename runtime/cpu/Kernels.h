@@ -64,6 +64,13 @@ void addBias(T *c, const T *bias, int64_t rows, int64_t cols);
 // bias and of the broadcast operand of add.
 template <typename T>
 void sumRows(T *out, const T *x, int64_t rows, int64_t cols, bool accumulate);
+// out[j] = sum_i x[i,j] in f32 in the fixed order a GPU can sum in
+// parallel (gptrt_reduce_rows): rows in chunks of kSumRowsChunk, each
+// summed from 0 in row order, then the chunk sums the same way, until at
+// most kSumRowsChunk rows remain, summed from 0 in row order. Up to
+// kSumRowsChunk rows that is sumRows.
+constexpr int64_t kSumRowsChunk = 32;
+void sumRowsTree(float *out, const float *x, int64_t rows, int64_t cols);
 
 // out[o,i] = a[o,i] + b[o,i], or + b[i] when broadcastB. out written; it may
 // alias a or (when not broadcasting) b.

@@ -1,7 +1,8 @@
 // Data-movement kernels: arange, copy_blocks (one piece of a split or
 // concat), permute (rank <= 6 transpose), bias_add and reduce_rows (the
-// bias and its gradient). Simple one-thread-per-element versions: correct
-// first; the GEMM epilogues will absorb bias and its reduction later.
+// bias and its gradient). Simple one-thread-per-element versions, but for
+// reduce_rows, a tree of chunk sums; the GEMM epilogues absorb the bias and
+// its reduction where cuBLASLt offers them.
 #include "runtime/cuda/DeviceImpl.h"
 #include "runtime/cuda/Storage.cuh"
 
@@ -73,8 +74,31 @@ __global__ void biasStoreKernel(const float *sum, const float *bias,
 
 // One thread per column, rows in index order: deterministic, and the CPU
 // reference's summation order (sumRows).
-__global__ void reduceRowsKernel(Storage x, Storage out, int64_t rows,
-                                 int64_t cols) {
+// gptrt_reduce_rows's tree (cpu::sumRowsTree): one level sums each chunk
+// of kChunkRows rows per column, in row order, into sums[chunk, column];
+// a thread per (column, chunk), adjacent threads on adjacent columns, so
+// a [16384, 768] gradient keeps the whole GPU busy instead of 768 threads
+// each walking 16384 rows.
+constexpr int64_t kChunkRows = 32; // cpu::kSumRowsChunk
+constexpr int kReduceThreads = 256;
+
+__global__ void sumChunksKernel(Storage x, float *sums, int64_t rows,
+                                int64_t cols, int64_t chunks) {
+  const int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (j >= cols)
+    return;
+  for (int64_t c = blockIdx.y; c < chunks; c += gridDim.y) {
+    const int64_t end = min(rows, (c + 1) * kChunkRows);
+    float s = 0;
+    for (int64_t r = c * kChunkRows; r < end; ++r)
+      s += x.load(r * cols + j);
+    sums[c * cols + j] = s;
+  }
+}
+
+// The last level: at most kChunkRows rows, in row order, into out.
+__global__ void sumRowsKernel(Storage x, Storage out, int64_t rows,
+                              int64_t cols) {
   for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < cols;
        j += int64_t(gridDim.x) * blockDim.x) {
     float s = 0;
@@ -167,8 +191,27 @@ void DeviceImpl::reduceRows(const void *x, int64_t xDtype, void *out,
                             int64_t outDtype, int64_t rows, int64_t cols) {
   if (cols <= 0)
     return;
-  reduceRowsKernel<<<gridFor(cols, 128), 128, 0, stream_>>>(
-      Storage(x, xDtype), Storage(out, outDtype), rows, cols);
+  // Every level's chunk sums, one after another in one scratch block.
+  int64_t total = 0;
+  for (int64_t n = rows; n > kChunkRows; n = (n + kChunkRows - 1) / kChunkRows)
+    total += (n + kChunkRows - 1) / kChunkRows * cols;
+  float *sums =
+      total ? static_cast<float *>(scratch(size_t(total) * 4)) : nullptr;
+  Storage level(x, xDtype);
+  int64_t n = rows;
+  while (n > kChunkRows) {
+    const int64_t chunks = (n + kChunkRows - 1) / kChunkRows;
+    const dim3 grid(unsigned((cols + kReduceThreads - 1) / kReduceThreads),
+                    unsigned(std::min<int64_t>(chunks, 65535)));
+    sumChunksKernel<<<grid, kReduceThreads, 0, stream_>>>(level, sums, n, cols,
+                                                          chunks);
+    checkLaunch("gptrt_reduce_rows (chunk sums)");
+    level = Storage(sums, GPTRT_DTYPE_F32);
+    sums += chunks * cols;
+    n = chunks;
+  }
+  sumRowsKernel<<<gridFor(cols, 128), 128, 0, stream_>>>(
+      level, Storage(out, outDtype), n, cols);
   checkLaunch("gptrt_reduce_rows");
 }
 

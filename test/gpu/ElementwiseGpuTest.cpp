@@ -199,7 +199,7 @@ TEST_F(GpuTest, Bf16StorageKernelsMatchCpu) {
   gptrt_accumulate(g(), upload(a), dacc, n, GPTRT_DTYPE_BF16);
   expectOk();
   EXPECT_EQ(download(dacc, n), wantAcc) << "accumulate bf16";
-  // Bias gradients: bf16 rows summed in row order into bf16.
+  // Bias gradients: bf16 rows summed in gptrt_reduce_rows's order into bf16.
   std::vector<uint16_t> wantSum(inner), gotSum(inner, 0xFFFF);
   gptrt_reduce_rows(cpuCtx.handle(), a.data(), wantSum.data(), outer, inner,
                     GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16);
@@ -208,6 +208,18 @@ TEST_F(GpuTest, Bf16StorageKernelsMatchCpu) {
                     GPTRT_DTYPE_BF16);
   expectOk();
   EXPECT_EQ(download(dsum, inner), wantSum) << "reduce_rows bf16";
+  // A tall gradient, tokens x features (three levels of chunk sums): the
+  // CPU's bits too, into f32 (poisoned output).
+  const int64_t tall = 40000, wide = 300;
+  std::vector<uint16_t> t16 = toBf16(randn(tall * wide));
+  std::vector<float> wantTall(wide);
+  gptrt_reduce_rows(cpuCtx.handle(), t16.data(), wantTall.data(), tall, wide,
+                    GPTRT_DTYPE_BF16, GPTRT_DTYPE_F32);
+  float *dTall = upload(std::vector<float>(wide, NAN));
+  gptrt_reduce_rows(g(), upload(t16), dTall, tall, wide, GPTRT_DTYPE_BF16,
+                    GPTRT_DTYPE_F32);
+  expectOk();
+  EXPECT_EQ(download(dTall, wide), wantTall) << "reduce_rows of 40000 rows";
   // GELU forward and backward on bf16 storage. tanhf may differ from the
   // host's in the last f32 bit, which can move a bf16 rounding by one code:
   // compared norm-wise at bf16 precision instead of bit for bit.

@@ -297,6 +297,47 @@ TEST(CpuKernels, AddBiasAndSumRows) {
                   kFloatTol);
 }
 
+// gptrt_reduce_rows's order: chunks of 32 rows, then chunks of the chunk
+// sums, then row order -- checked against that tree written out here for
+// three levels (32 * 32 + 5 rows), against sumRows up to 32 rows, and
+// against the float64 sums.
+TEST(CpuKernels, SumRowsTreeSumsChunksOf32) {
+  const int64_t cols = 5;
+  for (int64_t rows : {0, 1, 32, 33, 32 * 32 + 5}) {
+    Vec x = randomVec(rows * cols, 72 + rows);
+    std::vector<float> xf(x.begin(), x.end()), got(cols, NAN);
+    rt::sumRowsTree(got.data(), xf.data(), rows, cols);
+    std::vector<float> want(cols, 0.0f);
+    if (rows <= 32) {
+      rt::sumRows(want.data(), xf.data(), rows, cols, false);
+    } else {
+      for (int64_t j = 0; j < cols; ++j) {
+        std::vector<float> l1((rows + 31) / 32, 0.0f);
+        for (int64_t i = 0; i < rows; ++i)
+          l1[i / 32] += xf[i * cols + j];
+        std::vector<float> l2((l1.size() + 31) / 32, 0.0f);
+        if (l1.size() > 32) {
+          for (size_t i = 0; i < l1.size(); ++i)
+            l2[i / 32] += l1[i];
+        } else {
+          l2 = l1;
+        }
+        float s = 0.0f;
+        for (float v : l2)
+          s += v;
+        want[j] = s;
+      }
+    }
+    for (int64_t j = 0; j < cols; ++j)
+      EXPECT_EQ(got[j], want[j]) << rows << " rows, column " << j;
+    Vec exact(cols, 0.0);
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j)
+        exact[j] += xf[i * cols + j];
+    EXPECT_REL_NEAR(Vec(got.begin(), got.end()), exact, kFloatTol);
+  }
+}
+
 // ---------------------------------------------------------- elementwise
 
 TEST(CpuKernels, AddFullAndBroadcast) {
