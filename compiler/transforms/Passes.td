@@ -470,11 +470,18 @@ def RtFuseDualCast : Pass<"rt-fuse-dual-cast", "::mlir::ModuleOp"> {
     the backward, keeps its two casts rather than an FP8 copy alive
     through the whole step. Each copy keeps its statistics slot (the fused
     kernel's `rt.fp8_stat` is then an array, one entry per output).
+    When the bias gradient of the same GEMM (`reduce_rows` of the whole
+    gradient, same rows, columns and dtype) follows, with the gradient
+    unchanged in between, it joins too: `quantize_fp8_dual_bgrad` sums the
+    columns from the same read (on a GPU the 32-row chunk sums of
+    gptrt_reduce_rows's tree come from the cast's tiles).
     `gptc --fuse-dual-casts=false` leaves this pass out.
   }];
   let dependentDialects = ["::gptc::rt::RtDialect"];
   let statistics = [
     Statistic<"fused", "fused", "pairs of casts made in one read">,
+    Statistic<"biasGradients", "bias-gradients",
+              "bias gradients summed by the dual cast">,
   ];
 }
 

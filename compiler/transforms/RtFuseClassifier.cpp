@@ -66,36 +66,24 @@ private:
   // as it stores the gradient rather than in a second read of it.
   void fuseAmax(rt::KernelOp kernel) {
     Value dlogits = kernel.getOutputs()[2];
-    Value root = rt::rootBuffer(dlogits);
-    auto type = cast<MemRefType>(root.getType());
-    rt::KernelOp amax;
-    for (Value view : rt::viewsOf(root))
-      for (Operation *user : view.getUsers()) {
-        auto k = dyn_cast<rt::KernelOp>(user);
-        if (k && k.getKernel() == "amax" && kernel->isBeforeInBlock(k) &&
-            (!amax || k->isBeforeInBlock(amax)))
-          amax = k;
-      }
+    auto type = cast<MemRefType>(rt::rootBuffer(dlogits).getType());
+    rt::KernelOp amax =
+        rt::nextKernelReading(kernel, rt::rootBuffer(dlogits), "amax");
     // Consts: n, x_dtype -- the whole gradient, as the kernel stores it.
     if (!amax || amax.getInputs().size() != 1 ||
         amax.getOutputs().size() != 1 || amax.getConsts().size() != 2 ||
         rt::constAt(amax, 0) != type.getNumElements() ||
         rt::constAt(amax, 1) != rt::constAt(kernel, 4))
       return;
-    Value out = amax.getOutputs()[0];
-    // The amax is written where the classifier runs: its buffer must be
-    // defined by then, and untouched in between; the gradient unchanged.
-    Operation *outDef = out.getDefiningOp();
-    if (!outDef || !isa<rt::AllocOp, rt::ViewOp>(outDef) ||
-        rt::touchedBetween(kernel, amax, dlogits, /*reads=*/false) ||
-        rt::touchedBetween(outDef->isBeforeInBlock(kernel) ? kernel : outDef,
-                           amax, out, /*reads=*/true))
+    // The amax is written where the classifier runs; the gradient must be
+    // the same then.
+    if (rt::touchedBetween(kernel, amax, dlogits, /*reads=*/false) ||
+        !rt::outputsCanMoveUp(kernel, amax))
       return;
-    if (kernel->isBeforeInBlock(outDef))
-      outDef->moveBefore(kernel);
+    rt::moveOutputDefsBefore(kernel, amax);
     OpBuilder b(kernel);
     SmallVector<Value> outs(kernel.getOutputs());
-    outs.push_back(out);
+    outs.push_back(amax.getOutputs()[0]);
     rt::KernelOp::create(b, kernel.getLoc(), "cross_entropy_fwd_bwd_amax",
                          kernel.getInputs(), outs, /*stream=*/0,
                          kernel.getConsts());

@@ -107,6 +107,42 @@ private:
         reshape && reshape->use_empty())
       reshape.erase();
     ++fused;
+    fuseBiasGradient(dual);
+  }
+
+  // quantize_fp8_dual(x) -> q, qT, then reduce_rows(x) -> db (the bias
+  // gradient of the GEMM whose output gradient x is):
+  // quantize_fp8_dual_bgrad, which sums x's columns from the same read.
+  void fuseBiasGradient(rt::KernelOp dual) {
+    Value x = dual.getInputs()[0];
+    rt::KernelOp reduce =
+        rt::nextKernelReading(dual, rt::rootBuffer(x), "reduce_rows");
+    // gptrt_reduce_rows's constants: rows, cols, x_dtype, out_dtype; the
+    // dual cast's: rows, cols, format, stat_slot, stat_slot_t, x_dtype.
+    if (!reduce || reduce.getInputs().size() != 1 ||
+        reduce.getOutputs().size() != 1 || reduce.getConsts().size() != 4 ||
+        rt::constAt(reduce, 0) != rt::constAt(dual, 0) ||
+        rt::constAt(reduce, 1) != rt::constAt(dual, 1) ||
+        rt::constAt(reduce, 2) != rt::constAt(dual, 5))
+      return;
+    if (rt::touchedBetween(dual, reduce, x, /*reads=*/false) ||
+        !rt::outputsCanMoveUp(dual, reduce))
+      return;
+    rt::moveOutputDefsBefore(dual, reduce);
+    OpBuilder b(dual);
+    SmallVector<Value> outs(dual.getOutputs());
+    outs.push_back(reduce.getOutputs()[0]);
+    SmallVector<Attribute> consts(dual.getConsts().getValue());
+    consts.push_back(reduce.getConsts()[3]);
+    auto fusedKernel = rt::KernelOp::create(
+        b, dual.getLoc(), "quantize_fp8_dual_bgrad", dual.getInputs(), outs,
+        /*stream=*/0, b.getArrayAttr(consts));
+    // The statistics stay those of the two FP8 outputs (the first two).
+    if (Attribute stat = dual->getAttr("rt.fp8_stat"))
+      fusedKernel->setAttr("rt.fp8_stat", stat);
+    reduce.erase();
+    dual.erase();
+    ++biasGradients;
   }
 };
 

@@ -82,6 +82,46 @@ inline bool touchedBetween(mlir::Operation *from, mlir::Operation *to,
   return false;
 }
 
+// Whether the outputs of `later` (after `producer` in one block) can be
+// written where `producer` runs, so that `later`'s work folds into it: each
+// is an rt.alloc or rt.view itself (not a reshape), and nothing touches it
+// between `producer` -- or its definition, when that comes after -- and
+// `later`.
+inline bool outputsCanMoveUp(mlir::Operation *producer, KernelOp later) {
+  for (mlir::Value out : later.getOutputs()) {
+    mlir::Operation *def = out.getDefiningOp();
+    if (!def || !mlir::isa<AllocOp, ViewOp>(def) ||
+        touchedBetween(producer->isBeforeInBlock(def) ? def : producer, later,
+                       out, /*reads=*/true))
+      return false;
+  }
+  return true;
+}
+
+// Moves the definitions of `later`'s outputs that come after `producer`
+// before it (after outputsCanMoveUp).
+inline void moveOutputDefsBefore(mlir::Operation *producer, KernelOp later) {
+  for (mlir::Value out : later.getOutputs())
+    if (mlir::Operation *def = out.getDefiningOp();
+        producer->isBeforeInBlock(def))
+      def->moveBefore(producer);
+}
+
+// The first kernel named `name` after `after` that reads a view of `root`.
+inline KernelOp nextKernelReading(mlir::Operation *after, mlir::Value root,
+                                  llvm::StringRef name) {
+  KernelOp first;
+  for (mlir::Value view : viewsOf(root))
+    for (mlir::Operation *user : view.getUsers()) {
+      auto k = mlir::dyn_cast<KernelOp>(user);
+      if (k && k.getKernel() == name &&
+          llvm::is_contained(k.getInputs(), view) &&
+          after->isBeforeInBlock(k) && (!first || k->isBeforeInBlock(first)))
+        first = k;
+    }
+  return first;
+}
+
 } // namespace gptc::rt
 
 #endif // GPTC_COMPILER_TRANSFORMS_RTKERNELQUERIES_H

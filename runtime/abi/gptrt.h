@@ -319,6 +319,15 @@ void gptrt_quantize_fp8_dual(gptrt_context *ctx, const void *x,
                              int64_t rows, int64_t cols, int64_t format,
                              int64_t stat_slot, int64_t stat_slot_t,
                              int64_t x_dtype);
+/* The same, and db = gptrt_reduce_rows of x (cols values, db_dtype): the
+ * bias gradient of the GEMM whose output gradient x is, summed from the
+ * same read, bit for bit as gptrt_reduce_rows (rt-fuse-dual-cast). */
+void gptrt_quantize_fp8_dual_bgrad(gptrt_context *ctx, const void *x,
+                                   const float *scale, uint8_t *q, uint8_t *q_t,
+                                   void *db, int64_t rows, int64_t cols,
+                                   int64_t format, int64_t stat_slot,
+                                   int64_t stat_slot_t, int64_t x_dtype,
+                                   int64_t db_dtype);
 /* c = op(a) op(b) / (scale_a[0] * scale_b[0]) on FP8 codes (decoded
  * exactly, accumulated in f32); layouts and strides as gptrt_matmul. c is
  * f32, or bf16 (out_dtype): that f32 result rounded once. fast_accum 1

@@ -498,7 +498,34 @@ GPTRT_EXPORT void gptrt_quantize_fp8_dual(gptrt_context *ctx, const void *xData,
         requireNonNegative(rows, "rows");
         requireNonNegative(cols, "cols");
         requireStorageDtype(xDtype, "x_dtype");
-        g.quantizeFp8Dual(xData, xDtype, scale, q, qT, rows, cols, format);
+        g.quantizeFp8Dual(xData, xDtype, scale, q, qT, rows, cols, format,
+                          /*db=*/nullptr, /*dbDtype=*/0);
+        if (c.collectingFp8Stats())
+          for (int64_t slot : {statSlot, statSlotT})
+            if (slot >= 0)
+              g.recordCastStats(xData, xDtype, rows * cols, scale, format,
+                                slot);
+      });
+}
+
+GPTRT_EXPORT void gptrt_quantize_fp8_dual_bgrad(
+    gptrt_context *ctx, const void *xData, const float *scale, uint8_t *q,
+    uint8_t *qT, void *db, int64_t rows, int64_t cols, int64_t format,
+    int64_t statSlot, int64_t statSlotT, int64_t xDtype, int64_t dbDtype) {
+  guarded(
+      ctx, "gptrt_quantize_fp8_dual_bgrad",
+      [&](Context &) {
+        gptrt_quantize_fp8_dual(ctx, xData, scale, q, qT, rows, cols, format,
+                                statSlot, statSlotT, xDtype);
+        gptrt_reduce_rows(ctx, xData, db, rows, cols, xDtype, dbDtype);
+      },
+      [&](Context &c, Gpu &g) {
+        requireNonNegative(rows, "rows");
+        requireNonNegative(cols, "cols");
+        requireStorageDtype(xDtype, "x_dtype");
+        requireStorageDtype(dbDtype, "db_dtype");
+        g.quantizeFp8Dual(xData, xDtype, scale, q, qT, rows, cols, format, db,
+                          dbDtype);
         if (c.collectingFp8Stats())
           for (int64_t slot : {statSlot, statSlotT})
             if (slot >= 0)
@@ -2150,6 +2177,7 @@ const std::vector<AbiSymbol> &abiSymbols() {
       GPTRT_SYM(gptrt_cross_entropy_bwd),
       GPTRT_SYM(gptrt_cross_entropy_fwd_bwd),
       GPTRT_SYM(gptrt_cross_entropy_fwd_bwd_amax),
+      GPTRT_SYM(gptrt_quantize_fp8_dual_bgrad),
       GPTRT_SYM(gptrt_global_norm),
       GPTRT_SYM(gptrt_clip_scale),
       GPTRT_SYM(gptrt_adamw),

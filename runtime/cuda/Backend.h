@@ -297,9 +297,12 @@ public:
                                      int64_t rows, int64_t cols,
                                      int64_t format) = 0;
   // Both: q (rows x cols) and qT (cols x rows) from one read of x.
+  // db, when not null: gptrt_reduce_rows of x into db (dbDtype) too, its
+  // first level of chunk sums from the cast's tiles (_bgrad).
   virtual void quantizeFp8Dual(const void *x, int64_t xDtype,
                                const float *scale, uint8_t *q, uint8_t *qT,
-                               int64_t rows, int64_t cols, int64_t format) = 0;
+                               int64_t rows, int64_t cols, int64_t format,
+                               void *db, int64_t dbDtype) = 0;
   virtual void fp8StateScale(const float *history, float *out,
                              int64_t length, double fp8Max, int64_t margin,
                              bool powerOfTwo, double eps,

@@ -251,7 +251,7 @@ public:
                              int64_t format) override;
   void quantizeFp8Dual(const void *x, int64_t xDtype, const float *scale,
                        uint8_t *q, uint8_t *qT, int64_t rows, int64_t cols,
-                       int64_t format) override;
+                       int64_t format, void *db, int64_t dbDtype) override;
   void fp8StateScale(const float *history, float *out, int64_t length,
                      double fp8Max, int64_t margin, bool powerOfTwo,
                      double eps, bool mostRecent) override;
@@ -337,10 +337,18 @@ private:
   // atomically maxed) may be null, with qRowMajor the codes are also
   // written untransposed, and scaleAxis picks scale[0] (0), scale[row]
   // (1) or scale[column] (2).
+  // colSums, when not null, gets the sum of each 32-row tile's column in
+  // row order: [tile rows, cols], gptrt_reduce_rows's first level.
   void launchTransposedCast(const void *x, bool bf16, const float *scale,
                             uint8_t *q, int64_t rows, int64_t cols, bool e4m3,
                             unsigned *amax, uint8_t *qRowMajor = nullptr,
-                            int scaleAxis = 0);
+                            int scaleAxis = 0, float *colSums = nullptr);
+  // Layout.cu: gptrt_reduce_rows's tree from a level of n rows (x itself,
+  // or chunk sums in f32) to out; sums: room for the levels after it
+  // (reduceRowsScratch(n, cols) floats).
+  void sumRowLevels(const void *level, int64_t levelDtype, int64_t n,
+                    int64_t cols, float *sums, void *out, int64_t outDtype);
+  static int64_t reduceRowsScratch(int64_t rows, int64_t cols);
   // Gemm.cu: `bias` (n floats) rounded to bf16 in a buffer of this device,
   // for the bias epilogues of GEMMs with a bf16 result: cuBLASLt takes a
   // bias of D's type there (cublasLt.h, BIAS_DATA_TYPE).

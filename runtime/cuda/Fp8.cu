@@ -158,8 +158,9 @@ template <__nv_fp8_interpretation_t Format>
 __global__ void
 amaxCastTransposedKernel(const void *x, bool bf16, const float *scale,
                          uint8_t *q, int64_t rows, int64_t cols, unsigned *amax,
-                         uint8_t *qRowMajor, int scaleAxis) {
+                         uint8_t *qRowMajor, int scaleAxis, float *colSums) {
   __shared__ uint8_t tile[kCastTile][kCastTile + 1];
+  __shared__ float values[kCastTile][kCastTile + 1]; // with colSums
   const float one = scaleAxis == 0 ? *scale : 0.0f;
   const int lane = threadIdx.x % kCastTile, warp = threadIdx.x / kCastTile;
   const int warps = blockDim.x / kCastTile;
@@ -178,9 +179,19 @@ amaxCastTransposedKernel(const void *x, bool bf16, const float *scale,
         tile[i][lane] = code;
         if (qRowMajor != nullptr)
           qRowMajor[r * cols + c] = code;
+        if (colSums != nullptr)
+          values[i][lane] = v;
       }
     }
     __syncthreads();
+    // gptrt_reduce_rows's first level: this tile's rows, in row order.
+    if (colSums != nullptr && warp == 0 && c0 + lane < cols) {
+      const int64_t n = min(int64_t(kCastTile), rows - r0);
+      float s = 0;
+      for (int i = 0; i < n; ++i)
+        s += values[i][lane];
+      colSums[tr * cols + c0 + lane] = s;
+    }
     for (int i = warp; i < kCastTile; i += warps) {
       const int64_t c = c0 + i, r = r0 + lane;
       if (r < rows && c < cols)
@@ -611,7 +622,7 @@ void DeviceImpl::launchTransposedCast(const void *x, bool bf16,
                                       const float *scale, uint8_t *q,
                                       int64_t rows, int64_t cols, bool e4m3,
                                       unsigned *amax, uint8_t *qRowMajor,
-                                      int scaleAxis) {
+                                      int scaleAxis, float *colSums) {
   const int64_t tileCols = (cols + kCastTile - 1) / kCastTile,
                 tileRows = (rows + kCastTile - 1) / kCastTile;
   if (tileCols > 0x7FFFFFFF)
@@ -621,10 +632,10 @@ void DeviceImpl::launchTransposedCast(const void *x, bool bf16,
   dim3 grid(unsigned(tileCols), unsigned(tileRows < 65535 ? tileRows : 65535));
   if (e4m3)
     amaxCastTransposedKernel<__NV_E4M3><<<grid, 256, 0, stream_>>>(
-        x, bf16, scale, q, rows, cols, amax, qRowMajor, scaleAxis);
+        x, bf16, scale, q, rows, cols, amax, qRowMajor, scaleAxis, colSums);
   else
     amaxCastTransposedKernel<__NV_E5M2><<<grid, 256, 0, stream_>>>(
-        x, bf16, scale, q, rows, cols, amax, qRowMajor, scaleAxis);
+        x, bf16, scale, q, rows, cols, amax, qRowMajor, scaleAxis, colSums);
 }
 
 void DeviceImpl::quantizeFp8Transposed(const void *x, int64_t xDtype,
@@ -641,13 +652,28 @@ void DeviceImpl::quantizeFp8Transposed(const void *x, int64_t xDtype,
 
 void DeviceImpl::quantizeFp8Dual(const void *x, int64_t xDtype,
                                  const float *scale, uint8_t *q, uint8_t *qT,
-                                 int64_t rows, int64_t cols, int64_t format) {
+                                 int64_t rows, int64_t cols, int64_t format,
+                                 void *db, int64_t dbDtype) {
   requireFormat(format);
-  if (rows == 0 || cols == 0)
+  // Up to one tile of rows the tree is one row-order sum: reduce_rows's.
+  const bool tileSums = db != nullptr && rows > kCastTile;
+  float *sums = nullptr;
+  const int64_t tileRows = (rows + kCastTile - 1) / kCastTile;
+  if (tileSums)
+    sums = static_cast<float *>(scratch(
+        size_t(tileRows * cols + reduceRowsScratch(tileRows, cols)) * 4));
+  if (rows != 0 && cols != 0) {
+    launchTransposedCast(x, xDtype == GPTRT_DTYPE_BF16, scale, qT, rows, cols,
+                         format == GPTRT_FP8_E4M3, nullptr, q, 0, sums);
+    checkLaunch("gptrt_quantize_fp8_dual");
+  }
+  if (db == nullptr)
     return;
-  launchTransposedCast(x, xDtype == GPTRT_DTYPE_BF16, scale, qT, rows, cols,
-                       format == GPTRT_FP8_E4M3, nullptr, q);
-  checkLaunch("gptrt_quantize_fp8_dual");
+  if (tileSums)
+    sumRowLevels(sums, GPTRT_DTYPE_F32, tileRows, cols, sums + tileRows * cols,
+                 db, dbDtype);
+  else
+    reduceRows(x, xDtype, db, dbDtype, rows, cols);
 }
 
 } // namespace gptrt::cuda

@@ -191,14 +191,26 @@ void DeviceImpl::reduceRows(const void *x, int64_t xDtype, void *out,
                             int64_t outDtype, int64_t rows, int64_t cols) {
   if (cols <= 0)
     return;
-  // Every level's chunk sums, one after another in one scratch block.
+  const int64_t total = reduceRowsScratch(rows, cols);
+  float *sums =
+      total ? static_cast<float *>(scratch(size_t(total) * 4)) : nullptr;
+  sumRowLevels(x, xDtype, rows, cols, sums, out, outDtype);
+}
+
+int64_t DeviceImpl::reduceRowsScratch(int64_t rows, int64_t cols) {
+  // Every level's chunk sums, one after another in one block.
   int64_t total = 0;
   for (int64_t n = rows; n > kChunkRows; n = (n + kChunkRows - 1) / kChunkRows)
     total += (n + kChunkRows - 1) / kChunkRows * cols;
-  float *sums =
-      total ? static_cast<float *>(scratch(size_t(total) * 4)) : nullptr;
+  return total;
+}
+
+void DeviceImpl::sumRowLevels(const void *x, int64_t xDtype, int64_t n,
+                              int64_t cols, float *sums, void *out,
+                              int64_t outDtype) {
+  if (cols <= 0)
+    return;
   Storage level(x, xDtype);
-  int64_t n = rows;
   while (n > kChunkRows) {
     const int64_t chunks = (n + kChunkRows - 1) / kChunkRows;
     const dim3 grid(unsigned((cols + kReduceThreads - 1) / kReduceThreads),

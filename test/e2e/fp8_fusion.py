@@ -40,7 +40,7 @@ def main():
                                 check=True, capture_output=True, text=True).stdout
             kernels[fusion] = (rt.count('rt.kernel "amax"'),
                                len(re.findall(r'rt\.kernel "quantize_fp8(?:_transposed)?"', rt)) +
-                               2 * rt.count('rt.kernel "quantize_fp8_dual"'),
+                               2 * len(re.findall(r'rt\.kernel "quantize_fp8_dual(?:_bgrad)?"', rt)),
                                len(re.findall(r'rt\.kernel "(?!scale_from_amax)\w+_(?:amax|cast)"', rt)))
             rts[fusion] = rt
             # gptrt_scaled_matmul's constants: batch, m, n, k, trans_a, trans_b.
@@ -62,7 +62,12 @@ def main():
                     [r["loss"] for r in plain]))
             if [r.get("fp8") for r in fused] != [r.get("fp8") for r in plain]:
                 failures.append("%s: FP8 statistics differ from %s" % (policy, other))
-        dual = len(re.findall(r'rt\.kernel "quantize_fp8_dual"', rts["true"]))
+        dual = len(re.findall(r'rt\.kernel "quantize_fp8_dual(?:_bgrad)?"', rts["true"]))
+        bgrad = rts["true"].count('rt.kernel "quantize_fp8_dual_bgrad"')
+        # Current scaling: each bias gradient of an FP8 GEMM joins its
+        # output gradient's dual cast (rt-fuse-dual-cast).
+        if policy == "fp8-tensorwise" and bgrad == 0:
+            failures.append("fp8-tensorwise: no bias gradient summed by a dual cast")
         # Delayed scaling keeps one scale per GEMM operand: the two casts
         # of a gradient differ in scale and stay apart.
         if (dual == 0) == (policy == "fp8-tensorwise"):
@@ -85,13 +90,14 @@ def main():
         summary.append("%s: separate amax kernels %d -> %d with fusion, "
                        "%d -> %d with shared scales; quantize %d -> %d, "
                        "fused kernels %d; non-TN FP8 GEMMs %d -> %d; "
-                       "%d pairs of casts in one read; "
+                       "%d pairs of casts in one read (%d with the bias "
+                       "gradient); "
                        "final loss %.7f in all three" % (
                            policy, kernels["false"][0], kernels["true"][0],
                            kernels["layout-off"][0], kernels["true"][0],
                            kernels["false"][1], kernels["true"][1],
                            kernels["true"][2], not_tn["layout-off"],
-                           not_tn["true"], dual, fused[-1]["loss"]))
+                           not_tn["true"], dual, bgrad, fused[-1]["loss"]))
     # Rowwise casts are transposed too (their scales follow their rows):
     # the same losses with and without, and every rowwise GEMM "TN".
     rowwise = {}

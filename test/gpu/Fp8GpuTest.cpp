@@ -284,6 +284,36 @@ TEST_F(GpuTest, DualQuantizeIsBitExact) {
     EXPECT_EQ(download(q, n), wantQ) << rows << " x " << cols;
     EXPECT_EQ(download(qT, n), wantQT) << rows << " x " << cols;
   }
+  // _bgrad: the codes as above and the bias gradient, its first chunk sums
+  // from the cast's tiles, equal to the CPU's gptrt_reduce_rows bit for
+  // bit -- one tile of rows or fewer (reduce_rows itself), a ragged last
+  // tile, and three levels of the tree; f32 and bf16 db (poisoned).
+  const int64_t bgradShapes[][2] = {{20, 40}, {33, 31}, {1100, 200}};
+  for (const auto &shape : bgradShapes) {
+    const int64_t rows = shape[0], cols = shape[1], n = rows * cols;
+    std::vector<uint16_t> x16 = toBf16(randn(n, 3.0f));
+    const float scale = 16.0f;
+    for (int64_t dbDtype : {GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16}) {
+      const size_t dbBytes = dbDtype == GPTRT_DTYPE_F32 ? 4 : 2;
+      uint8_t *q = alloc<uint8_t>(n), *qT = alloc<uint8_t>(n);
+      uint8_t *db = upload(std::vector<uint8_t>(cols * dbBytes, 0xFF));
+      gptrt_quantize_fp8_dual_bgrad(
+          g(), upload(x16), upload(std::vector<float>{scale}), q, qT, db, rows,
+          cols, GPTRT_FP8_E4M3, -1, -1, GPTRT_DTYPE_BF16, dbDtype);
+      expectOk();
+      std::vector<uint8_t> wantQ(n), wantQT(n), wantDb(cols * dbBytes);
+      gptrt_quantize_fp8_dual_bgrad(cpuCtx.handle(), x16.data(), &scale,
+                                    wantQ.data(), wantQT.data(), wantDb.data(),
+                                    rows, cols, GPTRT_FP8_E4M3, -1, -1,
+                                    GPTRT_DTYPE_BF16, dbDtype);
+      ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
+      EXPECT_EQ(download(q, n), wantQ) << rows << " x " << cols;
+      EXPECT_EQ(download(qT, n), wantQT) << rows << " x " << cols;
+      EXPECT_EQ(download(db, cols * dbBytes), wantDb)
+          << "bias gradient, " << rows << " x " << cols << ", dtype "
+          << dbDtype;
+    }
+  }
 }
 
 // The producers that take the FP8 epilogue in their own pass (layernorm,

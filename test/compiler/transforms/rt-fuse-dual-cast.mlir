@@ -78,3 +78,54 @@ func.func @apart() {
   rt.kernel "quantize_fp8_transposed" ins(%x, %s : memref<32x64xbf16>, memref<f32>) outs(%qxt : memref<64x32xf8E4M3FN>) consts [32, 64, 0, -1, 2]
   return
 }
+
+// -----
+
+// The bias gradient of the same GEMM (reduce_rows of the whole output
+// gradient, through a reshape) joins the dual cast: its buffer moves up,
+// the statistics stay those of the two FP8 copies. A second gradient whose
+// reduce_rows sums only part of it, and a third written before its
+// reduce_rows, keep reduce_rows apart.
+// CHECK-LABEL: func.func @bias_gradient
+// CHECK: %[[DB:.*]] = rt.alloc : memref<64xbf16>
+// CHECK-NEXT: rt.kernel "quantize_fp8_dual_bgrad" ins(%{{.*}}, %{{.*}} : memref<2x16x64xbf16>, memref<f32>) outs(%{{.*}}, %{{.*}}, %[[DB]] : memref<2x16x64xf8E5M2>, memref<64x32xf8E5M2>, memref<64xbf16>) consts [32, 64, 1, 4, 6, 2, 2] {rt.fp8_stat = [{gemm = "grad_input", layer = "fc", operand = "a", slot = 4 : i64}, {gemm = "grad_weight", layer = "fc", operand = "a", slot = 6 : i64}]}
+// CHECK-NOT: rt.kernel "reduce_rows" ins(%[[DB]]
+// CHECK: rt.kernel "accumulate" ins(%[[DB]]
+// CHECK: rt.kernel "quantize_fp8_dual" ins
+// CHECK: rt.kernel "reduce_rows"
+// CHECK: rt.kernel "quantize_fp8_dual" ins
+// CHECK: rt.kernel "fill"
+// CHECK: rt.kernel "reduce_rows"
+// CHECK-NOT: quantize_fp8_dual_bgrad
+func.func @bias_gradient() {
+  %g = rt.alloc : memref<2x16x64xbf16>
+  %s = rt.alloc : memref<f32>
+  %q = rt.alloc : memref<2x16x64xf8E5M2>
+  rt.kernel "quantize_fp8" ins(%g, %s : memref<2x16x64xbf16>, memref<f32>) outs(%q : memref<2x16x64xf8E5M2>) consts [2048, 1, 4, 2] {rt.fp8_stat = {gemm = "grad_input", layer = "fc", operand = "a", slot = 4 : i64}}
+  %flat = rt.reshape %g : memref<2x16x64xbf16> -> memref<32x64xbf16>
+  %qt = rt.alloc : memref<64x32xf8E5M2>
+  rt.kernel "quantize_fp8_transposed" ins(%flat, %s : memref<32x64xbf16>, memref<f32>) outs(%qt : memref<64x32xf8E5M2>) consts [32, 64, 1, 6, 2] {rt.fp8_stat = {gemm = "grad_weight", layer = "fc", operand = "a", slot = 6 : i64}}
+  %flat2 = rt.reshape %g : memref<2x16x64xbf16> -> memref<32x64xbf16>
+  %db = rt.alloc : memref<64xbf16>
+  rt.kernel "reduce_rows" ins(%flat2 : memref<32x64xbf16>) outs(%db : memref<64xbf16>) consts [32, 64, 2, 2]
+  %acc = rt.alloc : memref<64xf32>
+  rt.kernel "accumulate" ins(%db : memref<64xbf16>) outs(%acc : memref<64xf32>) consts [64, 2]
+
+  %g2 = rt.alloc : memref<32x64xbf16>
+  %q2 = rt.alloc : memref<32x64xf8E5M2>
+  %qt2 = rt.alloc : memref<64x32xf8E5M2>
+  rt.kernel "quantize_fp8" ins(%g2, %s : memref<32x64xbf16>, memref<f32>) outs(%q2 : memref<32x64xf8E5M2>) consts [2048, 1, -1, 2]
+  rt.kernel "quantize_fp8_transposed" ins(%g2, %s : memref<32x64xbf16>, memref<f32>) outs(%qt2 : memref<64x32xf8E5M2>) consts [32, 64, 1, -1, 2]
+  %db2 = rt.alloc : memref<64xbf16>
+  rt.kernel "reduce_rows" ins(%g2 : memref<32x64xbf16>) outs(%db2 : memref<64xbf16>) consts [16, 64, 2, 2]
+
+  %g3 = rt.alloc : memref<32x64xbf16>
+  %q3 = rt.alloc : memref<32x64xf8E5M2>
+  %qt3 = rt.alloc : memref<64x32xf8E5M2>
+  rt.kernel "quantize_fp8" ins(%g3, %s : memref<32x64xbf16>, memref<f32>) outs(%q3 : memref<32x64xf8E5M2>) consts [2048, 1, -1, 2]
+  rt.kernel "quantize_fp8_transposed" ins(%g3, %s : memref<32x64xbf16>, memref<f32>) outs(%qt3 : memref<64x32xf8E5M2>) consts [32, 64, 1, -1, 2]
+  rt.kernel "fill" outs(%g3 : memref<32x64xbf16>) consts [2048, 0.0]
+  %db3 = rt.alloc : memref<64xbf16>
+  rt.kernel "reduce_rows" ins(%g3 : memref<32x64xbf16>) outs(%db3 : memref<64xbf16>) consts [32, 64, 2, 2]
+  return
+}

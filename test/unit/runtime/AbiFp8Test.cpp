@@ -422,6 +422,31 @@ TEST_F(AbiFp8Test, DualQuantizeWritesBothLayoutsAndBothStatistics) {
   }
   EXPECT_GT(ctx.fp8Stats()[0].saturated, 0);
   EXPECT_GT(ctx.fp8Stats()[0].underflow, 0);
+
+  // _bgrad: the same codes, and gptrt_reduce_rows of x, bf16 and f32, on a
+  // gradient taller than one 32-row chunk.
+  const int64_t tall = 100;
+  std::vector<uint16_t> t16(tall * cols);
+  std::vector<float> t = randomF(tall * cols, 62, -4.0, 4.0);
+  for (size_t i = 0; i < t.size(); ++i)
+    t16[i] = cpu::floatToBf16(t[i]);
+  std::vector<uint8_t> tq(t.size()), tqT(t.size()), bq(t.size()), bqT(t.size());
+  gptrt_quantize_fp8_dual(h, t16.data(), &scale, tq.data(), tqT.data(), tall,
+                          cols, GPTRT_FP8_E5M2, -1, -1, GPTRT_DTYPE_BF16);
+  for (int64_t dbDtype : {GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16}) {
+    std::vector<float> db(cols, NAN), wantDb(cols, NAN);
+    gptrt_quantize_fp8_dual_bgrad(h, t16.data(), &scale, bq.data(), bqT.data(),
+                                  db.data(), tall, cols, GPTRT_FP8_E5M2, -1, -1,
+                                  GPTRT_DTYPE_BF16, dbDtype);
+    gptrt_reduce_rows(h, t16.data(), wantDb.data(), tall, cols,
+                      GPTRT_DTYPE_BF16, dbDtype);
+    ASSERT_FALSE(ctx.failed()) << ctx.error();
+    EXPECT_EQ(bq, tq);
+    EXPECT_EQ(bqT, tqT);
+    EXPECT_EQ(0, std::memcmp(db.data(), wantDb.data(),
+                             dbDtype == GPTRT_DTYPE_F32 ? cols * 4 : cols * 2))
+        << "db dtype " << dbDtype;
+  }
 }
 
 TEST_F(AbiFp8Test, ScaledMatmulBiasIsTheGemmThenTheBiasAdd) {
