@@ -70,17 +70,26 @@ public:
     if (trainCasts.kernels.empty())
       return;
     // The same computation in eval_step or logits reads the cache too.
-    llvm::StringSet<> canonical;
+    llvm::StringSet<> canonical, trainRoots;
     for (Operation *kernel : trainCasts.kernels)
       canonical.insert(trainCasts.kernelKeys.lookup(kernel));
+    for (auto &[root, key] : trainCasts.rootKeys)
+      trainRoots.insert(key);
     std::vector<EntryCasts> others;
     for (StringRef name : {"eval_step", "logits"}) {
       auto func = module.lookupSymbol<func::FuncOp>(name);
       if (!func || func.isExternal())
         continue;
       EntryCasts casts = findCasts(func);
+      // The same kernel, and every output a buffer train_step's casts
+      // write too (the same type: a view of the cache can replace it).
       casts.kernels.remove_if([&](Operation *kernel) {
-        return !canonical.contains(casts.kernelKeys.lookup(kernel));
+        return !canonical.contains(casts.kernelKeys.lookup(kernel)) ||
+               llvm::any_of(cast<rt::KernelOp>(kernel).getOutputs(),
+                            [&](Value out) {
+                              return !trainRoots.contains(
+                                  casts.rootKeys.lookup(rt::rootBuffer(out)));
+                            });
       });
       others.push_back(std::move(casts));
     }
@@ -234,22 +243,22 @@ private:
       Operation *copy = builder.clone(*def, mapping);
       return copy->getResult(0);
     };
-    // Identical casts (the same key) are made once.
+    // Identical casts (the same key) are made once: a kernel all of whose
+    // outputs were made already reads those.
     llvm::StringMap<Value> made;
     for (Operation *op : train.kernels) {
       auto kernel = cast<rt::KernelOp>(op);
-      bool again = false;
+      bool again = llvm::all_of(kernel.getOutputs(), [&](Value out) {
+        return made.contains(train.rootKeys.lookup(rt::rootBuffer(out)));
+      });
       for (Value out : kernel.getOutputs()) {
         Value root = rt::rootBuffer(out);
-        if (mapping.contains(root))
-          continue;
-        auto type = cast<MemRefType>(root.getType());
         const std::string &key = train.rootKeys.lookup(root);
-        if (Value existing = made.lookup(key)) {
-          mapping.map(root, existing);
-          again = true;
+        if (again) {
+          mapping.map(root, made.lookup(key));
           continue;
         }
+        auto type = cast<MemRefType>(root.getType());
         Value fresh;
         if (cachedKeys.contains(key)) {
           int64_t offset = llvm::alignTo(bytes, alignment);

@@ -117,7 +117,7 @@ Artifact::~Artifact() { close(); }
 Artifact::Artifact(Artifact &&other) noexcept
     : path_(std::move(other.path_)), handle_(std::exchange(other.handle_, nullptr)),
       manifest_(std::move(other.manifest_)) {
-  for (size_t i = 0; i < 4; ++i)
+  for (size_t i = 0; i < std::size(entries_); ++i)
     entries_[i] = std::exchange(other.entries_[i], nullptr);
 }
 
@@ -127,7 +127,7 @@ Artifact &Artifact::operator=(Artifact &&other) noexcept {
     path_ = std::move(other.path_);
     handle_ = std::exchange(other.handle_, nullptr);
     manifest_ = std::move(other.manifest_);
-    for (size_t i = 0; i < 4; ++i)
+    for (size_t i = 0; i < std::size(entries_); ++i)
       entries_[i] = std::exchange(other.entries_[i], nullptr);
   }
   return *this;

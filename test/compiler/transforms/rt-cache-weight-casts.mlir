@@ -119,6 +119,36 @@ func.func @train_step() {
 
 // -----
 
+// eval_step's copy is the same kernel but writes a buffer of another shape
+// (through a reshape): no view of the cache can stand for it, so it stays.
+// CHECK-LABEL: func.func @eval_step
+// CHECK: rt.kernel "convert"
+// CHECK: rt.kernel "matmul_bf16"
+// CHECK-LABEL: func.func @cast_weights
+// CHECK: rt.kernel "convert"
+rt.arena @params params size = 1024
+func.func @train_step() {
+  %x = rt.alloc : memref<4x16xbf16>
+  %p = rt.view @params[0] : memref<8x16xf32>
+  %w = rt.alloc : memref<8x16xbf16>
+  rt.kernel "convert" ins(%p : memref<8x16xf32>) outs(%w : memref<8x16xbf16>) consts [128, 1, 2]
+  %y = rt.alloc : memref<4x8xbf16>
+  rt.kernel "matmul_bf16" ins(%x, %w : memref<4x16xbf16>, memref<8x16xbf16>) outs(%y : memref<4x8xbf16>) consts [1, 4, 8, 16, 0, 1, 0, 0, 0, 2]
+  return
+}
+func.func @eval_step() {
+  %x = rt.alloc : memref<4x16xbf16>
+  %p = rt.view @params[0] : memref<8x16xf32>
+  %flat = rt.alloc : memref<128xbf16>
+  %w = rt.reshape %flat : memref<128xbf16> -> memref<8x16xbf16>
+  rt.kernel "convert" ins(%p : memref<8x16xf32>) outs(%w : memref<8x16xbf16>) consts [128, 1, 2]
+  %y = rt.alloc : memref<4x8xbf16>
+  rt.kernel "matmul_bf16" ins(%x, %w : memref<4x16xbf16>, memref<8x16xbf16>) outs(%y : memref<4x8xbf16>) consts [1, 4, 8, 16, 0, 1, 0, 0, 0, 2]
+  return
+}
+
+// -----
+
 // An entry that writes the parameters keeps its casts.
 // CHECK-LABEL: func.func @train_step
 // CHECK: rt.kernel "convert"
