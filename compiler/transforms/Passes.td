@@ -474,7 +474,9 @@ def RtFuseDualCast : Pass<"rt-fuse-dual-cast", "::mlir::ModuleOp"> {
     gradient, same rows, columns and dtype) follows, with the gradient
     unchanged in between, it joins too: `quantize_fp8_dual_bgrad` sums the
     columns from the same read (on a GPU the 32-row chunk sums of
-    gptrt_reduce_rows's tree come from the cast's tiles).
+    gptrt_reduce_rows's tree come from the cast's tiles). A transposed cast
+    left alone -- delayed scaling, where the two casts' scales differ --
+    takes the bias gradient the same way (`quantize_fp8_transposed_bgrad`).
     `gptc --fuse-dual-casts=false` leaves this pass out.
   }];
   let dependentDialects = ["::gptc::rt::RtDialect"];

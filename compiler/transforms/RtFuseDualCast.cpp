@@ -33,6 +33,16 @@ public:
     });
     for (rt::KernelOp cast : casts)
       fuse(cast);
+    // A transposed cast left alone (delayed scaling: its own scale) still
+    // reads the whole gradient: the bias gradient joins it too.
+    SmallVector<rt::KernelOp> transposed;
+    getOperation().walk([&](rt::KernelOp op) {
+      if (op.getKernel() == "quantize_fp8_transposed" &&
+          op.getConsts().size() == 5)
+        transposed.push_back(op);
+    });
+    for (rt::KernelOp cast : transposed)
+      fuseBiasGradient(cast, /*xDtypeAt=*/4);
   }
 
 private:
@@ -107,23 +117,24 @@ private:
         reshape && reshape->use_empty())
       reshape.erase();
     ++fused;
-    fuseBiasGradient(dual);
+    fuseBiasGradient(dual, /*xDtypeAt=*/5);
   }
 
-  // quantize_fp8_dual(x) -> q, qT, then reduce_rows(x) -> db (the bias
-  // gradient of the GEMM whose output gradient x is):
-  // quantize_fp8_dual_bgrad, which sums x's columns from the same read.
-  void fuseBiasGradient(rt::KernelOp dual) {
+  // quantize_fp8_dual(x) -> q, qT (or quantize_fp8_transposed(x) -> qT),
+  // then reduce_rows(x) -> db (the bias gradient of the GEMM whose output
+  // gradient x is): the same kernel with a _bgrad suffix, summing x's
+  // columns from the same read. Both casts' constants start with rows,
+  // cols; xDtypeAt is where x_dtype is.
+  void fuseBiasGradient(rt::KernelOp dual, unsigned xDtypeAt) {
     Value x = dual.getInputs()[0];
     rt::KernelOp reduce =
         rt::nextKernelReading(dual, rt::rootBuffer(x), "reduce_rows");
-    // gptrt_reduce_rows's constants: rows, cols, x_dtype, out_dtype; the
-    // dual cast's: rows, cols, format, stat_slot, stat_slot_t, x_dtype.
+    // gptrt_reduce_rows's constants: rows, cols, x_dtype, out_dtype.
     if (!reduce || reduce.getInputs().size() != 1 ||
         reduce.getOutputs().size() != 1 || reduce.getConsts().size() != 4 ||
         rt::constAt(reduce, 0) != rt::constAt(dual, 0) ||
         rt::constAt(reduce, 1) != rt::constAt(dual, 1) ||
-        rt::constAt(reduce, 2) != rt::constAt(dual, 5))
+        rt::constAt(reduce, 2) != rt::constAt(dual, xDtypeAt))
       return;
     if (rt::touchedBetween(dual, reduce, x, /*reads=*/false) ||
         !rt::outputsCanMoveUp(dual, reduce))
@@ -135,9 +146,9 @@ private:
     SmallVector<Attribute> consts(dual.getConsts().getValue());
     consts.push_back(reduce.getConsts()[3]);
     auto fusedKernel = rt::KernelOp::create(
-        b, dual.getLoc(), "quantize_fp8_dual_bgrad", dual.getInputs(), outs,
-        /*stream=*/0, b.getArrayAttr(consts));
-    // The statistics stay those of the two FP8 outputs (the first two).
+        b, dual.getLoc(), (dual.getKernel() + "_bgrad").str(), dual.getInputs(),
+        outs, /*stream=*/0, b.getArrayAttr(consts));
+    // The statistics stay those of the FP8 outputs (the first ones).
     if (Attribute stat = dual->getAttr("rt.fp8_stat"))
       fusedKernel->setAttr("rt.fp8_stat", stat);
     reduce.erase();

@@ -309,6 +309,14 @@ void gptrt_quantize_fp8_transposed(gptrt_context *ctx, const void *x,
                                    const float *scale, uint8_t *q, int64_t rows,
                                    int64_t cols, int64_t format,
                                    int64_t stat_slot, int64_t x_dtype);
+/* The same, and db = gptrt_reduce_rows of x (cols values, db_dtype), from
+ * the same read (rt-fuse-dual-cast: delayed scaling's grad_weight cast of
+ * an output gradient and that GEMM's bias gradient). */
+void gptrt_quantize_fp8_transposed_bgrad(gptrt_context *ctx, const void *x,
+                                         const float *scale, uint8_t *q,
+                                         void *db, int64_t rows, int64_t cols,
+                                         int64_t format, int64_t stat_slot,
+                                         int64_t x_dtype, int64_t db_dtype);
 /* Both casts of x (rows x cols) at one scale, from one read: q as
  * gptrt_quantize_fp8 writes it and q_t as gptrt_quantize_fp8_transposed
  * does -- the two copies of an output gradient the backward's grad_input

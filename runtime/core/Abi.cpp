@@ -508,6 +508,31 @@ GPTRT_EXPORT void gptrt_quantize_fp8_dual(gptrt_context *ctx, const void *xData,
       });
 }
 
+GPTRT_EXPORT void gptrt_quantize_fp8_transposed_bgrad(
+    gptrt_context *ctx, const void *xData, const float *scale, uint8_t *q,
+    void *db, int64_t rows, int64_t cols, int64_t format, int64_t statSlot,
+    int64_t xDtype, int64_t dbDtype) {
+  guarded(
+      ctx, "gptrt_quantize_fp8_transposed_bgrad",
+      [&](Context &) {
+        gptrt_quantize_fp8_transposed(ctx, xData, scale, q, rows, cols, format,
+                                      statSlot, xDtype);
+        gptrt_reduce_rows(ctx, xData, db, rows, cols, xDtype, dbDtype);
+      },
+      [&](Context &c, Gpu &g) {
+        requireNonNegative(rows, "rows");
+        requireNonNegative(cols, "cols");
+        requireStorageDtype(xDtype, "x_dtype");
+        requireStorageDtype(dbDtype, "db_dtype");
+        // The dual cast's kernel without the row-major copy.
+        g.quantizeFp8Dual(xData, xDtype, scale, /*q=*/nullptr, q, rows, cols,
+                          format, db, dbDtype);
+        if (statSlot >= 0 && c.collectingFp8Stats())
+          g.recordCastStats(xData, xDtype, rows * cols, scale, format,
+                            statSlot);
+      });
+}
+
 GPTRT_EXPORT void gptrt_quantize_fp8_dual_bgrad(
     gptrt_context *ctx, const void *xData, const float *scale, uint8_t *q,
     uint8_t *qT, void *db, int64_t rows, int64_t cols, int64_t format,
@@ -2178,6 +2203,7 @@ const std::vector<AbiSymbol> &abiSymbols() {
       GPTRT_SYM(gptrt_cross_entropy_fwd_bwd),
       GPTRT_SYM(gptrt_cross_entropy_fwd_bwd_amax),
       GPTRT_SYM(gptrt_quantize_fp8_dual_bgrad),
+      GPTRT_SYM(gptrt_quantize_fp8_transposed_bgrad),
       GPTRT_SYM(gptrt_global_norm),
       GPTRT_SYM(gptrt_clip_scale),
       GPTRT_SYM(gptrt_adamw),

@@ -298,7 +298,8 @@ public:
                                      int64_t format) = 0;
   // Both: q (rows x cols) and qT (cols x rows) from one read of x.
   // db, when not null: gptrt_reduce_rows of x into db (dbDtype) too, its
-  // first level of chunk sums from the cast's tiles (_bgrad).
+  // first level of chunk sums from the cast's tiles (_bgrad). q may be null
+  // (only the transposed copy).
   virtual void quantizeFp8Dual(const void *x, int64_t xDtype,
                                const float *scale, uint8_t *q, uint8_t *qT,
                                int64_t rows, int64_t cols, int64_t format,

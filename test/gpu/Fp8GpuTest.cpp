@@ -312,6 +312,16 @@ TEST_F(GpuTest, DualQuantizeIsBitExact) {
       EXPECT_EQ(download(db, cols * dbBytes), wantDb)
           << "bias gradient, " << rows << " x " << cols << ", dtype "
           << dbDtype;
+      // The transposed cast alone with the bias gradient (delayed scaling).
+      uint8_t *tqT = alloc<uint8_t>(n);
+      uint8_t *tdb = upload(std::vector<uint8_t>(cols * dbBytes, 0xFF));
+      gptrt_quantize_fp8_transposed_bgrad(
+          g(), upload(x16), upload(std::vector<float>{scale}), tqT, tdb, rows,
+          cols, GPTRT_FP8_E4M3, -1, GPTRT_DTYPE_BF16, dbDtype);
+      expectOk();
+      EXPECT_EQ(download(tqT, n), wantQT) << "transposed_bgrad codes";
+      EXPECT_EQ(download(tdb, cols * dbBytes), wantDb)
+          << "transposed_bgrad bias gradient, " << rows << " x " << cols;
     }
   }
 }

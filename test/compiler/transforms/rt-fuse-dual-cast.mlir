@@ -129,3 +129,26 @@ func.func @bias_gradient() {
   rt.kernel "reduce_rows" ins(%g3 : memref<32x64xbf16>) outs(%db3 : memref<64xbf16>) consts [32, 64, 2, 2]
   return
 }
+
+// -----
+
+// Delayed scaling: the transposed cast stays alone (its own scale), and
+// the bias gradient joins it; the grad_weight GEMM between reads its copy.
+// CHECK-LABEL: func.func @transposed_bias_gradient
+// CHECK: %[[DB:.*]] = rt.alloc : memref<64xf32>
+// CHECK-NEXT: rt.kernel "quantize_fp8_transposed_bgrad" ins(%{{.*}}, %{{.*}} : memref<32x64xbf16>, memref<f32>) outs(%[[QT:.*]], %[[DB]] : memref<64x32xf8E5M2>, memref<64xf32>) consts [32, 64, 1, 6, 2, 1] {rt.fp8_stat = {gemm = "grad_weight", layer = "fc", operand = "a", slot = 6 : i64}}
+// CHECK: rt.kernel "scaled_matmul" ins(%[[QT]]
+// CHECK-NOT: rt.kernel "reduce_rows"
+func.func @transposed_bias_gradient() {
+  %g = rt.alloc : memref<32x64xbf16>
+  %s = rt.alloc : memref<f32>
+  %qt = rt.alloc : memref<64x32xf8E5M2>
+  rt.kernel "quantize_fp8_transposed" ins(%g, %s : memref<32x64xbf16>, memref<f32>) outs(%qt : memref<64x32xf8E5M2>) consts [32, 64, 1, 6, 2] {rt.fp8_stat = {gemm = "grad_weight", layer = "fc", operand = "a", slot = 6 : i64}}
+  %x = rt.alloc : memref<48x32xf8E4M3FN>
+  %sx = rt.alloc : memref<f32>
+  %dw = rt.alloc : memref<64x48xf32>
+  rt.kernel "scaled_matmul" ins(%qt, %x, %s, %sx : memref<64x32xf8E5M2>, memref<48x32xf8E4M3FN>, memref<f32>, memref<f32>) outs(%dw : memref<64x48xf32>) consts [1, 64, 48, 32, 0, 1, 0, 0, 0, 1, 0, 0, 1]
+  %db = rt.alloc : memref<64xf32>
+  rt.kernel "reduce_rows" ins(%g : memref<32x64xbf16>) outs(%db : memref<64xf32>) consts [32, 64, 2, 1]
+  return
+}

@@ -446,6 +446,17 @@ TEST_F(AbiFp8Test, DualQuantizeWritesBothLayoutsAndBothStatistics) {
     EXPECT_EQ(0, std::memcmp(db.data(), wantDb.data(),
                              dbDtype == GPTRT_DTYPE_F32 ? cols * 4 : cols * 2))
         << "db dtype " << dbDtype;
+    // The transposed cast alone with the bias gradient.
+    std::vector<float> tdb(cols, NAN);
+    std::vector<uint8_t> tbqT(t.size());
+    gptrt_quantize_fp8_transposed_bgrad(h, t16.data(), &scale, tbqT.data(),
+                                        tdb.data(), tall, cols, GPTRT_FP8_E5M2,
+                                        -1, GPTRT_DTYPE_BF16, dbDtype);
+    ASSERT_FALSE(ctx.failed()) << ctx.error();
+    EXPECT_EQ(tbqT, tqT);
+    EXPECT_EQ(0, std::memcmp(tdb.data(), wantDb.data(),
+                             dbDtype == GPTRT_DTYPE_F32 ? cols * 4 : cols * 2))
+        << "transposed, db dtype " << dbDtype;
   }
 }
 
