@@ -221,15 +221,23 @@ __global__ void amaxEachRowKernel(const void *x, bool bf16, float *out,
   }
 }
 
-__global__ void amaxEachColumnKernel(const void *x, bool bf16, float *out,
+// Per column: a thread per (column, slice of rows), adjacent threads on
+// adjacent columns, each slice's max atomically maxed into out's bits
+// (zeroed first). A max does not depend on the order, so the slices change
+// no bit; one thread per column walking every row could not keep the GPU
+// busy on a [16384, 768] gradient.
+__global__ void amaxEachColumnKernel(const void *x, bool bf16, unsigned *out,
                                      int64_t rows, int64_t cols) {
-  for (int64_t c = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; c < cols;
-       c += int64_t(gridDim.x) * blockDim.x) {
-    unsigned m = 0;
-    for (int64_t r = 0; r < rows; ++r)
-      m = max(m, __float_as_uint(fabsf(valueAt(x, bf16, r * cols + c))));
-    out[c] = __uint_as_float(m);
-  }
+  const int64_t c = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (c >= cols)
+    return;
+  const int64_t slice = (rows + gridDim.y - 1) / gridDim.y;
+  const int64_t r0 = blockIdx.y * slice, r1 = min(rows, r0 + slice);
+  unsigned m = 0;
+  for (int64_t r = r0; r < r1; ++r)
+    m = max(m, __float_as_uint(fabsf(valueAt(x, bf16, r * cols + c))));
+  if (m != 0)
+    atomicMax(&out[c], m);
 }
 
 __global__ void rowScalesKernel(const float *amax, float *out, int64_t n,
@@ -427,8 +435,12 @@ void DeviceImpl::amaxRows(const void *x, int64_t xDtype, float *out,
       zero(out, size_t(cols) * sizeof(float));
       return;
     }
-    amaxEachColumnKernel<<<gridFor(cols), 256, 0, stream_>>>(x, bf16, out,
-                                                             rows, cols);
+    zero(out, size_t(cols) * sizeof(float));
+    // Slices of at least 64 rows, at most 1024 of them.
+    const int64_t slices = std::min<int64_t>((rows + 63) / 64, 1024);
+    const dim3 grid(unsigned((cols + 255) / 256), unsigned(slices));
+    amaxEachColumnKernel<<<grid, 256, 0, stream_>>>(
+        x, bf16, reinterpret_cast<unsigned *>(out), rows, cols);
   } else {
     if (rows == 0)
       return;

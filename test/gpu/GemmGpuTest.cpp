@@ -327,6 +327,30 @@ TEST_F(GpuTest, RowwiseFp8MatchesCpu) {
   EXPECT_EQ(download(dAmaxA, batch * m), amaxA);
   EXPECT_EQ(download(dAmaxW, n), amaxW);
   EXPECT_EQ(download(dAmaxCols, k), amaxCols);
+  // Column amaxes of a tall bf16 gradient (many row slices, poisoned
+  // output): a zero column stays 0, a NaN wins its column.
+  {
+    const int64_t tall = 20000, wide = 77;
+    std::vector<float> t = randn(tall * wide, 2.0f);
+    for (int64_t r = 0; r < tall; ++r)
+      t[r * wide + 5] = 0.0f;
+    t[12345 * wide + 9] = std::nanf("");
+    std::vector<uint16_t> t16 = toBf16(t);
+    std::vector<float> want(wide);
+    gptrt_amax_rows(cpuCtx.handle(), t16.data(), want.data(), tall, wide, 1,
+                    GPTRT_DTYPE_BF16);
+    float *dAmax = upload(std::vector<float>(wide, -1.0f));
+    gptrt_amax_rows(g(), upload(t16), dAmax, tall, wide, 1, GPTRT_DTYPE_BF16);
+    expectOk();
+    std::vector<float> got = download(dAmax, wide);
+    for (int64_t c = 0; c < wide; ++c)
+      if (std::isnan(want[c]))
+        EXPECT_TRUE(std::isnan(got[c])) << "column " << c;
+      else
+        EXPECT_EQ(got[c], want[c]) << "column " << c;
+    EXPECT_EQ(got[5], 0.0f);
+    EXPECT_TRUE(std::isnan(got[9]));
+  }
 
   std::vector<float> scaleA(batch * m), scaleW(n);
   gptrt_row_scales(cpuCtx.handle(), amaxA.data(), scaleA.data(), batch * m,
