@@ -504,11 +504,17 @@ def RtFuseQkvAttention : Pass<"rt-fuse-qkv-attention", "::mlir::ModuleOp"> {
     the last backward. On the CPU (and the GPU's baseline kernels) the
     packed kernels copy the parts as before; the flash kernels read and
     write them in place with a row stride of 3 width.
+    When an `amax` of the whole attention output follows (the FP8 input of
+    the attention projection), it joins the packed forward
+    (`attention_fwd_packed_amax`: the flash kernel takes it as it writes
+    the output; the baseline kernels run the amax after).
     `gptc --fuse-qkv-attention=false` leaves this pass out.
   }];
   let dependentDialects = ["::gptc::rt::RtDialect"];
   let statistics = [
     Statistic<"fused", "fused", "attentions reading q, k, v packed">,
+    Statistic<"amaxFused", "amax-fused",
+              "amaxes of the attention output taken by the packed forward">,
   ];
 }
 

@@ -65,31 +65,10 @@ private:
   // gradient): cross_entropy_fwd_bwd_amax, whose GPU kernel takes the amax
   // as it stores the gradient rather than in a second read of it.
   void fuseAmax(rt::KernelOp kernel) {
-    Value dlogits = kernel.getOutputs()[2];
-    auto type = cast<MemRefType>(rt::rootBuffer(dlogits).getType());
-    rt::KernelOp amax =
-        rt::nextKernelReading(kernel, rt::rootBuffer(dlogits), "amax");
-    // Consts: n, x_dtype -- the whole gradient, as the kernel stores it.
-    if (!amax || amax.getInputs().size() != 1 ||
-        amax.getOutputs().size() != 1 || amax.getConsts().size() != 2 ||
-        rt::constAt(amax, 0) != type.getNumElements() ||
-        rt::constAt(amax, 1) != rt::constAt(kernel, 4))
-      return;
-    // The amax is written where the classifier runs; the gradient must be
-    // the same then.
-    if (rt::touchedBetween(kernel, amax, dlogits, /*reads=*/false) ||
-        !rt::outputsCanMoveUp(kernel, amax))
-      return;
-    rt::moveOutputDefsBefore(kernel, amax);
-    OpBuilder b(kernel);
-    SmallVector<Value> outs(kernel.getOutputs());
-    outs.push_back(amax.getOutputs()[0]);
-    rt::KernelOp::create(b, kernel.getLoc(), "cross_entropy_fwd_bwd_amax",
-                         kernel.getInputs(), outs, /*stream=*/0,
-                         kernel.getConsts());
-    amax.erase();
-    kernel.erase();
-    ++amaxFused;
+    // Consts: rows, vocab, padded_vocab, ignore_index, dtype.
+    if (rt::foldFollowingAmax(kernel, /*outIndex=*/2, rt::constAt(kernel, 4),
+                              "cross_entropy_fwd_bwd_amax"))
+      ++amaxFused;
   }
 
   // The forward now runs where the backward did: nothing in between may

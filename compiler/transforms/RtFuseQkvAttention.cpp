@@ -184,9 +184,9 @@ private:
     }
 
     OpBuilder b(forward);
-    rt::KernelOp::create(b, forward.getLoc(), "attention_fwd_packed",
-                         ValueRange{qkv}, forward.getOutputs(), /*stream=*/0,
-                         consts);
+    auto packedForward = rt::KernelOp::create(
+        b, forward.getLoc(), "attention_fwd_packed", ValueRange{qkv},
+        forward.getOutputs(), /*stream=*/0, consts);
     for (Packed &p : packed) {
       Operation *def = p.dqkv.getDefiningOp();
       if (def && p.backward->isBeforeInBlock(def))
@@ -210,6 +210,12 @@ private:
     for (Value part : parts)
       eraseIfUnused(part);
     ++fused;
+    // The attention projection's FP8 input: its amax taken as it is
+    // written. Consts: batch, seq, width, heads, causal, dtype.
+    if (rt::foldFollowingAmax(packedForward, /*outIndex=*/0,
+                              rt::constAt(packedForward, 5),
+                              "attention_fwd_packed_amax"))
+      ++amaxFused;
   }
 
   static void eraseIfUnused(Value buffer) {

@@ -122,6 +122,38 @@ inline KernelOp nextKernelReading(mlir::Operation *after, mlir::Value root,
   return first;
 }
 
+// Folds the first `amax` after `producer` that reads the whole of its
+// output `outIndex` (stored as `dtype`) into it: a `fusedName` kernel
+// with producer's operands and constants and the amax's buffer as one more
+// output, where producer was. The output must not change in between and
+// the amax's buffer must be able to move up. Returns the new kernel, or
+// null (nothing changed).
+inline KernelOp foldFollowingAmax(KernelOp producer, unsigned outIndex,
+                                  int64_t dtype, llvm::StringRef fusedName) {
+  mlir::Value out = producer.getOutputs()[outIndex];
+  mlir::Value root = rootBuffer(out);
+  KernelOp amax = nextKernelReading(producer, root, "amax");
+  // gptrt_amax's constants: n, x_dtype.
+  if (!amax || amax.getInputs().size() != 1 || amax.getOutputs().size() != 1 ||
+      amax.getConsts().size() != 2 ||
+      constAt(amax, 0) !=
+          mlir::cast<mlir::MemRefType>(root.getType()).getNumElements() ||
+      constAt(amax, 1) != dtype ||
+      touchedBetween(producer, amax, out, /*reads=*/false) ||
+      !outputsCanMoveUp(producer, amax))
+    return {};
+  moveOutputDefsBefore(producer, amax);
+  mlir::OpBuilder b(producer);
+  llvm::SmallVector<mlir::Value> outs(producer.getOutputs());
+  outs.push_back(amax.getOutputs()[0]);
+  auto fused =
+      KernelOp::create(b, producer.getLoc(), fusedName, producer.getInputs(),
+                       outs, /*stream=*/0, producer.getConsts());
+  amax.erase();
+  producer.erase();
+  return fused;
+}
+
 } // namespace gptc::rt
 
 #endif // GPTC_COMPILER_TRANSFORMS_RTKERNELQUERIES_H

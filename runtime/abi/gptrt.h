@@ -218,6 +218,14 @@ void gptrt_attention_fwd_packed(gptrt_context *ctx, const void *qkv, void *out,
                                 float *lse, int64_t batch, int64_t seq,
                                 int64_t width, int64_t heads, int64_t causal,
                                 int64_t dtype);
+/* The same, and amax: one f32, gptrt_amax of out as stored -- the FP8
+ * input of the attention projection, taken by the flash kernel as it
+ * writes out (the baseline kernels run gptrt_amax after). */
+void gptrt_attention_fwd_packed_amax(gptrt_context *ctx, const void *qkv,
+                                     void *out, float *lse, float *amax,
+                                     int64_t batch, int64_t seq, int64_t width,
+                                     int64_t heads, int64_t causal,
+                                     int64_t dtype);
 void gptrt_attention_bwd_packed(gptrt_context *ctx, const void *dout,
                                 const void *qkv, const void *out,
                                 const float *lse, void *dqkv, int64_t batch,

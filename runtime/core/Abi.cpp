@@ -1420,7 +1420,27 @@ GPTRT_EXPORT void gptrt_attention_fwd_packed(
       [&](Context &, Gpu &g) {
         attentionElements(batch, seq, width);
         requireStorageDtype(dtype, "dtype");
-        g.attentionForwardPacked(qkv, out, lse, batch, seq, width, heads,
+        g.attentionForwardPacked(qkv, out, lse, /*amax=*/nullptr, batch, seq,
+                                 width, heads, causal != 0, dtype);
+      });
+}
+
+GPTRT_EXPORT void
+gptrt_attention_fwd_packed_amax(gptrt_context *ctx, const void *qkv, void *out,
+                                float *lse, float *amax, int64_t batch,
+                                int64_t seq, int64_t width, int64_t heads,
+                                int64_t causal, int64_t dtype) {
+  guarded(
+      ctx, "gptrt_attention_fwd_packed_amax",
+      [&](Context &) {
+        gptrt_attention_fwd_packed(ctx, qkv, out, lse, batch, seq, width, heads,
+                                   causal, dtype);
+        gptrt_amax(ctx, out, amax, batch * seq * width, dtype);
+      },
+      [&](Context &, Gpu &g) {
+        attentionElements(batch, seq, width);
+        requireStorageDtype(dtype, "dtype");
+        g.attentionForwardPacked(qkv, out, lse, amax, batch, seq, width, heads,
                                  causal != 0, dtype);
       });
 }
@@ -2197,6 +2217,7 @@ const std::vector<AbiSymbol> &abiSymbols() {
       GPTRT_SYM(gptrt_attention_fwd),
       GPTRT_SYM(gptrt_attention_bwd),
       GPTRT_SYM(gptrt_attention_fwd_packed),
+      GPTRT_SYM(gptrt_attention_fwd_packed_amax),
       GPTRT_SYM(gptrt_attention_bwd_packed),
       GPTRT_SYM(gptrt_cross_entropy_fwd),
       GPTRT_SYM(gptrt_cross_entropy_bwd),

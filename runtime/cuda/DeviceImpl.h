@@ -222,8 +222,8 @@ public:
                          int64_t seq, int64_t width, int64_t heads,
                          bool causal, int64_t dtype) override;
   void attentionForwardPacked(const void *qkv, void *out, float *lse,
-                              int64_t batch, int64_t seq, int64_t width,
-                              int64_t heads, bool causal,
+                              float *amax, int64_t batch, int64_t seq,
+                              int64_t width, int64_t heads, bool causal,
                               int64_t dtype) override;
   void attentionBackwardPacked(const void *dout, const void *qkv,
                                const void *out, const float *lse, void *dqkv,
@@ -374,10 +374,11 @@ private:
                              int64_t heads, int64_t dtype) const;
   // ldQkv: the row stride of q, k, v and dq, dk, dv (width, or 3 width
   // when they are packed); out and dout have rows of width.
+  // amax, when not null: the amax of out as stored, taken as it is written.
   void flashAttentionForward(const void *q, const void *k, const void *v,
                              void *out, float *lse, int64_t batch, int64_t seq,
                              int64_t width, int64_t heads, bool causal,
-                             int64_t ldQkv);
+                             int64_t ldQkv, float *amax = nullptr);
   void flashAttentionBackward(const void *dout, const void *q, const void *k,
                               const void *v, const void *out, const float *lse,
                               void *dq, void *dk, void *dv, int64_t batch,

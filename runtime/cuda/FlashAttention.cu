@@ -16,6 +16,7 @@
 // against the CPU kernels.
 #include "runtime/abi/gptrt.h"
 #include "runtime/cuda/DeviceImpl.h"
+#include "runtime/cuda/Fp8Sink.cuh"
 #include "runtime/cuda/Reduce.cuh"
 
 #include <cuda_bf16.h>
@@ -229,7 +230,7 @@ static_assert(backwardSharedBytes(kMaxHeadDim) <= 232448 &&
 
 __global__ void __launch_bounds__(kThreads)
     flashForwardKernel(const bf16 *q, const bf16 *k, const bf16 *v, bf16 *out,
-                       float *lse, FlashDims d) {
+                       float *lse, FlashDims d, Fp8Sink sink) {
   extern __shared__ __align__(128) unsigned char smem[];
   Carver carve{smem};
   const int D = d.D;
@@ -291,15 +292,20 @@ __global__ void __launch_bounds__(kThreads)
     gemmPV<false>(O, P, Vs, D, /*accumulate=*/true);
     __syncthreads();
   }
+  // The amax of out as stored (_amax): no codes, so no index.
+  unsigned m = 0;
   for (int i = threadIdx.x; i < kTile * D; i += blockDim.x) {
     const int r = i / D, c = i % D;
-    if (q0 + r < d.T)
-      out[at(d, d.C, b, h, q0 + r, c)] =
-          __float2bfloat16(O[r * ldO + c] / rowSum[r]);
+    if (q0 + r < d.T) {
+      const bf16 o = __float2bfloat16(O[r * ldO + c] / rowSum[r]);
+      out[at(d, d.C, b, h, q0 + r, c)] = o;
+      sink.put(m, 0, __bfloat162float(o), 0.0f);
+    }
   }
   for (int r = threadIdx.x; r < kTile; r += blockDim.x)
     if (q0 + r < d.T)
       lse[(b * d.H + h) * d.T + q0 + r] = rowMax[r] + logf(rowSum[r]);
+  sink.finish(m);
 }
 
 // delta[b, h, t] = sum_c dout[t, c] * out[t, c] over the head's columns:
@@ -441,14 +447,18 @@ void DeviceImpl::flashAttentionForward(const void *q, const void *k,
                                        const void *v, void *out, float *lse,
                                        int64_t batch, int64_t seq,
                                        int64_t width, int64_t heads,
-                                       bool causal, int64_t ldQkv) {
+                                       bool causal, int64_t ldQkv,
+                                       float *amax) {
   const FlashDims d = flashDims(batch, seq, width, heads, causal, ldQkv);
+  Fp8Epilogue fp8;
+  fp8.amax = amax;
+  const Fp8Sink sink = sinkFor(fp8); // zeroes the amax first
   const size_t shared = forwardSharedBytes(d.D);
   allowSharedBytes(flashForwardKernel, shared,
                    "cudaFuncSetAttribute (flash attention forward)");
   flashForwardKernel<<<tileGrid(d), kThreads, shared, stream_>>>(
       static_cast<const bf16 *>(q), static_cast<const bf16 *>(k),
-      static_cast<const bf16 *>(v), static_cast<bf16 *>(out), lse, d);
+      static_cast<const bf16 *>(v), static_cast<bf16 *>(out), lse, d, sink);
   checkLaunch("gptrt_attention_fwd (flash)");
 }
 

@@ -18,6 +18,7 @@ packed (no copy_blocks left).
 Prints the CPU step times side by side (not a timed test)."""
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -78,8 +79,9 @@ def main():
                 "classifier": train.count('rt.kernel "cross_entropy_fwd_bwd"'),
                 "fp8 bias": train.count('rt.kernel "scaled_matmul_bias"'),
                 "copies": train.count('rt.kernel "copy_blocks"'),
-                "packed attention": train.count('rt.kernel "attention_fwd_packed"') +
-                                    train.count('rt.kernel "attention_bwd_packed"')}
+                "packed attention": len(re.findall(
+                    r'rt\.kernel "attention_(?:fwd_packed(?:_amax)?|bwd_packed)"',
+                    train))}
             log = art + ".jsonl"
             subprocess.run([args.gptrun, art, "--data", work + "/data/train_*.bin",
                             "--steps", "8", "--lr", "1e-3", "--log", log, "--quiet"],

@@ -453,6 +453,18 @@ TEST_F(GpuTest, PackedAttentionMatchesCpu) {
     EXPECT_LT(relErr(download(gLse, nl), toDouble(lse)), kF32Tol);
     EXPECT_LT(relErr(bf16Values(download(gDqkv, 3 * n)), bf16Values(dqkv)),
               kBf16Tol);
+    // _amax: the same output bits, and the amax of the output as stored
+    // (in the flash kernel, or a second pass after the baseline's).
+    uint16_t *aOut = upload(std::vector<uint16_t>(n, 0xFFFF));
+    float *amax = upload(std::vector<float>{std::nanf("")});
+    float *want = alloc<float>(1);
+    gptrt_attention_fwd_packed_amax(g(), gQkv, aOut, alloc<float>(nl), amax, B,
+                                    T, C, H, 1, GPTRT_DTYPE_BF16);
+    gptrt_amax(g(), gOut, want, n, GPTRT_DTYPE_BF16);
+    expectOk();
+    EXPECT_EQ(download(aOut, n), download(gOut, n));
+    EXPECT_EQ(download(amax, 1), download(want, 1));
+    EXPECT_GT(download(amax, 1)[0], 0.0f);
   }
   dev().setFlashAttention(false);
 }

@@ -157,3 +157,32 @@ func.func @late_split() {
   rt.kernel "copy_blocks" ins(%qkv : memref<2x8x96xbf16>) outs(%q : memref<2x8x32xbf16>) consts [16, 32, 32, 96, 0, 0, 2]
   return
 }
+
+// -----
+
+// An amax of the whole attention output (the projection's FP8 input),
+// through a reshape: the packed forward takes it; its buffer moves up.
+// CHECK-LABEL: func.func @packed_amax
+// CHECK: %[[M:.*]] = rt.alloc : memref<f32>
+// CHECK-NEXT: rt.kernel "attention_fwd_packed_amax" ins(%{{.*}} : memref<2x8x96xbf16>) outs(%{{.*}}, %{{.*}}, %[[M]] : memref<2x8x32xbf16>, memref<2x4x8xf32>, memref<f32>) consts [2, 8, 32, 4, 1, 2]
+// CHECK-NOT: rt.kernel "amax"
+// CHECK: rt.kernel "scale_from_amax" ins(%[[M]]
+func.func @packed_amax() {
+  %qkv = rt.alloc : memref<2x8x96xbf16>
+  rt.kernel "fill" outs(%qkv : memref<2x8x96xbf16>) consts [1536, 1.0]
+  %q = rt.alloc : memref<2x8x32xbf16>
+  %k = rt.alloc : memref<2x8x32xbf16>
+  %v = rt.alloc : memref<2x8x32xbf16>
+  rt.kernel "copy_blocks" ins(%qkv : memref<2x8x96xbf16>) outs(%q : memref<2x8x32xbf16>) consts [16, 32, 32, 96, 0, 0, 2]
+  rt.kernel "copy_blocks" ins(%qkv : memref<2x8x96xbf16>) outs(%k : memref<2x8x32xbf16>) consts [16, 32, 32, 96, 0, 32, 2]
+  rt.kernel "copy_blocks" ins(%qkv : memref<2x8x96xbf16>) outs(%v : memref<2x8x32xbf16>) consts [16, 32, 32, 96, 0, 64, 2]
+  %out = rt.alloc : memref<2x8x32xbf16>
+  %lse = rt.alloc : memref<2x4x8xf32>
+  rt.kernel "attention_fwd" ins(%q, %k, %v : memref<2x8x32xbf16>, memref<2x8x32xbf16>, memref<2x8x32xbf16>) outs(%out, %lse : memref<2x8x32xbf16>, memref<2x4x8xf32>) consts [2, 8, 32, 4, 1, 2]
+  %flat = rt.reshape %out : memref<2x8x32xbf16> -> memref<16x32xbf16>
+  %m = rt.alloc : memref<f32>
+  rt.kernel "amax" ins(%flat : memref<16x32xbf16>) outs(%m : memref<f32>) consts [512, 2]
+  %s = rt.alloc : memref<f32>
+  rt.kernel "scale_from_amax" ins(%m : memref<f32>) outs(%s : memref<f32>) consts [4.480000e+02, 0, 0, 9.9999999999999998E-13]
+  return
+}

@@ -698,6 +698,16 @@ TEST_F(AbiTest, PackedAttentionIsTheAttentionOfTheParts) {
                       GPTRT_DTYPE_F32);
   expectSameBits(out, wantOut, "out");
   expectSameBits(lse, wantLse, "lse");
+  // _amax: the same outputs and gptrt_amax of out.
+  F amaxOut = nanF(n), amaxLse = nanF(B * H * T), amax = nanF(1),
+    wantAmax = nanF(1);
+  gptrt_attention_fwd_packed_amax(h, qkv.data(), amaxOut.data(), amaxLse.data(),
+                                  amax.data(), B, T, C, H, 1, GPTRT_DTYPE_F32);
+  gptrt_amax(h, out.data(), wantAmax.data(), n, GPTRT_DTYPE_F32);
+  expectSameBits(amaxOut, out, "out (_amax)");
+  expectSameBits(amaxLse, lse, "lse (_amax)");
+  expectSameBits(amax, wantAmax, "amax");
+  EXPECT_GT(amax[0], 0.0f);
   F dqkv = nanF(3 * n), grad[3] = {nanF(n), nanF(n), nanF(n)};
   gptrt_attention_bwd_packed(h, dout.data(), qkv.data(), out.data(), lse.data(),
                              dqkv.data(), B, T, C, H, 1, GPTRT_DTYPE_F32);
