@@ -85,14 +85,13 @@ inline bool touchedBetween(mlir::Operation *from, mlir::Operation *to,
 // Whether the outputs of `later` (after `producer` in one block) can be
 // written where `producer` runs, so that `later`'s work folds into it: each
 // is an rt.alloc or rt.view itself (not a reshape), and nothing touches it
-// between `producer` -- or its definition, when that comes after -- and
-// `later`.
+// between `producer` and `later` (for a view defined in between, other
+// views of its persistent arena count too).
 inline bool outputsCanMoveUp(mlir::Operation *producer, KernelOp later) {
   for (mlir::Value out : later.getOutputs()) {
     mlir::Operation *def = out.getDefiningOp();
     if (!def || !mlir::isa<AllocOp, ViewOp>(def) ||
-        touchedBetween(producer->isBeforeInBlock(def) ? def : producer, later,
-                       out, /*reads=*/true))
+        touchedBetween(producer, later, out, /*reads=*/true))
       return false;
   }
   return true;

@@ -2,8 +2,9 @@
 """fp8-fuse-amax, fp8-fuse-cast, fp8-transpose-casts, fp8-reuse-scales and
 rt-fuse-dual-cast change where amaxes and FP8 casts are computed, never
 their values: the tiny GPT compiled with all of them, without the fusions
-(--fp8-fusion=false --fuse-dual-casts=false --fuse-classifier=false, which
-also keeps the amax of the logits' gradient apart)
+(--fp8-fusion=false --fuse-dual-casts=false --fuse-classifier=false
+--fuse-qkv-attention=false, which also keep the bias gradients and the
+amaxes of the logits' gradient and the attention output apart)
 and without the layout passes (--fp8-transpose-casts=false
 --fp8-reuse-scales=false) trains to bit-identical losses (every f32 digit
 in the log) and identical per-cast FP8 statistics, for current
@@ -28,7 +29,8 @@ def main():
         runs, kernels = {}, {}
         variants = {"true": ["--fp8-fusion=true"],
                     "false": ["--fp8-fusion=false", "--fuse-dual-casts=false",
-                              "--fuse-classifier=false"],
+                              "--fuse-classifier=false",
+                              "--fuse-qkv-attention=false"],
                     "layout-off": ["--fp8-transpose-casts=false",
                                    "--fp8-reuse-scales=false"]}
         not_tn, rts = {}, {}
@@ -39,7 +41,7 @@ def main():
             rt = subprocess.run([args.gptc, *flags, "--emit=rt", "-o", "-"],
                                 check=True, capture_output=True, text=True).stdout
             kernels[fusion] = (rt.count('rt.kernel "amax"'),
-                               len(re.findall(r'rt\.kernel "quantize_fp8(?:_transposed)?"', rt)) +
+                               len(re.findall(r'rt\.kernel "quantize_fp8(?:_transposed)?(?:_bgrad)?"', rt)) +
                                2 * len(re.findall(r'rt\.kernel "quantize_fp8_dual(?:_bgrad)?"', rt)),
                                len(re.findall(r'rt\.kernel "(?!scale_from_amax)\w+_(?:amax|cast)"', rt)))
             rts[fusion] = rt
@@ -68,6 +70,9 @@ def main():
         # output gradient's dual cast (rt-fuse-dual-cast).
         if policy == "fp8-tensorwise" and bgrad == 0:
             failures.append("fp8-tensorwise: no bias gradient summed by a dual cast")
+        # Delayed scaling: by the transposed cast, alone with its own scale.
+        if policy == "fp8-delayed" and 'rt.kernel "quantize_fp8_transposed_bgrad"' not in rts["true"]:
+            failures.append("fp8-delayed: no bias gradient summed by a transposed cast")
         # Delayed scaling keeps one scale per GEMM operand: the two casts
         # of a gradient differ in scale and stay apart.
         if (dual == 0) == (policy == "fp8-tensorwise"):
