@@ -120,39 +120,39 @@ private:
     fuseBiasGradient(dual, /*xDtypeAt=*/5);
   }
 
-  // quantize_fp8_dual(x) -> q, qT (or quantize_fp8_transposed(x) -> qT),
-  // then reduce_rows(x) -> db (the bias gradient of the GEMM whose output
+  // cast = quantize_fp8_dual(x) -> q, qT, or quantize_fp8_transposed(x) ->
+  // qT; then reduce_rows(x) -> db (the bias gradient of the GEMM whose output
   // gradient x is): the same kernel with a _bgrad suffix, summing x's
   // columns from the same read. Both casts' constants start with rows,
   // cols; xDtypeAt is where x_dtype is.
-  void fuseBiasGradient(rt::KernelOp dual, unsigned xDtypeAt) {
-    Value x = dual.getInputs()[0];
+  void fuseBiasGradient(rt::KernelOp cast, unsigned xDtypeAt) {
+    Value x = cast.getInputs()[0];
     rt::KernelOp reduce =
-        rt::nextKernelReading(dual, rt::rootBuffer(x), "reduce_rows");
+        rt::nextKernelReading(cast, rt::rootBuffer(x), "reduce_rows");
     // gptrt_reduce_rows's constants: rows, cols, x_dtype, out_dtype.
     if (!reduce || reduce.getInputs().size() != 1 ||
         reduce.getOutputs().size() != 1 || reduce.getConsts().size() != 4 ||
-        rt::constAt(reduce, 0) != rt::constAt(dual, 0) ||
-        rt::constAt(reduce, 1) != rt::constAt(dual, 1) ||
-        rt::constAt(reduce, 2) != rt::constAt(dual, xDtypeAt))
+        rt::constAt(reduce, 0) != rt::constAt(cast, 0) ||
+        rt::constAt(reduce, 1) != rt::constAt(cast, 1) ||
+        rt::constAt(reduce, 2) != rt::constAt(cast, xDtypeAt))
       return;
-    if (rt::touchedBetween(dual, reduce, x, /*reads=*/false) ||
-        !rt::outputsCanMoveUp(dual, reduce))
+    if (rt::touchedBetween(cast, reduce, x, /*reads=*/false) ||
+        !rt::outputsCanMoveUp(cast, reduce))
       return;
-    rt::moveOutputDefsBefore(dual, reduce);
-    OpBuilder b(dual);
-    SmallVector<Value> outs(dual.getOutputs());
+    rt::moveOutputDefsBefore(cast, reduce);
+    OpBuilder b(cast);
+    SmallVector<Value> outs(cast.getOutputs());
     outs.push_back(reduce.getOutputs()[0]);
-    SmallVector<Attribute> consts(dual.getConsts().getValue());
+    SmallVector<Attribute> consts(cast.getConsts().getValue());
     consts.push_back(reduce.getConsts()[3]);
     auto fusedKernel = rt::KernelOp::create(
-        b, dual.getLoc(), (dual.getKernel() + "_bgrad").str(), dual.getInputs(),
+        b, cast.getLoc(), (cast.getKernel() + "_bgrad").str(), cast.getInputs(),
         outs, /*stream=*/0, b.getArrayAttr(consts));
     // The statistics stay those of the FP8 outputs (the first ones).
-    if (Attribute stat = dual->getAttr("rt.fp8_stat"))
+    if (Attribute stat = cast->getAttr("rt.fp8_stat"))
       fusedKernel->setAttr("rt.fp8_stat", stat);
     reduce.erase();
-    dual.erase();
+    cast.erase();
     ++biasGradients;
   }
 };

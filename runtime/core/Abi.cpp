@@ -477,86 +477,73 @@ void fp8GemmUnscaled(const uint8_t *a, const uint8_t *b, float *c,
 
 } // namespace
 
+namespace {
+
+// gptrt_quantize_fp8_dual and its _bgrad forms: the transposed codes qT,
+// the row-major ones q unless null, and db = gptrt_reduce_rows of x unless
+// null, from one read on a GPU; on the CPU the kernels they fuse, so the
+// same codes, sums and statistics.
+void quantizeDual(gptrt_context *ctx, const char *name, const void *xData,
+                  const float *scale, uint8_t *q, uint8_t *qT, void *db,
+                  int64_t rows, int64_t cols, int64_t format, int64_t statSlot,
+                  int64_t statSlotT, int64_t xDtype, int64_t dbDtype) {
+  guarded(
+      ctx, name,
+      [&](Context &) {
+        requireNonNegative(rows, "rows");
+        requireNonNegative(cols, "cols");
+        if (q)
+          gptrt_quantize_fp8(ctx, xData, scale, q, rows * cols, format,
+                             statSlot, xDtype);
+        gptrt_quantize_fp8_transposed(ctx, xData, scale, qT, rows, cols, format,
+                                      statSlotT, xDtype);
+        if (db)
+          gptrt_reduce_rows(ctx, xData, db, rows, cols, xDtype, dbDtype);
+      },
+      [&](Context &c, Gpu &g) {
+        requireNonNegative(rows, "rows");
+        requireNonNegative(cols, "cols");
+        requireStorageDtype(xDtype, "x_dtype");
+        if (db)
+          requireStorageDtype(dbDtype, "db_dtype");
+        g.quantizeFp8Dual(xData, xDtype, scale, q, qT, rows, cols, format, db,
+                          dbDtype);
+        if (c.collectingFp8Stats())
+          for (int64_t slot : {q ? statSlot : -1, statSlotT})
+            if (slot >= 0)
+              g.recordCastStats(xData, xDtype, rows * cols, scale, format,
+                                slot);
+      });
+}
+
+} // namespace
+
 GPTRT_EXPORT void gptrt_quantize_fp8_dual(gptrt_context *ctx, const void *xData,
                                           const float *scale, uint8_t *q,
                                           uint8_t *qT, int64_t rows,
                                           int64_t cols, int64_t format,
                                           int64_t statSlot, int64_t statSlotT,
                                           int64_t xDtype) {
-  guarded(
-      ctx, "gptrt_quantize_fp8_dual",
-      [&](Context &) {
-        // The two casts it fuses, so the same codes and statistics.
-        requireNonNegative(rows, "rows");
-        requireNonNegative(cols, "cols");
-        gptrt_quantize_fp8(ctx, xData, scale, q, rows * cols, format, statSlot,
-                           xDtype);
-        gptrt_quantize_fp8_transposed(ctx, xData, scale, qT, rows, cols, format,
-                                      statSlotT, xDtype);
-      },
-      [&](Context &c, Gpu &g) {
-        requireNonNegative(rows, "rows");
-        requireNonNegative(cols, "cols");
-        requireStorageDtype(xDtype, "x_dtype");
-        g.quantizeFp8Dual(xData, xDtype, scale, q, qT, rows, cols, format,
-                          /*db=*/nullptr, /*dbDtype=*/0);
-        if (c.collectingFp8Stats())
-          for (int64_t slot : {statSlot, statSlotT})
-            if (slot >= 0)
-              g.recordCastStats(xData, xDtype, rows * cols, scale, format,
-                                slot);
-      });
+  quantizeDual(ctx, "gptrt_quantize_fp8_dual", xData, scale, q, qT,
+               /*db=*/nullptr, rows, cols, format, statSlot, statSlotT, xDtype,
+               /*dbDtype=*/0);
 }
 
 GPTRT_EXPORT void gptrt_quantize_fp8_transposed_bgrad(
     gptrt_context *ctx, const void *xData, const float *scale, uint8_t *q,
     void *db, int64_t rows, int64_t cols, int64_t format, int64_t statSlot,
     int64_t xDtype, int64_t dbDtype) {
-  guarded(
-      ctx, "gptrt_quantize_fp8_transposed_bgrad",
-      [&](Context &) {
-        gptrt_quantize_fp8_transposed(ctx, xData, scale, q, rows, cols, format,
-                                      statSlot, xDtype);
-        gptrt_reduce_rows(ctx, xData, db, rows, cols, xDtype, dbDtype);
-      },
-      [&](Context &c, Gpu &g) {
-        requireNonNegative(rows, "rows");
-        requireNonNegative(cols, "cols");
-        requireStorageDtype(xDtype, "x_dtype");
-        requireStorageDtype(dbDtype, "db_dtype");
-        // The dual cast's kernel without the row-major copy.
-        g.quantizeFp8Dual(xData, xDtype, scale, /*q=*/nullptr, q, rows, cols,
-                          format, db, dbDtype);
-        if (statSlot >= 0 && c.collectingFp8Stats())
-          g.recordCastStats(xData, xDtype, rows * cols, scale, format,
-                            statSlot);
-      });
+  quantizeDual(ctx, "gptrt_quantize_fp8_transposed_bgrad", xData, scale,
+               /*q=*/nullptr, q, db, rows, cols, format, /*statSlot=*/-1,
+               statSlot, xDtype, dbDtype);
 }
 
 GPTRT_EXPORT void gptrt_quantize_fp8_dual_bgrad(
     gptrt_context *ctx, const void *xData, const float *scale, uint8_t *q,
     uint8_t *qT, void *db, int64_t rows, int64_t cols, int64_t format,
     int64_t statSlot, int64_t statSlotT, int64_t xDtype, int64_t dbDtype) {
-  guarded(
-      ctx, "gptrt_quantize_fp8_dual_bgrad",
-      [&](Context &) {
-        gptrt_quantize_fp8_dual(ctx, xData, scale, q, qT, rows, cols, format,
-                                statSlot, statSlotT, xDtype);
-        gptrt_reduce_rows(ctx, xData, db, rows, cols, xDtype, dbDtype);
-      },
-      [&](Context &c, Gpu &g) {
-        requireNonNegative(rows, "rows");
-        requireNonNegative(cols, "cols");
-        requireStorageDtype(xDtype, "x_dtype");
-        requireStorageDtype(dbDtype, "db_dtype");
-        g.quantizeFp8Dual(xData, xDtype, scale, q, qT, rows, cols, format, db,
-                          dbDtype);
-        if (c.collectingFp8Stats())
-          for (int64_t slot : {statSlot, statSlotT})
-            if (slot >= 0)
-              g.recordCastStats(xData, xDtype, rows * cols, scale, format,
-                                slot);
-      });
+  quantizeDual(ctx, "gptrt_quantize_fp8_dual_bgrad", xData, scale, q, qT, db,
+               rows, cols, format, statSlot, statSlotT, xDtype, dbDtype);
 }
 
 GPTRT_EXPORT void gptrt_scaled_matmul(
