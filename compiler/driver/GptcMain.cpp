@@ -274,6 +274,16 @@ int gptcMain(int argc, char **argv) {
                      "default true). =false keeps two casts, with the same "
                      "codes"),
       llvm::cl::init(true), llvm::cl::cat(category));
+  llvm::cl::opt<bool> fuseGradAccumulation(
+      "fuse-grad-accumulation",
+      llvm::cl::desc("Let each weight-gradient GEMM add its f32 result into "
+                     "the parameter's f32 gradient (rt-fuse-grad-"
+                     "accumulation; default true): no bf16 rounding of each "
+                     "micro-step's product, no temporary, one pass. "
+                     "=false stores the product (bf16 under the bf16 and "
+                     "FP8 precisions) and accumulates it in a separate "
+                     "kernel"),
+      llvm::cl::init(true), llvm::cl::cat(category));
   llvm::cl::opt<bool> cacheWeightCasts(
       "cache-weight-casts",
       llvm::cl::desc("Make the parameters' bf16 and FP8 copies in a "
@@ -492,6 +502,8 @@ int gptcMain(int argc, char **argv) {
         lower.addPass(createRtFuseClassifier());
       if (fuseDualCasts)
         lower.addPass(createRtFuseDualCast());
+      if (fuseGradAccumulation)
+        lower.addPass(createRtFuseGradAccumulation());
       if (cacheWeightCasts)
         lower.addPass(createRtCacheWeightCasts());
       lower.addPass(createRtPlanMemory());

@@ -487,6 +487,38 @@ def RtFuseDualCast : Pass<"rt-fuse-dual-cast", "::mlir::ModuleOp"> {
   ];
 }
 
+def RtFuseGradAccumulation
+    : Pass<"rt-fuse-grad-accumulation", "::mlir::ModuleOp"> {
+  let summary = "Lets each weight-gradient GEMM add into the f32 gradient";
+  let description = [{
+    Runs after the other rt fusions (it folds `matmul_bf16_bgrad`), before
+    rt-plan-memory. A weight gradient is a GEMM's result that one
+    `accumulate` then adds into the parameter's f32 buffer in the grads
+    arena. When the GEMM is `matmul_bf16`, `matmul_bf16_bgrad`,
+    `scaled_matmul` or `scaled_matmul_rowwise` with a contiguous result
+    that nothing but the `accumulate` reads (the whole of it, in the
+    GEMM's dtype), and the gradient's range of the arena is not touched in
+    between, the pair becomes the GEMM's `_accumulate` form at the GEMM,
+    adding its f32 result into the gradient directly (cuBLASLt's beta = 1
+    on a GPU): one pass over the gradient instead of three, no temporary
+    the size of the weight, and -- the reason TransformerEngine and
+    Megatron fuse it -- no rounding of each micro-step's product to bf16
+    before it is accumulated. Likewise an `embedding_bwd` becomes
+    `embedding_bwd_accumulate`, which adds each token's row into the
+    table's gradient: no zeroed table-sized temporary, and no pass over
+    the rows no token names (most of a 50257-row vocabulary). So unlike
+    the other rt fusions this one changes the numbers, by at most those
+    roundings (and the order of an embedding row's additions); `gptc
+    --fuse-grad-accumulation=false` leaves this pass out. The f32
+    precision's `matmul` keeps its `accumulate` (nothing is rounded there).
+  }];
+  let dependentDialects = ["::gptc::rt::RtDialect"];
+  let statistics = [
+    Statistic<"fused", "fused", "weight-gradient GEMMs and embedding "
+              "backwards adding into the gradient">,
+  ];
+}
+
 def RtFuseQkvAttention : Pass<"rt-fuse-qkv-attention", "::mlir::ModuleOp"> {
   let summary = "Lets attention read q, k, v packed where the qkv GEMM wrote them";
   let description = [{

@@ -1,6 +1,6 @@
 // Small queries on rt.kernel ops and buffers shared by the rt-level fusion
 // passes (rt-fuse-gemm-epilogue, rt-fuse-add-layernorm, rt-fuse-classifier,
-// rt-fuse-dual-cast).
+// rt-fuse-dual-cast, rt-fuse-grad-accumulation).
 #ifndef GPTC_COMPILER_TRANSFORMS_RTKERNELQUERIES_H
 #define GPTC_COMPILER_TRANSFORMS_RTKERNELQUERIES_H
 
@@ -46,26 +46,31 @@ inline llvm::SmallVector<mlir::Value> viewsOf(mlir::Value root) {
   return views;
 }
 
-// The arena an rt.view-rooted buffer lies in; null for an rt.alloc.
-inline mlir::Attribute arenaOf(mlir::Value buffer) {
-  auto view = rootBuffer(buffer).getDefiningOp<ViewOp>();
-  return view ? view.getArenaAttr() : mlir::Attribute();
+// Whether two buffers may share bytes: the same buffer, or views of one
+// arena whose byte ranges overlap.
+inline bool mayAlias(mlir::Value a, mlir::Value b) {
+  mlir::Value rootA = rootBuffer(a), rootB = rootBuffer(b);
+  if (rootA == rootB)
+    return true;
+  auto viewA = rootA.getDefiningOp<ViewOp>();
+  auto viewB = rootB.getDefiningOp<ViewOp>();
+  if (!viewA || !viewB || viewA.getArenaAttr() != viewB.getArenaAttr())
+    return false;
+  const int64_t beginA = viewA.getOffset(), beginB = viewB.getOffset();
+  return beginA < beginB + viewB.getSizeInBytes() &&
+         beginB < beginA + viewA.getSizeInBytes();
 }
 
 // Whether an op strictly between `from` and `to` (one block, `from` first;
 // ops in `ignore` aside) may write `buffer` -- or, with `reads`, use it at
-// all: a kernel whose outputs (any operand, with `reads`) view the same
-// buffer, or lie in the same persistent arena (views there may overlap),
-// or any other op (a collective, an event) with such an operand. Buffer
-// definitions (rt.alloc, rt.view, rt.reshape) touch nothing.
+// all: a kernel whose outputs (any operand, with `reads`) may alias it
+// (mayAlias), or any other op (a collective, an event) with such an
+// operand. Buffer definitions (rt.alloc, rt.view, rt.reshape) touch
+// nothing.
 inline bool touchedBetween(mlir::Operation *from, mlir::Operation *to,
                            mlir::Value buffer, bool reads,
                            llvm::ArrayRef<mlir::Operation *> ignore = {}) {
-  mlir::Value root = rootBuffer(buffer);
-  mlir::Attribute arena = arenaOf(root);
-  auto aliases = [&](mlir::Value v) {
-    return rootBuffer(v) == root || (arena && arenaOf(v) == arena);
-  };
+  auto aliases = [&](mlir::Value v) { return mayAlias(v, buffer); };
   for (mlir::Operation *op = from->getNextNode(); op && op != to;
        op = op->getNextNode()) {
     if (mlir::isa<AllocOp, ViewOp, ReshapeOp>(op) ||
@@ -85,8 +90,8 @@ inline bool touchedBetween(mlir::Operation *from, mlir::Operation *to,
 // Whether the outputs of `later` (after `producer` in one block) can be
 // written where `producer` runs, so that `later`'s work folds into it: each
 // is an rt.alloc or rt.view itself (not a reshape), and nothing touches it
-// between `producer` and `later` (for a view defined in between, other
-// views of its persistent arena count too).
+// (or, for a view, any overlapping view of its arena) between `producer`
+// and `later`.
 inline bool outputsCanMoveUp(mlir::Operation *producer, KernelOp later) {
   for (mlir::Value out : later.getOutputs()) {
     mlir::Operation *def = out.getDefiningOp();

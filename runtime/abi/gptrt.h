@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below or the manifest's meaning changes. */
-#define GPTRT_ABI_VERSION 23
+#define GPTRT_ABI_VERSION 24
 
 typedef struct gptrt_context gptrt_context;
 
@@ -66,6 +66,13 @@ void gptrt_embedding_bwd(gptrt_context *ctx, const void *dout,
                          const int32_t *ids, void *dtable, int64_t rows,
                          int64_t table_rows, int64_t width, int64_t dout_dtype,
                          int64_t dtable_dtype);
+/* dtable[ids[i]] += dout[i] for i in order, straight into the f32
+ * gradient (rt-fuse-grad-accumulation): no zeroed table of its own, no
+ * pass over the rows no id names. */
+void gptrt_embedding_bwd_accumulate(gptrt_context *ctx, const void *dout,
+                                    const int32_t *ids, float *dtable,
+                                    int64_t rows, int64_t table_rows,
+                                    int64_t width, int64_t dout_dtype);
 
 /* Layer normalisation of each row of width `width` with f32 weight w and
  * bias b; mean and rstd (f32) are saved for the backward. x and out are f32
@@ -153,6 +160,26 @@ void gptrt_matmul_bf16_bgrad(gptrt_context *ctx, const uint16_t *a,
                              int64_t trans_a, int64_t trans_b, int64_t stride_a,
                              int64_t stride_b, int64_t stride_c,
                              int64_t out_dtype, int64_t db_dtype);
+/* Weight-gradient GEMMs that add into the f32 gradient buffer
+ * (rt-fuse-grad-accumulation): c is f32 and c[i] += r[i], one f32
+ * addition per element, where r is the f32 result the GEMM without the
+ * suffix computes with out_dtype f32 -- so the product is never rounded
+ * to bf16 on its way into the gradient. A GPU computes r + c in the GEMM's
+ * epilogue (cuBLASLt's beta = 1). Results contiguous (batch 1 or
+ * stride_c = m * n); _bgrad writes db as gptrt_matmul_bf16_bgrad. */
+void gptrt_matmul_bf16_accumulate(gptrt_context *ctx, const uint16_t *a,
+                                  const uint16_t *b, float *c, int64_t batch,
+                                  int64_t m, int64_t n, int64_t k,
+                                  int64_t trans_a, int64_t trans_b,
+                                  int64_t stride_a, int64_t stride_b,
+                                  int64_t stride_c);
+void gptrt_matmul_bf16_bgrad_accumulate(gptrt_context *ctx, const uint16_t *a,
+                                        const uint16_t *b, float *c, void *db,
+                                        int64_t batch, int64_t m, int64_t n,
+                                        int64_t k, int64_t trans_a,
+                                        int64_t trans_b, int64_t stride_a,
+                                        int64_t stride_b, int64_t stride_c,
+                                        int64_t db_dtype);
 /* In place: c[i, j] += bias[j]. */
 void gptrt_bias_add(gptrt_context *ctx, const float *bias, float *c,
                     int64_t rows, int64_t cols);
@@ -403,6 +430,22 @@ void gptrt_scaled_matmul_rowwise(
     int64_t stride_a, int64_t stride_b, int64_t stride_c, int64_t format_a,
     int64_t format_b, int64_t fast_accum, int64_t rowwise_a, int64_t rowwise_b,
     int64_t out_dtype);
+/* gptrt_scaled_matmul and gptrt_scaled_matmul_rowwise adding into an f32
+ * c (see gptrt_matmul_bf16_accumulate): c[i] += the f32 result. */
+void gptrt_scaled_matmul_accumulate(gptrt_context *ctx, const uint8_t *a,
+                                    const uint8_t *b, const float *scale_a,
+                                    const float *scale_b, float *c,
+                                    int64_t batch, int64_t m, int64_t n,
+                                    int64_t k, int64_t trans_a, int64_t trans_b,
+                                    int64_t stride_a, int64_t stride_b,
+                                    int64_t stride_c, int64_t format_a,
+                                    int64_t format_b, int64_t fast_accum);
+void gptrt_scaled_matmul_rowwise_accumulate(
+    gptrt_context *ctx, const uint8_t *a, const uint8_t *b,
+    const float *scale_a, const float *scale_b, float *c, int64_t batch,
+    int64_t m, int64_t n, int64_t k, int64_t trans_a, int64_t trans_b,
+    int64_t stride_a, int64_t stride_b, int64_t stride_c, int64_t format_a,
+    int64_t format_b, int64_t fast_accum, int64_t rowwise_a, int64_t rowwise_b);
 
 /* Delayed scaling: history[0] is the newest of `history_length` amaxes.
  * out: one f32, the scale of scale_from_amax applied to max(history) (or

@@ -110,6 +110,19 @@ void requireContiguous(int64_t batch, int64_t m, int64_t n, int64_t k,
         " (a fused GEMM epilogue needs a contiguous result)");
 }
 
+// The CPU side of the *_accumulate GEMMs: c[i] += r[i] for the `count`
+// f32 values r that `gemm` (the GEMM without the suffix, out_dtype f32)
+// writes into its own buffer (the GEMMs use the context's scratch).
+template <typename Gemm>
+void addGemmResult(Context &ctx, float *c, int64_t count, Gemm &&gemm) {
+  std::vector<float> result(static_cast<size_t>(count));
+  gemm(result.data());
+  if (ctx.failed())
+    return;
+  for (int64_t i = 0; i < count; ++i)
+    c[i] += result[static_cast<size_t>(i)];
+}
+
 void requireFlag(int64_t flag, const char *name) {
   if (flag != 0 && flag != 1)
     throw std::invalid_argument(std::string(name) + " " +
@@ -755,6 +768,57 @@ GPTRT_EXPORT void gptrt_scaled_matmul_rowwise(
   });
 }
 
+GPTRT_EXPORT void gptrt_scaled_matmul_accumulate(
+    gptrt_context *ctx, const uint8_t *a, const uint8_t *b, const float *scaleA,
+    const float *scaleB, float *c, int64_t batch, int64_t m, int64_t n,
+    int64_t k, int64_t transA, int64_t transB, int64_t strideA, int64_t strideB,
+    int64_t strideC, int64_t formatA, int64_t formatB, int64_t fastAccum) {
+  guarded(
+      ctx, "gptrt_scaled_matmul_accumulate",
+      [&](Context &ctxRef) {
+        requireContiguous(batch, m, n, k, strideC);
+        addGemmResult(ctxRef, c, batch * m * n, [&](float *result) {
+          gptrt_scaled_matmul(ctx, a, b, scaleA, scaleB, result, batch, m, n, k,
+                              transA, transB, strideA, strideB, strideC,
+                              formatA, formatB, fastAccum, GPTRT_DTYPE_F32);
+        });
+      },
+      [&](Context &, Gpu &g) {
+        requireContiguous(batch, m, n, k, strideC);
+        requireFlag(fastAccum, "fast_accum");
+        g.scaledMatmul(a, b, scaleA, scaleB, c, batch, m, n, k, transA != 0,
+                       transB != 0, strideA, strideB, strideC, formatA, formatB,
+                       fastAccum != 0, gptrt::cuda::kAccumulateF32);
+      });
+}
+
+GPTRT_EXPORT void gptrt_scaled_matmul_rowwise_accumulate(
+    gptrt_context *ctx, const uint8_t *a, const uint8_t *b, const float *scaleA,
+    const float *scaleB, float *c, int64_t batch, int64_t m, int64_t n,
+    int64_t k, int64_t transA, int64_t transB, int64_t strideA, int64_t strideB,
+    int64_t strideC, int64_t formatA, int64_t formatB, int64_t fastAccum,
+    int64_t rowwiseA, int64_t rowwiseB) {
+  guarded(
+      ctx, "gptrt_scaled_matmul_rowwise_accumulate",
+      [&](Context &ctxRef) {
+        requireContiguous(batch, m, n, k, strideC);
+        addGemmResult(ctxRef, c, batch * m * n, [&](float *result) {
+          gptrt_scaled_matmul_rowwise(ctx, a, b, scaleA, scaleB, result, batch,
+                                      m, n, k, transA, transB, strideA, strideB,
+                                      strideC, formatA, formatB, fastAccum,
+                                      rowwiseA, rowwiseB, GPTRT_DTYPE_F32);
+        });
+      },
+      [&](Context &, Gpu &g) {
+        requireContiguous(batch, m, n, k, strideC);
+        requireFlag(fastAccum, "fast_accum");
+        g.scaledMatmulRowwise(
+            a, b, scaleA, scaleB, c, batch, m, n, k, transA != 0, transB != 0,
+            strideA, strideB, strideC, formatA, formatB, fastAccum != 0,
+            rowwiseA != 0, rowwiseB != 0, gptrt::cuda::kAccumulateF32);
+      });
+}
+
 GPTRT_EXPORT void gptrt_fill(gptrt_context *ctx, float *out, int64_t n,
                              double value) {
   guarded(ctx, "gptrt_fill", [&](Context &) {
@@ -810,35 +874,70 @@ GPTRT_EXPORT void gptrt_embedding_fwd(gptrt_context *ctx, const void *table,
   });
 }
 
+namespace {
+
+// The CPU checks every id of an embedding's backward (the GPU skips bad
+// ones; the host checked the batch when it wrote it).
+void requireEmbeddingIds(const int32_t *ids, int64_t rows, int64_t tableRows,
+                         int64_t width) {
+  requireNonNegative(rows, "rows");
+  requireNonNegative(tableRows, "table_rows");
+  requireNonNegative(width, "width");
+  for (int64_t i = 0; i < rows; ++i)
+    if (ids[i] < 0 || ids[i] >= tableRows)
+      throw std::out_of_range("id " + std::to_string(ids[i]) + " of row " +
+                              std::to_string(i) + " is outside [0, " +
+                              std::to_string(tableRows) +
+                              "), the embedding table's rows");
+}
+
+} // namespace
+
 GPTRT_EXPORT void gptrt_embedding_bwd(gptrt_context *ctx, const void *dout,
                                       const int32_t *ids, void *dtable,
                                       int64_t rows, int64_t table_rows,
                                       int64_t width, int64_t dout_dtype,
                                       int64_t dtable_dtype) {
-  guarded(ctx, "gptrt_embedding_bwd", [&](Context &c) {
-    requireNonNegative(rows, "rows");
-    requireNonNegative(table_rows, "table_rows");
-    requireNonNegative(width, "width");
-    for (int64_t i = 0; i < rows; ++i)
-      if (ids[i] < 0 || ids[i] >= table_rows)
-        throw std::out_of_range("id " + std::to_string(ids[i]) + " of row " +
-                                std::to_string(i) + " is outside [0, " +
-                                std::to_string(table_rows) +
-                                "), the embedding table's rows");
-    F32Staging f32(c, {{dout, dout_dtype, rows * width, false, "dout_dtype"},
-                       {dtable, dtable_dtype, table_rows * width, true,
-                        "dtable_dtype"}});
-    // The ABI writes dtable; the kernel accumulates.
-    cpu::fill(f32[1], 0.0f, table_rows * width);
-    cpu::embeddingBackward(f32[1], f32[0], ids, rows, width);
-    f32.finish();
-  }, [&](Context &, Gpu &g) {
-    requireNonNegative(table_rows, "table_rows");
-    requireStorageDtype(dout_dtype, "dout_dtype");
-    requireStorageDtype(dtable_dtype, "dtable_dtype");
-    g.embeddingBackward(dout, dout_dtype, ids, dtable, dtable_dtype, rows,
-                        table_rows, width);
-  });
+  guarded(
+      ctx, "gptrt_embedding_bwd",
+      [&](Context &c) {
+        requireEmbeddingIds(ids, rows, table_rows, width);
+        F32Staging f32(
+            c,
+            {{dout, dout_dtype, rows * width, false, "dout_dtype"},
+             {dtable, dtable_dtype, table_rows * width, true, "dtable_dtype"}});
+        // The ABI writes dtable; the kernel accumulates.
+        cpu::fill(f32[1], 0.0f, table_rows * width);
+        cpu::embeddingBackward(f32[1], f32[0], ids, rows, width);
+        f32.finish();
+      },
+      [&](Context &, Gpu &g) {
+        requireNonNegative(table_rows, "table_rows");
+        requireStorageDtype(dout_dtype, "dout_dtype");
+        requireStorageDtype(dtable_dtype, "dtable_dtype");
+        g.embeddingBackward(dout, dout_dtype, ids, dtable, dtable_dtype, rows,
+                            table_rows, width);
+      });
+}
+
+GPTRT_EXPORT void gptrt_embedding_bwd_accumulate(
+    gptrt_context *ctx, const void *dout, const int32_t *ids, float *dtable,
+    int64_t rows, int64_t table_rows, int64_t width, int64_t dout_dtype) {
+  guarded(
+      ctx, "gptrt_embedding_bwd_accumulate",
+      [&](Context &c) {
+        requireEmbeddingIds(ids, rows, table_rows, width);
+        F32Staging f32(c,
+                       {{dout, dout_dtype, rows * width, false, "dout_dtype"}});
+        cpu::embeddingBackward(dtable, f32[0], ids, rows, width);
+      },
+      [&](Context &, Gpu &g) {
+        requireNonNegative(table_rows, "table_rows");
+        requireStorageDtype(dout_dtype, "dout_dtype");
+        g.embeddingBackward(dout, dout_dtype, ids, dtable,
+                            gptrt::cuda::kAccumulateF32, rows, table_rows,
+                            width);
+      });
 }
 
 namespace {
@@ -1099,6 +1198,25 @@ GPTRT_EXPORT void gptrt_matmul_bf16_bias_gelu(
       });
 }
 
+namespace {
+
+// gptrt_matmul_bf16_bgrad's shapes: the bias gradient sums a's stored
+// rows, so one GEMM with a stored [k, m].
+void requireBiasGradientGemm(int64_t batch, int64_t m, int64_t n, int64_t k,
+                             int64_t trans_a, int64_t db_dtype) {
+  requireNonNegative(m, "m");
+  requireNonNegative(n, "n");
+  requireNonNegative(k, "k");
+  if (batch != 1 || trans_a != 1)
+    throw std::invalid_argument(
+        "batch " + std::to_string(batch) + ", trans_a " +
+        std::to_string(trans_a) +
+        ", expected 1 and 1 (the weight gradient's GEMM, a stored [k, m])");
+  requireStorageDtype(db_dtype, "db_dtype");
+}
+
+} // namespace
+
 GPTRT_EXPORT void gptrt_matmul_bf16_bgrad(gptrt_context *ctx, const uint16_t *a,
                                           const uint16_t *b, void *c, void *db,
                                           int64_t batch, int64_t m, int64_t n,
@@ -1106,17 +1224,8 @@ GPTRT_EXPORT void gptrt_matmul_bf16_bgrad(gptrt_context *ctx, const uint16_t *a,
                                           int64_t trans_b, int64_t stride_a,
                                           int64_t stride_b, int64_t stride_c,
                                           int64_t out_dtype, int64_t db_dtype) {
-  // The bias gradient sums a's stored rows: one GEMM, a stored [k, m].
   auto checkShape = [&] {
-    requireNonNegative(m, "m");
-    requireNonNegative(n, "n");
-    requireNonNegative(k, "k");
-    if (batch != 1 || trans_a != 1)
-      throw std::invalid_argument(
-          "batch " + std::to_string(batch) + ", trans_a " +
-          std::to_string(trans_a) +
-          ", expected 1 and 1 (the weight gradient's GEMM, a stored [k, m])");
-    requireStorageDtype(db_dtype, "db_dtype");
+    requireBiasGradientGemm(batch, m, n, k, trans_a, db_dtype);
   };
   guarded(
       ctx, "gptrt_matmul_bf16_bgrad",
@@ -1132,6 +1241,51 @@ GPTRT_EXPORT void gptrt_matmul_bf16_bgrad(gptrt_context *ctx, const uint16_t *a,
         requireStorageDtype(out_dtype, "out_dtype");
         g.matmulBf16Bgrad(a, b, c, out_dtype, db, db_dtype, m, n, k,
                           trans_b != 0, stride_a, stride_b, stride_c);
+      });
+}
+
+GPTRT_EXPORT void gptrt_matmul_bf16_accumulate(
+    gptrt_context *ctx, const uint16_t *a, const uint16_t *b, float *c,
+    int64_t batch, int64_t m, int64_t n, int64_t k, int64_t trans_a,
+    int64_t trans_b, int64_t stride_a, int64_t stride_b, int64_t stride_c) {
+  guarded(
+      ctx, "gptrt_matmul_bf16_accumulate",
+      [&](Context &ctxRef) {
+        requireContiguous(batch, m, n, k, stride_c);
+        addGemmResult(ctxRef, c, batch * m * n, [&](float *result) {
+          gptrt_matmul_bf16(ctx, a, b, result, batch, m, n, k, trans_a, trans_b,
+                            stride_a, stride_b, stride_c, GPTRT_DTYPE_F32);
+        });
+      },
+      [&](Context &, Gpu &g) {
+        requireContiguous(batch, m, n, k, stride_c);
+        requireNonNegative(stride_a, "stride_a");
+        requireNonNegative(stride_b, "stride_b");
+        g.matmulBf16(a, b, nullptr, c, gptrt::cuda::kAccumulateF32, batch, m, n,
+                     k, trans_a != 0, trans_b != 0, stride_a, stride_b,
+                     stride_c);
+      });
+}
+
+GPTRT_EXPORT void gptrt_matmul_bf16_bgrad_accumulate(
+    gptrt_context *ctx, const uint16_t *a, const uint16_t *b, float *c,
+    void *db, int64_t batch, int64_t m, int64_t n, int64_t k, int64_t trans_a,
+    int64_t trans_b, int64_t stride_a, int64_t stride_b, int64_t stride_c,
+    int64_t db_dtype) {
+  guarded(
+      ctx, "gptrt_matmul_bf16_bgrad_accumulate",
+      [&](Context &ctxRef) {
+        requireBiasGradientGemm(batch, m, n, k, trans_a, db_dtype);
+        addGemmResult(ctxRef, c, m * n, [&](float *result) {
+          gptrt_matmul_bf16_bgrad(ctx, a, b, result, db, batch, m, n, k,
+                                  trans_a, trans_b, stride_a, stride_b,
+                                  stride_c, GPTRT_DTYPE_F32, db_dtype);
+        });
+      },
+      [&](Context &, Gpu &g) {
+        requireBiasGradientGemm(batch, m, n, k, trans_a, db_dtype);
+        g.matmulBf16Bgrad(a, b, c, gptrt::cuda::kAccumulateF32, db, db_dtype, m,
+                          n, k, trans_b != 0, stride_a, stride_b, stride_c);
       });
 }
 
@@ -2184,6 +2338,7 @@ const std::vector<AbiSymbol> &abiSymbols() {
       GPTRT_SYM(gptrt_arange),
       GPTRT_SYM(gptrt_embedding_fwd),
       GPTRT_SYM(gptrt_embedding_bwd),
+      GPTRT_SYM(gptrt_embedding_bwd_accumulate),
       GPTRT_SYM(gptrt_layernorm_fwd),
       GPTRT_SYM(gptrt_add_layernorm_fwd),
       GPTRT_SYM(gptrt_layernorm_bwd),
@@ -2193,6 +2348,8 @@ const std::vector<AbiSymbol> &abiSymbols() {
       GPTRT_SYM(gptrt_matmul_bf16_bias_gelu),
       GPTRT_SYM(gptrt_matmul_bf16_dgelu),
       GPTRT_SYM(gptrt_matmul_bf16_bgrad),
+      GPTRT_SYM(gptrt_matmul_bf16_accumulate),
+      GPTRT_SYM(gptrt_matmul_bf16_bgrad_accumulate),
       GPTRT_SYM(gptrt_bias_add),
       GPTRT_SYM(gptrt_reduce_rows),
       GPTRT_SYM(gptrt_add),
@@ -2227,6 +2384,8 @@ const std::vector<AbiSymbol> &abiSymbols() {
       GPTRT_SYM(gptrt_quantize_rows),
       GPTRT_SYM(gptrt_quantize_rows_transposed),
       GPTRT_SYM(gptrt_scaled_matmul_rowwise),
+      GPTRT_SYM(gptrt_scaled_matmul_accumulate),
+      GPTRT_SYM(gptrt_scaled_matmul_rowwise_accumulate),
       GPTRT_SYM(gptrt_fp8_state_scale),
       GPTRT_SYM(gptrt_fp8_state_update),
       GPTRT_SYM(gptrt_convert_amax),

@@ -161,6 +161,8 @@ public:
   virtual void embeddingForward(const void *table, const int32_t *ids,
                                 void *out, int64_t rows, int64_t width,
                                 int64_t dtype) = 0;
+  // dtableDtype kAccumulateF32: the rows are added into an f32 dtable
+  // as it is (a gradient), not into a zeroed one.
   virtual void embeddingBackward(const void *dout, int64_t doutDtype,
                                  const int32_t *ids, void *dtable,
                                  int64_t dtableDtype, int64_t rows,
@@ -322,7 +324,9 @@ public:
                             uint8_t *q, int64_t format, bool transpose) = 0;
 
   // GEMMs through cuBLASLt (Gemm.cu). matmul: f32 in, f32 out, f32
-  // arithmetic.
+  // arithmetic. matmulBf16 (without a bias), matmulBf16Bgrad, scaledMatmul
+  // and scaledMatmulRowwise also take outDtype kAccumulateF32: c is f32 and
+  // the f32 result is added to it (cuBLASLt's beta = 1).
   virtual void matmul(const float *a, const float *b, float *c, int64_t batch,
                       int64_t m, int64_t n, int64_t k, bool transA,
                       bool transB, int64_t strideA, int64_t strideB,
@@ -376,6 +380,12 @@ public:
                                 int64_t formatB, bool fastAccum,
                                 int64_t outDtype) = 0;
 };
+
+// A GEMM's outDtype (or embeddingBackward's dtableDtype) for the
+// *_accumulate kernels of gptrt.h: c += the f32 result, c f32. Not a storage
+// dtype (those are GPTRT_DTYPE_F32 = 1 and GPTRT_DTYPE_BF16 = 2), so no other
+// kernel accepts it.
+inline constexpr int64_t kAccumulateF32 = 0x101;
 
 // Opens device 0. Throws std::runtime_error with one line for the user:
 // "no CUDA device found (cudaGetDeviceCount: <CUDA's reason>)" where there

@@ -64,13 +64,16 @@ struct GemmKey {
   // A GELU epilogue (GemmEpilogue) and its aux matrix pointer's alignment.
   int epilogue = 0;
   int64_t alignAux = 0;
+  // D = product + C with C = D (beta 1): an f32 D that accumulates.
+  bool accumulate = false;
   bool operator<(const GemmKey &o) const {
     return std::tie(kind, batch, m, n, k, strideA, strideB, strideC, transA,
                     transB, formatA, formatB, alignC, alignBias, fastAccum,
-                    epilogue, alignAux) <
+                    epilogue, alignAux, accumulate) <
            std::tie(o.kind, o.batch, o.m, o.n, o.k, o.strideA, o.strideB,
                     o.strideC, o.transA, o.transB, o.formatA, o.formatB,
-                    o.alignC, o.alignBias, o.fastAccum, o.epilogue, o.alignAux);
+                    o.alignC, o.alignBias, o.fastAccum, o.epilogue, o.alignAux,
+                    o.accumulate);
   }
 };
 
@@ -310,13 +313,15 @@ private:
   // With a bias, returns false (having run nothing) when cuBLASLt has no
   // bias-epilogue algorithm for the shape; the caller adds the bias itself.
   // With a GELU epilogue (`aux` its matrix) it likewise returns false when
-  // cuBLASLt has none for the shape.
+  // cuBLASLt has none for the shape. `accumulate` (an f32 c, kinds 0 and
+  // 1) adds the product to c.
   template <typename T>
   bool plainGemm(int kind, const T *a, const T *b, void *c, int64_t batch,
                  int64_t m, int64_t n, int64_t k, bool transA, bool transB,
                  int64_t strideA, int64_t strideB, int64_t strideC,
                  const float *bias = nullptr, const void *aux = nullptr,
-                 int epilogue = kNoGelu, void *biasGrad = nullptr);
+                 int epilogue = kNoGelu, void *biasGrad = nullptr,
+                 bool accumulate = false);
   // Gemm.cu: the FP8 GEMM of scaledMatmul, with bias (n f32) in cuBLASLt's
   // BIAS epilogue when non-null. Returns false (having run nothing) when
   // cuBLASLt has no bias-epilogue algorithm for the shape.

@@ -356,12 +356,14 @@ void DeviceImpl::embeddingBackward(const void *doutData, int64_t doutDtype,
                                    const int32_t *ids, void *dtableData,
                                    int64_t dtableDtype, int64_t rows,
                                    int64_t tableRows, int64_t width) {
-  // Sums in f32: the table itself, or scratch rounded into a bf16 table.
+  // Sums in f32: the table itself (zeroed first, unless it is a gradient
+  // the rows are added to), or scratch rounded into a bf16 table.
   const int64_t n = tableRows * width;
   const bool bf16 = dtableDtype == GPTRT_DTYPE_BF16;
   float *dtable = bf16 ? static_cast<float *>(scratch(size_t(n) * sizeof(float)))
                        : static_cast<float *>(dtableData);
-  zero(dtable, size_t(n) * sizeof(float));
+  if (dtableDtype != kAccumulateF32)
+    zero(dtable, size_t(n) * sizeof(float));
   // Atomics: repeated ids add up in an unspecified order (results differ
   // from the CPU's in-order sums by rounding only). Ids outside the table
   // are skipped rather than written out of bounds; the host checks token

@@ -264,18 +264,24 @@ __global__ void quantizeRowsKernel(const void *x, bool bf16,
 // c[r, j] = sum[r, j] / (scaleA(r) * scaleB(j)): one rounded product, one
 // rounded quotient, as the CPU does after its unscaled FP8 GEMM; stored as
 // f32 (sum may be c itself) or rounded once to bf16.
-__global__ void unscaleRowwiseKernel(const float *sum, void *c, bool bf16,
-                                     int64_t rows, int64_t n,
-                                     const float *scaleA, bool rowwiseA,
-                                     const float *scaleB, bool rowwiseB) {
+// How unscaleRowwiseKernel stores each quotient.
+enum class RowwiseStore { kF32, kBf16, kAddToF32 };
+
+__global__ void unscaleRowwiseKernel(const float *sum, void *c,
+                                     RowwiseStore store, int64_t rows,
+                                     int64_t n, const float *scaleA,
+                                     bool rowwiseA, const float *scaleB,
+                                     bool rowwiseB) {
   const int64_t total = rows * n;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
        i += int64_t(gridDim.x) * blockDim.x) {
     const float sa = rowwiseA ? scaleA[i / n] : scaleA[0];
     const float sb = rowwiseB ? scaleB[i % n] : scaleB[0];
     const float v = __fdiv_rn(sum[i], __fmul_rn(sa, sb));
-    if (bf16)
+    if (store == RowwiseStore::kBf16)
       static_cast<__nv_bfloat16 *>(c)[i] = __float2bfloat16(v);
+    else if (store == RowwiseStore::kAddToF32)
+      static_cast<float *>(c)[i] = __fadd_rn(static_cast<float *>(c)[i], v);
     else
       static_cast<float *>(c)[i] = v;
   }
@@ -506,17 +512,23 @@ void DeviceImpl::scaledMatmulRowwise(
                                 ", expected m * n = " + std::to_string(m * n) +
                                 " (rowwise scales index contiguous rows)");
   const int64_t total = batch * m * n;
-  // The unit-scale product in f32: in c itself, or in scratch for a bf16 c.
-  const bool bf16 = outDtype == GPTRT_DTYPE_BF16;
-  float *sum = bf16 ? static_cast<float *>(scratch(size_t(total) * sizeof(float)))
-                    : static_cast<float *>(c);
+  // The unit-scale product in f32: in c itself, or in scratch for a bf16
+  // c or one it is added to.
+  const RowwiseStore store = outDtype == GPTRT_DTYPE_BF16 ? RowwiseStore::kBf16
+                             : outDtype == kAccumulateF32
+                                 ? RowwiseStore::kAddToF32
+                                 : RowwiseStore::kF32;
+  float *sum =
+      store != RowwiseStore::kF32
+          ? static_cast<float *>(scratch(size_t(total) * sizeof(float)))
+          : static_cast<float *>(c);
   scaledMatmul(a, b, unitScales_, unitScales_ + 1, sum, batch, m, n, k, transA,
                transB, strideA, strideB, strideC, formatA, formatB, fastAccum,
                GPTRT_DTYPE_F32);
   if (total == 0)
     return;
   unscaleRowwiseKernel<<<gridFor(total), 256, 0, stream_>>>(
-      sum, c, bf16, batch * m, n, scaleA, rowwiseA, scaleB, rowwiseB);
+      sum, c, store, batch * m, n, scaleA, rowwiseA, scaleB, rowwiseB);
   checkLaunch("gptrt_scaled_matmul_rowwise unscale");
 }
 

@@ -272,7 +272,8 @@ void DeviceImpl::runGemm(GemmPlan &plan, const GemmKey &key, const void *a,
                          const void *b, void *c, const float *scaleA,
                          const float *scaleB, const void *bias,
                          const void *aux) {
-  const float alpha = 1.0f, beta = 0.0f;
+  // beta 1 adds the product to C, which is D (an accumulating f32 D).
+  const float alpha = 1.0f, beta = key.accumulate ? 1.0f : 0.0f;
   if (key.alignBias)
     check(cublasLtMatmulDescSetAttribute(plan.op,
                                          CUBLASLT_MATMUL_DESC_BIAS_POINTER,
@@ -321,13 +322,19 @@ bool DeviceImpl::plainGemm(int kind, const T *a, const T *b, void *c,
                            int64_t batch, int64_t m, int64_t n, int64_t k,
                            bool transA, bool transB, int64_t strideA,
                            int64_t strideB, int64_t strideC, const float *bias,
-                           const void *aux, int epilogue, void *biasGrad) {
+                           const void *aux, int epilogue, void *biasGrad,
+                           bool accumulate) {
   requireDims(batch, m, n, k);
+  if (accumulate && (kind > 1 || bias))
+    throw std::logic_error("plainGemm: only an f32 result without a bias "
+                           "accumulates");
   if (batch == 0 || m == 0 || n == 0)
     return true;
   if (k == 0) {
     if (bias || epilogue != kNoGelu)
       return false;  // the caller's path adds the bias to zeros
+    if (accumulate)
+      return true; // c += an empty sum
     // An empty sum: zeros, whose bits are 0 in f32 and in bf16.
     const int64_t count = (batch - 1) * strideC + m * n;
     zero(c, size_t(count) * (kind == 3 ? sizeof(uint16_t) : sizeof(float)));
@@ -355,6 +362,7 @@ bool DeviceImpl::plainGemm(int kind, const T *a, const T *b, void *c,
               alignmentOf(c),
               biasArg ? alignmentOf(biasArg) : 0};
   key.epilogue = epilogue;
+  key.accumulate = accumulate;
   key.alignAux =
       epilogue == kGeluAuxBias || epilogue == kDgelu ? alignmentOf(aux) : 0;
   GemmPlan &plan = planFor(
@@ -379,8 +387,9 @@ void DeviceImpl::matmulBf16(const uint16_t *a, const uint16_t *b,
                             bool transA, bool transB, int64_t strideA,
                             int64_t strideB, int64_t strideC) {
   const int kind = outDtype == GPTRT_DTYPE_BF16 ? 3 : 1;
-  if (plainGemm(kind, a, b, c, batch, m, n, k, transA, transB, strideA,
-                strideB, strideC, bias))
+  if (plainGemm(kind, a, b, c, batch, m, n, k, transA, transB, strideA, strideB,
+                strideC, bias, nullptr, kNoGelu, nullptr,
+                outDtype == kAccumulateF32))
     return;
   // No bias epilogue for this shape (or k = 0): the f32 GEMM into scratch,
   // then one pass that adds the bias and stores c -- the same numbers,
@@ -416,12 +425,24 @@ void DeviceImpl::matmulBf16Bgrad(const uint16_t *a, const uint16_t *b, void *c,
                                  int64_t m, int64_t n, int64_t k, bool transB,
                                  int64_t strideA, int64_t strideB,
                                  int64_t strideC) {
-  // cuBLASLt writes the bias gradient in the result's type.
+  // cuBLASLt writes the bias gradient in the result's type: an
+  // accumulating f32 result's f32 sums go to scratch first when db is bf16
+  // (rounded once, as reduceRows would).
   const int kind = outDtype == GPTRT_DTYPE_BF16 ? 3 : 1;
-  if (dbDtype == outDtype &&
+  const bool accumulate = outDtype == kAccumulateF32;
+  const int64_t resultDtype = accumulate ? GPTRT_DTYPE_F32 : outDtype;
+  void *sums = dbDtype == resultDtype || !accumulate
+                   ? db
+                   : scratch(size_t(m) * sizeof(float));
+  // (An empty GEMM runs no epilogue: the fallback still sums db.)
+  if ((dbDtype == resultDtype || accumulate) && m > 0 && n > 0 && k > 0 &&
       plainGemm(kind, a, b, c, 1, m, n, k, /*transA=*/true, transB, strideA,
-                strideB, strideC, nullptr, nullptr, kBgradB, db))
+                strideB, strideC, nullptr, nullptr, kBgradB, sums,
+                accumulate)) {
+    if (sums != db)
+      convert(sums, db, m, GPTRT_DTYPE_F32, dbDtype);
     return;
+  }
   matmulBf16(a, b, nullptr, c, outDtype, 1, m, n, k, true, transB, strideA,
              strideB, strideC);
   // a is stored [k, m]: db is the sum of its k rows.
@@ -491,6 +512,7 @@ bool DeviceImpl::scaledGemm(const uint8_t *a, const uint8_t *b,
                             int64_t formatB, bool fastAccum, int64_t outDtype,
                             const float *bias) {
   requireDims(batch, m, n, k);
+  // (An accumulating f32 D, kAccumulateF32, has no bias either.)
   if (bias != nullptr && outDtype != GPTRT_DTYPE_BF16)
     throw std::logic_error("scaledGemm: a bias epilogue needs a bf16 D (its "
                            "bias is rounded to bf16, D's type)");
@@ -566,6 +588,7 @@ bool DeviceImpl::scaledGemm(const uint8_t *a, const uint8_t *b,
               alignmentOf(c),
               biasArg ? alignmentOf(biasArg) : 0};
   key.fastAccum = fastAccum;
+  key.accumulate = outDtype == kAccumulateF32;
   GemmPlan &plan = planFor(key, /*mayRefuse=*/bias != nullptr, biasArg);
   if (plan.refused)
     return false;

@@ -8,7 +8,10 @@ of them, with gpt-bf16-gemm alone, without the four kernel fusions and with
 neither storage
 pass trains to bit-identical losses and gradient norms (every f32 digit in
 the log), in bf16 and in fp8-tensorwise and fp8-rowwise with lm_head kept
-bf16 (--fp8-exclude=lm_head). Also checks that the rewrites happened (gptc
+bf16 (--fp8-exclude=lm_head). rt-fuse-grad-accumulation, which does change
+the numbers (the weight gradients are no longer rounded to bf16), is off in
+every variant (test/e2e/grad_accumulation.py covers it). Also checks that
+the rewrites happened (gptc
 --emit=rt, train_step): every bf16 GEMM is a matmul_bf16(_bias) kernel with
 its bias in the epilogue (no bias_add left), or one with the GELU (or its
 gradient, or the bias gradient) in it, FP8 GEMMs under tensorwise scaling
@@ -63,7 +66,8 @@ def main():
                              "--gemm-epilogues=" + fusions,
                              "--fuse-add-layernorm=" + fusions,
                              "--fuse-classifier=" + fusions,
-                             "--fuse-qkv-attention=" + fusions]
+                             "--fuse-qkv-attention=" + fusions,
+                             "--fuse-grad-accumulation=false"]
             subprocess.run([args.gptc, *compile_flags, "-o", art], check=True)
             rt = subprocess.run([args.gptc, *compile_flags, "--emit=rt", "-o", "-"],
                                 check=True, capture_output=True, text=True).stdout

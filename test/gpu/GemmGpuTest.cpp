@@ -482,6 +482,135 @@ TEST_F(GpuTest, ScaledMatmulBiasMatchesCpu) {
   }
 }
 
+// rt-fuse-grad-accumulation's GEMMs (gptrt_*_accumulate): cuBLASLt with
+// beta = 1 adds the f32 product into the gradient, against the CPU's
+// product-then-add. The gradient starts random and of the product's size,
+// so a GEMM that stored instead of adding, or wrote nothing, fails by far.
+// Weight-gradient layouts: a stored [k, m] (trans_a) for the bf16 GEMMs;
+// the FP8 ones both in the TN form rt-fuse-dual-cast feeds them and with
+// a transposed a (through the transpose kernel).
+TEST_F(GpuTest, AccumulatingGemmsMatchCpu) {
+  Context cpuCtx(Device::Cpu, {});
+  double worstBf16 = 0, worstFp8 = 0;
+  struct Dims {
+    int64_t m, n, k;
+  };
+  for (Dims d : {Dims{64, 96, 128}, Dims{768, 3072, 512}, Dims{48, 40, 24}}) {
+    SCOPED_TRACE(std::to_string(d.m) + "x" + std::to_string(d.n) + "x" +
+                 std::to_string(d.k));
+    const int64_t count = d.m * d.n;
+    std::vector<uint16_t> dy = toBf16(randn(d.k * d.m)),
+                          x = toBf16(randn(d.k * d.n));
+    const std::vector<float> grad = randn(count, std::sqrt(float(d.k)));
+    std::vector<float> want = grad;
+    gptrt_matmul_bf16_accumulate(cpuCtx.handle(), dy.data(), x.data(),
+                                 want.data(), 1, d.m, d.n, d.k, 1, 0, 0, 0, 0);
+    ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
+    float *c = upload(grad);
+    gptrt_matmul_bf16_accumulate(g(), upload(dy), upload(x), c, 1, d.m, d.n,
+                                 d.k, 1, 0, 0, 0, 0);
+    expectOk();
+    double err = relErr(download(c, count), toDouble(want));
+    worstBf16 = std::max(worstBf16, err);
+    EXPECT_LT(err, kF32Tol) << "matmul_bf16_accumulate";
+
+    // With the bias gradient: BGRADB writes it in D's type (f32), so a
+    // bf16 db goes through f32 sums first; either way the CPU's tree sum
+    // in f32 is the reference (db rounded once when bf16).
+    for (int64_t dbDtype : {GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16}) {
+      SCOPED_TRACE("db_dtype " + std::to_string(dbDtype));
+      const bool bf16 = dbDtype == GPTRT_DTYPE_BF16;
+      std::vector<float> wantDw = grad, wantDb(d.m);
+      std::vector<uint16_t> wantDb16(d.m);
+      void *refDb = bf16 ? static_cast<void *>(wantDb16.data())
+                         : static_cast<void *>(wantDb.data());
+      gptrt_matmul_bf16_bgrad_accumulate(cpuCtx.handle(), dy.data(), x.data(),
+                                         wantDw.data(), refDb, 1, d.m, d.n, d.k,
+                                         1, 0, 0, 0, 0, dbDtype);
+      ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
+      float *dw = upload(grad);
+      void *db = bf16 ? static_cast<void *>(upload(
+                            std::vector<uint16_t>(d.m, uint16_t(0xFFFF))))
+                      : static_cast<void *>(alloc<float>(d.m));
+      gptrt_matmul_bf16_bgrad_accumulate(g(), upload(dy), upload(x), dw, db, 1,
+                                         d.m, d.n, d.k, 1, 0, 0, 0, 0, dbDtype);
+      expectOk();
+      EXPECT_LT(relErr(download(dw, count), toDouble(wantDw)), kF32Tol)
+          << "matmul_bf16_bgrad_accumulate dw";
+      if (bf16)
+        EXPECT_LT(relErr(bf16Values(download(static_cast<uint16_t *>(db), d.m)),
+                         bf16Values(wantDb16)),
+                  1.0 / 256)
+            << "db";
+      else
+        EXPECT_LT(
+            relErr(download(static_cast<float *>(db), d.m), toDouble(wantDb)),
+            kF32Tol)
+            << "db";
+    }
+
+    // FP8 (multiples of 16 only): E5M2 gradient x E4M3 activation, split
+    // accumulation as the backward runs it; plain and rowwise scales.
+    if (d.m % 16 || d.n % 16 || d.k % 16)
+      continue;
+    auto codes = [&](size_t n, bool e5m2, float scale) {
+      std::vector<float> v = randn(n);
+      std::vector<uint8_t> q(n);
+      for (size_t i = 0; i < n; ++i)
+        q[i] = e5m2 ? cpu::floatToE5M2(v[i] * scale)
+                    : cpu::floatToE4M3(v[i] * scale);
+      return q;
+    };
+    const float sa = 256.0f, sb = 64.0f;
+    for (int ta : {0, 1}) {
+      SCOPED_TRACE("trans_a " + std::to_string(ta));
+      // a is [m, k] (ta 0) or stored [k, m] (ta 1); b stored [n, k] (tb 1)
+      // with ta 0, [k, n] (tb 0) with ta 1.
+      const int tb = ta ? 0 : 1;
+      std::vector<uint8_t> a = codes(d.m * d.k, true, sa),
+                           b = codes(d.n * d.k, false, sb);
+      const std::vector<float> fpGrad = randn(count, 1.0f);
+      std::vector<float> fpWant = fpGrad;
+      gptrt_scaled_matmul_accumulate(
+          cpuCtx.handle(), a.data(), b.data(), &sa, &sb, fpWant.data(), 1, d.m,
+          d.n, d.k, ta, tb, 0, 0, 0, GPTRT_FP8_E5M2, GPTRT_FP8_E4M3, 0);
+      ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
+      float *fc = upload(fpGrad);
+      gptrt_scaled_matmul_accumulate(
+          g(), upload(a), upload(b), upload(std::vector<float>{sa}),
+          upload(std::vector<float>{sb}), fc, 1, d.m, d.n, d.k, ta, tb, 0, 0, 0,
+          GPTRT_FP8_E5M2, GPTRT_FP8_E4M3, 0);
+      expectOk();
+      err = relErr(download(fc, count), toDouble(fpWant));
+      worstFp8 = std::max(worstFp8, err);
+      EXPECT_LT(err, kFp8GemmTol) << "scaled_matmul_accumulate";
+
+      // Rowwise: a scale per row of a and per column of b.
+      std::vector<float> perRow(d.m), perCol(d.n);
+      for (float &v : perRow)
+        v = std::ldexp(1.0f, int(rng_() % 9));
+      for (float &v : perCol)
+        v = std::ldexp(1.0f, int(rng_() % 9));
+      std::vector<float> rowWant = fpGrad;
+      gptrt_scaled_matmul_rowwise_accumulate(
+          cpuCtx.handle(), a.data(), b.data(), perRow.data(), perCol.data(),
+          rowWant.data(), 1, d.m, d.n, d.k, ta, tb, 0, 0, 0, GPTRT_FP8_E5M2,
+          GPTRT_FP8_E4M3, 0, 1, 1);
+      ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
+      float *rc = upload(fpGrad);
+      gptrt_scaled_matmul_rowwise_accumulate(
+          g(), upload(a), upload(b), upload(perRow), upload(perCol), rc, 1, d.m,
+          d.n, d.k, ta, tb, 0, 0, 0, GPTRT_FP8_E5M2, GPTRT_FP8_E4M3, 0, 1, 1);
+      expectOk();
+      EXPECT_LT(relErr(download(rc, count), toDouble(rowWant)), kFp8GemmTol)
+          << "scaled_matmul_rowwise_accumulate";
+    }
+  }
+  std::printf("accumulating GEMMs vs CPU: worst norm-wise error bf16 %.3g, "
+              "FP8 %.3g\n",
+              worstBf16, worstFp8);
+}
+
 // The rowwise GEMM with operands it must transpose into the TN layout
 // (a weight gradient: a stored [k, m], b stored [k, n]) and a bf16 result:
 // its f32 sum and the transposed operands need separate buffers.

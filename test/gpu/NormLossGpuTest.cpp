@@ -523,6 +523,25 @@ TEST_F(GpuTest, LossAndEmbeddingOnBf16StorageMatchCpu) {
   EXPECT_LT(relErr(bf16Values(download(gTable, tableRows * width)),
                    bf16Values(dtable)),
             kBf16Tol);
+
+  // Added into an f32 gradient (rt-fuse-grad-accumulation): the rows no id
+  // names keep their values exactly; the rest agree up to the order of the
+  // atomic additions.
+  std::vector<float> grad = randn(tableRows * width);
+  std::vector<int32_t> someIds = randint(n, 0, tableRows / 2);
+  std::vector<float> want = grad;
+  gptrt_embedding_bwd_accumulate(cpuCtx.handle(), dy.data(), someIds.data(),
+                                 want.data(), n, tableRows, width,
+                                 GPTRT_DTYPE_BF16);
+  ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
+  float *gGradTable = upload(grad);
+  gptrt_embedding_bwd_accumulate(g(), upload(dy), upload(someIds), gGradTable,
+                                 n, tableRows, width, GPTRT_DTYPE_BF16);
+  expectOk();
+  std::vector<float> got = download(gGradTable, tableRows * width);
+  EXPECT_LT(relErr(got, toDouble(want)), kF32Tol);
+  for (int64_t i = tableRows / 2 * width; i < tableRows * width; ++i)
+    ASSERT_EQ(got[i], grad[i]) << "element " << i << " of a row no id names";
 }
 
 } // namespace

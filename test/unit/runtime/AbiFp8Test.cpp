@@ -568,6 +568,60 @@ TEST_F(AbiFp8Test, RowwiseScaledMatmulDividesEachRowAndColumn) {
                   1e-5 * (1 + std::fabs(c[r * n + j] * sa[r])));
 }
 
+// rt-fuse-grad-accumulation's FP8 GEMMs: c += the f32 result of
+// gptrt_scaled_matmul / _rowwise, bit for bit.
+TEST_F(AbiFp8Test, AccumulatingFp8GemmsAddTheF32Result) {
+  const int64_t batch = 2, m = 16, n = 32, k = 48, count = batch * m * n;
+  std::vector<uint8_t> a(batch * m * k), b(n * k);
+  std::vector<float> xa = randomF(a.size(), 41, -2, 2),
+                     xb = randomF(b.size(), 42, -2, 2);
+  for (size_t i = 0; i < a.size(); ++i)
+    a[i] = cpu::floatToE5M2(xa[i] * 64.0f);
+  for (size_t i = 0; i < b.size(); ++i)
+    b[i] = cpu::floatToE4M3(xb[i] * 32.0f);
+  const std::vector<float> grad = randomF(count, 43, -1, 1);
+  auto expectAdds = [&](const std::vector<float> &product,
+                        const std::vector<float> &got, const char *what) {
+    std::vector<float> want = grad;
+    for (int64_t i = 0; i < count; ++i)
+      want[i] += product[i];
+    EXPECT_EQ(0, std::memcmp(got.data(), want.data(), count * sizeof(float)))
+        << what;
+  };
+  float sa = 64.0f, sb = 32.0f;
+  std::vector<float> product(count), c = grad;
+  gptrt_scaled_matmul(h, a.data(), b.data(), &sa, &sb, product.data(), batch, m,
+                      n, k, 0, 1, m * k, 0, m * n, GPTRT_FP8_E5M2,
+                      GPTRT_FP8_E4M3, 0, GPTRT_DTYPE_F32);
+  gptrt_scaled_matmul_accumulate(h, a.data(), b.data(), &sa, &sb, c.data(),
+                                 batch, m, n, k, 0, 1, m * k, 0, m * n,
+                                 GPTRT_FP8_E5M2, GPTRT_FP8_E4M3, 0);
+  expectAdds(product, c, "scaled_matmul_accumulate");
+
+  std::vector<float> rowScales = randomF(batch * m, 44, 1, 64),
+                     colScales = randomF(n, 45, 1, 64);
+  std::vector<float> rowProduct(count), rowC = grad;
+  gptrt_scaled_matmul_rowwise(h, a.data(), b.data(), rowScales.data(),
+                              colScales.data(), rowProduct.data(), batch, m, n,
+                              k, 0, 1, m * k, 0, m * n, GPTRT_FP8_E5M2,
+                              GPTRT_FP8_E4M3, 0, 1, 1, GPTRT_DTYPE_F32);
+  gptrt_scaled_matmul_rowwise_accumulate(
+      h, a.data(), b.data(), rowScales.data(), colScales.data(), rowC.data(),
+      batch, m, n, k, 0, 1, m * k, 0, m * n, GPTRT_FP8_E5M2, GPTRT_FP8_E4M3, 0,
+      1, 1);
+  expectAdds(rowProduct, rowC, "scaled_matmul_rowwise_accumulate");
+
+  // Unknown formats are errors, as for the GEMM without the suffix, and
+  // the gradient is left alone.
+  std::vector<float> untouched = grad;
+  gptrt_scaled_matmul_accumulate(h, a.data(), b.data(), &sa, &sb,
+                                 untouched.data(), batch, m, n, k, 0, 1, m * k,
+                                 0, m * n, 7, GPTRT_FP8_E4M3, 0);
+  EXPECT_THAT(ctx.error(), ::testing::HasSubstr("format"));
+  EXPECT_EQ(untouched, grad);
+  ctx.clearError();
+}
+
 // fast_accum only changes how a GPU accumulates: the CPU's emulation sums
 // in f32 either way, so both give the same bits; other values are refused.
 TEST_F(AbiFp8Test, FastAccumulationIsAFlagTheCpuAccumulatesAlike) {

@@ -200,6 +200,42 @@ TEST_F(AbiTest, EmbeddingBackwardWritesAndAddsRepeatedIds) {
   EXPECT_EQ(got16, toBf16(wantWide));
 }
 
+// rt-fuse-grad-accumulation's embedding backward: each row added into the
+// f32 gradient in order, the rows no id names untouched; ids are checked.
+TEST_F(AbiTest, EmbeddingBackwardAccumulatesIntoTheGradient) {
+  const int64_t rows = 7, tableRows = 5, width = 3;
+  const std::vector<int32_t> ids = {4, 1, 4, 0, 4, 1, 0};
+  const F dout = randomF(rows * width, 91);
+  const F grad = randomF(tableRows * width, 93);
+  F want = grad;
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < width; ++j)
+      want[ids[i] * width + j] += dout[i * width + j];
+  F got = grad;
+  gptrt_embedding_bwd_accumulate(h, dout.data(), ids.data(), got.data(), rows,
+                                 tableRows, width, GPTRT_DTYPE_F32);
+  expectSameBits(got, want, "embedding_bwd_accumulate");
+  EXPECT_EQ(got[2 * width], grad[2 * width]) << "row 2 has no id";
+  // bf16 storage of dout: widened as read.
+  std::vector<uint16_t> dout16(dout.size());
+  F widened(dout.size());
+  for (size_t i = 0; i < dout.size(); ++i) {
+    dout16[i] = cpu::floatToBf16(dout[i]);
+    widened[i] = cpu::bf16ToFloat(dout16[i]);
+  }
+  F got16 = grad, want16 = grad;
+  gptrt_embedding_bwd_accumulate(h, dout16.data(), ids.data(), got16.data(),
+                                 rows, tableRows, width, GPTRT_DTYPE_BF16);
+  gptrt_embedding_bwd_accumulate(h, widened.data(), ids.data(), want16.data(),
+                                 rows, tableRows, width, GPTRT_DTYPE_F32);
+  expectSameBits(got16, want16, "embedding_bwd_accumulate of bf16 dout");
+  const std::vector<int32_t> bad = {0, 5, 1, 1, 1, 1, 1};
+  gptrt_embedding_bwd_accumulate(h, dout.data(), bad.data(), got.data(), rows,
+                                 tableRows, width, GPTRT_DTYPE_F32);
+  EXPECT_THAT(ctx.error(), ::testing::HasSubstr("id 5 of row 1 is outside"));
+  ctx.clearError();
+}
+
 TEST_F(AbiTest, EmbeddingBackwardRejectsIdOutsideTable) {
   std::vector<int32_t> ids = {0, 6};
   F dout(2 * 3, 1.0f), dtable(6 * 3);
@@ -515,6 +551,73 @@ TEST_F(AbiTest, GeluEpiloguesAreTheKernelsTheyFold) {
                           GPTRT_DTYPE_F32);
   EXPECT_THAT(ctx.error(),
               ::testing::HasSubstr("dg_dtype 7, expected f32 (1) or bf16 (2)"));
+  ctx.clearError();
+}
+
+// rt-fuse-grad-accumulation's GEMMs: c += the f32 result of the GEMM
+// without the suffix, one f32 addition per element, bit for bit -- not the
+// bf16-rounded product that the pair they replace (a bf16-result GEMM,
+// then gptrt_accumulate) adds.
+TEST_F(AbiTest, AccumulatingGemmsAddTheF32ProductIntoTheGradient) {
+  const int64_t batch = 2, m = 6, n = 8, k = 40, count = batch * m * n;
+  auto bf16Of = [](const F &x) {
+    std::vector<uint16_t> codes(x.size());
+    for (size_t i = 0; i < x.size(); ++i)
+      codes[i] = cpu::floatToBf16(x[i]);
+    return codes;
+  };
+  std::vector<uint16_t> a = bf16Of(randomF(batch * m * k, 71, -2, 2)),
+                        b = bf16Of(randomF(k * n, 73, -2, 2));
+  const F grad = randomF(count, 79, -3, 3);
+  F product(count);
+  gptrt_matmul_bf16(h, a.data(), b.data(), product.data(), batch, m, n, k, 0, 0,
+                    m * k, 0, m * n, GPTRT_DTYPE_F32);
+  F want = grad;
+  for (int64_t i = 0; i < count; ++i)
+    want[i] += product[i];
+  F c = grad;
+  gptrt_matmul_bf16_accumulate(h, a.data(), b.data(), c.data(), batch, m, n, k,
+                               0, 0, m * k, 0, m * n);
+  expectSameBits(c, want, "matmul_bf16_accumulate");
+  std::vector<uint16_t> rounded(count);
+  gptrt_matmul_bf16(h, a.data(), b.data(), rounded.data(), batch, m, n, k, 0, 0,
+                    m * k, 0, m * n, GPTRT_DTYPE_BF16);
+  F unfused = grad;
+  gptrt_accumulate(h, rounded.data(), unfused.data(), count, GPTRT_DTYPE_BF16);
+  EXPECT_NE(c, unfused) << "the product was rounded to bf16 on its way in";
+  // Again: it adds to whatever the gradient holds.
+  gptrt_matmul_bf16_accumulate(h, a.data(), b.data(), c.data(), batch, m, n, k,
+                               0, 0, m * k, 0, m * n);
+  for (int64_t i = 0; i < count; ++i)
+    want[i] += product[i];
+  expectSameBits(c, want, "matmul_bf16_accumulate, twice");
+
+  // With the bias gradient (a stored [k, m]): db as gptrt_matmul_bf16_bgrad
+  // writes it, in either dtype.
+  std::vector<uint16_t> dy = bf16Of(randomF(k * m, 83, -2, 2));
+  for (int64_t dbDtype : {GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16}) {
+    SCOPED_TRACE("db_dtype " + std::to_string(dbDtype));
+    const size_t dbBytes = size_t(m) * (dbDtype == GPTRT_DTYPE_F32 ? 4 : 2);
+    std::vector<unsigned char> db(dbBytes, 0xFF), wantDb(dbBytes, 0xFF);
+    F dw(m * n), wantDw(grad.begin(), grad.begin() + m * n);
+    gptrt_matmul_bf16_bgrad(h, dy.data(), b.data(), dw.data(), wantDb.data(), 1,
+                            m, n, k, 1, 0, 0, 0, 0, GPTRT_DTYPE_F32, dbDtype);
+    for (int64_t i = 0; i < m * n; ++i)
+      wantDw[i] += dw[i];
+    F got(grad.begin(), grad.begin() + m * n);
+    gptrt_matmul_bf16_bgrad_accumulate(h, dy.data(), b.data(), got.data(),
+                                       db.data(), 1, m, n, k, 1, 0, 0, 0, 0,
+                                       dbDtype);
+    expectSameBits(got, wantDw, "matmul_bf16_bgrad_accumulate");
+    EXPECT_EQ(db, wantDb);
+  }
+
+  // Strided batches are refused (the gradient is one contiguous buffer).
+  F wide(2 * count);
+  gptrt_matmul_bf16_accumulate(h, a.data(), b.data(), wide.data(), batch, m, n,
+                               k, 0, 0, m * k, 0, 2 * m * n);
+  EXPECT_THAT(ctx.error(),
+              ::testing::HasSubstr("stride_c 96, expected m * n = 48"));
   ctx.clearError();
 }
 

@@ -1,0 +1,152 @@
+// RUN: gpt-opt %s -split-input-file -rt-fuse-grad-accumulation | FileCheck %s
+
+// A bf16 weight gradient's GEMM adds into the f32 gradient itself: the
+// product's buffer and the accumulate are gone, the GEMM loses its result
+// dtype (always f32), and the gradient's view moves up to it.
+// CHECK-LABEL: func.func @bf16
+// CHECK-NOT: rt.alloc : memref<32x64xbf16>
+// CHECK: %[[G:.*]] = rt.view @grads[256] : memref<32x64xf32>
+// CHECK-NEXT: rt.kernel "matmul_bf16_accumulate" ins(%{{.*}}, %{{.*}} : memref<256x32xbf16>, memref<256x64xbf16>) outs(%[[G]] : memref<32x64xf32>) consts [1, 32, 64, 256, 1, 0, 0, 0, 0]{{$}}
+// CHECK-NOT: "accumulate"
+rt.arena @grads grads size = 8448
+func.func @bf16() {
+  %dy = rt.alloc : memref<256x32xbf16>
+  %x = rt.alloc : memref<256x64xbf16>
+  %dw = rt.alloc : memref<32x64xbf16>
+  rt.kernel "matmul_bf16" ins(%dy, %x : memref<256x32xbf16>, memref<256x64xbf16>) outs(%dw : memref<32x64xbf16>) consts [1, 32, 64, 256, 1, 0, 0, 0, 0, 2]
+  %g = rt.view @grads[256] : memref<32x64xf32>
+  rt.kernel "accumulate" ins(%dw : memref<32x64xbf16>) outs(%g : memref<32x64xf32>) consts [2048, 2]
+  return
+}
+
+// -----
+
+// With the bias gradient: the weight's product folds, db keeps its own
+// accumulate, which writes a disjoint range of the grads arena in between
+// and so does not block the fold.
+// CHECK-LABEL: func.func @bgrad
+// CHECK: %[[G:.*]] = rt.view @grads[256] : memref<32x64xf32>
+// CHECK: rt.kernel "matmul_bf16_bgrad_accumulate" ins(%{{.*}}, %{{.*}} : memref<256x32xbf16>, memref<256x64xbf16>) outs(%[[G]], %[[DB:.*]] : memref<32x64xf32>, memref<32xbf16>) consts [1, 32, 64, 256, 1, 0, 0, 0, 0, 2]{{$}}
+// CHECK: rt.kernel "accumulate" ins(%[[DB]] : memref<32xbf16>) outs(%{{.*}} : memref<32xf32>) consts [32, 2]
+// CHECK-NOT: "accumulate"
+rt.arena @grads grads size = 8448
+func.func @bgrad() {
+  %dy = rt.alloc : memref<256x32xbf16>
+  %x = rt.alloc : memref<256x64xbf16>
+  %dw = rt.alloc : memref<32x64xbf16>
+  %db = rt.alloc : memref<32xbf16>
+  rt.kernel "matmul_bf16_bgrad" ins(%dy, %x : memref<256x32xbf16>, memref<256x64xbf16>) outs(%dw, %db : memref<32x64xbf16>, memref<32xbf16>) consts [1, 32, 64, 256, 1, 0, 0, 0, 0, 2, 2]
+  %gb = rt.view @grads[0] : memref<32xf32>
+  rt.kernel "accumulate" ins(%db : memref<32xbf16>) outs(%gb : memref<32xf32>) consts [32, 2]
+  %g = rt.view @grads[256] : memref<32x64xf32>
+  rt.kernel "accumulate" ins(%dw : memref<32x64xbf16>) outs(%g : memref<32x64xf32>) consts [2048, 2]
+  return
+}
+
+// -----
+
+// FP8: scaled_matmul and scaled_matmul_rowwise drop their result dtype
+// (the last constant) and keep their scales.
+// CHECK-LABEL: func.func @fp8
+// CHECK: rt.kernel "scaled_matmul_accumulate" ins(%{{.*}}, %{{.*}}, %[[SA:.*]], %[[SB:.*]] : memref<32x256xf8E5M2>, memref<64x256xf8E4M3FN>, memref<f32>, memref<f32>) outs(%{{.*}} : memref<32x64xf32>) consts [1, 32, 64, 256, 0, 1, 0, 0, 0, 1, 0, 0]{{$}}
+// CHECK: rt.kernel "scaled_matmul_rowwise_accumulate" ins(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<32x256xf8E5M2>, memref<64x256xf8E4M3FN>, memref<32xf32>, memref<64xf32>) outs(%{{.*}} : memref<32x64xf32>) consts [1, 32, 64, 256, 0, 1, 0, 0, 0, 1, 0, 0, 1, 1]{{$}}
+// CHECK-NOT: "accumulate"
+rt.arena @grads grads size = 16384
+func.func @fp8() {
+  %a = rt.alloc : memref<32x256xf8E5M2>
+  %b = rt.alloc : memref<64x256xf8E4M3FN>
+  %sa = rt.alloc : memref<f32>
+  %sb = rt.alloc : memref<f32>
+  %dw = rt.alloc : memref<32x64xbf16>
+  rt.kernel "scaled_matmul" ins(%a, %b, %sa, %sb : memref<32x256xf8E5M2>, memref<64x256xf8E4M3FN>, memref<f32>, memref<f32>) outs(%dw : memref<32x64xbf16>) consts [1, 32, 64, 256, 0, 1, 0, 0, 0, 1, 0, 0, 2]
+  %g = rt.view @grads[0] : memref<32x64xf32>
+  rt.kernel "accumulate" ins(%dw : memref<32x64xbf16>) outs(%g : memref<32x64xf32>) consts [2048, 2]
+  %ra = rt.alloc : memref<32xf32>
+  %rb = rt.alloc : memref<64xf32>
+  %dw2 = rt.alloc : memref<32x64xbf16>
+  rt.kernel "scaled_matmul_rowwise" ins(%a, %b, %ra, %rb : memref<32x256xf8E5M2>, memref<64x256xf8E4M3FN>, memref<32xf32>, memref<64xf32>) outs(%dw2 : memref<32x64xbf16>) consts [1, 32, 64, 256, 0, 1, 0, 0, 0, 1, 0, 0, 1, 1, 2]
+  %g2 = rt.view @grads[8192] : memref<32x64xf32>
+  rt.kernel "accumulate" ins(%dw2 : memref<32x64xbf16>) outs(%g2 : memref<32x64xf32>) consts [2048, 2]
+  return
+}
+
+// -----
+
+// An embedding's backward adds each token's row into the table's gradient;
+// it drops its dtable dtype. The tied lm_head GEMM's accumulate into the
+// same gradient before it does not block the fold: it is not in between.
+// CHECK-LABEL: func.func @embedding
+// CHECK: rt.kernel "matmul_bf16_accumulate"
+// CHECK: %[[G:.*]] = rt.view @grads[0] : memref<512x32xf32>
+// CHECK-NEXT: rt.kernel "embedding_bwd_accumulate" ins(%{{.*}}, %{{.*}} : memref<4x64x32xbf16>, memref<4x64xi32>) outs(%[[G]] : memref<512x32xf32>) consts [256, 512, 32, 2]{{$}}
+// CHECK-NOT: "accumulate"
+rt.arena @grads grads size = 65536
+rt.arena @inputs inputs size = 1024
+func.func @embedding() {
+  %dlogits = rt.alloc : memref<256x512xbf16>
+  %h = rt.alloc : memref<256x32xbf16>
+  %dwte = rt.alloc : memref<512x32xbf16>
+  rt.kernel "matmul_bf16" ins(%dlogits, %h : memref<256x512xbf16>, memref<256x32xbf16>) outs(%dwte : memref<512x32xbf16>) consts [1, 512, 32, 256, 1, 0, 0, 0, 0, 2]
+  %g0 = rt.view @grads[0] : memref<512x32xf32>
+  rt.kernel "accumulate" ins(%dwte : memref<512x32xbf16>) outs(%g0 : memref<512x32xf32>) consts [16384, 2]
+  %dx = rt.alloc : memref<4x64x32xbf16>
+  %ids = rt.view @inputs[0] : memref<4x64xi32>
+  %dtable = rt.alloc : memref<512x32xbf16>
+  rt.kernel "embedding_bwd" ins(%dx, %ids : memref<4x64x32xbf16>, memref<4x64xi32>) outs(%dtable : memref<512x32xbf16>) consts [256, 512, 32, 2, 2]
+  %g = rt.view @grads[0] : memref<512x32xf32>
+  rt.kernel "accumulate" ins(%dtable : memref<512x32xbf16>) outs(%g : memref<512x32xf32>) consts [16384, 2]
+  return
+}
+
+// -----
+
+// Left apart: a product another kernel reads too; one accumulated only in
+// part; one whose gradient's bytes another kernel writes in between
+// (an overlapping view); a strided, non-contiguous batched result; an
+// accumulate reading f32 of a bf16 product's bytes (dtype mismatch); the
+// f32 precision's `matmul`, which has no accumulating form; and a product
+// written through a reshape.
+// CHECK-LABEL: func.func @not_fused
+// CHECK-NOT: _accumulate"
+rt.arena @grads grads size = 16384
+func.func @not_fused() {
+  %dy = rt.alloc : memref<256x32xbf16>
+  %x = rt.alloc : memref<256x64xbf16>
+  %g = rt.view @grads[0] : memref<32x64xf32>
+
+  %dw = rt.alloc : memref<32x64xbf16>
+  rt.kernel "matmul_bf16" ins(%dy, %x : memref<256x32xbf16>, memref<256x64xbf16>) outs(%dw : memref<32x64xbf16>) consts [1, 32, 64, 256, 1, 0, 0, 0, 0, 2]
+  %copy = rt.alloc : memref<32x64xbf16>
+  rt.kernel "copy" ins(%dw : memref<32x64xbf16>) outs(%copy : memref<32x64xbf16>) consts [4096]
+  rt.kernel "accumulate" ins(%dw : memref<32x64xbf16>) outs(%g : memref<32x64xf32>) consts [2048, 2]
+
+  %dw2 = rt.alloc : memref<32x64xbf16>
+  rt.kernel "matmul_bf16" ins(%dy, %x : memref<256x32xbf16>, memref<256x64xbf16>) outs(%dw2 : memref<32x64xbf16>) consts [1, 32, 64, 256, 1, 0, 0, 0, 0, 2]
+  rt.kernel "accumulate" ins(%dw2 : memref<32x64xbf16>) outs(%g : memref<32x64xf32>) consts [1024, 2]
+
+  %dw3 = rt.alloc : memref<32x64xbf16>
+  rt.kernel "matmul_bf16" ins(%dy, %x : memref<256x32xbf16>, memref<256x64xbf16>) outs(%dw3 : memref<32x64xbf16>) consts [1, 32, 64, 256, 1, 0, 0, 0, 0, 2]
+  %overlap = rt.view @grads[4096] : memref<32x64xf32>
+  rt.kernel "fill" outs(%overlap : memref<32x64xf32>) consts [2048, 0.0]
+  rt.kernel "accumulate" ins(%dw3 : memref<32x64xbf16>) outs(%g : memref<32x64xf32>) consts [2048, 2]
+
+  %dw4 = rt.alloc : memref<2x16x64xbf16>
+  rt.kernel "matmul_bf16" ins(%dy, %x : memref<256x32xbf16>, memref<256x64xbf16>) outs(%dw4 : memref<2x16x64xbf16>) consts [2, 16, 64, 128, 1, 0, 0, 0, 512, 2]
+  rt.kernel "accumulate" ins(%dw4 : memref<2x16x64xbf16>) outs(%g : memref<32x64xf32>) consts [2048, 2]
+
+  %dw5 = rt.alloc : memref<32x64xbf16>
+  rt.kernel "matmul_bf16" ins(%dy, %x : memref<256x32xbf16>, memref<256x64xbf16>) outs(%dw5 : memref<32x64xbf16>) consts [1, 32, 64, 256, 1, 0, 0, 0, 0, 2]
+  rt.kernel "accumulate" ins(%dw5 : memref<32x64xbf16>) outs(%g : memref<32x64xf32>) consts [2048, 1]
+
+  %fy = rt.alloc : memref<256x32xf32>
+  %fx = rt.alloc : memref<256x64xf32>
+  %dw6 = rt.alloc : memref<32x64xf32>
+  rt.kernel "matmul" ins(%fy, %fx : memref<256x32xf32>, memref<256x64xf32>) outs(%dw6 : memref<32x64xf32>) consts [1, 32, 64, 256, 1, 0, 0, 0, 0]
+  rt.kernel "accumulate" ins(%dw6 : memref<32x64xf32>) outs(%g : memref<32x64xf32>) consts [2048, 1]
+
+  %dw7 = rt.alloc : memref<32x64xbf16>
+  %flat = rt.reshape %dw7 : memref<32x64xbf16> -> memref<2048xbf16>
+  rt.kernel "matmul_bf16" ins(%dy, %x : memref<256x32xbf16>, memref<256x64xbf16>) outs(%dw7 : memref<32x64xbf16>) consts [1, 32, 64, 256, 1, 0, 0, 0, 0, 2]
+  rt.kernel "accumulate" ins(%flat : memref<2048xbf16>) outs(%g : memref<32x64xf32>) consts [2048, 2]
+  return
+}
