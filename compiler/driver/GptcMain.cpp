@@ -220,7 +220,8 @@ int gptcMain(int argc, char **argv) {
       "fp8-fusion",
       llvm::cl::desc("Compute each amax, and under fp8-delayed each FP8 cast, "
                      "in the kernel that produces its tensor (fp8-fuse-amax, "
-                     "fp8-fuse-cast; default true). =false keeps separate "
+                     "fp8-fuse-cast, rt-fuse-amax; default true). =false "
+                     "keeps separate "
                      "kernels, with the same numbers"),
       llvm::cl::init(true), llvm::cl::cat(category));
   llvm::cl::opt<bool> fp8TransposeCasts(
@@ -502,6 +503,8 @@ int gptcMain(int argc, char **argv) {
         lower.addPass(createRtFuseClassifier());
       if (fuseDualCasts)
         lower.addPass(createRtFuseDualCast());
+      if (fp8Fusion)
+        lower.addPass(createRtFuseAmax());
       if (fuseGradAccumulation)
         lower.addPass(createRtFuseGradAccumulation());
       if (cacheWeightCasts)

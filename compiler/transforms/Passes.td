@@ -487,6 +487,29 @@ def RtFuseDualCast : Pass<"rt-fuse-dual-cast", "::mlir::ModuleOp"> {
   ];
 }
 
+def RtFuseAmax : Pass<"rt-fuse-amax", "::mlir::ModuleOp"> {
+  let summary = "Lets a backward kernel take the amax of the gradient it stores";
+  let description = [{
+    Runs after rt-bufferize, before rt-plan-memory. fp8-fuse-amax moves
+    amaxes into the forward producers and the GELU and residual-add
+    gradients; the kernels rt-bufferize emits for other backward ops get
+    theirs here: when the first `amax` after such a kernel reads the whole
+    of its output (in its dtype), that output unchanged in between, the
+    kernel becomes its `_amax` form, which takes the amax as it stores the
+    output (on a GPU: in the same pass, instead of a second read; on the
+    CPU the kernel and then gptrt_amax, the same numbers). Today:
+    `layernorm_bwd` (its dx: the gradient of the last residual stream,
+    the FP8 output gradient of the last block's projection). The kernels
+    other rt fusions create take theirs in those passes
+    (rt-fuse-classifier, rt-fuse-qkv-attention).
+    `gptc --fp8-fusion=false` leaves this pass out, with fp8-fuse-amax.
+  }];
+  let dependentDialects = ["::gptc::rt::RtDialect"];
+  let statistics = [
+    Statistic<"fused", "fused", "amaxes taken by the kernel before them">,
+  ];
+}
+
 def RtFuseGradAccumulation
     : Pass<"rt-fuse-grad-accumulation", "::mlir::ModuleOp"> {
   let summary = "Lets each weight-gradient GEMM add into the f32 gradient";
@@ -539,14 +562,18 @@ def RtFuseQkvAttention : Pass<"rt-fuse-qkv-attention", "::mlir::ModuleOp"> {
     When an `amax` of the whole attention output follows (the FP8 input of
     the attention projection), it joins the packed forward
     (`attention_fwd_packed_amax`: the flash kernel takes it as it writes
-    the output; the baseline kernels run the amax after).
+    the output; the baseline kernels run the amax after); one of the whole
+    packed gradient (the qkv GEMM's FP8 output gradient) joins the packed
+    backward the same way (`attention_bwd_packed_amax`: the flash kernels
+    take it as they store dk, dv and dq).
     `gptc --fuse-qkv-attention=false` leaves this pass out.
   }];
   let dependentDialects = ["::gptc::rt::RtDialect"];
   let statistics = [
     Statistic<"fused", "fused", "attentions reading q, k, v packed">,
     Statistic<"amaxFused", "amax-fused",
-              "amaxes of the attention output taken by the packed forward">,
+              "amaxes of the attention output and of the packed gradient "
+              "taken by the packed kernels">,
   ];
 }
 

@@ -184,6 +184,7 @@ private:
     }
 
     OpBuilder b(forward);
+    SmallVector<rt::KernelOp> packedBackwards;
     auto packedForward = rt::KernelOp::create(
         b, forward.getLoc(), "attention_fwd_packed", ValueRange{qkv},
         forward.getOutputs(), /*stream=*/0, consts);
@@ -193,9 +194,10 @@ private:
         def->moveBefore(p.backward);
       b.setInsertionPoint(p.backward);
       ValueRange ins = p.backward.getInputs();
-      rt::KernelOp::create(b, p.backward.getLoc(), "attention_bwd_packed",
-                           ValueRange{ins[0], qkv, ins[4], ins[5]},
-                           ValueRange{p.dqkv}, /*stream=*/0, consts);
+      packedBackwards.push_back(rt::KernelOp::create(
+          b, p.backward.getLoc(), "attention_bwd_packed",
+          ValueRange{ins[0], qkv, ins[4], ins[5]}, ValueRange{p.dqkv},
+          /*stream=*/0, consts));
       SmallVector<Value> grads(p.backward.getOutputs());
       for (rt::KernelOp concat : p.concats)
         concat.erase();
@@ -216,6 +218,12 @@ private:
                               rt::constAt(packedForward, 5),
                               "attention_fwd_packed_amax"))
       ++amaxFused;
+    // And the qkv GEMM's FP8 output gradient: the packed dqkv's amax.
+    for (rt::KernelOp backward : packedBackwards)
+      if (rt::foldFollowingAmax(backward, /*outIndex=*/0,
+                                rt::constAt(backward, 5),
+                                "attention_bwd_packed_amax"))
+        ++amaxFused;
   }
 
   static void eraseIfUnused(Value buffer) {

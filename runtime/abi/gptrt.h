@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below or the manifest's meaning changes. */
-#define GPTRT_ABI_VERSION 24
+#define GPTRT_ABI_VERSION 25
 
 typedef struct gptrt_context gptrt_context;
 
@@ -97,6 +97,14 @@ void gptrt_layernorm_bwd(gptrt_context *ctx, const void *dout, const void *x,
                          void *dx, void *dw, void *db, int64_t rows,
                          int64_t width, int64_t dout_dtype, int64_t x_dtype,
                          int64_t dx_dtype, int64_t dw_dtype, int64_t db_dtype);
+/* The same, and amax = gptrt_amax of dx as stored (rt-fuse-amax). */
+void gptrt_layernorm_bwd_amax(gptrt_context *ctx, const void *dout,
+                              const void *x, const float *w, const float *mean,
+                              const float *rstd, void *dx, void *dw, void *db,
+                              float *amax, int64_t rows, int64_t width,
+                              int64_t dout_dtype, int64_t x_dtype,
+                              int64_t dx_dtype, int64_t dw_dtype,
+                              int64_t db_dtype);
 
 /* c[b] = op(a[b]) op(b[b]) for b < batch; op transposes when the flag is 1.
  * Strides in elements; stride_b = 0 broadcasts one b over the batch. */
@@ -258,6 +266,14 @@ void gptrt_attention_bwd_packed(gptrt_context *ctx, const void *dout,
                                 const float *lse, void *dqkv, int64_t batch,
                                 int64_t seq, int64_t width, int64_t heads,
                                 int64_t causal, int64_t dtype);
+/* The same, and amax = gptrt_amax of the whole dqkv as stored
+ * (rt-fuse-qkv-attention). */
+void gptrt_attention_bwd_packed_amax(gptrt_context *ctx, const void *dout,
+                                     const void *qkv, const void *out,
+                                     const float *lse, void *dqkv, float *amax,
+                                     int64_t batch, int64_t seq, int64_t width,
+                                     int64_t heads, int64_t causal,
+                                     int64_t dtype);
 
 /* loss: one f32, the mean over rows whose target != ignore_index; lse
  * f32; logits f32 or bf16 storage (logits_dtype). */

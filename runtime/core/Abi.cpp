@@ -1034,6 +1034,28 @@ gptrt_add_layernorm_fwd(gptrt_context *ctx, const void *a, const void *b,
       });
 }
 
+namespace {
+
+// gptrt_layernorm_bwd and its _amax form (amax null or not) on a GPU.
+void layerNormBackwardOnGpu(Gpu &g, const void *dout, const void *x,
+                            const float *w, const float *mean,
+                            const float *rstd, void *dx, void *dw, void *db,
+                            float *amax, int64_t rows, int64_t width,
+                            int64_t doutDtype, int64_t xDtype, int64_t dxDtype,
+                            int64_t dwDtype, int64_t dbDtype) {
+  requireNonNegative(width, "width");
+  for (auto [dtype, name] : {std::pair{doutDtype, "dout_dtype"},
+                             {xDtype, "x_dtype"},
+                             {dxDtype, "dx_dtype"},
+                             {dwDtype, "dw_dtype"},
+                             {dbDtype, "db_dtype"}})
+    requireStorageDtype(dtype, name);
+  g.layerNormBackward(dout, doutDtype, x, xDtype, w, mean, rstd, dx, dxDtype,
+                      dw, dwDtype, db, dbDtype, rows, width, amax);
+}
+
+} // namespace
+
 GPTRT_EXPORT void gptrt_layernorm_bwd(gptrt_context *ctx, const void *dout,
                                       const void *x, const float *w,
                                       const float *mean, const float *rstd,
@@ -1042,32 +1064,49 @@ GPTRT_EXPORT void gptrt_layernorm_bwd(gptrt_context *ctx, const void *dout,
                                       int64_t dout_dtype, int64_t x_dtype,
                                       int64_t dx_dtype, int64_t dw_dtype,
                                       int64_t db_dtype) {
-  guarded(ctx, "gptrt_layernorm_bwd", [&](Context &c) {
-    requireNonNegative(rows, "rows");
-    requireNonNegative(width, "width");
-    const int64_t n = rows * width;
-    F32Staging f32(c, {{dout, dout_dtype, n, false, "dout_dtype"},
-                       {x, x_dtype, n, false, "x_dtype"},
-                       {dx, dx_dtype, n, true, "dx_dtype"},
-                       {dw, dw_dtype, width, true, "dw_dtype"},
-                       {db, db_dtype, width, true, "db_dtype"}});
-    // The ABI writes dw and db; the kernel accumulates into them.
-    cpu::fill(f32[3], 0.0f, width);
-    cpu::fill(f32[4], 0.0f, width);
-    cpu::layerNormBackward(f32[2], f32[3], f32[4], f32[0], f32[1], mean, rstd,
-                           w, rows, width);
-    f32.finish();
-  }, [&](Context &, Gpu &g) {
-    requireNonNegative(width, "width");
-    for (auto [dtype, name] : {std::pair{dout_dtype, "dout_dtype"},
-                               {x_dtype, "x_dtype"},
-                               {dx_dtype, "dx_dtype"},
-                               {dw_dtype, "dw_dtype"},
-                               {db_dtype, "db_dtype"}})
-      requireStorageDtype(dtype, name);
-    g.layerNormBackward(dout, dout_dtype, x, x_dtype, w, mean, rstd, dx,
-                        dx_dtype, dw, dw_dtype, db, db_dtype, rows, width);
-  });
+  guarded(
+      ctx, "gptrt_layernorm_bwd",
+      [&](Context &c) {
+        requireNonNegative(rows, "rows");
+        requireNonNegative(width, "width");
+        const int64_t n = rows * width;
+        F32Staging f32(c, {{dout, dout_dtype, n, false, "dout_dtype"},
+                           {x, x_dtype, n, false, "x_dtype"},
+                           {dx, dx_dtype, n, true, "dx_dtype"},
+                           {dw, dw_dtype, width, true, "dw_dtype"},
+                           {db, db_dtype, width, true, "db_dtype"}});
+        // The ABI writes dw and db; the kernel accumulates into them.
+        cpu::fill(f32[3], 0.0f, width);
+        cpu::fill(f32[4], 0.0f, width);
+        cpu::layerNormBackward(f32[2], f32[3], f32[4], f32[0], f32[1], mean,
+                               rstd, w, rows, width);
+        f32.finish();
+      },
+      [&](Context &, Gpu &g) {
+        layerNormBackwardOnGpu(g, dout, x, w, mean, rstd, dx, dw, db, nullptr,
+                               rows, width, dout_dtype, x_dtype, dx_dtype,
+                               dw_dtype, db_dtype);
+      });
+}
+
+GPTRT_EXPORT void gptrt_layernorm_bwd_amax(
+    gptrt_context *ctx, const void *dout, const void *x, const float *w,
+    const float *mean, const float *rstd, void *dx, void *dw, void *db,
+    float *amax, int64_t rows, int64_t width, int64_t dout_dtype,
+    int64_t x_dtype, int64_t dx_dtype, int64_t dw_dtype, int64_t db_dtype) {
+  guarded(
+      ctx, "gptrt_layernorm_bwd_amax",
+      [&](Context &) {
+        gptrt_layernorm_bwd(ctx, dout, x, w, mean, rstd, dx, dw, db, rows,
+                            width, dout_dtype, x_dtype, dx_dtype, dw_dtype,
+                            db_dtype);
+        gptrt_amax(ctx, dx, amax, rows * width, dx_dtype);
+      },
+      [&](Context &, Gpu &g) {
+        layerNormBackwardOnGpu(g, dout, x, w, mean, rstd, dx, dw, db, amax,
+                               rows, width, dout_dtype, x_dtype, dx_dtype,
+                               dw_dtype, db_dtype);
+      });
 }
 
 GPTRT_EXPORT void gptrt_matmul(gptrt_context *ctx, const float *a,
@@ -1606,8 +1645,27 @@ GPTRT_EXPORT void gptrt_attention_bwd_packed(
       [&](Context &, Gpu &g) {
         attentionElements(batch, seq, width);
         requireStorageDtype(dtype, "dtype");
-        g.attentionBackwardPacked(dout, qkv, out, lse, dqkv, batch, seq, width,
-                                  heads, causal != 0, dtype);
+        g.attentionBackwardPacked(dout, qkv, out, lse, dqkv, nullptr, batch,
+                                  seq, width, heads, causal != 0, dtype);
+      });
+}
+
+GPTRT_EXPORT void gptrt_attention_bwd_packed_amax(
+    gptrt_context *ctx, const void *dout, const void *qkv, const void *out,
+    const float *lse, void *dqkv, float *amax, int64_t batch, int64_t seq,
+    int64_t width, int64_t heads, int64_t causal, int64_t dtype) {
+  guarded(
+      ctx, "gptrt_attention_bwd_packed_amax",
+      [&](Context &) {
+        gptrt_attention_bwd_packed(ctx, dout, qkv, out, lse, dqkv, batch, seq,
+                                   width, heads, causal, dtype);
+        gptrt_amax(ctx, dqkv, amax, 3 * batch * seq * width, dtype);
+      },
+      [&](Context &, Gpu &g) {
+        attentionElements(batch, seq, width);
+        requireStorageDtype(dtype, "dtype");
+        g.attentionBackwardPacked(dout, qkv, out, lse, dqkv, amax, batch, seq,
+                                  width, heads, causal != 0, dtype);
       });
 }
 
@@ -2363,6 +2421,7 @@ const std::vector<AbiSymbol> &abiSymbols() {
       GPTRT_SYM(gptrt_attention_fwd_packed),
       GPTRT_SYM(gptrt_attention_fwd_packed_amax),
       GPTRT_SYM(gptrt_attention_bwd_packed),
+      GPTRT_SYM(gptrt_attention_bwd_packed_amax),
       GPTRT_SYM(gptrt_cross_entropy_fwd),
       GPTRT_SYM(gptrt_cross_entropy_bwd),
       GPTRT_SYM(gptrt_cross_entropy_fwd_bwd),
@@ -2391,6 +2450,7 @@ const std::vector<AbiSymbol> &abiSymbols() {
       GPTRT_SYM(gptrt_convert_amax),
       GPTRT_SYM(gptrt_convert_cast),
       GPTRT_SYM(gptrt_layernorm_fwd_amax),
+      GPTRT_SYM(gptrt_layernorm_bwd_amax),
       GPTRT_SYM(gptrt_layernorm_fwd_cast),
       GPTRT_SYM(gptrt_gelu_fwd_amax),
       GPTRT_SYM(gptrt_gelu_fwd_cast),

@@ -242,9 +242,10 @@ void DeviceImpl::attentionForwardPacked(const void *qkv, void *out, float *lse,
 
 void DeviceImpl::attentionBackwardPacked(const void *dout, const void *qkv,
                                          const void *out, const float *lse,
-                                         void *dqkv, int64_t batch, int64_t seq,
-                                         int64_t width, int64_t heads,
-                                         bool causal, int64_t dtype) {
+                                         void *dqkv, float *amax, int64_t batch,
+                                         int64_t seq, int64_t width,
+                                         int64_t heads, bool causal,
+                                         int64_t dtype) {
   const int bytes = dtype == GPTRT_DTYPE_BF16 ? 2 : 4;
   const char *base = static_cast<const char *>(qkv);
   char *grad = static_cast<char *>(dqkv);
@@ -252,7 +253,7 @@ void DeviceImpl::attentionBackwardPacked(const void *dout, const void *qkv,
     return flashAttentionBackward(
         dout, base, base + width * bytes, base + 2 * width * bytes, out, lse,
         grad, grad + width * bytes, grad + 2 * width * bytes, batch, seq, width,
-        heads, causal, 3 * width);
+        heads, causal, 3 * width, amax);
   const int64_t rows = batch * seq, n = rows * width;
   char *parts = static_cast<char *>(
       grow(attentionStaging_, 6 * size_t(n) * bytes, 0, "attention staging"));
@@ -266,6 +267,8 @@ void DeviceImpl::attentionBackwardPacked(const void *dout, const void *qkv,
   for (int i = 0; i < 3; ++i)
     copyBlocks(grads + i * n * bytes, dqkv, rows, width, 3 * width, width,
                i * width, 0, bytes);
+  if (amax != nullptr)
+    this->amax(dqkv, dtype, amax, 3 * n);
 }
 
 } // namespace gptrt::cuda

@@ -151,13 +151,13 @@ public:
                                    void *out, int64_t outDtype, float *mean,
                                    float *rstd, int64_t rows, int64_t width,
                                    float eps) = 0;
+  // amax, when not null: gptrt_amax of dx as stored (_amax).
   virtual void layerNormBackward(const void *dout, int64_t doutDtype,
-                                 const void *x, int64_t xDtype,
-                                 const float *w, const float *mean,
-                                 const float *rstd, void *dx,
+                                 const void *x, int64_t xDtype, const float *w,
+                                 const float *mean, const float *rstd, void *dx,
                                  int64_t dxDtype, void *dw, int64_t dwDtype,
                                  void *db, int64_t dbDtype, int64_t rows,
-                                 int64_t width) = 0;
+                                 int64_t width, float *amax) = 0;
   virtual void embeddingForward(const void *table, const int32_t *ids,
                                 void *out, int64_t rows, int64_t width,
                                 int64_t dtype) = 0;
@@ -218,16 +218,17 @@ public:
                                  bool causal, int64_t dtype) = 0;
   // The same with q, k, v (and dq, dk, dv) packed in one [batch, seq,
   // 3 width] buffer (gptrt_attention_fwd_packed / _bwd_packed).
-  // amax, when not null: gptrt_amax of out as stored (_amax).
+  // amax, when not null: gptrt_amax of out (of dqkv) as stored (_amax).
   virtual void attentionForwardPacked(const void *qkv, void *out, float *lse,
                                       float *amax, int64_t batch, int64_t seq,
                                       int64_t width, int64_t heads, bool causal,
                                       int64_t dtype) = 0;
   virtual void attentionBackwardPacked(const void *dout, const void *qkv,
                                        const void *out, const float *lse,
-                                       void *dqkv, int64_t batch, int64_t seq,
-                                       int64_t width, int64_t heads,
-                                       bool causal, int64_t dtype) = 0;
+                                       void *dqkv, float *amax, int64_t batch,
+                                       int64_t seq, int64_t width,
+                                       int64_t heads, bool causal,
+                                       int64_t dtype) = 0;
   // The step scalars (gptrt.h's gptrt_step_scalar: loss scale, learning
   // rate, step) live in device memory: the host uploads them whenever the
   // runner changes one (never inside an entry call), and step_scalar copies

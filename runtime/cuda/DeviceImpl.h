@@ -157,9 +157,9 @@ public:
                            int64_t width, float eps) override;
   void layerNormBackward(const void *dout, int64_t doutDtype, const void *x,
                          int64_t xDtype, const float *w, const float *mean,
-                         const float *rstd, void *dx, int64_t dxDtype,
-                         void *dw, int64_t dwDtype, void *db, int64_t dbDtype,
-                         int64_t rows, int64_t width) override;
+                         const float *rstd, void *dx, int64_t dxDtype, void *dw,
+                         int64_t dwDtype, void *db, int64_t dbDtype,
+                         int64_t rows, int64_t width, float *amax) override;
   void embeddingForward(const void *table, const int32_t *ids, void *out,
                         int64_t rows, int64_t width, int64_t dtype) override;
   void embeddingBackward(const void *dout, int64_t doutDtype,
@@ -230,8 +230,8 @@ public:
                               int64_t dtype) override;
   void attentionBackwardPacked(const void *dout, const void *qkv,
                                const void *out, const float *lse, void *dqkv,
-                               int64_t batch, int64_t seq, int64_t width,
-                               int64_t heads, bool causal,
+                               float *amax, int64_t batch, int64_t seq,
+                               int64_t width, int64_t heads, bool causal,
                                int64_t dtype) override;
   void arange(int32_t *out, int64_t n) override;
   void copyBlocks(const void *src, void *dst, int64_t outer, int64_t len,
@@ -379,7 +379,8 @@ private:
                              int64_t heads, int64_t dtype) const;
   // ldQkv: the row stride of q, k, v and dq, dk, dv (width, or 3 width
   // when they are packed); out and dout have rows of width.
-  // amax, when not null: the amax of out as stored, taken as it is written.
+  // amax, when not null: the amax of out (of dq, dk and dv) as stored,
+  // taken as it is written.
   void flashAttentionForward(const void *q, const void *k, const void *v,
                              void *out, float *lse, int64_t batch, int64_t seq,
                              int64_t width, int64_t heads, bool causal,
@@ -388,7 +389,8 @@ private:
                               const void *v, const void *out, const float *lse,
                               void *dq, void *dk, void *dv, int64_t batch,
                               int64_t seq, int64_t width, int64_t heads,
-                              bool causal, int64_t ldQkv);
+                              bool causal, int64_t ldQkv,
+                              float *amax = nullptr);
 
   int ordinal_;
   int cc_ = 0;

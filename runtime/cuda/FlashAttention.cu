@@ -220,10 +220,14 @@ constexpr size_t backwardSharedBytes(int D) {
          2 * size_t(kTile) * sizeof(float);   // lse, delta rows
 }
 
+// The static shared memory of the Fp8Sink's block reduction (blockMax's
+// 32 partial maxima), beside the dynamic tiles.
+constexpr size_t kSinkSharedBytes = 32 * sizeof(unsigned);
+
 // flashAttentionApplies compares with the device's opt-in limit at run
 // time; with the padding, D = 128 still fits sm_90's 232448 bytes
-// (229888 for the backward).
-static_assert(backwardSharedBytes(kMaxHeadDim) <= 232448 &&
+// (229888 for the backward, and the sink's 128).
+static_assert(backwardSharedBytes(kMaxHeadDim) + kSinkSharedBytes <= 232448 &&
                   forwardSharedBytes(kMaxHeadDim) <=
                       backwardSharedBytes(kMaxHeadDim),
               "flash attention at D = 128 fits sm_90's shared memory");
@@ -329,7 +333,8 @@ __global__ void flashDeltaKernel(const bf16 *dout, const bf16 *out,
 __global__ void __launch_bounds__(kThreads)
     flashBackwardKernel(const bf16 *dout, const bf16 *q, const bf16 *k,
                         const bf16 *v, const float *lse, const float *delta,
-                        float *dqSum, bf16 *dk, bf16 *dv, FlashDims d) {
+                        float *dqSum, bf16 *dk, bf16 *dv, FlashDims d,
+                        Fp8Sink sink) {
   extern __shared__ __align__(128) unsigned char smem[];
   Carver carve{smem};
   const int D = d.D;
@@ -387,13 +392,20 @@ __global__ void __launch_bounds__(kThreads)
     }
     __syncthreads();  // before the next query tile overwrites the buffers
   }
+  unsigned m = 0;
   for (int i = threadIdx.x; i < kTile * D; i += blockDim.x) {
     const int r = i / D, c = i % D;
     if (k0 + r < d.T) {
-      dk[at(d, d.ldQkv, b, h, k0 + r, c)] = __float2bfloat16(dK[r * ldAcc + c]);
-      dv[at(d, d.ldQkv, b, h, k0 + r, c)] = __float2bfloat16(dV[r * ldAcc + c]);
+      const bf16 gk = __float2bfloat16(dK[r * ldAcc + c]),
+                 gv = __float2bfloat16(dV[r * ldAcc + c]);
+      dk[at(d, d.ldQkv, b, h, k0 + r, c)] = gk;
+      dv[at(d, d.ldQkv, b, h, k0 + r, c)] = gv;
+      // The sink's index only places FP8 codes, which it has none of.
+      sink.put(m, 0, __bfloat162float(gk), 0.0f);
+      sink.put(m, 0, __bfloat162float(gv), 0.0f);
     }
   }
+  sink.finish(m); // every thread of the block gets here
 }
 
 FlashDims flashDims(int64_t batch, int64_t seq, int64_t width, int64_t heads,
@@ -406,11 +418,16 @@ FlashDims flashDims(int64_t batch, int64_t seq, int64_t width, int64_t heads,
 
 // dq (rows of ldQkv) = dQ's f32 sums (rows of C), rounded to bf16.
 __global__ void dqFromSumsKernel(const float *sums, bf16 *dq, int64_t rows,
-                                 int64_t width, int64_t ldQkv) {
+                                 int64_t width, int64_t ldQkv, Fp8Sink sink) {
   const int64_t n = rows * width;
+  unsigned m = 0;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x)
-    dq[(i / width) * ldQkv + i % width] = __float2bfloat16(sums[i]);
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const bf16 g = __float2bfloat16(sums[i]);
+    dq[(i / width) * ldQkv + i % width] = g;
+    sink.put(m, 0, __bfloat162float(g), 0.0f);
+  }
+  sink.finish(m);
 }
 
 // One block per tile of kTile rows of one (batch, head).
@@ -440,7 +457,8 @@ bool DeviceImpl::flashAttentionApplies(int64_t batch, int64_t seq,
     return false;
   const int64_t D = width / heads;
   return D % kFrag == 0 && D <= kMaxHeadDim &&
-         backwardSharedBytes(int(D)) <= maxSharedBytesPerBlock_;
+         backwardSharedBytes(int(D)) + kSinkSharedBytes <=
+             maxSharedBytesPerBlock_;
 }
 
 void DeviceImpl::flashAttentionForward(const void *q, const void *k,
@@ -462,15 +480,18 @@ void DeviceImpl::flashAttentionForward(const void *q, const void *k,
   checkLaunch("gptrt_attention_fwd (flash)");
 }
 
-void DeviceImpl::flashAttentionBackward(const void *dout, const void *q,
-                                        const void *k, const void *v,
-                                        const void *out, const float *lse,
-                                        void *dq, void *dk, void *dv,
-                                        int64_t batch, int64_t seq,
-                                        int64_t width, int64_t heads,
-                                        bool causal, int64_t ldQkv) {
+void DeviceImpl::flashAttentionBackward(
+    const void *dout, const void *q, const void *k, const void *v,
+    const void *out, const float *lse, void *dq, void *dk, void *dv,
+    int64_t batch, int64_t seq, int64_t width, int64_t heads, bool causal,
+    int64_t ldQkv, float *amax) {
   const FlashDims d = flashDims(batch, seq, width, heads, causal, ldQkv);
   const int64_t n = batch * seq * width, rows = batch * heads * seq;
+  // dk and dv's amax as the backward kernel stores them, dq's as its sums
+  // are rounded: one amax over the three, zeroed once here.
+  Fp8Epilogue fp8;
+  fp8.amax = amax;
+  const Fp8Sink sink = sinkFor(fp8);
   // f32 scratch: dQ's sums over key tiles, then each row's delta.
   float *dqSum = static_cast<float *>(
       scratch((size_t(n) + size_t(rows)) * sizeof(float)));
@@ -486,14 +507,14 @@ void DeviceImpl::flashAttentionBackward(const void *dout, const void *q,
   flashBackwardKernel<<<tileGrid(d), kThreads, shared, stream_>>>(
       static_cast<const bf16 *>(dout), static_cast<const bf16 *>(q),
       static_cast<const bf16 *>(k), static_cast<const bf16 *>(v), lse, delta,
-      dqSum, static_cast<bf16 *>(dk), static_cast<bf16 *>(dv), d);
+      dqSum, static_cast<bf16 *>(dk), static_cast<bf16 *>(dv), d, sink);
   checkLaunch("gptrt_attention_bwd (flash)");
-  if (ldQkv == width) {
+  if (ldQkv == width && !sink.active()) {
     convert(dqSum, dq, n, GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16);
     return;
   }
   dqFromSumsKernel<<<gridFor(n), 256, 0, stream_>>>(
-      dqSum, static_cast<bf16 *>(dq), batch * seq, width, ldQkv);
+      dqSum, static_cast<bf16 *>(dq), batch * seq, width, ldQkv, sink);
   checkLaunch("gptrt_attention_bwd (flash dq)");
 }
 

@@ -77,13 +77,14 @@ __global__ void addLayerNormForwardKernel(Storage a, Storage b, Storage x,
 
 // Block `blockIdx.x` handles rows blockIdx.x, + gridDim.x, ...: dx of each,
 // and its own partial sums of dweight and dbias in partial[blockIdx.x].
-__global__ void layerNormBackwardKernel(Storage dout, Storage x,
-                                        const float *w, const float *mean,
-                                        const float *rstd, Storage dx,
-                                        float *partial, int64_t rows,
-                                        int64_t width) {
+__global__ void layerNormBackwardKernel(Storage dout, Storage x, const float *w,
+                                        const float *mean, const float *rstd,
+                                        Storage dx, float *partial,
+                                        int64_t rows, int64_t width,
+                                        Fp8Sink sink) {
   float *pw = partial + int64_t(blockIdx.x) * 2 * width;
   float *pb = pw + width;
+  unsigned amaxBits = 0;
   for (int64_t j = threadIdx.x; j < width; j += blockDim.x)
     pw[j] = pb[j] = 0;
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
@@ -106,9 +107,12 @@ __global__ void layerNormBackwardKernel(Storage dout, Storage x,
       float dnorm = w[j] * d;
       pb[j] += d;
       pw[j] += norm * d;
-      dx.store(row + j, (dnorm - dmean - norm * dnmean) * s);
+      const float g = dx.rounded((dnorm - dmean - norm * dnmean) * s);
+      dx.store(row + j, g);
+      sink.put(amaxBits, row + j, g, 0.0f);
     }
   }
+  sink.finish(amaxBits); // every thread of the block gets here
 }
 
 // dw[j] = sum over blocks of partial[block][0][j], db likewise.
@@ -177,10 +181,14 @@ void DeviceImpl::addLayerNormForward(const void *a, int64_t aDtype,
 void DeviceImpl::layerNormBackward(const void *dout, int64_t doutDtype,
                                    const void *x, int64_t xDtype,
                                    const float *w, const float *mean,
-                                   const float *rstd, void *dx,
-                                   int64_t dxDtype, void *dw, int64_t dwDtype,
-                                   void *db, int64_t dbDtype, int64_t rows,
-                                   int64_t width) {
+                                   const float *rstd, void *dx, int64_t dxDtype,
+                                   void *dw, int64_t dwDtype, void *db,
+                                   int64_t dbDtype, int64_t rows, int64_t width,
+                                   float *amax) {
+  // The sink first: its amax is zeroed even when there is nothing to do.
+  Fp8Epilogue fp8;
+  fp8.amax = amax;
+  const Fp8Sink sink = sinkFor(fp8);
   if (width <= 0)
     return;
   // Enough blocks to fill the GPU, few enough that the partials stay small.
@@ -189,7 +197,7 @@ void DeviceImpl::layerNormBackward(const void *dout, int64_t doutDtype,
       scratch(size_t(blocks) * 2 * size_t(width) * sizeof(float)));
   layerNormBackwardKernel<<<blocks, kThreads, 0, stream_>>>(
       Storage(dout, doutDtype), Storage(x, xDtype), w, mean, rstd,
-      Storage(dx, dxDtype), partial, rows, width);
+      Storage(dx, dxDtype), partial, rows, width, sink);
   checkLaunch("gptrt_layernorm_bwd");
   sumPartialsKernel<<<gridFor(width), 256, 0, stream_>>>(
       partial, Storage(dw, dwDtype), Storage(db, dbDtype), blocks, width);

@@ -84,7 +84,7 @@ def main():
                 "fp8 bias": train.count('rt.kernel "scaled_matmul_bias"'),
                 "copies": train.count('rt.kernel "copy_blocks"'),
                 "packed attention": len(re.findall(
-                    r'rt\.kernel "attention_(?:fwd_packed(?:_amax)?|bwd_packed)"',
+                    r'rt\.kernel "attention_(?:fwd|bwd)_packed(?:_amax)?"',
                     train))}
             log = art + ".jsonl"
             subprocess.run([args.gptrun, art, "--data", work + "/data/train_*.bin",

@@ -86,6 +86,24 @@ TEST_F(GpuTest, LayerNormOnBf16StorageMatchesCpu) {
             kBf16Tol);
   EXPECT_LT(relErr(bf16Values(download(gDw, width)), bf16Values(dw)), kBf16Tol);
   EXPECT_LT(relErr(bf16Values(download(gDb, width)), bf16Values(db)), kBf16Tol);
+  // _amax (rt-fuse-amax): the same gradients bit for bit (the same kernel,
+  // in the same order), and the amax of dx as stored, taken by the kernel.
+  uint16_t *aDx = upload(std::vector<uint16_t>(rows * width, 0xFFFF));
+  uint16_t *aDw = upload(std::vector<uint16_t>(width, 0xFFFF));
+  uint16_t *aDb = upload(std::vector<uint16_t>(width, 0xFFFF));
+  float *amax = upload(std::vector<float>{std::nanf("")});
+  float *want = alloc<float>(1);
+  gptrt_layernorm_bwd_amax(g(), upload(dy), gxIn, gw, gMean, gRstd, aDx, aDw,
+                           aDb, amax, rows, width, GPTRT_DTYPE_BF16,
+                           GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16,
+                           GPTRT_DTYPE_BF16);
+  gptrt_amax(g(), gDx, want, rows * width, GPTRT_DTYPE_BF16);
+  expectOk();
+  EXPECT_EQ(download(aDx, rows * width), download(gDx, rows * width));
+  EXPECT_EQ(download(aDw, width), download(gDw, width));
+  EXPECT_EQ(download(aDb, width), download(gDb, width));
+  EXPECT_EQ(download(amax, 1), download(want, 1));
+  EXPECT_GT(download(amax, 1)[0], 0.0f);
 }
 
 // The residual add fused into the layernorm (rt-fuse-add-layernorm): the
@@ -465,6 +483,22 @@ TEST_F(GpuTest, PackedAttentionMatchesCpu) {
     EXPECT_EQ(download(aOut, n), download(gOut, n));
     EXPECT_EQ(download(amax, 1), download(want, 1));
     EXPECT_GT(download(amax, 1)[0], 0.0f);
+    // The backward's _amax: that of the packed gradient it stored (dq's
+    // atomic sums may round differently from run to run, so against this
+    // call's own gradient), taken by the flash kernels as they store dk,
+    // dv and dq.
+    uint16_t *aDqkv = upload(std::vector<uint16_t>(3 * n, 0xFFFF));
+    float *gradAmax = upload(std::vector<float>{std::nanf("")});
+    float *wantGrad = alloc<float>(1);
+    gptrt_attention_bwd_packed_amax(g(), upload(dy), gQkv, upload(out),
+                                    upload(lse), aDqkv, gradAmax, B, T, C, H, 1,
+                                    GPTRT_DTYPE_BF16);
+    gptrt_amax(g(), aDqkv, wantGrad, 3 * n, GPTRT_DTYPE_BF16);
+    expectOk();
+    EXPECT_LT(relErr(bf16Values(download(aDqkv, 3 * n)), bf16Values(dqkv)),
+              kBf16Tol);
+    EXPECT_EQ(download(gradAmax, 1), download(wantGrad, 1));
+    EXPECT_GT(download(gradAmax, 1)[0], 0.0f);
   }
   dev().setFlashAttention(false);
 }

@@ -186,3 +186,57 @@ func.func @packed_amax() {
   rt.kernel "scale_from_amax" ins(%m : memref<f32>) outs(%s : memref<f32>) consts [4.480000e+02, 0, 0, 9.9999999999999998E-13]
   return
 }
+
+// -----
+
+// An amax of the whole packed gradient (the qkv GEMM's FP8 output
+// gradient) after the concats: the packed backward takes it; one after a
+// write of the gradient does not join.
+// CHECK-LABEL: func.func @packed_bwd_amax
+// CHECK: rt.kernel "attention_fwd_packed" ins
+// CHECK: %[[M:.*]] = rt.alloc : memref<f32>
+// CHECK: rt.kernel "attention_bwd_packed_amax" ins(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<2x8x32xbf16>, memref<2x8x96xbf16>, memref<2x8x32xbf16>, memref<2x4x8xf32>) outs(%[[DQKV:.*]], %[[M]] : memref<2x8x96xbf16>, memref<f32>) consts [2, 8, 32, 4, 1, 2]
+// CHECK-NOT: rt.kernel "amax"
+// CHECK: rt.kernel "scale_from_amax" ins(%[[M]]
+// CHECK: rt.kernel "attention_bwd_packed" ins
+// CHECK: rt.kernel "fill"
+// CHECK: rt.kernel "amax"
+func.func @packed_bwd_amax() {
+  %qkv = rt.alloc : memref<2x8x96xbf16>
+  rt.kernel "fill" outs(%qkv : memref<2x8x96xbf16>) consts [1536, 1.0]
+  %q = rt.alloc : memref<2x8x32xbf16>
+  %k = rt.alloc : memref<2x8x32xbf16>
+  %v = rt.alloc : memref<2x8x32xbf16>
+  rt.kernel "copy_blocks" ins(%qkv : memref<2x8x96xbf16>) outs(%q : memref<2x8x32xbf16>) consts [16, 32, 32, 96, 0, 0, 2]
+  rt.kernel "copy_blocks" ins(%qkv : memref<2x8x96xbf16>) outs(%k : memref<2x8x32xbf16>) consts [16, 32, 32, 96, 0, 32, 2]
+  rt.kernel "copy_blocks" ins(%qkv : memref<2x8x96xbf16>) outs(%v : memref<2x8x32xbf16>) consts [16, 32, 32, 96, 0, 64, 2]
+  %out = rt.alloc : memref<2x8x32xbf16>
+  %lse = rt.alloc : memref<2x4x8xf32>
+  rt.kernel "attention_fwd" ins(%q, %k, %v : memref<2x8x32xbf16>, memref<2x8x32xbf16>, memref<2x8x32xbf16>) outs(%out, %lse : memref<2x8x32xbf16>, memref<2x4x8xf32>) consts [2, 8, 32, 4, 1, 2]
+  %dout = rt.alloc : memref<2x8x32xbf16>
+  rt.kernel "fill" outs(%dout : memref<2x8x32xbf16>) consts [512, 1.0]
+  %dq = rt.alloc : memref<2x8x32xbf16>
+  %dk = rt.alloc : memref<2x8x32xbf16>
+  %dv = rt.alloc : memref<2x8x32xbf16>
+  rt.kernel "attention_bwd" ins(%dout, %q, %k, %v, %out, %lse : memref<2x8x32xbf16>, memref<2x8x32xbf16>, memref<2x8x32xbf16>, memref<2x8x32xbf16>, memref<2x8x32xbf16>, memref<2x4x8xf32>) outs(%dq, %dk, %dv : memref<2x8x32xbf16>, memref<2x8x32xbf16>, memref<2x8x32xbf16>) consts [2, 8, 32, 4, 1, 2]
+  %dqkv = rt.alloc : memref<2x8x96xbf16>
+  rt.kernel "copy_blocks" ins(%dq : memref<2x8x32xbf16>) outs(%dqkv : memref<2x8x96xbf16>) consts [16, 32, 96, 32, 0, 0, 2]
+  rt.kernel "copy_blocks" ins(%dk : memref<2x8x32xbf16>) outs(%dqkv : memref<2x8x96xbf16>) consts [16, 32, 96, 32, 32, 0, 2]
+  rt.kernel "copy_blocks" ins(%dv : memref<2x8x32xbf16>) outs(%dqkv : memref<2x8x96xbf16>) consts [16, 32, 96, 32, 64, 0, 2]
+  %m = rt.alloc : memref<f32>
+  rt.kernel "amax" ins(%dqkv : memref<2x8x96xbf16>) outs(%m : memref<f32>) consts [1536, 2]
+  %s = rt.alloc : memref<f32>
+  rt.kernel "scale_from_amax" ins(%m : memref<f32>) outs(%s : memref<f32>) consts [5.734400e+04, 0, 0, 9.9999999999999998E-13]
+  %dq2 = rt.alloc : memref<2x8x32xbf16>
+  %dk2 = rt.alloc : memref<2x8x32xbf16>
+  %dv2 = rt.alloc : memref<2x8x32xbf16>
+  rt.kernel "attention_bwd" ins(%dout, %q, %k, %v, %out, %lse : memref<2x8x32xbf16>, memref<2x8x32xbf16>, memref<2x8x32xbf16>, memref<2x8x32xbf16>, memref<2x8x32xbf16>, memref<2x4x8xf32>) outs(%dq2, %dk2, %dv2 : memref<2x8x32xbf16>, memref<2x8x32xbf16>, memref<2x8x32xbf16>) consts [2, 8, 32, 4, 1, 2]
+  %dqkv2 = rt.alloc : memref<2x8x96xbf16>
+  rt.kernel "copy_blocks" ins(%dq2 : memref<2x8x32xbf16>) outs(%dqkv2 : memref<2x8x96xbf16>) consts [16, 32, 96, 32, 0, 0, 2]
+  rt.kernel "copy_blocks" ins(%dk2 : memref<2x8x32xbf16>) outs(%dqkv2 : memref<2x8x96xbf16>) consts [16, 32, 96, 32, 32, 0, 2]
+  rt.kernel "copy_blocks" ins(%dv2 : memref<2x8x32xbf16>) outs(%dqkv2 : memref<2x8x96xbf16>) consts [16, 32, 96, 32, 64, 0, 2]
+  rt.kernel "fill" outs(%dqkv2 : memref<2x8x96xbf16>) consts [1536, 0.0]
+  %m2 = rt.alloc : memref<f32>
+  rt.kernel "amax" ins(%dqkv2 : memref<2x8x96xbf16>) outs(%m2 : memref<f32>) consts [1536, 2]
+  return
+}

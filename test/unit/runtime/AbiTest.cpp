@@ -317,6 +317,19 @@ TEST_F(AbiTest, LayerNormBackwardWritesWeightAndBiasGrads) {
   expectSameBits(dx, wDx, "dx");
   expectSameBits(dw, wDw, "dw");
   expectSameBits(db, wDb, "db");
+  // _amax (rt-fuse-amax): the same outputs and gptrt_amax of dx.
+  F aDx = nanF(rows * width), aDw = nanF(width), aDb = nanF(width),
+    amax = nanF(1), want = nanF(1);
+  gptrt_layernorm_bwd_amax(
+      h, dout.data(), x.data(), w.data(), mean.data(), rstd.data(), aDx.data(),
+      aDw.data(), aDb.data(), amax.data(), rows, width, GPTRT_DTYPE_F32,
+      GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32);
+  gptrt_amax(h, dx.data(), want.data(), rows * width, GPTRT_DTYPE_F32);
+  expectSameBits(aDx, dx, "dx (_amax)");
+  expectSameBits(aDw, dw, "dw (_amax)");
+  expectSameBits(aDb, db, "db (_amax)");
+  expectSameBits(amax, want, "amax of dx");
+  EXPECT_GT(amax[0], 0.0f);
 }
 
 // Calls body(trans_a, trans_b, stride_b) for every transpose and for a
@@ -824,6 +837,15 @@ TEST_F(AbiTest, PackedAttentionIsTheAttentionOfTheParts) {
       for (int64_t c = 0; c < C; ++c)
         packedGrad[(r * 3 + i) * C + c] = grad[i][r * C + c];
   expectSameBits(dqkv, packedGrad, "dqkv");
+  // The backward's _amax: the same gradient and gptrt_amax of it.
+  F amaxDqkv = nanF(3 * n), gradAmax = nanF(1), wantGradAmax = nanF(1);
+  gptrt_attention_bwd_packed_amax(h, dout.data(), qkv.data(), out.data(),
+                                  lse.data(), amaxDqkv.data(), gradAmax.data(),
+                                  B, T, C, H, 1, GPTRT_DTYPE_F32);
+  gptrt_amax(h, dqkv.data(), wantGradAmax.data(), 3 * n, GPTRT_DTYPE_F32);
+  expectSameBits(amaxDqkv, dqkv, "dqkv (_amax)");
+  expectSameBits(gradAmax, wantGradAmax, "amax of dqkv");
+  EXPECT_GT(gradAmax[0], 0.0f);
   // bf16 storage: the same through the bf16 kernels.
   std::vector<uint16_t> qkv16 = toBf16(qkv), out16(n, 0xBEEF),
                         dqkv16(3 * n, 0xBEEF), dout16 = toBf16(dout);

@@ -1,0 +1,57 @@
+// rt-fuse-amax: an `amax` of a backward kernel's whole output folds into
+// the kernel's _amax form, which takes it as it stores the output (see
+// Passes.td).
+#include "compiler/transforms/Passes.h"
+#include "compiler/transforms/RtKernelQueries.h"
+
+#include "llvm/ADT/StringSwitch.h"
+
+#include <optional>
+
+namespace gptc {
+#define GEN_PASS_DEF_RTFUSEAMAX
+#include "compiler/transforms/Passes.h.inc"
+} // namespace gptc
+
+using namespace mlir;
+namespace rt = gptc::rt;
+
+namespace {
+
+// A kernel with an _amax form: which output the amax is of, and which
+// constant holds that output's dtype.
+struct AmaxForm {
+  unsigned output;
+  unsigned dtypeConst;
+};
+
+std::optional<AmaxForm> amaxForm(StringRef kernel) {
+  return llvm::StringSwitch<std::optional<AmaxForm>>(kernel)
+      // outs dx, dw, db; consts rows, width, dout, x, dx, dw, db dtypes.
+      .Case("layernorm_bwd", AmaxForm{0, 4})
+      .Default(std::nullopt);
+}
+
+class RtFuseAmaxPass : public gptc::impl::RtFuseAmaxBase<RtFuseAmaxPass> {
+public:
+  using Base::Base;
+
+  void runOnOperation() override {
+    SmallVector<std::pair<rt::KernelOp, AmaxForm>> producers;
+    getOperation().walk([&](rt::KernelOp op) {
+      if (std::optional<AmaxForm> form = amaxForm(op.getKernel()))
+        producers.emplace_back(op, *form);
+    });
+    for (auto [producer, form] : producers) {
+      if (form.output >= producer.getOutputs().size() ||
+          form.dtypeConst >= producer.getConsts().size())
+        continue;
+      if (rt::foldFollowingAmax(producer, form.output,
+                                rt::constAt(producer, form.dtypeConst),
+                                (producer.getKernel() + "_amax").str()))
+        ++fused;
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,59 @@
+// RUN: gpt-opt %s -split-input-file -rt-fuse-amax | FileCheck %s
+
+// The layernorm backward's dx (the last residual stream's gradient): its
+// amax, through a reshape, is taken by layernorm_bwd_amax; the amax's
+// buffer moves up to it.
+// CHECK-LABEL: func.func @layernorm_bwd
+// CHECK: %[[M:.*]] = rt.alloc : memref<f32>
+// CHECK-NEXT: rt.kernel "layernorm_bwd_amax" ins(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<4x64x128xbf16>, memref<4x64x128xbf16>, memref<128xf32>, memref<4x64xf32>, memref<4x64xf32>) outs(%{{.*}}, %{{.*}}, %{{.*}}, %[[M]] : memref<4x64x128xbf16>, memref<128xbf16>, memref<128xbf16>, memref<f32>) consts [256, 128, 2, 2, 2, 2, 2]
+// CHECK-NOT: rt.kernel "amax"
+// CHECK: rt.kernel "scale_from_amax" ins(%[[M]]
+func.func @layernorm_bwd() {
+  %dout = rt.alloc : memref<4x64x128xbf16>
+  %x = rt.alloc : memref<4x64x128xbf16>
+  %w = rt.alloc : memref<128xf32>
+  %mean = rt.alloc : memref<4x64xf32>
+  %rstd = rt.alloc : memref<4x64xf32>
+  %dx = rt.alloc : memref<4x64x128xbf16>
+  %dw = rt.alloc : memref<128xbf16>
+  %db = rt.alloc : memref<128xbf16>
+  rt.kernel "layernorm_bwd" ins(%dout, %x, %w, %mean, %rstd : memref<4x64x128xbf16>, memref<4x64x128xbf16>, memref<128xf32>, memref<4x64xf32>, memref<4x64xf32>) outs(%dx, %dw, %db : memref<4x64x128xbf16>, memref<128xbf16>, memref<128xbf16>) consts [256, 128, 2, 2, 2, 2, 2]
+  %flat = rt.reshape %dx : memref<4x64x128xbf16> -> memref<256x128xbf16>
+  %m = rt.alloc : memref<f32>
+  rt.kernel "amax" ins(%flat : memref<256x128xbf16>) outs(%m : memref<f32>) consts [32768, 2]
+  %s = rt.alloc : memref<f32>
+  rt.kernel "scale_from_amax" ins(%m : memref<f32>) outs(%s : memref<f32>) consts [5.734400e+04, 0, 0, 9.9999999999999998E-13]
+  return
+}
+
+// -----
+
+// Left apart: an amax of dx after dx is written again, one of part of dx,
+// one reading dx as another dtype, and an amax of dw (not the output whose
+// amax the _amax form takes).
+// CHECK-LABEL: func.func @not_fused
+// CHECK-NOT: layernorm_bwd_amax
+func.func @not_fused() {
+  %dout = rt.alloc : memref<4x64x128xbf16>
+  %x = rt.alloc : memref<4x64x128xbf16>
+  %w = rt.alloc : memref<128xf32>
+  %mean = rt.alloc : memref<4x64xf32>
+  %rstd = rt.alloc : memref<4x64xf32>
+  %dx = rt.alloc : memref<4x64x128xbf16>
+  %dw = rt.alloc : memref<128xbf16>
+  %db = rt.alloc : memref<128xbf16>
+  %m = rt.alloc : memref<f32>
+  rt.kernel "layernorm_bwd" ins(%dout, %x, %w, %mean, %rstd : memref<4x64x128xbf16>, memref<4x64x128xbf16>, memref<128xf32>, memref<4x64xf32>, memref<4x64xf32>) outs(%dx, %dw, %db : memref<4x64x128xbf16>, memref<128xbf16>, memref<128xbf16>) consts [256, 128, 2, 2, 2, 2, 2]
+  rt.kernel "fill" outs(%dx : memref<4x64x128xbf16>) consts [32768, 1.0]
+  rt.kernel "amax" ins(%dx : memref<4x64x128xbf16>) outs(%m : memref<f32>) consts [32768, 2]
+
+  rt.kernel "layernorm_bwd" ins(%dout, %x, %w, %mean, %rstd : memref<4x64x128xbf16>, memref<4x64x128xbf16>, memref<128xf32>, memref<4x64xf32>, memref<4x64xf32>) outs(%dx, %dw, %db : memref<4x64x128xbf16>, memref<128xbf16>, memref<128xbf16>) consts [256, 128, 2, 2, 2, 2, 2]
+  rt.kernel "amax" ins(%dx : memref<4x64x128xbf16>) outs(%m : memref<f32>) consts [16384, 2]
+
+  rt.kernel "layernorm_bwd" ins(%dout, %x, %w, %mean, %rstd : memref<4x64x128xbf16>, memref<4x64x128xbf16>, memref<128xf32>, memref<4x64xf32>, memref<4x64xf32>) outs(%dx, %dw, %db : memref<4x64x128xbf16>, memref<128xbf16>, memref<128xbf16>) consts [256, 128, 2, 2, 2, 2, 2]
+  rt.kernel "amax" ins(%dx : memref<4x64x128xbf16>) outs(%m : memref<f32>) consts [32768, 1]
+
+  rt.kernel "layernorm_bwd" ins(%dout, %x, %w, %mean, %rstd : memref<4x64x128xbf16>, memref<4x64x128xbf16>, memref<128xf32>, memref<4x64xf32>, memref<4x64xf32>) outs(%dx, %dw, %db : memref<4x64x128xbf16>, memref<128xbf16>, memref<128xbf16>) consts [256, 128, 2, 2, 2, 2, 2]
+  rt.kernel "amax" ins(%dw : memref<128xbf16>) outs(%m : memref<f32>) consts [128, 2]
+  return
+}
