@@ -261,12 +261,13 @@ __global__ void quantizeRowsKernel(const void *x, bool bf16,
   }
 }
 
-// c[r, j] = sum[r, j] / (scaleA(r) * scaleB(j)): one rounded product, one
-// rounded quotient, as the CPU does after its unscaled FP8 GEMM; stored as
-// f32 (sum may be c itself) or rounded once to bf16.
 // How unscaleRowwiseKernel stores each quotient.
 enum class RowwiseStore { kF32, kBf16, kAddToF32 };
 
+// c[r, j] = sum[r, j] / (scaleA(r) * scaleB(j)): one rounded product, one
+// rounded quotient, as the CPU does after its unscaled FP8 GEMM; stored as
+// f32 (sum may be c itself), rounded once to bf16, or added to an f32 c
+// (the _accumulate form: one more rounded addition, as the CPU's).
 __global__ void unscaleRowwiseKernel(const float *sum, void *c,
                                      RowwiseStore store, int64_t rows,
                                      int64_t n, const float *scaleA,
