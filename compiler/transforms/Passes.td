@@ -393,8 +393,11 @@ def RtFuseGemmEpilogue : Pass<"rt-fuse-gemm-epilogue", "::mlir::ModuleOp"> {
     whose result only the bias `add` after it reads (an f32 bias broadcast
     over the rows, the same dtype in and out) becomes one
     `scaled_matmul_bias` writing the sum (cuBLASLt's BIAS epilogue in the
-    FP8 GEMM on a GPU); the product's buffer disappears.
-    `gptc --gemm-epilogues=false` leaves this pass out.
+    FP8 GEMM on a GPU); the product's buffer disappears. A rowwise
+    `scaled_matmul_rowwise` likewise becomes `scaled_matmul_rowwise_bias`
+    (on a GPU the bias is added in the GEMM's unscaling pass, with the two
+    kernels' roundings). `gptc --gemm-epilogues=false` leaves this pass
+    out.
   }];
   let dependentDialects = ["::gptc::rt::RtDialect"];
   let statistics = [

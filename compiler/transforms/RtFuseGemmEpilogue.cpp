@@ -20,8 +20,10 @@ namespace {
 // batch, m, n, k, trans_a, trans_b, stride_a, stride_b, stride_c, dtype.
 constexpr unsigned kGemmConsts = 10;
 // gptrt_scaled_matmul's: the same first nine, then format_a, format_b,
-// fast_accum and the result's dtype.
+// fast_accum and the result's dtype; gptrt_scaled_matmul_rowwise's also
+// rowwise_a and rowwise_b before the dtype.
 constexpr unsigned kFp8GemmConsts = 13;
+constexpr unsigned kRowwiseGemmConsts = 15;
 
 struct GemmShape {
   int64_t elements; // batch * m * n
@@ -47,12 +49,17 @@ public:
       func.walk([&](rt::KernelOp op) {
         if (op.getKernel() == "matmul_bf16_bias" ||
             op.getKernel() == "matmul_bf16" ||
-            op.getKernel() == "scaled_matmul")
+            op.getKernel() == "scaled_matmul" ||
+            op.getKernel() == "scaled_matmul_rowwise")
           gemms.push_back(op);
       });
       for (rt::KernelOp gemm : gemms) {
-        const bool fp8 = gemm.getKernel() == "scaled_matmul";
-        if (gemm.getConsts().size() != (fp8 ? kFp8GemmConsts : kGemmConsts) ||
+        const bool rowwise = gemm.getKernel() == "scaled_matmul_rowwise";
+        const bool fp8 = rowwise || gemm.getKernel() == "scaled_matmul";
+        const unsigned consts = rowwise ? kRowwiseGemmConsts
+                                : fp8   ? kFp8GemmConsts
+                                        : kGemmConsts;
+        if (gemm.getConsts().size() != consts ||
             gemm.getOutputs().size() != 1 || !shapeOf(gemm).contiguous)
           continue;
         if (fp8)
@@ -112,8 +119,9 @@ private:
     ++fusedGelu;
   }
 
-  // scaled_matmul -> d, read only by add(d, bias) -> y with the bias
-  // broadcast over d's rows: one scaled_matmul_bias writing y; d is gone.
+  // scaled_matmul (or scaled_matmul_rowwise) -> d, read only by add(d,
+  // bias) -> y with the bias broadcast over d's rows: one
+  // scaled_matmul_bias (scaled_matmul_rowwise_bias) writing y; d is gone.
   void fuseFp8Bias(rt::KernelOp gemm) {
     Value d = gemm.getOutputs()[0];
     rt::KernelOp add;
@@ -130,7 +138,8 @@ private:
         add.getInputs()[0] != d || add.getOutputs().size() != 1 ||
         add.getConsts().size() != 6 || !gemm->isBeforeInBlock(add))
       return;
-    const int64_t n = rt::constAt(gemm, 2), dtype = rt::constAt(gemm, 12);
+    const int64_t n = rt::constAt(gemm, 2),
+                  dtype = rt::constAt(gemm, gemm.getConsts().size() - 1);
     if (rt::constAt(add, 2) != 1 || rt::constAt(add, 1) != n ||
         rt::constAt(add, 0) * n != shapeOf(gemm).elements ||
         rt::constAt(add, 3) != dtype ||
@@ -154,8 +163,8 @@ private:
     SmallVector<Value> ins(gemm.getInputs().begin(), gemm.getInputs().end());
     ins.push_back(bias);
     OpBuilder b(gemm);
-    rt::KernelOp::create(b, gemm.getLoc(), "scaled_matmul_bias", ins,
-                         ValueRange{y}, /*stream=*/0, gemm.getConsts());
+    rt::KernelOp::create(b, gemm.getLoc(), (gemm.getKernel() + "_bias").str(),
+                         ins, ValueRange{y}, /*stream=*/0, gemm.getConsts());
     add.erase();
     gemm.erase();
     if (Operation *def = d.getDefiningOp(); def && d.use_empty())

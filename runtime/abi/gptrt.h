@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below or the manifest's meaning changes. */
-#define GPTRT_ABI_VERSION 25
+#define GPTRT_ABI_VERSION 26
 
 typedef struct gptrt_context gptrt_context;
 
@@ -446,6 +446,17 @@ void gptrt_scaled_matmul_rowwise(
     int64_t stride_a, int64_t stride_b, int64_t stride_c, int64_t format_a,
     int64_t format_b, int64_t fast_accum, int64_t rowwise_a, int64_t rowwise_b,
     int64_t out_dtype);
+/* The rowwise GEMM with its bias (rt-fuse-gemm-epilogue): exactly
+ * gptrt_scaled_matmul_rowwise's c in out_dtype, then gptrt_add of `bias`
+ * (n f32, one per column) into c; a GPU adds it in the GEMM's unscaling
+ * pass, with the same two roundings. Batches must be contiguous. */
+void gptrt_scaled_matmul_rowwise_bias(
+    gptrt_context *ctx, const uint8_t *a, const uint8_t *b,
+    const float *scale_a, const float *scale_b, const float *bias, void *c,
+    int64_t batch, int64_t m, int64_t n, int64_t k, int64_t trans_a,
+    int64_t trans_b, int64_t stride_a, int64_t stride_b, int64_t stride_c,
+    int64_t format_a, int64_t format_b, int64_t fast_accum, int64_t rowwise_a,
+    int64_t rowwise_b, int64_t out_dtype);
 /* gptrt_scaled_matmul and gptrt_scaled_matmul_rowwise adding into an f32
  * c (see gptrt_matmul_bf16_accumulate): c[i] += the f32 result. */
 void gptrt_scaled_matmul_accumulate(gptrt_context *ctx, const uint8_t *a,

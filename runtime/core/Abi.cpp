@@ -123,6 +123,27 @@ void addGemmResult(Context &ctx, float *c, int64_t count, Gemm &&gemm) {
     c[i] += result[static_cast<size_t>(i)];
 }
 
+// The CPU side of the FP8 GEMMs with a bias (rt-fuse-gemm-epilogue): the
+// two kernels they fuse, so the same numbers as without the fusion -- the
+// product as `gemm` stores it in out_dtype (into its own buffer: the GEMMs
+// use the context's scratch), then gptrt_add of the bias (n f32) into c.
+template <typename Gemm>
+void gemmThenBias(gptrt_context *ctx, const float *bias, void *c, int64_t batch,
+                  int64_t m, int64_t n, int64_t outDtype, Gemm &&gemm) {
+  const int64_t count = batch * m * n;
+  std::vector<float> product(static_cast<size_t>(
+      outDtype == GPTRT_DTYPE_BF16 ? (count + 1) / 2 : count));
+  gemm(static_cast<void *>(product.data()));
+  gptrt_add(ctx, product.data(), bias, c, batch * m, n, 1, outDtype,
+            GPTRT_DTYPE_F32, outDtype);
+}
+
+// An FP8 GEMM's bias on a GPU: a vector of n floats.
+void requireBias(const float *bias) {
+  if (bias == nullptr)
+    throw std::invalid_argument("bias is null, expected a vector of n floats");
+}
+
 void requireFlag(int64_t flag, const char *name) {
   if (flag != 0 && flag != 1)
     throw std::invalid_argument(std::string(name) + " " +
@@ -604,22 +625,14 @@ GPTRT_EXPORT void gptrt_scaled_matmul_bias(
       ctx, "gptrt_scaled_matmul_bias",
       [&](Context &) {
         requireContiguous(batch, m, n, k, strideC);
-        // The two kernels it fuses, so the same numbers as without the
-        // fusion: the product as the GEMM stored it (its own buffer: the
-        // GEMM uses the context's scratch), then the bias added.
-        const int64_t count = batch * m * n;
-        std::vector<float> product(static_cast<size_t>(
-            outDtype == GPTRT_DTYPE_BF16 ? (count + 1) / 2 : count));
-        gptrt_scaled_matmul(ctx, a, b, scaleA, scaleB, product.data(), batch, m,
-                            n, k, transA, transB, strideA, strideB, strideC,
-                            formatA, formatB, fastAccum, outDtype);
-        gptrt_add(ctx, product.data(), bias, c, batch * m, n, 1, outDtype,
-                  GPTRT_DTYPE_F32, outDtype);
+        gemmThenBias(ctx, bias, c, batch, m, n, outDtype, [&](void *product) {
+          gptrt_scaled_matmul(ctx, a, b, scaleA, scaleB, product, batch, m, n,
+                              k, transA, transB, strideA, strideB, strideC,
+                              formatA, formatB, fastAccum, outDtype);
+        });
       },
       [&](Context &, Gpu &g) {
-        if (bias == nullptr)
-          throw std::invalid_argument("bias is null, expected a vector of n "
-                                      "floats");
+        requireBias(bias);
         requireContiguous(batch, m, n, k, strideC);
         requireFlag(fastAccum, "fast_accum");
         requireStorageDtype(outDtype, "out_dtype");
@@ -761,11 +774,40 @@ GPTRT_EXPORT void gptrt_scaled_matmul_rowwise(
   }, [&](Context &, Gpu &g) {
     requireFlag(fastAccum, "fast_accum");
     requireStorageDtype(outDtype, "out_dtype");
-    g.scaledMatmulRowwise(a, b, scaleA, scaleB, c, batch, m, n, k,
+    g.scaledMatmulRowwise(a, b, scaleA, scaleB, nullptr, c, batch, m, n, k,
                           transA != 0, transB != 0, strideA, strideB, strideC,
                           formatA, formatB, fastAccum != 0, rowwiseA != 0,
                           rowwiseB != 0, outDtype);
   });
+}
+
+GPTRT_EXPORT void gptrt_scaled_matmul_rowwise_bias(
+    gptrt_context *ctx, const uint8_t *a, const uint8_t *b, const float *scaleA,
+    const float *scaleB, const float *bias, void *c, int64_t batch, int64_t m,
+    int64_t n, int64_t k, int64_t transA, int64_t transB, int64_t strideA,
+    int64_t strideB, int64_t strideC, int64_t formatA, int64_t formatB,
+    int64_t fastAccum, int64_t rowwiseA, int64_t rowwiseB, int64_t outDtype) {
+  guarded(
+      ctx, "gptrt_scaled_matmul_rowwise_bias",
+      [&](Context &) {
+        requireContiguous(batch, m, n, k, strideC);
+        gemmThenBias(ctx, bias, c, batch, m, n, outDtype, [&](void *product) {
+          gptrt_scaled_matmul_rowwise(ctx, a, b, scaleA, scaleB, product, batch,
+                                      m, n, k, transA, transB, strideA, strideB,
+                                      strideC, formatA, formatB, fastAccum,
+                                      rowwiseA, rowwiseB, outDtype);
+        });
+      },
+      [&](Context &, Gpu &g) {
+        requireBias(bias);
+        requireContiguous(batch, m, n, k, strideC);
+        requireFlag(fastAccum, "fast_accum");
+        requireStorageDtype(outDtype, "out_dtype");
+        g.scaledMatmulRowwise(a, b, scaleA, scaleB, bias, c, batch, m, n, k,
+                              transA != 0, transB != 0, strideA, strideB,
+                              strideC, formatA, formatB, fastAccum != 0,
+                              rowwiseA != 0, rowwiseB != 0, outDtype);
+      });
 }
 
 GPTRT_EXPORT void gptrt_scaled_matmul_accumulate(
@@ -812,10 +854,11 @@ GPTRT_EXPORT void gptrt_scaled_matmul_rowwise_accumulate(
       [&](Context &, Gpu &g) {
         requireContiguous(batch, m, n, k, strideC);
         requireFlag(fastAccum, "fast_accum");
-        g.scaledMatmulRowwise(
-            a, b, scaleA, scaleB, c, batch, m, n, k, transA != 0, transB != 0,
-            strideA, strideB, strideC, formatA, formatB, fastAccum != 0,
-            rowwiseA != 0, rowwiseB != 0, gptrt::cuda::kAccumulateF32);
+        g.scaledMatmulRowwise(a, b, scaleA, scaleB, nullptr, c, batch, m, n, k,
+                              transA != 0, transB != 0, strideA, strideB,
+                              strideC, formatA, formatB, fastAccum != 0,
+                              rowwiseA != 0, rowwiseB != 0,
+                              gptrt::cuda::kAccumulateF32);
       });
 }
 
@@ -2443,6 +2486,7 @@ const std::vector<AbiSymbol> &abiSymbols() {
       GPTRT_SYM(gptrt_quantize_rows),
       GPTRT_SYM(gptrt_quantize_rows_transposed),
       GPTRT_SYM(gptrt_scaled_matmul_rowwise),
+      GPTRT_SYM(gptrt_scaled_matmul_rowwise_bias),
       GPTRT_SYM(gptrt_scaled_matmul_accumulate),
       GPTRT_SYM(gptrt_scaled_matmul_rowwise_accumulate),
       GPTRT_SYM(gptrt_fp8_state_scale),

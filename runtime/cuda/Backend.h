@@ -243,7 +243,9 @@ public:
   // GEMM is the FP8 GEMM with unit scales followed by one pass dividing
   // element (r, j) by scaleA[r] * scaleB[j] (a scalar where not rowwise).
   // x (f32 or bf16, xDtype) of amaxRows and quantizeRows; c of
-  // scaledMatmulRowwise f32 or bf16 (outDtype, the f32 quotient rounded).
+  // scaledMatmulRowwise f32 or bf16 (outDtype, the f32 quotient rounded);
+  // with a bias (n f32, else null) the same pass then adds bias[j] to the
+  // stored quotient and rounds again, as gptrt_add after the GEMM would.
   virtual void amaxRows(const void *x, int64_t xDtype, float *out,
                         int64_t rows, int64_t cols, bool alongCols) = 0;
   virtual void rowScales(const float *amax, float *out, int64_t n,
@@ -257,13 +259,12 @@ public:
                                       const float *scales, uint8_t *q,
                                       int64_t rows, int64_t cols,
                                       bool alongCols, int64_t format) = 0;
-  virtual void
-  scaledMatmulRowwise(const uint8_t *a, const uint8_t *b, const float *scaleA,
-                      const float *scaleB, void *c, int64_t batch, int64_t m,
-                      int64_t n, int64_t k, bool transA, bool transB,
-                      int64_t strideA, int64_t strideB, int64_t strideC,
-                      int64_t formatA, int64_t formatB, bool fastAccum,
-                      bool rowwiseA, bool rowwiseB, int64_t outDtype) = 0;
+  virtual void scaledMatmulRowwise(
+      const uint8_t *a, const uint8_t *b, const float *scaleA,
+      const float *scaleB, const float *bias, void *c, int64_t batch, int64_t m,
+      int64_t n, int64_t k, bool transA, bool transB, int64_t strideA,
+      int64_t strideB, int64_t strideC, int64_t formatA, int64_t formatB,
+      bool fastAccum, bool rowwiseA, bool rowwiseB, int64_t outDtype) = 0;
 
   // FP8 cast statistics (gptrun --fp8-stats-every), counted on the device
   // so that the casts stay asynchronous: beginCastStats zeroes `slots`

@@ -201,12 +201,13 @@ public:
                               int64_t cols, bool alongCols,
                               int64_t format) override;
   void scaledMatmulRowwise(const uint8_t *a, const uint8_t *b,
-                           const float *scaleA, const float *scaleB, void *c,
-                           int64_t batch, int64_t m, int64_t n, int64_t k,
-                           bool transA, bool transB, int64_t strideA,
-                           int64_t strideB, int64_t strideC, int64_t formatA,
-                           int64_t formatB, bool fastAccum, bool rowwiseA,
-                           bool rowwiseB, int64_t outDtype) override;
+                           const float *scaleA, const float *scaleB,
+                           const float *bias, void *c, int64_t batch, int64_t m,
+                           int64_t n, int64_t k, bool transA, bool transB,
+                           int64_t strideA, int64_t strideB, int64_t strideC,
+                           int64_t formatA, int64_t formatB, bool fastAccum,
+                           bool rowwiseA, bool rowwiseB,
+                           int64_t outDtype) override;
   void beginCastStats(size_t slots) override;
   void recordCastStats(const void *x, int64_t dtype, int64_t n,
                        const float *scale, int64_t format,

@@ -267,18 +267,25 @@ enum class RowwiseStore { kF32, kBf16, kAddToF32 };
 // c[r, j] = sum[r, j] / (scaleA(r) * scaleB(j)): one rounded product, one
 // rounded quotient, as the CPU does after its unscaled FP8 GEMM; stored as
 // f32 (sum may be c itself), rounded once to bf16, or added to an f32 c
-// (the _accumulate form: one more rounded addition, as the CPU's).
+// (the _accumulate form: one more rounded addition, as the CPU's). With a
+// bias (the _bias form), bias[j] is added to the quotient as stored and
+// the sum rounded to c's type: gptrt_add after the GEMM, in the same pass.
 __global__ void unscaleRowwiseKernel(const float *sum, void *c,
                                      RowwiseStore store, int64_t rows,
                                      int64_t n, const float *scaleA,
                                      bool rowwiseA, const float *scaleB,
-                                     bool rowwiseB) {
+                                     bool rowwiseB, const float *bias) {
   const int64_t total = rows * n;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
        i += int64_t(gridDim.x) * blockDim.x) {
     const float sa = rowwiseA ? scaleA[i / n] : scaleA[0];
     const float sb = rowwiseB ? scaleB[i % n] : scaleB[0];
-    const float v = __fdiv_rn(sum[i], __fmul_rn(sa, sb));
+    float v = __fdiv_rn(sum[i], __fmul_rn(sa, sb));
+    if (bias) {
+      if (store == RowwiseStore::kBf16)
+        v = __bfloat162float(__float2bfloat16(v));
+      v = __fadd_rn(v, bias[i % n]);
+    }
     if (store == RowwiseStore::kBf16)
       static_cast<__nv_bfloat16 *>(c)[i] = __float2bfloat16(v);
     else if (store == RowwiseStore::kAddToF32)
@@ -504,14 +511,17 @@ void DeviceImpl::quantizeRowsTransposed(const void *x, int64_t xDtype,
 
 void DeviceImpl::scaledMatmulRowwise(
     const uint8_t *a, const uint8_t *b, const float *scaleA,
-    const float *scaleB, void *c, int64_t batch, int64_t m, int64_t n,
-    int64_t k, bool transA, bool transB, int64_t strideA, int64_t strideB,
-    int64_t strideC, int64_t formatA, int64_t formatB, bool fastAccum,
-    bool rowwiseA, bool rowwiseB, int64_t outDtype) {
+    const float *scaleB, const float *bias, void *c, int64_t batch, int64_t m,
+    int64_t n, int64_t k, bool transA, bool transB, int64_t strideA,
+    int64_t strideB, int64_t strideC, int64_t formatA, int64_t formatB,
+    bool fastAccum, bool rowwiseA, bool rowwiseB, int64_t outDtype) {
   if (batch > 1 && strideC != m * n)
     throw std::invalid_argument("stride_c " + std::to_string(strideC) +
                                 ", expected m * n = " + std::to_string(m * n) +
                                 " (rowwise scales index contiguous rows)");
+  if (bias != nullptr && outDtype == kAccumulateF32)
+    throw std::logic_error("scaledMatmulRowwise: an accumulating result has "
+                           "no bias");
   const int64_t total = batch * m * n;
   // The unit-scale product in f32: in c itself, or in scratch for a bf16
   // c or one it is added to.
@@ -529,7 +539,7 @@ void DeviceImpl::scaledMatmulRowwise(
   if (total == 0)
     return;
   unscaleRowwiseKernel<<<gridFor(total), 256, 0, stream_>>>(
-      sum, c, store, batch * m, n, scaleA, rowwiseA, scaleB, rowwiseB);
+      sum, c, store, batch * m, n, scaleA, rowwiseA, scaleB, rowwiseB, bias);
   checkLaunch("gptrt_scaled_matmul_rowwise unscale");
 }
 

@@ -14,7 +14,7 @@ every variant (test/e2e/grad_accumulation.py covers it). Also checks that
 the rewrites happened (gptc
 --emit=rt, train_step): every bf16 GEMM is a matmul_bf16(_bias) kernel with
 its bias in the epilogue (no bias_add left), or one with the GELU (or its
-gradient, or the bias gradient) in it, FP8 GEMMs under tensorwise scaling
+gradient, or the bias gradient) in it, FP8 GEMMs (tensorwise and rowwise)
 take their bias, each storage pass removes convert kernels, the fused
 classifier replaces the loss's two kernels and attention reads q, k, v
 packed (no copy_blocks left).
@@ -34,12 +34,12 @@ import e2e_setup
 # epilogues: each block's mlp.fc forward and mlp.proj grad_input GEMM (the
 # GELU) and the grad_weight GEMM of its 4 linear layers with a bias (the
 # bias gradient) when they are bf16; FP8 GEMMs with the bias in their
-# epilogue: the forward GEMM of each block's 4 linear layers under
-# tensorwise scaling, none under rowwise, whose GEMM is another kernel)
+# epilogue: the forward GEMM of each block's 4 linear layers, under
+# tensorwise and under rowwise scaling)
 CASES = (
     (["--precision=bf16"], 3 * (4 * 4 + 1), 2 * 4 + 4 * 4, 0),
     (["--precision=fp8-tensorwise", "--fp8-exclude=lm_head"], 3, 0, 4 * 4),
-    (["--precision=fp8-rowwise", "--fp8-exclude=lm_head"], 3, 0, 0),
+    (["--precision=fp8-rowwise", "--fp8-exclude=lm_head"], 3, 0, 4 * 4),
 )
 FUSED = ('rt.kernel "matmul_bf16_bias_gelu"', 'rt.kernel "matmul_bf16_dgelu"',
          'rt.kernel "matmul_bf16_bgrad"')
@@ -81,7 +81,8 @@ def main():
                 "convert": train.count('rt.kernel "convert"'),
                 "bias_add": train.count('rt.kernel "bias_add"'),
                 "classifier": train.count('rt.kernel "cross_entropy_fwd_bwd"'),
-                "fp8 bias": train.count('rt.kernel "scaled_matmul_bias"'),
+                "fp8 bias": len(re.findall(
+                    r'rt\.kernel "scaled_matmul(?:_rowwise)?_bias"', train)),
                 "copies": train.count('rt.kernel "copy_blocks"'),
                 "packed attention": len(re.findall(
                     r'rt\.kernel "attention_(?:fwd|bwd)_packed(?:_amax)?"',

@@ -22,6 +22,34 @@ func.func @forward() {
 
 // -----
 
+// Rowwise FP8: the bias add after a scaled_matmul_rowwise joins it the
+// same way (scaled_matmul_rowwise_bias, the GEMM's 15 constants); one
+// whose add changes the dtype stays apart.
+// CHECK-LABEL: func.func @rowwise_bias
+// CHECK: rt.kernel "scaled_matmul_rowwise_bias" ins(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[BIAS:.*]] : memref<32x32xf8E4M3FN>, memref<64x32xf8E4M3FN>, memref<32xf32>, memref<64xf32>, memref<64xf32>) outs(%{{.*}} : memref<32x64xbf16>) consts [1, 32, 64, 32, 0, 1, 0, 0, 0, 0, 0, 1, 1, 1, 2]
+// CHECK-NOT: rt.kernel "add" ins(%{{.*}}, %[[BIAS]] : memref<32x64xbf16>, memref<64xf32>) outs(%{{.*}} : memref<32x64xbf16>)
+// CHECK: rt.kernel "scaled_matmul_rowwise" ins
+// CHECK: rt.kernel "add" {{.*}} outs(%{{.*}} : memref<32x64xf32>)
+rt.arena @params params size = 256
+func.func @rowwise_bias() {
+  %a = rt.alloc : memref<32x32xf8E4M3FN>
+  %w = rt.alloc : memref<64x32xf8E4M3FN>
+  %sa = rt.alloc : memref<32xf32>
+  %sw = rt.alloc : memref<64xf32>
+  %bias = rt.view @params[0] : memref<64xf32>
+  %d = rt.alloc : memref<32x64xbf16>
+  rt.kernel "scaled_matmul_rowwise" ins(%a, %w, %sa, %sw : memref<32x32xf8E4M3FN>, memref<64x32xf8E4M3FN>, memref<32xf32>, memref<64xf32>) outs(%d : memref<32x64xbf16>) consts [1, 32, 64, 32, 0, 1, 0, 0, 0, 0, 0, 1, 1, 1, 2]
+  %y = rt.alloc : memref<32x64xbf16>
+  rt.kernel "add" ins(%d, %bias : memref<32x64xbf16>, memref<64xf32>) outs(%y : memref<32x64xbf16>) consts [32, 64, 1, 2, 1, 2]
+  %d2 = rt.alloc : memref<32x64xbf16>
+  rt.kernel "scaled_matmul_rowwise" ins(%a, %w, %sa, %sw : memref<32x32xf8E4M3FN>, memref<64x32xf8E4M3FN>, memref<32xf32>, memref<64xf32>) outs(%d2 : memref<32x64xbf16>) consts [1, 32, 64, 32, 0, 1, 0, 0, 0, 0, 0, 1, 1, 1, 2]
+  %y2 = rt.alloc : memref<32x64xf32>
+  rt.kernel "add" ins(%d2, %bias : memref<32x64xbf16>, memref<64xf32>) outs(%y2 : memref<32x64xf32>) consts [32, 64, 1, 2, 1, 1]
+  return
+}
+
+// -----
+
 // FP8: the bias add after a scaled_matmul joins it (its bias, a param view
 // defined after the GEMM, moves up); the product's buffer goes. A batched
 // result that is not contiguous, an add that is not a broadcast bias and

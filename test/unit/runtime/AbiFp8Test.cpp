@@ -490,6 +490,25 @@ TEST_F(AbiFp8Test, ScaledMatmulBiasIsTheGemmThenTheBiasAdd) {
     ASSERT_FALSE(ctx.failed()) << ctx.error();
     EXPECT_EQ(got, want) << "dtype " << dtype;
     EXPECT_NE(got, product) << "the bias was added";
+
+    // The rowwise form, a scale per row of a and per column of b.
+    std::vector<float> rowScales = randomF(batch * m, 54, 16, 64),
+                       colScales = randomF(n, 55, 4, 8);
+    std::vector<unsigned char> rowProduct(bytes), rowWant(bytes, 0xEE),
+        rowGot(bytes, 0xDD);
+    gptrt_scaled_matmul_rowwise(h, a.data(), b.data(), rowScales.data(),
+                                colScales.data(), rowProduct.data(), batch, m,
+                                n, k, 0, 1, m * k, 0, m * n, GPTRT_FP8_E4M3,
+                                GPTRT_FP8_E5M2, 1, 1, 1, dtype);
+    gptrt_add(h, rowProduct.data(), bias.data(), rowWant.data(), batch * m, n,
+              1, dtype, GPTRT_DTYPE_F32, dtype);
+    gptrt_scaled_matmul_rowwise_bias(
+        h, a.data(), b.data(), rowScales.data(), colScales.data(), bias.data(),
+        rowGot.data(), batch, m, n, k, 0, 1, m * k, 0, m * n, GPTRT_FP8_E4M3,
+        GPTRT_FP8_E5M2, 1, 1, 1, dtype);
+    ASSERT_FALSE(ctx.failed()) << ctx.error();
+    EXPECT_EQ(rowGot, rowWant) << "rowwise, dtype " << dtype;
+    EXPECT_NE(rowGot, rowProduct) << "the bias was added (rowwise)";
   }
   std::vector<float> c(count);
   gptrt_scaled_matmul_bias(h, a.data(), b.data(), &sa, &sb, bias.data(),
