@@ -532,7 +532,12 @@ def RtFuseGradAccumulation
     before it is accumulated. Likewise an `embedding_bwd` becomes
     `embedding_bwd_accumulate`, which adds each token's row into the
     table's gradient: no zeroed table-sized temporary, and no pass over
-    the rows no token names (most of a 50257-row vocabulary). So unlike
+    the rows no token names (most of a 50257-row vocabulary). And the
+    small gradients -- each bias's (`reduce_rows`, or the db of
+    `matmul_bf16_bgrad` and of the `_bgrad` FP8 casts) and each
+    layernorm's weight and bias (`layernorm_bwd`) -- are written straight
+    into theirs: the output's dtype constant becomes
+    GPTRT_DTYPE_F32_ACCUMULATE (gptrt.h), f32 added into. So unlike
     the other rt fusions this one changes the numbers, by at most those
     roundings (and the order of an embedding row's additions); `gptc
     --fuse-grad-accumulation=false` leaves this pass out. The f32
@@ -542,6 +547,8 @@ def RtFuseGradAccumulation
   let statistics = [
     Statistic<"fused", "fused", "weight-gradient GEMMs and embedding "
               "backwards adding into the gradient">,
+    Statistic<"fusedOutputs", "fused-outputs",
+              "bias and layernorm gradients added into the gradient">,
   ];
 }
 

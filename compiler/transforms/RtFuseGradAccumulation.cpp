@@ -46,6 +46,31 @@ std::optional<AccumulatingForm> accumulatingForm(StringRef kernel) {
       .Default(std::nullopt);
 }
 
+// Kernels whose small gradient outputs take GPTRT_DTYPE_F32_ACCUMULATE:
+// the output's index and the index of its dtype constant.
+struct AccumulatingOutput {
+  unsigned output;
+  unsigned dtypeConst;
+};
+
+SmallVector<AccumulatingOutput, 2> accumulatingOutputs(StringRef kernel) {
+  return llvm::StringSwitch<SmallVector<AccumulatingOutput, 2>>(kernel)
+      // consts rows, cols, x_dtype, out_dtype
+      .Case("reduce_rows", {{0, 3}})
+      // outs dx, dw, db (, amax); consts rows, width, then the dtypes of
+      // dout, x, dx, dw, db
+      .Cases({"layernorm_bwd", "layernorm_bwd_amax"}, {{1, 5}, {2, 6}})
+      // outs q, db; consts rows, cols, format, stat_slot, x_dtype, db_dtype
+      .Case("quantize_fp8_transposed_bgrad", {{1, 5}})
+      // outs q, q_t, db; ..., stat_slot_t, x_dtype, db_dtype
+      .Case("quantize_fp8_dual_bgrad", {{2, 6}})
+      // outs c, db; the GEMM's nine, out_dtype, db_dtype (the
+      // _accumulate form without out_dtype)
+      .Case("matmul_bf16_bgrad", {{1, 10}})
+      .Case("matmul_bf16_bgrad_accumulate", {{1, 9}})
+      .Default({});
+}
+
 // The elements of the kernel's result, or -1 where it is not one
 // contiguous buffer (a GEMM's strided batches).
 int64_t resultElements(rt::KernelOp kernel, const AccumulatingForm &form) {
@@ -80,7 +105,7 @@ private:
         accumulate.getConsts().size() != 2)
       return;
     // The product: a buffer of its own that only its producer writes (as
-    // its first result) and only this accumulate reads.
+    // one of its outputs) and only this accumulate reads.
     Value product = accumulate.getInputs()[0];
     if (!product.getDefiningOp<rt::AllocOp>())
       return;
@@ -95,31 +120,46 @@ private:
     }
     if (!producer || producer->getBlock() != accumulate->getBlock() ||
         !producer->isBeforeInBlock(accumulate) ||
-        producer.getOutputs().empty() || producer.getOutputs()[0] != product ||
         llvm::is_contained(producer.getInputs(), product) ||
         llvm::count(producer.getOutputs(), product) != 1)
       return;
+    if (producer.getOutputs()[0] == product &&
+        accumulatingForm(producer.getKernel()))
+      foldIntoForm(producer, accumulate, product);
+    else
+      foldIntoOutput(producer, accumulate, product);
+  }
+
+  // Whether the gradient can be written where the producer runs: nothing
+  // touches its bytes in between, and the producer does not read them.
+  static bool gradientCanMoveUp(rt::KernelOp producer,
+                                rt::KernelOp accumulate) {
+    Value grad = accumulate.getOutputs()[0];
+    auto gradType = dyn_cast<MemRefType>(grad.getType());
+    return gradType && gradType.getElementType().isF32() &&
+           rt::outputsCanMoveUp(producer, accumulate) &&
+           llvm::none_of(producer.getInputs(), [&](Value in) {
+             return isa<MemRefType>(in.getType()) && rt::mayAlias(in, grad);
+           });
+  }
+
+  // A GEMM or an embedding backward: its _accumulate form, at the
+  // producer, writing the gradient as its first output.
+  void foldIntoForm(rt::KernelOp producer, rt::KernelOp accumulate,
+                    Value product) {
     std::optional<AccumulatingForm> form =
         accumulatingForm(producer.getKernel());
-    if (!form || producer.getConsts().size() != form->consts)
+    if (producer.getConsts().size() != form->consts)
       return;
     const int64_t elements = resultElements(producer, *form);
     if (elements < 0 || rt::constAt(accumulate, 0) != elements ||
-        rt::constAt(accumulate, 1) != rt::constAt(producer, form->resultDtype))
-      return;
-    // The gradient is written at the producer now: nothing may touch its
-    // bytes in between, and the producer must not read them.
-    Value grad = accumulate.getOutputs()[0];
-    auto gradType = dyn_cast<MemRefType>(grad.getType());
-    if (!gradType || !gradType.getElementType().isF32() ||
-        !rt::outputsCanMoveUp(producer, accumulate) ||
-        llvm::any_of(producer.getInputs(), [&](Value in) {
-          return isa<MemRefType>(in.getType()) && rt::mayAlias(in, grad);
-        }))
+        rt::constAt(accumulate, 1) !=
+            rt::constAt(producer, form->resultDtype) ||
+        !gradientCanMoveUp(producer, accumulate))
       return;
     rt::moveOutputDefsBefore(producer, accumulate);
     SmallVector<Value> outs(producer.getOutputs());
-    outs[0] = grad;
+    outs[0] = accumulate.getOutputs()[0];
     SmallVector<Attribute> consts(producer.getConsts().begin(),
                                   producer.getConsts().end());
     consts.erase(consts.begin() + form->resultDtype);
@@ -132,6 +172,40 @@ private:
     if (Operation *def = product.getDefiningOp(); def && product.use_empty())
       def->erase();
     ++fused;
+  }
+
+  // A small gradient output (a bias's; a layernorm's weight or bias): the
+  // same kernel, writing it into the gradient with its dtype constant set
+  // to GPTRT_DTYPE_F32_ACCUMULATE.
+  void foldIntoOutput(rt::KernelOp producer, rt::KernelOp accumulate,
+                      Value product) {
+    const unsigned index = llvm::find(producer.getOutputs(), product) -
+                           producer.getOutputs().begin();
+    SmallVector<AccumulatingOutput, 2> outputs =
+        accumulatingOutputs(producer.getKernel());
+    const auto *entry = llvm::find_if(
+        outputs, [&](AccumulatingOutput o) { return o.output == index; });
+    if (entry == outputs.end() ||
+        entry->dtypeConst >= producer.getConsts().size())
+      return;
+    auto productType = cast<MemRefType>(product.getType());
+    if (rt::constAt(accumulate, 0) != productType.getNumElements() ||
+        rt::constAt(accumulate, 1) !=
+            rt::constAt(producer, entry->dtypeConst) ||
+        !gradientCanMoveUp(producer, accumulate))
+      return;
+    rt::moveOutputDefsBefore(producer, accumulate);
+    producer.getOutputsMutable()[index].set(accumulate.getOutputs()[0]);
+    SmallVector<Attribute> consts(producer.getConsts().begin(),
+                                  producer.getConsts().end());
+    consts[entry->dtypeConst] =
+        IntegerAttr::get(IntegerType::get(producer.getContext(), 64),
+                         GPTRT_DTYPE_F32_ACCUMULATE);
+    producer.setConstsAttr(ArrayAttr::get(producer.getContext(), consts));
+    accumulate.erase();
+    if (Operation *def = product.getDefiningOp(); def && product.use_empty())
+      def->erase();
+    ++fusedOutputs;
   }
 };
 

@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below or the manifest's meaning changes. */
-#define GPTRT_ABI_VERSION 26
+#define GPTRT_ABI_VERSION 27
 
 typedef struct gptrt_context gptrt_context;
 
@@ -45,6 +45,14 @@ void gptrt_step_scalar(gptrt_context *ctx, float *out, int64_t which);
 /* Element types in constants, numbered as the manifest's DType. */
 #define GPTRT_DTYPE_F32 1
 #define GPTRT_DTYPE_BF16 2
+/* Not a storage type: as the dtype of a parameter gradient's output
+ * (rt-fuse-grad-accumulation) it means f32, with the kernel's values added
+ * to what the buffer holds (out[i] += v, one f32 addition each) instead of
+ * stored. Taken by gptrt_reduce_rows's out, gptrt_layernorm_bwd's dw and
+ * db, and the db of gptrt_quantize_fp8_dual_bgrad,
+ * gptrt_quantize_fp8_transposed_bgrad and gptrt_matmul_bf16_bgrad (and
+ * their _amax / _accumulate forms). */
+#define GPTRT_DTYPE_F32_ACCUMULATE 257
 
 /* dst = src in another element type: f32 -> bf16 rounds to nearest even
  * (as cuda_bf16.h's __float2bfloat16), bf16 -> f32 is exact. */

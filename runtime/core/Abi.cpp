@@ -87,6 +87,8 @@ void guarded(gptrt_context *ctx, const char *fn, Body &&body,
 }
 
 using Gpu = gptrt::cuda::Device;
+static_assert(gptrt::cuda::kAccumulateF32 == GPTRT_DTYPE_F32_ACCUMULATE,
+              "the CUDA backend's accumulating dtype is gptrt.h's");
 
 void requireNonNegative(int64_t v, const char *name) {
   if (v < 0)
@@ -157,6 +159,17 @@ void requireStorageDtype(int64_t dtype, const char *name) {
                                 ", expected f32 (1) or bf16 (2)");
 }
 
+// A parameter gradient's output: a storage dtype, or f32 added into
+// (GPTRT_DTYPE_F32_ACCUMULATE).
+void requireGradientDtype(int64_t dtype, const char *name) {
+  if (dtype != GPTRT_DTYPE_F32 && dtype != GPTRT_DTYPE_BF16 &&
+      dtype != GPTRT_DTYPE_F32_ACCUMULATE)
+    throw std::invalid_argument(std::string(name) + " " +
+                                std::to_string(dtype) +
+                                ", expected f32 (1), bf16 (2) or f32 "
+                                "accumulate (257)");
+}
+
 // One operand of a kernel with a dtype per operand (see gptrt.h).
 struct StorageOperand {
   const void *data;
@@ -164,21 +177,28 @@ struct StorageOperand {
   int64_t count;  // elements
   bool output;
   const char *name;  // of the dtype argument, for errors
+  // A parameter gradient's output, which may be GPTRT_DTYPE_F32_ACCUMULATE.
+  bool gradient = false;
 };
 
 // f32 views of f32-or-bf16 operands for the CPU's f32 kernels: a bf16
 // input is widened into scratch, a bf16 output computed in scratch and
 // rounded once by finish(). Widening is exact, so this is bit for bit the
 // f32 kernel between gptrt_convert calls, which is what the ABI promises.
+// A gradient output of GPTRT_DTYPE_F32_ACCUMULATE is computed in zeroed
+// scratch and added into its f32 buffer by finish().
 class F32Staging {
 public:
   F32Staging(Context &ctx, std::initializer_list<StorageOperand> operands)
       : operands_(operands) {
     size_t total = 0;
     for (const StorageOperand &o : operands_) {
-      requireStorageDtype(o.dtype, o.name);
+      if (o.output && o.gradient)
+        requireGradientDtype(o.dtype, o.name);
+      else
+        requireStorageDtype(o.dtype, o.name);
       requireNonNegative(o.count, "element count");
-      if (o.dtype == GPTRT_DTYPE_BF16)
+      if (o.dtype != GPTRT_DTYPE_F32)
         total += static_cast<size_t>(o.count);
     }
     float *next = total ? ctx.scratch(total) : nullptr;
@@ -188,7 +208,9 @@ public:
         continue;
       }
       views_.push_back(next);
-      if (!o.output) {
+      if (o.dtype == GPTRT_DTYPE_F32_ACCUMULATE) {
+        std::fill(next, next + o.count, 0.0f);
+      } else if (!o.output) {
         const uint16_t *in = static_cast<const uint16_t *>(o.data);
         for (int64_t i = 0; i < o.count; ++i)
           next[i] = cpu::bf16ToFloat(in[i]);
@@ -202,11 +224,17 @@ public:
   void finish() {
     for (size_t i = 0; i < operands_.size(); ++i) {
       const StorageOperand &o = operands_[i];
-      if (!o.output || o.dtype != GPTRT_DTYPE_BF16)
+      if (!o.output)
         continue;
-      uint16_t *out = static_cast<uint16_t *>(const_cast<void *>(o.data));
-      for (int64_t j = 0; j < o.count; ++j)
-        out[j] = cpu::floatToBf16(views_[i][j]);
+      if (o.dtype == GPTRT_DTYPE_F32_ACCUMULATE) {
+        float *out = static_cast<float *>(const_cast<void *>(o.data));
+        for (int64_t j = 0; j < o.count; ++j)
+          out[j] += views_[i][j];
+      } else if (o.dtype == GPTRT_DTYPE_BF16) {
+        uint16_t *out = static_cast<uint16_t *>(const_cast<void *>(o.data));
+        for (int64_t j = 0; j < o.count; ++j)
+          out[j] = cpu::floatToBf16(views_[i][j]);
+      }
     }
   }
 
@@ -539,7 +567,7 @@ void quantizeDual(gptrt_context *ctx, const char *name, const void *xData,
         requireNonNegative(cols, "cols");
         requireStorageDtype(xDtype, "x_dtype");
         if (db)
-          requireStorageDtype(dbDtype, "db_dtype");
+          requireGradientDtype(dbDtype, "db_dtype");
         g.quantizeFp8Dual(xData, xDtype, scale, q, qT, rows, cols, format, db,
                           dbDtype);
         if (c.collectingFp8Stats())
@@ -1089,10 +1117,10 @@ void layerNormBackwardOnGpu(Gpu &g, const void *dout, const void *x,
   requireNonNegative(width, "width");
   for (auto [dtype, name] : {std::pair{doutDtype, "dout_dtype"},
                              {xDtype, "x_dtype"},
-                             {dxDtype, "dx_dtype"},
-                             {dwDtype, "dw_dtype"},
-                             {dbDtype, "db_dtype"}})
+                             {dxDtype, "dx_dtype"}})
     requireStorageDtype(dtype, name);
+  requireGradientDtype(dwDtype, "dw_dtype");
+  requireGradientDtype(dbDtype, "db_dtype");
   g.layerNormBackward(dout, doutDtype, x, xDtype, w, mean, rstd, dx, dxDtype,
                       dw, dwDtype, db, dbDtype, rows, width, amax);
 }
@@ -1116,8 +1144,8 @@ GPTRT_EXPORT void gptrt_layernorm_bwd(gptrt_context *ctx, const void *dout,
         F32Staging f32(c, {{dout, dout_dtype, n, false, "dout_dtype"},
                            {x, x_dtype, n, false, "x_dtype"},
                            {dx, dx_dtype, n, true, "dx_dtype"},
-                           {dw, dw_dtype, width, true, "dw_dtype"},
-                           {db, db_dtype, width, true, "db_dtype"}});
+                           {dw, dw_dtype, width, true, "dw_dtype", true},
+                           {db, db_dtype, width, true, "db_dtype", true}});
         // The ABI writes dw and db; the kernel accumulates into them.
         cpu::fill(f32[3], 0.0f, width);
         cpu::fill(f32[4], 0.0f, width);
@@ -1294,7 +1322,7 @@ void requireBiasGradientGemm(int64_t batch, int64_t m, int64_t n, int64_t k,
         "batch " + std::to_string(batch) + ", trans_a " +
         std::to_string(trans_a) +
         ", expected 1 and 1 (the weight gradient's GEMM, a stored [k, m])");
-  requireStorageDtype(db_dtype, "db_dtype");
+  requireGradientDtype(db_dtype, "db_dtype");
 }
 
 } // namespace
@@ -1417,14 +1445,14 @@ GPTRT_EXPORT void gptrt_reduce_rows(gptrt_context *ctx, const void *x,
     requireNonNegative(rows, "rows");
     requireNonNegative(cols, "cols");
     F32Staging f32(c, {{x, x_dtype, rows * cols, false, "x_dtype"},
-                       {out, out_dtype, cols, true, "out_dtype"}});
+                       {out, out_dtype, cols, true, "out_dtype", true}});
     cpu::sumRowsTree(f32[1], f32[0], rows, cols);
     f32.finish();
   }, [&](Context &, Gpu &g) {
     requireNonNegative(rows, "rows");
     requireNonNegative(cols, "cols");
     requireStorageDtype(x_dtype, "x_dtype");
-    requireStorageDtype(out_dtype, "out_dtype");
+    requireGradientDtype(out_dtype, "out_dtype");
     g.reduceRows(x, x_dtype, out, out_dtype, rows, cols);
   });
 }

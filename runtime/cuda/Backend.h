@@ -383,11 +383,12 @@ public:
                                 int64_t outDtype) = 0;
 };
 
-// A GEMM's outDtype (or embeddingBackward's dtableDtype) for the
-// *_accumulate kernels of gptrt.h: c += the f32 result, c f32. Not a storage
-// dtype (those are GPTRT_DTYPE_F32 = 1 and GPTRT_DTYPE_BF16 = 2), so no other
-// kernel accepts it.
-inline constexpr int64_t kAccumulateF32 = 0x101;
+// gptrt.h's GPTRT_DTYPE_F32_ACCUMULATE (Abi.cpp checks they agree): a
+// GEMM's outDtype (or embeddingBackward's dtableDtype) for the
+// *_accumulate kernels, c += the f32 result; and the dtype of the small
+// gradient outputs that take it (reduceRows's out, layerNormBackward's dw
+// and db, the bias gradients of matmulBf16Bgrad and quantizeFp8Dual).
+inline constexpr int64_t kAccumulateF32 = 257;
 
 // Opens device 0. Throws std::runtime_error with one line for the user:
 // "no CUDA device found (cudaGetDeviceCount: <CUDA's reason>)" where there

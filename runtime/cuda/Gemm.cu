@@ -425,21 +425,24 @@ void DeviceImpl::matmulBf16Bgrad(const uint16_t *a, const uint16_t *b, void *c,
                                  int64_t m, int64_t n, int64_t k, bool transB,
                                  int64_t strideA, int64_t strideB,
                                  int64_t strideC) {
-  // cuBLASLt writes the bias gradient in the result's type: an
-  // accumulating f32 result's f32 sums go to scratch first when db is bf16
-  // (rounded once, as reduceRows would).
+  // cuBLASLt writes the bias gradient in the result's type. With an f32
+  // result and a db of another dtype its f32 sums go to scratch first, then
+  // are rounded into a bf16 db (once, as reduceRows would) or added into
+  // an accumulating one.
   const int kind = outDtype == GPTRT_DTYPE_BF16 ? 3 : 1;
   const bool accumulate = outDtype == kAccumulateF32;
   const int64_t resultDtype = accumulate ? GPTRT_DTYPE_F32 : outDtype;
-  void *sums = dbDtype == resultDtype || !accumulate
-                   ? db
-                   : scratch(size_t(m) * sizeof(float));
+  const bool viaScratch =
+      dbDtype != resultDtype && resultDtype == GPTRT_DTYPE_F32;
+  void *sums = viaScratch ? scratch(size_t(m) * sizeof(float)) : db;
   // (An empty GEMM runs no epilogue: the fallback still sums db.)
-  if ((dbDtype == resultDtype || accumulate) && m > 0 && n > 0 && k > 0 &&
+  if ((dbDtype == resultDtype || viaScratch) && m > 0 && n > 0 && k > 0 &&
       plainGemm(kind, a, b, c, 1, m, n, k, /*transA=*/true, transB, strideA,
                 strideB, strideC, nullptr, nullptr, kBgradB, sums,
                 accumulate)) {
-    if (sums != db)
+    if (dbDtype == kAccumulateF32)
+      this->accumulate(sums, GPTRT_DTYPE_F32, static_cast<float *>(db), m);
+    else if (viaScratch)
       convert(sums, db, m, GPTRT_DTYPE_F32, dbDtype);
     return;
   }

@@ -16,9 +16,13 @@ namespace gptrt::cuda {
 struct Storage {
   void *data;
   bool bf16;
+  // GPTRT_DTYPE_F32_ACCUMULATE: f32, and store() adds to what is there (an
+  // output each element of which one thread stores once).
+  bool add;
 
   Storage(const void *p, int64_t dtype)
-      : data(const_cast<void *>(p)), bf16(dtype == GPTRT_DTYPE_BF16) {}
+      : data(const_cast<void *>(p)), bf16(dtype == GPTRT_DTYPE_BF16),
+        add(dtype == GPTRT_DTYPE_F32_ACCUMULATE) {}
 
   __device__ float load(int64_t i) const {
     return bf16 ? __bfloat162float(static_cast<const __nv_bfloat16 *>(data)[i])
@@ -31,6 +35,9 @@ struct Storage {
   __device__ void store(int64_t i, float v) const {
     if (bf16)
       static_cast<__nv_bfloat16 *>(data)[i] = __float2bfloat16(v);
+    else if (add)
+      static_cast<float *>(data)[i] =
+          __fadd_rn(static_cast<float *>(data)[i], v);
     else
       static_cast<float *>(data)[i] = v;
   }

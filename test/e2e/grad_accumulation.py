@@ -1,18 +1,20 @@
 #!/usr/bin/env python3
 """rt-fuse-grad-accumulation lets each weight-gradient GEMM add its f32
 result into the parameter's f32 gradient (the _accumulate GEMMs) instead
-of storing a bf16 product that a separate kernel then adds, and each
-embedding's backward add its rows into the table's gradient. That removes
-one rounding of every weight gradient per micro-step, so unlike the other
-rt fusions it may change the numbers, by little: the tiny GPT compiled
+of storing a bf16 product that a separate kernel then adds, each
+embedding's backward add its rows into the table's gradient, and the bias
+and layernorm gradients be written into theirs (dtype 257, f32
+accumulate). That removes one rounding of every parameter's gradient per
+micro-step, so unlike the other rt fusions it may change the numbers, by
+little: the tiny GPT compiled
 with and without it (--fuse-grad-accumulation=false) and trained with two
 micro-steps per step under bf16, fp8-tensorwise, fp8-delayed and
 fp8-rowwise has the same first loss (bit for bit: it is computed before
 any gradient), a first gradient norm within 0.1% and every loss within 0.5%.
 Also checks that the pass acted (gptc --emit=rt, train_step): 17
-_accumulate GEMMs (the 4 x 4 linear layers and lm_head) and 2
-embedding_bwd_accumulate (token and position), 19 fewer accumulate
-kernels, and no more activation memory.
+_accumulate GEMMs (the 4 x 4 linear layers and lm_head), 2
+embedding_bwd_accumulate (token and position), no accumulate kernel left
+(53 without the pass), and no more activation memory.
 Prints the CPU step times side by side (not a timed test)."""
 import json
 import re
@@ -69,8 +71,8 @@ def main():
                 off["_accumulate GEMMs"] != 0 or
                 on["embedding_bwd_accumulate"] != EMBEDDINGS or
                 off["embedding_bwd_accumulate"] != 0 or
-                off["accumulate"] - on["accumulate"] !=
-                WEIGHT_GEMMS + EMBEDDINGS or
+                on["accumulate"] != 0 or
+                off["accumulate"] < WEIGHT_GEMMS + EMBEDDINGS or
                 on["peak bytes"] > off["peak bytes"]):
             failures.append("%s: the pass did not act as expected: %s with "
                             "it, %s without" % (policy, on, off))

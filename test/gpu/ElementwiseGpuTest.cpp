@@ -240,5 +240,65 @@ TEST_F(GpuTest, Bf16StorageKernelsMatchCpu) {
       << "gelu bwd bf16";
 }
 
+// GPTRT_DTYPE_F32_ACCUMULATE (rt-fuse-grad-accumulation): reduce_rows,
+// the layernorm's dw and db and the dual cast's db add into an f32
+// gradient through Storage's add mode; against the same kernels' f32
+// outputs on the device (the same sums, so exactly what they add), and the
+// layernorm's dx unchanged.
+TEST_F(GpuTest, GradientOutputsAccumulateWithDtype257) {
+  const int64_t rows = 3000, cols = 768;
+  const std::vector<uint16_t> x = toBf16(randn(rows * cols));
+  const std::vector<float> grad = randn(cols);
+  const uint16_t *gx = upload(x);
+  auto expectAdded = [&](const float *got, const float *sums,
+                         const char *what) {
+    std::vector<float> g = download(got, cols), s = download(sums, cols);
+    for (int64_t j = 0; j < cols; ++j)
+      ASSERT_EQ(g[j], grad[j] + s[j]) << what << ", column " << j;
+  };
+  float *sums = alloc<float>(cols), *acc = upload(grad);
+  gptrt_reduce_rows(g(), gx, sums, rows, cols, GPTRT_DTYPE_BF16,
+                    GPTRT_DTYPE_F32);
+  gptrt_reduce_rows(g(), gx, acc, rows, cols, GPTRT_DTYPE_BF16,
+                    GPTRT_DTYPE_F32_ACCUMULATE);
+  expectOk();
+  expectAdded(acc, sums, "reduce_rows");
+
+  const std::vector<float> w = randn(cols), b = randn(cols);
+  const uint16_t *gdy = upload(toBf16(randn(rows * cols)));
+  float *mean = alloc<float>(rows), *rstd = alloc<float>(rows);
+  uint16_t *out = alloc<uint16_t>(rows * cols);
+  const float *gw = upload(w);
+  gptrt_layernorm_fwd(g(), gx, gw, upload(b), out, mean, rstd, rows, cols, 1e-5,
+                      GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16);
+  uint16_t *dx = alloc<uint16_t>(rows * cols),
+           *dx2 = alloc<uint16_t>(rows * cols);
+  float *dw = alloc<float>(cols), *db = alloc<float>(cols);
+  float *accDw = upload(grad), *accDb = upload(grad);
+  gptrt_layernorm_bwd(g(), gdy, gx, gw, mean, rstd, dx, dw, db, rows, cols,
+                      GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16,
+                      GPTRT_DTYPE_F32, GPTRT_DTYPE_F32);
+  gptrt_layernorm_bwd(g(), gdy, gx, gw, mean, rstd, dx2, accDw, accDb, rows,
+                      cols, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16,
+                      GPTRT_DTYPE_BF16, GPTRT_DTYPE_F32_ACCUMULATE,
+                      GPTRT_DTYPE_F32_ACCUMULATE);
+  expectOk();
+  EXPECT_EQ(download(dx2, rows * cols), download(dx, rows * cols));
+  expectAdded(accDw, dw, "layernorm dw");
+  expectAdded(accDb, db, "layernorm db");
+
+  const float *scale = upload(std::vector<float>{8.0f});
+  float *dualSums = alloc<float>(cols), *accDual = upload(grad);
+  uint8_t *q = alloc<uint8_t>(rows * cols), *qT = alloc<uint8_t>(rows * cols);
+  gptrt_quantize_fp8_dual_bgrad(g(), gx, scale, q, qT, dualSums, rows, cols,
+                                GPTRT_FP8_E5M2, -1, -1, GPTRT_DTYPE_BF16,
+                                GPTRT_DTYPE_F32);
+  gptrt_quantize_fp8_dual_bgrad(g(), gx, scale, q, qT, accDual, rows, cols,
+                                GPTRT_FP8_E5M2, -1, -1, GPTRT_DTYPE_BF16,
+                                GPTRT_DTYPE_F32_ACCUMULATE);
+  expectOk();
+  expectAdded(accDual, dualSums, "quantize_fp8_dual_bgrad db");
+}
+
 } // namespace
 } // namespace gptrt::gputest

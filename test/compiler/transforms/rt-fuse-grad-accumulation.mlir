@@ -21,13 +21,14 @@ func.func @bf16() {
 
 // -----
 
-// With the bias gradient: the weight's product folds, db keeps its own
-// accumulate, which writes a disjoint range of the grads arena in between
-// and so does not block the fold.
+// With the bias gradient: db is written into its gradient first (its
+// dtype constant becomes 257, f32 accumulate), then the weight's product
+// folds too -- db's gradient, a disjoint range of the grads arena, does
+// not block it.
 // CHECK-LABEL: func.func @bgrad
-// CHECK: %[[G:.*]] = rt.view @grads[256] : memref<32x64xf32>
-// CHECK: rt.kernel "matmul_bf16_bgrad_accumulate" ins(%{{.*}}, %{{.*}} : memref<256x32xbf16>, memref<256x64xbf16>) outs(%[[G]], %[[DB:.*]] : memref<32x64xf32>, memref<32xbf16>) consts [1, 32, 64, 256, 1, 0, 0, 0, 0, 2]{{$}}
-// CHECK: rt.kernel "accumulate" ins(%[[DB]] : memref<32xbf16>) outs(%{{.*}} : memref<32xf32>) consts [32, 2]
+// CHECK-DAG: %[[GB:.*]] = rt.view @grads[0] : memref<32xf32>
+// CHECK-DAG: %[[G:.*]] = rt.view @grads[256] : memref<32x64xf32>
+// CHECK: rt.kernel "matmul_bf16_bgrad_accumulate" ins(%{{.*}}, %{{.*}} : memref<256x32xbf16>, memref<256x64xbf16>) outs(%[[G]], %[[GB]] : memref<32x64xf32>, memref<32xf32>) consts [1, 32, 64, 256, 1, 0, 0, 0, 0, 257]{{$}}
 // CHECK-NOT: "accumulate"
 rt.arena @grads grads size = 8448
 func.func @bgrad() {
@@ -95,6 +96,58 @@ func.func @embedding() {
   rt.kernel "embedding_bwd" ins(%dx, %ids : memref<4x64x32xbf16>, memref<4x64xi32>) outs(%dtable : memref<512x32xbf16>) consts [256, 512, 32, 2, 2]
   %g = rt.view @grads[0] : memref<512x32xf32>
   rt.kernel "accumulate" ins(%dtable : memref<512x32xbf16>) outs(%g : memref<512x32xf32>) consts [16384, 2]
+  return
+}
+
+// -----
+
+// The small gradients keep their kernels and write into their gradients:
+// a bias's reduce_rows, a layernorm's dw and db (also with the amax of
+// dx), and the db of the FP8 dual cast; each dtype constant becomes 257.
+// CHECK-LABEL: func.func @small_gradients
+// CHECK: rt.kernel "reduce_rows" ins(%{{.*}} : memref<256x32xbf16>) outs(%{{.*}} : memref<32xf32>) consts [256, 32, 2, 257]
+// CHECK: rt.kernel "layernorm_bwd" {{.*}} outs(%{{.*}}, %{{.*}}, %{{.*}} : memref<256x32xbf16>, memref<32xf32>, memref<32xf32>) consts [256, 32, 2, 2, 2, 257, 257]
+// CHECK: rt.kernel "layernorm_bwd_amax" {{.*}} outs(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<256x32xbf16>, memref<32xf32>, memref<32xbf16>, memref<f32>) consts [256, 32, 2, 2, 2, 257, 2]
+// CHECK: rt.kernel "accumulate" ins(%{{.*}} : memref<32xbf16>) outs(%{{.*}} : memref<32xf32>) consts [16, 2]
+// CHECK: rt.kernel "quantize_fp8_dual_bgrad" {{.*}} outs(%{{.*}}, %{{.*}}, %{{.*}} : memref<256x32xf8E5M2>, memref<32x256xf8E5M2>, memref<32xf32>) consts [256, 32, 1, -1, -1, 2, 257]
+// CHECK-NOT: "accumulate"
+rt.arena @grads grads size = 1024
+func.func @small_gradients() {
+  %dy = rt.alloc : memref<256x32xbf16>
+  %x = rt.alloc : memref<256x32xbf16>
+  %w = rt.alloc : memref<32xf32>
+  %mean = rt.alloc : memref<256xf32>
+  %rstd = rt.alloc : memref<256xf32>
+  %db = rt.alloc : memref<32xbf16>
+  rt.kernel "reduce_rows" ins(%dy : memref<256x32xbf16>) outs(%db : memref<32xbf16>) consts [256, 32, 2, 2]
+  %g0 = rt.view @grads[0] : memref<32xf32>
+  rt.kernel "accumulate" ins(%db : memref<32xbf16>) outs(%g0 : memref<32xf32>) consts [32, 2]
+
+  %dx = rt.alloc : memref<256x32xbf16>
+  %dw1 = rt.alloc : memref<32xbf16>
+  %db1 = rt.alloc : memref<32xbf16>
+  rt.kernel "layernorm_bwd" ins(%dy, %x, %w, %mean, %rstd : memref<256x32xbf16>, memref<256x32xbf16>, memref<32xf32>, memref<256xf32>, memref<256xf32>) outs(%dx, %dw1, %db1 : memref<256x32xbf16>, memref<32xbf16>, memref<32xbf16>) consts [256, 32, 2, 2, 2, 2, 2]
+  %g1 = rt.view @grads[128] : memref<32xf32>
+  rt.kernel "accumulate" ins(%dw1 : memref<32xbf16>) outs(%g1 : memref<32xf32>) consts [32, 2]
+  %g2 = rt.view @grads[256] : memref<32xf32>
+  rt.kernel "accumulate" ins(%db1 : memref<32xbf16>) outs(%g2 : memref<32xf32>) consts [32, 2]
+
+  %dw3 = rt.alloc : memref<32xbf16>
+  %db3 = rt.alloc : memref<32xbf16>
+  %m = rt.alloc : memref<f32>
+  rt.kernel "layernorm_bwd_amax" ins(%dy, %x, %w, %mean, %rstd : memref<256x32xbf16>, memref<256x32xbf16>, memref<32xf32>, memref<256xf32>, memref<256xf32>) outs(%dx, %dw3, %db3, %m : memref<256x32xbf16>, memref<32xbf16>, memref<32xbf16>, memref<f32>) consts [256, 32, 2, 2, 2, 2, 2]
+  %g3 = rt.view @grads[384] : memref<32xf32>
+  rt.kernel "accumulate" ins(%dw3 : memref<32xbf16>) outs(%g3 : memref<32xf32>) consts [32, 2]
+  %g4 = rt.view @grads[512] : memref<32xf32>
+  rt.kernel "accumulate" ins(%db3 : memref<32xbf16>) outs(%g4 : memref<32xf32>) consts [16, 2]
+
+  %s = rt.alloc : memref<f32>
+  %q = rt.alloc : memref<256x32xf8E5M2>
+  %qt = rt.alloc : memref<32x256xf8E5M2>
+  %db5 = rt.alloc : memref<32xbf16>
+  rt.kernel "quantize_fp8_dual_bgrad" ins(%dy, %s : memref<256x32xbf16>, memref<f32>) outs(%q, %qt, %db5 : memref<256x32xf8E5M2>, memref<32x256xf8E5M2>, memref<32xbf16>) consts [256, 32, 1, -1, -1, 2, 2]
+  %g5 = rt.view @grads[640] : memref<32xf32>
+  rt.kernel "accumulate" ins(%db5 : memref<32xbf16>) outs(%g5 : memref<32xf32>) consts [32, 2]
   return
 }
 

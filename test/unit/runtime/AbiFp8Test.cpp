@@ -641,6 +641,52 @@ TEST_F(AbiFp8Test, AccumulatingFp8GemmsAddTheF32Result) {
   ctx.clearError();
 }
 
+// The bias gradient of the dual cast (and of the bf16 weight-gradient
+// GEMM) added into its f32 gradient with GPTRT_DTYPE_F32_ACCUMULATE: the
+// same codes, and db += the sums the f32 db would hold, bit for bit.
+TEST_F(AbiFp8Test, BiasGradientsAccumulateWithDtype257) {
+  const int64_t rows = 70, cols = 16;
+  std::vector<float> x = randomF(rows * cols, 61, -3, 3);
+  std::vector<float> grad = randomF(cols, 62, -1, 1);
+  const float scale = 16.0f;
+  std::vector<uint8_t> q(x.size()), qT(x.size()), wantQ(x.size()),
+      wantQT(x.size());
+  std::vector<float> sums(cols), got = grad;
+  gptrt_quantize_fp8_dual_bgrad(
+      h, x.data(), &scale, wantQ.data(), wantQT.data(), sums.data(), rows, cols,
+      GPTRT_FP8_E5M2, -1, -1, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32);
+  gptrt_quantize_fp8_dual_bgrad(h, x.data(), &scale, q.data(), qT.data(),
+                                got.data(), rows, cols, GPTRT_FP8_E5M2, -1, -1,
+                                GPTRT_DTYPE_F32, GPTRT_DTYPE_F32_ACCUMULATE);
+  EXPECT_EQ(q, wantQ);
+  EXPECT_EQ(qT, wantQT);
+  std::vector<float> want = grad;
+  for (int64_t j = 0; j < cols; ++j)
+    want[j] += sums[j];
+  EXPECT_EQ(0, std::memcmp(got.data(), want.data(), cols * sizeof(float)));
+
+  // gptrt_matmul_bf16_bgrad_accumulate with an accumulating db too.
+  const int64_t m = cols, n = 8, k = rows;
+  std::vector<uint16_t> dy(k * m), act(k * n);
+  for (size_t i = 0; i < dy.size(); ++i)
+    dy[i] = cpu::floatToBf16(x[i]);
+  for (size_t i = 0; i < act.size(); ++i)
+    act[i] = cpu::floatToBf16(x[i] * 0.5f);
+  std::vector<float> dw(m * n, 0.0f), dbSums(m), dwWant(m * n, 0.0f),
+      dbGot = grad;
+  gptrt_matmul_bf16_bgrad_accumulate(h, dy.data(), act.data(), dwWant.data(),
+                                     dbSums.data(), 1, m, n, k, 1, 0, 0, 0, 0,
+                                     GPTRT_DTYPE_F32);
+  gptrt_matmul_bf16_bgrad_accumulate(h, dy.data(), act.data(), dw.data(),
+                                     dbGot.data(), 1, m, n, k, 1, 0, 0, 0, 0,
+                                     GPTRT_DTYPE_F32_ACCUMULATE);
+  EXPECT_EQ(dw, dwWant);
+  want = grad;
+  for (int64_t j = 0; j < m; ++j)
+    want[j] += dbSums[j];
+  EXPECT_EQ(0, std::memcmp(dbGot.data(), want.data(), m * sizeof(float)));
+}
+
 // fast_accum only changes how a GPU accumulates: the CPU's emulation sums
 // in f32 either way, so both give the same bits; other values are refused.
 TEST_F(AbiFp8Test, FastAccumulationIsAFlagTheCpuAccumulatesAlike) {

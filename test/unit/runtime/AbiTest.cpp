@@ -236,6 +236,67 @@ TEST_F(AbiTest, EmbeddingBackwardAccumulatesIntoTheGradient) {
   ctx.clearError();
 }
 
+// GPTRT_DTYPE_F32_ACCUMULATE on the small gradient outputs
+// (rt-fuse-grad-accumulation): each adds, bit for bit, the f32 values the
+// kernel writes with dtype f32; other outputs refuse it.
+TEST_F(AbiTest, GradientOutputsAccumulateWithDtype257) {
+  const int64_t rows = 40, cols = 6;
+  const F x = randomF(rows * cols, 101, -2, 2), grad = randomF(cols, 103);
+  auto expectAdds = [&](const F &got, const F &written, const char *what) {
+    F want = grad;
+    for (int64_t j = 0; j < cols; ++j)
+      want[j] += written[j];
+    expectSameBits(got, want, what);
+  };
+  F sums = nanF(cols), got = grad;
+  gptrt_reduce_rows(h, x.data(), sums.data(), rows, cols, GPTRT_DTYPE_F32,
+                    GPTRT_DTYPE_F32);
+  gptrt_reduce_rows(h, x.data(), got.data(), rows, cols, GPTRT_DTYPE_F32,
+                    GPTRT_DTYPE_F32_ACCUMULATE);
+  expectAdds(got, sums, "reduce_rows");
+
+  // The layernorm's dw and db (dx stays a storage dtype).
+  const F w = randomF(cols, 105), b = randomF(cols, 106),
+          dout = randomF(rows * cols, 107);
+  F out(rows * cols), mean(rows), rstd(rows);
+  cpu::layerNormForward(out.data(), mean.data(), rstd.data(), x.data(),
+                        w.data(), b.data(), rows, cols, 1e-5f);
+  F dx(rows * cols), dw = nanF(cols), db = nanF(cols);
+  gptrt_layernorm_bwd(h, dout.data(), x.data(), w.data(), mean.data(),
+                      rstd.data(), dx.data(), dw.data(), db.data(), rows, cols,
+                      GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32,
+                      GPTRT_DTYPE_F32, GPTRT_DTYPE_F32);
+  F gotDw = grad, gotDb = grad, gotDx(rows * cols);
+  gptrt_layernorm_bwd(h, dout.data(), x.data(), w.data(), mean.data(),
+                      rstd.data(), gotDx.data(), gotDw.data(), gotDb.data(),
+                      rows, cols, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32,
+                      GPTRT_DTYPE_F32, GPTRT_DTYPE_F32_ACCUMULATE,
+                      GPTRT_DTYPE_F32_ACCUMULATE);
+  expectSameBits(gotDx, dx, "layernorm dx");
+  expectAdds(gotDw, dw, "layernorm dw");
+  expectAdds(gotDb, db, "layernorm db");
+
+  // Not a storage dtype: refused where the output is not a gradient's.
+  gptrt_layernorm_bwd(h, dout.data(), x.data(), w.data(), mean.data(),
+                      rstd.data(), gotDx.data(), gotDw.data(), gotDb.data(),
+                      rows, cols, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32,
+                      GPTRT_DTYPE_F32_ACCUMULATE, GPTRT_DTYPE_F32,
+                      GPTRT_DTYPE_F32);
+  EXPECT_THAT(ctx.error(),
+              ::testing::HasSubstr("dx_dtype 257, expected f32 (1) or bf16"));
+  ctx.clearError();
+  F gelu(rows * cols);
+  gptrt_gelu_fwd(h, x.data(), gelu.data(), rows * cols, GPTRT_DTYPE_F32,
+                 GPTRT_DTYPE_F32_ACCUMULATE);
+  EXPECT_THAT(ctx.error(), ::testing::HasSubstr("out_dtype 257"));
+  ctx.clearError();
+  gptrt_reduce_rows(h, x.data(), got.data(), rows, cols, GPTRT_DTYPE_F32, 7);
+  EXPECT_THAT(ctx.error(),
+              ::testing::HasSubstr("out_dtype 7, expected f32 (1), bf16 (2) "
+                                   "or f32 accumulate (257)"));
+  ctx.clearError();
+}
+
 TEST_F(AbiTest, EmbeddingBackwardRejectsIdOutsideTable) {
   std::vector<int32_t> ids = {0, 6};
   F dout(2 * 3, 1.0f), dtable(6 * 3);
