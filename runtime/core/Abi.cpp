@@ -125,6 +125,20 @@ void addGemmResult(Context &ctx, float *c, int64_t count, Gemm &&gemm) {
     c[i] += result[static_cast<size_t>(i)];
 }
 
+// An FP8 GEMM's bias: a vector of n floats.
+void requireBias(const float *bias) {
+  if (bias == nullptr)
+    throw std::invalid_argument("bias is null, expected a vector of n floats");
+}
+
+// The amax output of an _amax kernel: one float, which the kernel writes
+// (a null one would be a silently skipped reduction on a GPU).
+void requireAmax(const float *amax) {
+  if (amax == nullptr)
+    throw std::invalid_argument(
+        "amax is null, expected a pointer to one float for the reduction");
+}
+
 // The CPU side of the FP8 GEMMs with a bias (rt-fuse-gemm-epilogue): the
 // two kernels they fuse, so the same numbers as without the fusion -- the
 // product as `gemm` stores it in out_dtype (into its own buffer: the GEMMs
@@ -132,18 +146,13 @@ void addGemmResult(Context &ctx, float *c, int64_t count, Gemm &&gemm) {
 template <typename Gemm>
 void gemmThenBias(gptrt_context *ctx, const float *bias, void *c, int64_t batch,
                   int64_t m, int64_t n, int64_t outDtype, Gemm &&gemm) {
+  requireBias(bias);
   const int64_t count = batch * m * n;
   std::vector<float> product(static_cast<size_t>(
       outDtype == GPTRT_DTYPE_BF16 ? (count + 1) / 2 : count));
   gemm(static_cast<void *>(product.data()));
   gptrt_add(ctx, product.data(), bias, c, batch * m, n, 1, outDtype,
             GPTRT_DTYPE_F32, outDtype);
-}
-
-// An FP8 GEMM's bias on a GPU: a vector of n floats.
-void requireBias(const float *bias) {
-  if (bias == nullptr)
-    throw std::invalid_argument("bias is null, expected a vector of n floats");
 }
 
 void requireFlag(int64_t flag, const char *name) {
@@ -383,10 +392,12 @@ GPTRT_EXPORT void gptrt_amax(gptrt_context *ctx, const void *x, float *out,
                              int64_t n, int64_t x_dtype) {
   guarded(ctx, "gptrt_amax", [&](Context &c) {
     requireNonNegative(n, "n");
+    requireAmax(out);
     F32Staging f32(c, {{x, x_dtype, n, false, "x_dtype"}});
     out[0] = amaxOf(f32[0], n);
   }, [&](Context &, Gpu &g) {
     requireNonNegative(n, "n");
+    requireAmax(out);
     requireStorageDtype(x_dtype, "x_dtype");
     g.amax(x, x_dtype, out, n);
   });
@@ -526,8 +537,13 @@ void fp8GemmUnscaled(const uint8_t *a, const uint8_t *b, float *c,
                      int64_t formatB) {
   requireFormat(formatA);
   requireFormat(formatB);
-  int64_t aElems = batch == 1 ? m * k : (batch - 1) * strideA + m * k;
-  int64_t bElems = strideB == 0 ? n * k : (batch - 1) * strideB + n * k;
+  // Elements spanned by `batch` matrices of `size` elements, `stride` apart
+  // (0 when there are none; one shared matrix when the stride is 0).
+  auto extent = [&](int64_t stride, int64_t size) -> int64_t {
+    return batch == 0 ? 0 : (batch - 1) * stride + size;
+  };
+  const int64_t aElems = extent(strideA, m * k);
+  const int64_t bElems = extent(strideB, n * k);
   std::vector<float> fa(aElems), fb(bElems);
   for (int64_t i = 0; i < aElems; ++i)
     fa[i] = fp8Decode(a[i], formatA);
@@ -617,23 +633,26 @@ GPTRT_EXPORT void gptrt_scaled_matmul(
   guarded(ctx, "gptrt_scaled_matmul", [&](Context &ctxRef) {
     requireFlag(fastAccum, "fast_accum");
     requireStorageDtype(outDtype, "out_dtype");
-    int64_t cElems = batch == 1 ? m * n : (batch - 1) * strideC + m * n;
-    // A bf16 c: the f32 result in scratch, rounded once (only the batches'
-    // own elements: the gaps between strided batches are someone else's).
+    for (auto [value, name] :
+         {std::pair{batch, "batch"}, {m, "m"}, {n, "n"}, {k, "k"}})
+      requireNonNegative(value, name);
+    const int64_t cElems = batch == 0 ? 0 : (batch - 1) * strideC + m * n;
+    // A bf16 c: the f32 result in scratch, rounded once. Only the batches'
+    // own elements are touched: the gaps between strided batches are
+    // someone else's.
     const bool narrow = outDtype == GPTRT_DTYPE_BF16;
     float *result = narrow ? ctxRef.scratch(static_cast<size_t>(cElems))
                            : static_cast<float *>(c);
     fp8GemmUnscaled(a, b, result, batch, m, n, k, transA, transB, strideA,
                     strideB, strideC, formatA, formatB);
     const float dequant = scaleA[0] * scaleB[0];
-    for (int64_t i = 0; i < cElems; ++i)
-      result[i] /= dequant;
-    if (narrow) {
-      uint16_t *out = static_cast<uint16_t *>(c);
-      for (int64_t p = 0; p < batch; ++p)
-        for (int64_t i = 0; i < m * n; ++i)
-          out[p * strideC + i] = cpu::floatToBf16(result[p * strideC + i]);
-    }
+    uint16_t *out = static_cast<uint16_t *>(c);
+    for (int64_t p = 0; p < batch; ++p)
+      for (int64_t i = p * strideC; i < p * strideC + m * n; ++i) {
+        result[i] /= dequant;
+        if (narrow)
+          out[i] = cpu::floatToBf16(result[i]);
+      }
   }, [&](Context &, Gpu &g) {
     requireFlag(fastAccum, "fast_accum");
     requireStorageDtype(outDtype, "out_dtype");
@@ -1168,12 +1187,14 @@ GPTRT_EXPORT void gptrt_layernorm_bwd_amax(
   guarded(
       ctx, "gptrt_layernorm_bwd_amax",
       [&](Context &) {
+        requireAmax(amax);
         gptrt_layernorm_bwd(ctx, dout, x, w, mean, rstd, dx, dw, db, rows,
                             width, dout_dtype, x_dtype, dx_dtype, dw_dtype,
                             db_dtype);
         gptrt_amax(ctx, dx, amax, rows * width, dx_dtype);
       },
       [&](Context &, Gpu &g) {
+        requireAmax(amax);
         layerNormBackwardOnGpu(g, dout, x, w, mean, rstd, dx, dw, db, amax,
                                rows, width, dout_dtype, x_dtype, dx_dtype,
                                dw_dtype, db_dtype);
@@ -1684,11 +1705,13 @@ gptrt_attention_fwd_packed_amax(gptrt_context *ctx, const void *qkv, void *out,
   guarded(
       ctx, "gptrt_attention_fwd_packed_amax",
       [&](Context &) {
+        requireAmax(amax);
         gptrt_attention_fwd_packed(ctx, qkv, out, lse, batch, seq, width, heads,
                                    causal, dtype);
         gptrt_amax(ctx, out, amax, batch * seq * width, dtype);
       },
       [&](Context &, Gpu &g) {
+        requireAmax(amax);
         attentionElements(batch, seq, width);
         requireStorageDtype(dtype, "dtype");
         g.attentionForwardPacked(qkv, out, lse, amax, batch, seq, width, heads,
@@ -1728,11 +1751,13 @@ GPTRT_EXPORT void gptrt_attention_bwd_packed_amax(
   guarded(
       ctx, "gptrt_attention_bwd_packed_amax",
       [&](Context &) {
+        requireAmax(amax);
         gptrt_attention_bwd_packed(ctx, dout, qkv, out, lse, dqkv, batch, seq,
                                    width, heads, causal, dtype);
         gptrt_amax(ctx, dqkv, amax, 3 * batch * seq * width, dtype);
       },
       [&](Context &, Gpu &g) {
+        requireAmax(amax);
         attentionElements(batch, seq, width);
         requireStorageDtype(dtype, "dtype");
         g.attentionBackwardPacked(dout, qkv, out, lse, dqkv, amax, batch, seq,
@@ -1794,10 +1819,12 @@ void crossEntropyFwdBwd(gptrt_context *ctx, const char *name,
                         const int32_t *targets, float *loss, float *lse,
                         void *dlogits, float *amax, int64_t rows, int64_t vocab,
                         int64_t padded_vocab, int64_t ignore_index,
-                        int64_t dtype) {
+                        int64_t dtype, bool withAmax) {
   guarded(
       ctx, name,
       [&](Context &c) {
+        if (withAmax)
+          requireAmax(amax);
         // The CPU has no memory traffic to save: the two kernels, in order,
         // then gptrt_amax's reduction of the stored gradient.
         requireNonNegative(rows, "rows");
@@ -1816,6 +1843,8 @@ void crossEntropyFwdBwd(gptrt_context *ctx, const char *name,
         }
       },
       [&](Context &, Gpu &g) {
+        if (withAmax)
+          requireAmax(amax);
         requireStorageDtype(dtype, "dtype");
         g.crossEntropyFused(dloss, logits, targets, loss, lse, dlogits, amax,
                             dtype, rows, vocab, padded_vocab, ignore_index);
@@ -1832,7 +1861,7 @@ gptrt_cross_entropy_fwd_bwd(gptrt_context *ctx, const float *dloss,
                             int64_t ignore_index, int64_t dtype) {
   crossEntropyFwdBwd(ctx, "gptrt_cross_entropy_fwd_bwd", dloss, logits, targets,
                      loss, lse, dlogits, nullptr, rows, vocab, padded_vocab,
-                     ignore_index, dtype);
+                     ignore_index, dtype, /*withAmax=*/false);
 }
 
 GPTRT_EXPORT void gptrt_cross_entropy_fwd_bwd_amax(
@@ -1842,7 +1871,7 @@ GPTRT_EXPORT void gptrt_cross_entropy_fwd_bwd_amax(
     int64_t dtype) {
   crossEntropyFwdBwd(ctx, "gptrt_cross_entropy_fwd_bwd_amax", dloss, logits,
                      targets, loss, lse, dlogits, amax, rows, vocab,
-                     padded_vocab, ignore_index, dtype);
+                     padded_vocab, ignore_index, dtype, /*withAmax=*/true);
 }
 
 GPTRT_EXPORT void gptrt_global_norm(gptrt_context *ctx, const float *x,
@@ -2083,6 +2112,7 @@ struct Epilogue {
 void runEpilogue(Context &c, const void *out, const Epilogue &e) {
   requireNonNegative(e.rows, "rows");
   requireNonNegative(e.cols, "cols");
+  requireAmax(e.amax);
   const int64_t n = e.rows * e.cols;
   const float *x = static_cast<const float *>(out);
   std::vector<float> widened;
@@ -2129,6 +2159,7 @@ bool producedWithEpilogue(gptrt_context *ctx, const char *fn, const void *out,
       [&](Context &c, Gpu &g) {
         requireNonNegative(e.rows, "rows");
         requireNonNegative(e.cols, "cols");
+        requireAmax(e.amax);
         if (e.dtype != GPTRT_DTYPE_F32 && e.dtype != GPTRT_DTYPE_BF16)
           throw std::invalid_argument("out_dtype " + std::to_string(e.dtype) +
                                       ", expected f32 (1) or bf16 (2)");
@@ -2146,6 +2177,7 @@ void finish(gptrt_context *ctx, const char *fn, const void *out,
   guarded(
       ctx, fn, [&](Context &c) { runEpilogue(c, out, epilogue); },
       [&](Context &c, Gpu &g) {
+        requireAmax(epilogue.amax);
         g.castEpilogue(out, epilogue.dtype, epilogue.rows, epilogue.cols,
                        epilogue.amax, epilogue.scale, epilogue.q,
                        epilogue.format, epilogue.transpose != 0);

@@ -332,6 +332,11 @@ private:
                   int64_t strideA, int64_t strideB, int64_t strideC,
                   int64_t formatA, int64_t formatB, bool fastAccum,
                   int64_t outDtype, const float *bias);
+  // Gemm.cu: the result of a GEMM with k = 0 (an empty sum): zeros in
+  // batch matrices of `count` elements of `elementBytes`, `stride` apart,
+  // leaving the gaps between them alone.
+  void zeroBatches(void *c, size_t elementBytes, int64_t batch, int64_t count,
+                   int64_t stride);
   // Fp8.cu: the device form of an Fp8Epilogue for a producer kernel, its
   // amax zeroed on the stream first (inactive without an amax).
   Fp8Sink sinkFor(const Fp8Epilogue &fp8);

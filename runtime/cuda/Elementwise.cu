@@ -39,8 +39,8 @@ template <typename F> void launchMap(cudaStream_t s, int64_t n, F f,
 
 // The same with an FP8 sink (Fp8Sink.cuh): f(i, m, s) stores its
 // element(s) and puts each stored value into the sink, m being the
-// thread's running amax and s the scale. A fused launch takes at most 2048
-// blocks, so that few atomics meet on the amax.
+// thread's running amax and s the scale (a fused launch's grid is
+// Fp8Sink::cappedGrid).
 template <typename F>
 __global__ void mapSinkKernel(int64_t n, F f, Fp8Sink sink) {
   const float s = sink.scaleValue();
@@ -56,10 +56,7 @@ void launchMapSink(cudaStream_t st, int64_t n, F f, const Fp8Sink &sink,
                    const char *name) {
   if (n <= 0)
     return;
-  unsigned blocks = gridFor(n);
-  if (sink.active() && blocks > 2048)
-    blocks = 2048;
-  mapSinkKernel<<<blocks, 256, 0, st>>>(n, f, sink);
+  mapSinkKernel<<<sink.cappedGrid(gridFor(n)), 256, 0, st>>>(n, f, sink);
   checkLaunch(name);
 }
 

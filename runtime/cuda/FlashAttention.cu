@@ -513,7 +513,7 @@ void DeviceImpl::flashAttentionBackward(
     convert(dqSum, dq, n, GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16);
     return;
   }
-  dqFromSumsKernel<<<gridFor(n), 256, 0, stream_>>>(
+  dqFromSumsKernel<<<sink.cappedGrid(gridFor(n)), 256, 0, stream_>>>(
       dqSum, static_cast<bf16 *>(dq), batch * seq, width, ldQkv, sink);
   checkLaunch("gptrt_attention_bwd (flash dq)");
 }

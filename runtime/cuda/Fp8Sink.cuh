@@ -26,6 +26,12 @@ struct Fp8Sink {
 
   __host__ __device__ bool active() const { return amax != nullptr; }
 
+  // A grid-stride launch feeding an active sink takes at most 2048 blocks,
+  // so that few atomics meet on the one amax.
+  __host__ unsigned cappedGrid(unsigned blocks) const {
+    return active() && blocks > 2048 ? 2048u : blocks;
+  }
+
   // The scale, read once per thread before its loop (0 without codes).
   __device__ float scaleValue() const { return q ? *scale : 0.0f; }
 

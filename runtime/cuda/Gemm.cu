@@ -307,6 +307,19 @@ void DeviceImpl::runGemm(GemmPlan &plan, const GemmKey &key, const void *a,
         "cublasLtMatmul");
 }
 
+void DeviceImpl::zeroBatches(void *c, size_t elementBytes, int64_t batch,
+                             int64_t count, int64_t stride) {
+  if (batch == 0 || count == 0)
+    return;
+  if (batch == 1 || stride <= count) { // contiguous (or overlapping) batches
+    zero(c, size_t((batch - 1) * stride + count) * elementBytes);
+    return;
+  }
+  check(cudaMemset2DAsync(c, size_t(stride) * elementBytes, 0,
+                          size_t(count) * elementBytes, size_t(batch), stream_),
+        "cudaMemset2DAsync (a GEMM's empty sum)");
+}
+
 const uint16_t *DeviceImpl::bf16Bias(const float *bias, int64_t n) {
   uint16_t *codes = static_cast<uint16_t *>(
       grow(bf16Bias_, size_t(n) * sizeof(uint16_t), 65536 * sizeof(uint16_t),
@@ -336,8 +349,8 @@ bool DeviceImpl::plainGemm(int kind, const T *a, const T *b, void *c,
     if (accumulate)
       return true; // c += an empty sum
     // An empty sum: zeros, whose bits are 0 in f32 and in bf16.
-    const int64_t count = (batch - 1) * strideC + m * n;
-    zero(c, size_t(count) * (kind == 3 ? sizeof(uint16_t) : sizeof(float)));
+    zeroBatches(c, kind == 3 ? sizeof(uint16_t) : sizeof(float), batch, m * n,
+                strideC);
     return true;
   }
   // Alignments travel in the format fields' upper bits (unused here).
@@ -536,6 +549,15 @@ bool DeviceImpl::scaledGemm(const uint8_t *a, const uint8_t *b,
         "must keep this layer in bf16");
   if (batch == 0 || m == 0 || n == 0)
     return bias == nullptr; // nothing to add the bias to either
+  if (k == 0) {             // an empty sum, which cuBLASLt need not accept
+    if (bias)
+      return false; // the caller adds the bias to the zeros
+    if (outDtype != kAccumulateF32)
+      zeroBatches(
+          c, outDtype == GPTRT_DTYPE_BF16 ? sizeof(uint16_t) : sizeof(float),
+          batch, m * n, strideC);
+    return true; // (an accumulating c gains nothing)
+  }
   // The bias rounded to bf16, in its own buffer (scratch may hold the
   // transposed operands).
   const void *biasArg = bias ? bf16Bias(bias, n) : nullptr;

@@ -28,7 +28,8 @@ struct Storage {
     return bf16 ? __bfloat162float(static_cast<const __nv_bfloat16 *>(data)[i])
                 : static_cast<const float *>(data)[i];
   }
-  // v as store() keeps it (rounded to bf16, or as it is).
+  // v as store() rounds it (to bf16, or as it is). In add mode that is the
+  // addend, not the sum it is added into.
   __device__ float rounded(float v) const {
     return bf16 ? __bfloat162float(__float2bfloat16(v)) : v;
   }

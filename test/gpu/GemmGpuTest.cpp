@@ -714,6 +714,64 @@ TEST_F(GpuTest, RowwiseWithTransposedOperandsMatchesCpu) {
   EXPECT_LT(relErr(bf16Values(download(c, m * n)), bf16Values(ref)), 1.0 / 256);
 }
 
+// An FP8 GEMM with k = 0 is an empty sum, as on the CPU: zeros in every
+// batch (the gaps between strided batches keep their bits), the bias alone
+// with a bias, and an accumulating c unchanged -- whether or not cuBLASLt
+// would take the shape.
+TEST_F(GpuTest, EmptyFp8GemmsMatchCpu) {
+  const int64_t batch = 2, m = 16, n = 32, strideC = m * n + 16;
+  const size_t extent = (batch - 1) * strideC + m * n;
+  uint8_t *a = alloc<uint8_t>(16), *b = alloc<uint8_t>(16);
+  float *s = upload(std::vector<float>{2.0f, 4.0f});
+  const std::vector<float> before = randn(extent);
+  for (int64_t dtype : {GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16}) {
+    SCOPED_TRACE("out dtype " + std::to_string(dtype));
+    const size_t elementBytes = dtype == GPTRT_DTYPE_F32 ? 4 : 2;
+    std::vector<unsigned char> hostBefore(extent * elementBytes);
+    if (dtype == GPTRT_DTYPE_F32)
+      std::memcpy(hostBefore.data(), before.data(), hostBefore.size());
+    else
+      std::memcpy(hostBefore.data(), toBf16(before).data(), hostBefore.size());
+    unsigned char *c = upload(hostBefore);
+    gptrt_scaled_matmul(g(), a, b, s, s + 1, c, batch, m, n, 0, 0, 1, 0, 0,
+                        strideC, GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 0, dtype);
+    expectOk();
+    const std::vector<unsigned char> got = download(c, hostBefore.size());
+    for (size_t i = 0; i < extent; ++i) {
+      const bool gap = int64_t(i % strideC) >= m * n;
+      const bool zero = std::all_of(
+          got.begin() + i * elementBytes, got.begin() + (i + 1) * elementBytes,
+          [](unsigned char byte) { return byte == 0; });
+      const bool kept = std::equal(got.begin() + i * elementBytes,
+                                   got.begin() + (i + 1) * elementBytes,
+                                   hostBefore.begin() + i * elementBytes);
+      ASSERT_TRUE(gap ? kept : zero) << "element " << i;
+    }
+  }
+  // The bias alone, as gptrt_add of the bias to zeros stores it.
+  const std::vector<float> bias = randn(n);
+  float *biasDev = upload(bias);
+  uint16_t *withBias = alloc<uint16_t>(m * n);
+  gptrt_scaled_matmul_bias(g(), a, b, s, s + 1, biasDev, withBias, 1, m, n, 0,
+                           0, 1, 0, 0, m * n, GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 0,
+                           GPTRT_DTYPE_BF16);
+  expectOk();
+  const std::vector<uint16_t> gotBias = download(withBias, m * n);
+  for (int64_t i = 0; i < m * n; ++i)
+    ASSERT_EQ(gotBias[i], cpu::floatToBf16(bias[i % n])) << "element " << i;
+  // An accumulating c gains nothing, in both accumulating forms.
+  float *acc = upload(before);
+  gptrt_scaled_matmul_accumulate(g(), a, b, s, s + 1, acc, 1, m, n, 0, 0, 1, 0,
+                                 0, m * n, GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 0);
+  gptrt_scaled_matmul_rowwise_accumulate(g(), a, b, s, s + 1, acc, 1, m, n, 0,
+                                         0, 1, 0, 0, m * n, GPTRT_FP8_E4M3,
+                                         GPTRT_FP8_E4M3, 0, 0, 0);
+  expectOk();
+  const std::vector<float> gotAcc = download(acc, m * n);
+  for (int64_t i = 0; i < m * n; ++i)
+    ASSERT_EQ(gotAcc[i], before[i]) << "element " << i;
+}
+
 TEST_F(GpuTest, ScaledMatmulRefusesWhatCublasLtCannotDo) {
   uint8_t *a = alloc<uint8_t>(64 * 64), *b = alloc<uint8_t>(64 * 64);
   float *s = upload(std::vector<float>{1.0f, 1.0f});

@@ -719,6 +719,87 @@ TEST_F(AbiFp8Test, FastAccumulationIsAFlagTheCpuAccumulatesAlike) {
   ctx.clearError();
 }
 
+// The FP8 GEMM touches only its batches' own elements: an f32 c's gaps
+// between strided batches keep their bits, no batches write nothing, and
+// an empty sum (k = 0) is zeros.
+TEST_F(AbiFp8Test, ScaledMatmulWritesOnlyItsBatchesElements) {
+  const int64_t batch = 2, m = 2, n = 16, k = 16, strideC = m * n + 5;
+  std::vector<float> xa = randomF(batch * m * k, 61, -2, 2),
+                     xb = randomF(n * k, 62, -2, 2);
+  std::vector<uint8_t> a(xa.size()), b(xb.size());
+  for (size_t i = 0; i < a.size(); ++i)
+    a[i] = cpu::floatToE4M3(xa[i] * 32.0f);
+  for (size_t i = 0; i < b.size(); ++i)
+    b[i] = cpu::floatToE4M3(xb[i] * 16.0f);
+  const float sa = 32.0f, sb = 16.0f;
+  const float sentinel = 1234.5f;
+  std::vector<float> c((batch - 1) * strideC + m * n, sentinel);
+  gptrt_scaled_matmul(h, a.data(), b.data(), &sa, &sb, c.data(), batch, m, n, k,
+                      0, 1, m * k, 0, strideC, GPTRT_FP8_E4M3, GPTRT_FP8_E4M3,
+                      0, GPTRT_DTYPE_F32);
+  ASSERT_FALSE(ctx.failed()) << ctx.error();
+  for (int64_t i = m * n; i < strideC; ++i)
+    EXPECT_EQ(c[i], sentinel) << "gap element " << i;
+  for (int64_t i : {int64_t(0), m * n - 1, strideC, strideC + m * n - 1})
+    EXPECT_NE(c[i], sentinel) << "batch element " << i;
+
+  std::vector<float> untouched(8, sentinel);
+  gptrt_scaled_matmul(h, a.data(), b.data(), &sa, &sb, untouched.data(), 0, m,
+                      n, k, 0, 1, m * k, 0, strideC, GPTRT_FP8_E4M3,
+                      GPTRT_FP8_E4M3, 0, GPTRT_DTYPE_F32);
+  ASSERT_FALSE(ctx.failed()) << ctx.error();
+  EXPECT_THAT(untouched, ::testing::Each(sentinel)) << "batch 0";
+
+  std::vector<float> empty(m * n, sentinel);
+  gptrt_scaled_matmul(h, a.data(), b.data(), &sa, &sb, empty.data(), 1, m, n, 0,
+                      0, 1, 0, 0, 0, GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 0,
+                      GPTRT_DTYPE_F32);
+  ASSERT_FALSE(ctx.failed()) << ctx.error();
+  EXPECT_THAT(empty, ::testing::Each(0.0f)) << "k = 0";
+
+  gptrt_scaled_matmul(h, a.data(), b.data(), &sa, &sb, c.data(), -1, m, n, k, 0,
+                      1, m * k, 0, strideC, GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 0,
+                      GPTRT_DTYPE_F32);
+  EXPECT_THAT(ctx.error(), ::testing::HasSubstr("batch"));
+  ctx.clearError();
+}
+
+// A null bias or amax is an error naming it, on the CPU as on a GPU, never
+// a crash or a silently skipped reduction.
+TEST_F(AbiFp8Test, NullBiasAndAmaxAreErrors) {
+  const int64_t m = 16, n = 16, k = 16;
+  std::vector<uint8_t> a(m * k, 0x38), b(n * k, 0x38); // E4M3 1.0
+  const float one = 1.0f;
+  std::vector<float> c(m * n, 0.0f);
+  gptrt_scaled_matmul_bias(h, a.data(), b.data(), &one, &one, nullptr, c.data(),
+                           1, m, n, k, 0, 1, 0, 0, 0, GPTRT_FP8_E4M3,
+                           GPTRT_FP8_E4M3, 0, GPTRT_DTYPE_F32);
+  EXPECT_THAT(ctx.error(), ::testing::HasSubstr("bias is null"));
+  ctx.clearError();
+  gptrt_scaled_matmul_rowwise_bias(
+      h, a.data(), b.data(), &one, &one, nullptr, c.data(), 1, m, n, k, 0, 1, 0,
+      0, 0, GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 0, 0, 0, GPTRT_DTYPE_F32);
+  EXPECT_THAT(ctx.error(), ::testing::HasSubstr("bias is null"));
+  ctx.clearError();
+
+  std::vector<float> x = randomF(m * n, 63, -1, 1), y(m * n);
+  gptrt_amax(h, x.data(), nullptr, m * n, GPTRT_DTYPE_F32);
+  EXPECT_THAT(ctx.error(), ::testing::HasSubstr("amax is null"));
+  ctx.clearError();
+  gptrt_gelu_fwd_amax(h, x.data(), y.data(), nullptr, m * n, GPTRT_DTYPE_F32,
+                      GPTRT_DTYPE_F32, m, n, GPTRT_DTYPE_F32);
+  EXPECT_THAT(ctx.error(), ::testing::HasSubstr("amax is null"));
+  ctx.clearError();
+  std::vector<int32_t> targets(m, 1);
+  std::vector<float> lse(m), dlogits(m * n);
+  float loss = 0;
+  gptrt_cross_entropy_fwd_bwd_amax(h, &one, x.data(), targets.data(), &loss,
+                                   lse.data(), dlogits.data(), nullptr, m, n, n,
+                                   -1, GPTRT_DTYPE_F32);
+  EXPECT_THAT(ctx.error(), ::testing::HasSubstr("amax is null"));
+  ctx.clearError();
+}
+
 TEST_F(AbiFp8Test, ScaledMatmulRejectsUnknownFormat) {
   uint8_t a = 0, b = 0;
   float s = 1, c = 0;
