@@ -249,9 +249,11 @@ int gptcMain(int argc, char **argv) {
   llvm::cl::opt<bool> fuseAddLayerNorm(
       "fuse-add-layernorm",
       llvm::cl::desc("Fuse each residual add into the layernorm that reads "
-                     "its sum (rt-fuse-add-layernorm; default true): one "
-                     "pass over the row on a GPU, the same numbers on the "
-                     "CPU. =false keeps separate kernels"),
+                     "its sum, and each layernorm backward into the add of "
+                     "its dx into the residual gradient "
+                     "(rt-fuse-add-layernorm; default true): one pass over "
+                     "the rows on a GPU, the same numbers everywhere. "
+                     "=false keeps separate kernels"),
       llvm::cl::init(true), llvm::cl::cat(category));
   llvm::cl::opt<bool> fuseClassifier(
       "fuse-classifier",

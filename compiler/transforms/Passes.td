@@ -412,21 +412,35 @@ def RtFuseGemmEpilogue : Pass<"rt-fuse-gemm-epilogue", "::mlir::ModuleOp"> {
 }
 
 def RtFuseAddLayerNorm : Pass<"rt-fuse-add-layernorm", "::mlir::ModuleOp"> {
-  let summary = "Fuses each residual add into the layernorm that reads it";
+  let summary = "Fuses the residual adds with their layernorms, forward and backward";
   let description = [{
-    Runs after rt-bufferize, before rt-plan-memory. An `add` (without
-    broadcast) whose result is next touched by the `layernorm_fwd` reading
-    it becomes one `add_layernorm_fwd` where the layernorm was: it still
-    stores the sum (the residual stream goes on), and on a GPU computes the
-    row statistics in the same pass. The add's operands must not be
-    written in between. On the CPU the fused kernel runs the two kernels it
-    replaces, with the same numbers; the FP8 variants of the layernorm
-    (`layernorm_fwd_amax`, `_cast`) are left alone.
+    Runs after rt-bufferize, before rt-plan-memory (and before rt-fuse-amax
+    and rt-fuse-grad-accumulation, which know the kernels it makes).
+
+    Forward: an `add` (without broadcast) whose result is next touched by
+    the `layernorm_fwd` reading it becomes one `add_layernorm_fwd` where the
+    layernorm was: it still stores the sum (the residual stream goes on),
+    and on a GPU computes the row statistics in the same pass. The add's
+    operands must not be written in between. The FP8 variants of the
+    layernorm (`layernorm_fwd_amax`, `_cast`) are left alone.
+
+    Backward: a `layernorm_bwd` whose dx (an rt.alloc of rows x width) is
+    read by nothing but one `add` (without broadcast) into the residual
+    stream's gradient -- or that add's `add_amax` / `add_cast` form -- becomes
+    one `layernorm_bwd_add` (`_amax`, `_cast`) where the add was, as llm.c's
+    layernorm backward adds into the residual gradient: dx is never stored
+    or read back, and its buffer goes. The layernorm's inputs must not be
+    written, nor its dw and db touched, in between.
+
+    On the CPU each fused kernel runs the two kernels it replaces; a GPU
+    rounds as they do, so the numbers are the same bit for bit.
     `gptc --fuse-add-layernorm=false` leaves this pass out.
   }];
   let dependentDialects = ["::gptc::rt::RtDialect"];
   let statistics = [
     Statistic<"fused", "fused", "adds fused into their layernorm">,
+    Statistic<"fusedBackward", "fused-backward",
+              "layernorm backwards fused with the add of their dx">,
   ];
 }
 
@@ -502,7 +516,8 @@ def RtFuseAmax : Pass<"rt-fuse-amax", "::mlir::ModuleOp"> {
     output (on a GPU: in the same pass, instead of a second read; on the
     CPU the kernel and then gptrt_amax, the same numbers). Today:
     `layernorm_bwd` (its dx: the gradient of the last residual stream,
-    the FP8 output gradient of the last block's projection). The kernels
+    the FP8 output gradient of the last block's projection) and
+    `layernorm_bwd_add` (its sum, where the add had no epilogue). The kernels
     other rt fusions create take theirs in those passes
     (rt-fuse-classifier, rt-fuse-qkv-attention).
     `gptc --fp8-fusion=false` leaves this pass out, with fp8-fuse-amax.
@@ -535,8 +550,8 @@ def RtFuseGradAccumulation
     the rows no token names (most of a 50257-row vocabulary). And the
     small gradients -- each bias's (`reduce_rows`, or the db of
     `matmul_bf16_bgrad` and of the `_bgrad` FP8 casts) and each
-    layernorm's weight and bias (`layernorm_bwd`) -- are written straight
-    into theirs: the output's dtype constant becomes
+    layernorm's weight and bias (`layernorm_bwd` and its fused forms) --
+    are written straight into theirs: the output's dtype constant becomes
     GPTRT_DTYPE_F32_ACCUMULATE (gptrt.h), f32 added into. So unlike
     the other rt fusions this one changes the numbers, by at most those
     roundings (and the order of an embedding row's additions); `gptc

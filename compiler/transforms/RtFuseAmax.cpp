@@ -29,6 +29,8 @@ std::optional<AmaxForm> amaxForm(StringRef kernel) {
   return llvm::StringSwitch<std::optional<AmaxForm>>(kernel)
       // outs dx, dw, db; consts rows, width, dout, x, dx, dw, db dtypes.
       .Case("layernorm_bwd", AmaxForm{0, 4})
+      // outs sum, dw, db; consts the seven above, resid and sum dtypes.
+      .Case("layernorm_bwd_add", AmaxForm{0, 8})
       .Default(std::nullopt);
 }
 

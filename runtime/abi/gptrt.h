@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below or the manifest's meaning changes. */
-#define GPTRT_ABI_VERSION 27
+#define GPTRT_ABI_VERSION 28
 
 typedef struct gptrt_context gptrt_context;
 
@@ -113,6 +113,21 @@ void gptrt_layernorm_bwd_amax(gptrt_context *ctx, const void *dout,
                               int64_t dout_dtype, int64_t x_dtype,
                               int64_t dx_dtype, int64_t dw_dtype,
                               int64_t db_dtype);
+/* The layernorm backward and the add of its dx into the residual stream's
+ * gradient after it (rt-fuse-add-layernorm): gptrt_layernorm_bwd with dx
+ * rounded to dx_dtype but not stored, then sum = resid + dx as gptrt_add
+ * stores it (sum_dtype, no broadcast). dw and db are written as by
+ * gptrt_layernorm_bwd. The CPU runs those two kernels; a GPU adds in the
+ * backward's own pass, with the same roundings. The _amax and _cast forms
+ * (below, with the other fused epilogues) take the sum's FP8 epilogue. */
+void gptrt_layernorm_bwd_add(gptrt_context *ctx, const void *dout,
+                             const void *x, const float *w, const float *mean,
+                             const float *rstd, const void *resid, void *sum,
+                             void *dw, void *db, int64_t rows, int64_t width,
+                             int64_t dout_dtype, int64_t x_dtype,
+                             int64_t dx_dtype, int64_t dw_dtype,
+                             int64_t db_dtype, int64_t resid_dtype,
+                             int64_t sum_dtype);
 
 /* c[b] = op(a[b]) op(b[b]) for b < batch; op transposes when the flag is 1.
  * Strides in elements; stride_b = 0 broadcasts one b over the batch. */
@@ -559,6 +574,21 @@ void gptrt_add_cast(gptrt_context *ctx, const void *a, const void *b,
                     int64_t a_dtype, int64_t b_dtype, int64_t sum_dtype,
                     int64_t rows, int64_t cols, int64_t out_dtype,
                     int64_t format, int64_t transpose, int64_t stat_slot);
+void gptrt_layernorm_bwd_add_amax(
+    gptrt_context *ctx, const void *dout, const void *x, const float *w,
+    const float *mean, const float *rstd, const void *resid, void *sum,
+    void *dw, void *db, float *amax, int64_t rows, int64_t width,
+    int64_t dout_dtype, int64_t x_dtype, int64_t dx_dtype, int64_t dw_dtype,
+    int64_t db_dtype, int64_t resid_dtype, int64_t sum_dtype, int64_t out_rows,
+    int64_t out_cols, int64_t out_dtype);
+void gptrt_layernorm_bwd_add_cast(
+    gptrt_context *ctx, const void *dout, const void *x, const float *w,
+    const float *mean, const float *rstd, const void *resid, const float *scale,
+    void *sum, void *dw, void *db, float *amax, uint8_t *q, int64_t rows,
+    int64_t width, int64_t dout_dtype, int64_t x_dtype, int64_t dx_dtype,
+    int64_t dw_dtype, int64_t db_dtype, int64_t resid_dtype, int64_t sum_dtype,
+    int64_t out_rows, int64_t out_cols, int64_t out_dtype, int64_t format,
+    int64_t transpose, int64_t stat_slot);
 void gptrt_matmul_amax(gptrt_context *ctx, const float *a, const float *b,
                        float *c, float *amax, int64_t batch, int64_t m,
                        int64_t n, int64_t k, int64_t trans_a, int64_t trans_b,

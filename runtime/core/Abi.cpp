@@ -1126,22 +1126,28 @@ gptrt_add_layernorm_fwd(gptrt_context *ctx, const void *a, const void *b,
 
 namespace {
 
-// gptrt_layernorm_bwd and its _amax form (amax null or not) on a GPU.
-void layerNormBackwardOnGpu(Gpu &g, const void *dout, const void *x,
-                            const float *w, const float *mean,
-                            const float *rstd, void *dx, void *dw, void *db,
-                            float *amax, int64_t rows, int64_t width,
-                            int64_t doutDtype, int64_t xDtype, int64_t dxDtype,
-                            int64_t dwDtype, int64_t dbDtype) {
+// gptrt_layernorm_bwd and its fused forms on a GPU: _amax and _cast
+// through `fp8`, _add (dx added into the residual, the sum stored at dx)
+// through `residual`.
+void layerNormBackwardOnGpu(
+    Gpu &g, const void *dout, const void *x, const float *w, const float *mean,
+    const float *rstd, void *dx, void *dw, void *db, int64_t rows,
+    int64_t width, int64_t doutDtype, int64_t xDtype, int64_t dxDtype,
+    int64_t dwDtype, int64_t dbDtype, const gptrt::cuda::Fp8Epilogue &fp8 = {},
+    const gptrt::cuda::ResidualGradient &residual = {}) {
   requireNonNegative(width, "width");
   for (auto [dtype, name] : {std::pair{doutDtype, "dout_dtype"},
                              {xDtype, "x_dtype"},
                              {dxDtype, "dx_dtype"}})
     requireStorageDtype(dtype, name);
+  if (residual.resid) {
+    requireStorageDtype(residual.residDtype, "resid_dtype");
+    requireStorageDtype(residual.sumDtype, "sum_dtype");
+  }
   requireGradientDtype(dwDtype, "dw_dtype");
   requireGradientDtype(dbDtype, "db_dtype");
   g.layerNormBackward(dout, doutDtype, x, xDtype, w, mean, rstd, dx, dxDtype,
-                      dw, dwDtype, db, dbDtype, rows, width, amax);
+                      dw, dwDtype, db, dbDtype, rows, width, fp8, residual);
 }
 
 } // namespace
@@ -1173,9 +1179,9 @@ GPTRT_EXPORT void gptrt_layernorm_bwd(gptrt_context *ctx, const void *dout,
         f32.finish();
       },
       [&](Context &, Gpu &g) {
-        layerNormBackwardOnGpu(g, dout, x, w, mean, rstd, dx, dw, db, nullptr,
-                               rows, width, dout_dtype, x_dtype, dx_dtype,
-                               dw_dtype, db_dtype);
+        layerNormBackwardOnGpu(g, dout, x, w, mean, rstd, dx, dw, db, rows,
+                               width, dout_dtype, x_dtype, dx_dtype, dw_dtype,
+                               db_dtype);
       });
 }
 
@@ -1195,9 +1201,76 @@ GPTRT_EXPORT void gptrt_layernorm_bwd_amax(
       },
       [&](Context &, Gpu &g) {
         requireAmax(amax);
-        layerNormBackwardOnGpu(g, dout, x, w, mean, rstd, dx, dw, db, amax,
-                               rows, width, dout_dtype, x_dtype, dx_dtype,
-                               dw_dtype, db_dtype);
+        gptrt::cuda::Fp8Epilogue fp8;
+        fp8.amax = amax;
+        layerNormBackwardOnGpu(g, dout, x, w, mean, rstd, dx, dw, db, rows,
+                               width, dout_dtype, x_dtype, dx_dtype, dw_dtype,
+                               db_dtype, fp8);
+      });
+}
+
+namespace {
+
+void requireResidual(const void *resid) {
+  if (resid == nullptr)
+    throw std::invalid_argument(
+        "resid is null, expected the residual gradient dx is added into");
+}
+
+// gptrt_layernorm_bwd_add on the CPU: the two kernels it fuses, dx in a
+// buffer of its own (the kernels use the context's scratch).
+void layerNormBackwardThenAdd(gptrt_context *ctx, const void *dout,
+                              const void *x, const float *w, const float *mean,
+                              const float *rstd, const void *resid, void *sum,
+                              void *dw, void *db, int64_t rows, int64_t width,
+                              int64_t doutDtype, int64_t xDtype,
+                              int64_t dxDtype, int64_t dwDtype, int64_t dbDtype,
+                              int64_t residDtype, int64_t sumDtype) {
+  requireResidual(resid);
+  requireNonNegative(rows, "rows");
+  requireNonNegative(width, "width");
+  requireStorageDtype(dxDtype, "dx_dtype");
+  const int64_t n = rows * width;
+  std::vector<float> dx(
+      static_cast<size_t>(dxDtype == GPTRT_DTYPE_BF16 ? (n + 1) / 2 : n));
+  gptrt_layernorm_bwd(ctx, dout, x, w, mean, rstd, dx.data(), dw, db, rows,
+                      width, doutDtype, xDtype, dxDtype, dwDtype, dbDtype);
+  gptrt_add(ctx, resid, dx.data(), sum, rows, width, /*broadcast_b=*/0,
+            residDtype, dxDtype, sumDtype);
+}
+
+// gptrt_layernorm_bwd_add and its fused forms on a GPU.
+void layerNormBackwardAddOnGpu(
+    Gpu &g, const void *dout, const void *x, const float *w, const float *mean,
+    const float *rstd, const void *resid, void *sum, void *dw, void *db,
+    int64_t rows, int64_t width, int64_t doutDtype, int64_t xDtype,
+    int64_t dxDtype, int64_t dwDtype, int64_t dbDtype, int64_t residDtype,
+    int64_t sumDtype, const gptrt::cuda::Fp8Epilogue &fp8 = {}) {
+  requireResidual(resid);
+  layerNormBackwardOnGpu(g, dout, x, w, mean, rstd, sum, dw, db, rows, width,
+                         doutDtype, xDtype, dxDtype, dwDtype, dbDtype, fp8,
+                         {resid, residDtype, sumDtype});
+}
+
+} // namespace
+
+GPTRT_EXPORT void gptrt_layernorm_bwd_add(
+    gptrt_context *ctx, const void *dout, const void *x, const float *w,
+    const float *mean, const float *rstd, const void *resid, void *sum,
+    void *dw, void *db, int64_t rows, int64_t width, int64_t dout_dtype,
+    int64_t x_dtype, int64_t dx_dtype, int64_t dw_dtype, int64_t db_dtype,
+    int64_t resid_dtype, int64_t sum_dtype) {
+  guarded(
+      ctx, "gptrt_layernorm_bwd_add",
+      [&](Context &) {
+        layerNormBackwardThenAdd(ctx, dout, x, w, mean, rstd, resid, sum, dw,
+                                 db, rows, width, dout_dtype, x_dtype, dx_dtype,
+                                 dw_dtype, db_dtype, resid_dtype, sum_dtype);
+      },
+      [&](Context &, Gpu &g) {
+        layerNormBackwardAddOnGpu(g, dout, x, w, mean, rstd, resid, sum, dw, db,
+                                  rows, width, dout_dtype, x_dtype, dx_dtype,
+                                  dw_dtype, db_dtype, resid_dtype, sum_dtype);
       });
 }
 
@@ -2380,6 +2453,51 @@ GPTRT_EXPORT void gptrt_add_cast(gptrt_context *ctx, const void *a,
       });
 }
 
+GPTRT_EXPORT void gptrt_layernorm_bwd_add_amax(
+    gptrt_context *ctx, const void *dout, const void *x, const float *w,
+    const float *mean, const float *rstd, const void *resid, void *sum,
+    void *dw, void *db, float *amax, int64_t rows, int64_t width,
+    int64_t doutDtype, int64_t xDtype, int64_t dxDtype, int64_t dwDtype,
+    int64_t dbDtype, int64_t residDtype, int64_t sumDtype, int64_t outRows,
+    int64_t outCols, int64_t outDtype) {
+  fusedProducer(
+      ctx, "gptrt_layernorm_bwd_add_amax", sumDtype, sum, rows * width,
+      {outRows, outCols, outDtype, amax},
+      [&](Gpu &g, const gptrt::cuda::Fp8Epilogue &fp8) {
+        layerNormBackwardAddOnGpu(g, dout, x, w, mean, rstd, resid, sum, dw, db,
+                                  rows, width, doutDtype, xDtype, dxDtype,
+                                  dwDtype, dbDtype, residDtype, sumDtype, fp8);
+      },
+      [&] {
+        gptrt_layernorm_bwd_add(ctx, dout, x, w, mean, rstd, resid, sum, dw, db,
+                                rows, width, doutDtype, xDtype, dxDtype,
+                                dwDtype, dbDtype, residDtype, sumDtype);
+      });
+}
+
+GPTRT_EXPORT void gptrt_layernorm_bwd_add_cast(
+    gptrt_context *ctx, const void *dout, const void *x, const float *w,
+    const float *mean, const float *rstd, const void *resid, const float *scale,
+    void *sum, void *dw, void *db, float *amax, uint8_t *q, int64_t rows,
+    int64_t width, int64_t doutDtype, int64_t xDtype, int64_t dxDtype,
+    int64_t dwDtype, int64_t dbDtype, int64_t residDtype, int64_t sumDtype,
+    int64_t outRows, int64_t outCols, int64_t outDtype, int64_t format,
+    int64_t transpose, int64_t statSlot) {
+  fusedProducer(
+      ctx, "gptrt_layernorm_bwd_add_cast", sumDtype, sum, rows * width,
+      {outRows, outCols, outDtype, amax, scale, q, format, transpose, statSlot},
+      [&](Gpu &g, const gptrt::cuda::Fp8Epilogue &fp8) {
+        layerNormBackwardAddOnGpu(g, dout, x, w, mean, rstd, resid, sum, dw, db,
+                                  rows, width, doutDtype, xDtype, dxDtype,
+                                  dwDtype, dbDtype, residDtype, sumDtype, fp8);
+      },
+      [&] {
+        gptrt_layernorm_bwd_add(ctx, dout, x, w, mean, rstd, resid, sum, dw, db,
+                                rows, width, doutDtype, xDtype, dxDtype,
+                                dwDtype, dbDtype, residDtype, sumDtype);
+      });
+}
+
 GPTRT_EXPORT void gptrt_matmul_amax(gptrt_context *ctx, const float *a,
                                     const float *b, float *c, float *amax,
                                     int64_t batch, int64_t m, int64_t n,
@@ -2555,6 +2673,9 @@ const std::vector<AbiSymbol> &abiSymbols() {
       GPTRT_SYM(gptrt_convert_cast),
       GPTRT_SYM(gptrt_layernorm_fwd_amax),
       GPTRT_SYM(gptrt_layernorm_bwd_amax),
+      GPTRT_SYM(gptrt_layernorm_bwd_add),
+      GPTRT_SYM(gptrt_layernorm_bwd_add_amax),
+      GPTRT_SYM(gptrt_layernorm_bwd_add_cast),
       GPTRT_SYM(gptrt_layernorm_fwd_cast),
       GPTRT_SYM(gptrt_gelu_fwd_amax),
       GPTRT_SYM(gptrt_gelu_fwd_cast),

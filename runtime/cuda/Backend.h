@@ -33,6 +33,14 @@ struct Fp8Epilogue {
   int64_t format = 0;
 };
 
+// The residual stream's gradient a layernorm backward adds its dx into.
+// Null resid: no add, dx is stored as it is.
+struct ResidualGradient {
+  const void *resid = nullptr;
+  int64_t residDtype = 0;
+  int64_t sumDtype = 0;
+};
+
 // One FP8 cast's statistics as the device collected them (see
 // Device::recordCastStats); Context copies them into its Fp8CastStats.
 struct CastStats {
@@ -151,13 +159,16 @@ public:
                                    void *out, int64_t outDtype, float *mean,
                                    float *rstd, int64_t rows, int64_t width,
                                    float eps) = 0;
-  // amax, when not null: gptrt_amax of dx as stored (_amax).
+  // With a residual (gptrt_layernorm_bwd_add), dx rounded to dxDtype is
+  // added to it and the sum stored at dx as residual.sumDtype. fp8: the
+  // epilogue of the values stored at dx (_amax, _cast).
   virtual void layerNormBackward(const void *dout, int64_t doutDtype,
                                  const void *x, int64_t xDtype, const float *w,
                                  const float *mean, const float *rstd, void *dx,
                                  int64_t dxDtype, void *dw, int64_t dwDtype,
                                  void *db, int64_t dbDtype, int64_t rows,
-                                 int64_t width, float *amax) = 0;
+                                 int64_t width, const Fp8Epilogue &fp8,
+                                 const ResidualGradient &residual) = 0;
   virtual void embeddingForward(const void *table, const int32_t *ids,
                                 void *out, int64_t rows, int64_t width,
                                 int64_t dtype) = 0;

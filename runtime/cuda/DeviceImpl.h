@@ -159,7 +159,8 @@ public:
                          int64_t xDtype, const float *w, const float *mean,
                          const float *rstd, void *dx, int64_t dxDtype, void *dw,
                          int64_t dwDtype, void *db, int64_t dbDtype,
-                         int64_t rows, int64_t width, float *amax) override;
+                         int64_t rows, int64_t width, const Fp8Epilogue &fp8,
+                         const ResidualGradient &residual) override;
   void embeddingForward(const void *table, const int32_t *ids, void *out,
                         int64_t rows, int64_t width, int64_t dtype) override;
   void embeddingBackward(const void *dout, int64_t doutDtype,

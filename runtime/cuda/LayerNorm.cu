@@ -77,13 +77,17 @@ __global__ void addLayerNormForwardKernel(Storage a, Storage b, Storage x,
 
 // Block `blockIdx.x` handles rows blockIdx.x, + gridDim.x, ...: dx of each,
 // and its own partial sums of dweight and dbias in partial[blockIdx.x].
+// dx is rounded as `dx` stores it; with a residual (resid.data non-null)
+// it is then added to the residual and the sum stored through `out`, as
+// gptrt_add would (out is dx's own storage otherwise).
 __global__ void layerNormBackwardKernel(Storage dout, Storage x, const float *w,
                                         const float *mean, const float *rstd,
-                                        Storage dx, float *partial,
-                                        int64_t rows, int64_t width,
-                                        Fp8Sink sink) {
+                                        Storage dx, Storage resid, Storage out,
+                                        float *partial, int64_t rows,
+                                        int64_t width, Fp8Sink sink) {
   float *pw = partial + int64_t(blockIdx.x) * 2 * width;
   float *pb = pw + width;
+  const float scale = sink.scaleValue();
   unsigned amaxBits = 0;
   for (int64_t j = threadIdx.x; j < width; j += blockDim.x)
     pw[j] = pb[j] = 0;
@@ -107,9 +111,11 @@ __global__ void layerNormBackwardKernel(Storage dout, Storage x, const float *w,
       float dnorm = w[j] * d;
       pb[j] += d;
       pw[j] += norm * d;
-      const float g = dx.rounded((dnorm - dmean - norm * dnmean) * s);
-      dx.store(row + j, g);
-      sink.put(amaxBits, row + j, g, 0.0f);
+      float g = dx.rounded((dnorm - dmean - norm * dnmean) * s);
+      if (resid.data)
+        g = out.rounded(resid.load(row + j) + g);
+      out.store(row + j, g);
+      sink.put(amaxBits, row + j, g, scale);
     }
   }
   sink.finish(amaxBits); // every thread of the block gets here
@@ -184,10 +190,9 @@ void DeviceImpl::layerNormBackward(const void *dout, int64_t doutDtype,
                                    const float *rstd, void *dx, int64_t dxDtype,
                                    void *dw, int64_t dwDtype, void *db,
                                    int64_t dbDtype, int64_t rows, int64_t width,
-                                   float *amax) {
+                                   const Fp8Epilogue &fp8,
+                                   const ResidualGradient &residual) {
   // The sink first: its amax is zeroed even when there is nothing to do.
-  Fp8Epilogue fp8;
-  fp8.amax = amax;
   const Fp8Sink sink = sinkFor(fp8);
   if (width <= 0)
     return;
@@ -195,9 +200,11 @@ void DeviceImpl::layerNormBackward(const void *dout, int64_t doutDtype,
   const int blocks = int(rows < 512 ? (rows < 1 ? 1 : rows) : 512);
   float *partial = static_cast<float *>(
       scratch(size_t(blocks) * 2 * size_t(width) * sizeof(float)));
+  const Storage out(dx, residual.resid ? residual.sumDtype : dxDtype);
   layerNormBackwardKernel<<<blocks, kThreads, 0, stream_>>>(
       Storage(dout, doutDtype), Storage(x, xDtype), w, mean, rstd,
-      Storage(dx, dxDtype), partial, rows, width, sink);
+      Storage(dx, dxDtype), Storage(residual.resid, residual.residDtype), out,
+      partial, rows, width, sink);
   checkLaunch("gptrt_layernorm_bwd");
   sumPartialsKernel<<<gridFor(width), 256, 0, stream_>>>(
       partial, Storage(dw, dwDtype), Storage(db, dbDtype), blocks, width);

@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """gpt-bf16-gemm, gpt-bf16-kernels, rt-fuse-gemm-epilogue,
-rt-fuse-add-layernorm, rt-fuse-classifier and rt-fuse-qkv-attention change
-where bf16 values are widened and narrowed and which kernel computes the
-GELU, the bias gradient, the residual add, the loss and its gradient or the
-q, k, v split, never the numbers on the CPU: the tiny GPT compiled with all
+rt-fuse-add-layernorm (forward and backward), rt-fuse-classifier and
+rt-fuse-qkv-attention change where bf16 values are widened and narrowed and
+which kernel computes the GELU, the bias gradient, the residual add (and
+its gradient), the loss and its gradient or the q, k, v split, never the
+numbers on the CPU: the tiny GPT compiled with all
 of them, with gpt-bf16-gemm alone, without the four kernel fusions and with
 neither storage
 pass trains to bit-identical losses and gradient norms (every f32 digit in
-the log), in bf16 and in fp8-tensorwise and fp8-rowwise with lm_head kept
-bf16 (--fp8-exclude=lm_head). rt-fuse-grad-accumulation, which does change
+the log), in bf16 and in fp8-tensorwise, fp8-rowwise and fp8-delayed with
+lm_head kept bf16 (--fp8-exclude=lm_head). rt-fuse-grad-accumulation, which does change
 the numbers (the weight gradients are no longer rounded to bf16), is off in
 every variant (test/e2e/grad_accumulation.py covers it). Also checks that
 the rewrites happened (gptc
@@ -40,6 +41,9 @@ CASES = (
     (["--precision=bf16"], 3 * (4 * 4 + 1), 2 * 4 + 4 * 4, 0),
     (["--precision=fp8-tensorwise", "--fp8-exclude=lm_head"], 3, 0, 4 * 4),
     (["--precision=fp8-rowwise", "--fp8-exclude=lm_head"], 3, 0, 4 * 4),
+    # (delayed scaling: the residual gradients' casts are add_cast kernels,
+    # which rt-fuse-add-layernorm folds into the layernorm backward)
+    (["--precision=fp8-delayed", "--fp8-exclude=lm_head"], 3, 0, 4 * 4),
 )
 FUSED = ('rt.kernel "matmul_bf16_bias_gelu"', 'rt.kernel "matmul_bf16_dgelu"',
          'rt.kernel "matmul_bf16_bgrad"')
@@ -86,7 +90,9 @@ def main():
                 "copies": train.count('rt.kernel "copy_blocks"'),
                 "packed attention": len(re.findall(
                     r'rt\.kernel "attention_(?:fwd|bwd)_packed(?:_amax)?"',
-                    train))}
+                    train)),
+                "residual gradients": len(re.findall(
+                    r'rt\.kernel "layernorm_bwd_add(?:_amax|_cast)?"', train))}
             log = art + ".jsonl"
             subprocess.run([args.gptrun, art, "--data", work + "/data/train_*.bin",
                             "--steps", "8", "--lr", "1e-3", "--log", log, "--quiet"],
@@ -134,6 +140,14 @@ def main():
                                 "(%s), expected %d and %d" % (
                                     name, packed, counts[variant]["copies"],
                                     variant, *expected))
+            # The 4 blocks' 2 layernorm backwards each add their dx into
+            # the residual gradient (without gpt-bf16-kernels, a convert
+            # of dx stands between).
+            if counts[variant]["residual gradients"] != 8 * want:
+                failures.append("%s: %d layernorm backwards fused with their "
+                                "residual add (%s), expected %d" % (
+                                    name, counts[variant]["residual gradients"],
+                                    variant, 8 * want))
             if counts[variant]["classifier"] != want:
                 failures.append("%s: %d fused classifier kernels (%s), expected %d"
                                 % (name, counts[variant]["classifier"], variant, want))

@@ -147,6 +147,98 @@ TEST_F(GpuTest, AddLayerNormMatchesTheUnfusedKernels) {
   EXPECT_LT(relErr(download(rstd, rows), toDouble(crstd)), kF32Tol);
 }
 
+// The layernorm backward fused with the add of its dx into the residual
+// gradient (rt-fuse-add-layernorm): the sum, dw and db (added into, 257)
+// equal the unfused GPU kernels' bit for bit -- the same arithmetic, dx
+// rounded to bf16 before the add as it was stored -- and so do the _amax
+// and _cast forms' amax and codes; the sum against the CPU within
+// tolerance.
+TEST_F(GpuTest, LayerNormBackwardAddMatchesTheUnfusedKernels) {
+  Context cpuCtx(Device::Cpu, {});
+  const int64_t rows = 37, width = 768, n = rows * width;
+  const std::vector<uint16_t> x = toBf16(randn(n, 2.0f)), dy = toBf16(randn(n));
+  const std::vector<float> w = randn(width), bias = randn(width),
+                           resid = randn(n), dwBefore = randn(width),
+                           dbBefore = randn(width);
+  std::vector<uint16_t> y(n);
+  std::vector<float> mean(rows), rstd(rows);
+  gptrt_layernorm_fwd(cpuCtx.handle(), x.data(), w.data(), bias.data(),
+                      y.data(), mean.data(), rstd.data(), rows, width, 1e-5,
+                      GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16);
+  const uint16_t *gx = upload(x), *gdy = upload(dy);
+  const float *gw = upload(w), *gmean = upload(mean), *grstd = upload(rstd),
+              *gresid = upload(resid), *scale = upload(std::vector<float>{8});
+  constexpr int64_t kAdd = GPTRT_DTYPE_F32_ACCUMULATE, kBf16 = GPTRT_DTYPE_BF16,
+                    kF32 = GPTRT_DTYPE_F32;
+  struct Outputs {
+    uint16_t *sum;
+    float *dw, *db, *amax;
+    uint8_t *q;
+  };
+  auto outputs = [&] {
+    return Outputs{upload(std::vector<uint16_t>(n, 0xFFFF)), upload(dwBefore),
+                   upload(dbBefore), upload(std::vector<float>{std::nanf("")}),
+                   upload(std::vector<uint8_t>(n, 0xFF))};
+  };
+  auto expectSame = [&](const Outputs &got, const Outputs &want, bool epilogue,
+                        bool codes) {
+    EXPECT_EQ(download(got.sum, n), download(want.sum, n));
+    EXPECT_EQ(download(got.dw, width), download(want.dw, width));
+    EXPECT_EQ(download(got.db, width), download(want.db, width));
+    if (epilogue)
+      EXPECT_EQ(download(got.amax, 1), download(want.amax, 1));
+    if (codes)
+      EXPECT_EQ(download(got.q, n), download(want.q, n));
+  };
+  // The unfused kernels; dx added as the add's a, the residual as its b.
+  auto unfused = [&](const char *add) {
+    Outputs o = outputs();
+    uint16_t *dx = upload(std::vector<uint16_t>(n, 0xFFFF));
+    gptrt_layernorm_bwd(g(), gdy, gx, gw, gmean, grstd, dx, o.dw, o.db, rows,
+                        width, kBf16, kBf16, kBf16, kAdd, kAdd);
+    if (std::string(add) == "add")
+      gptrt_add(g(), dx, gresid, o.sum, 1, n, 0, kBf16, kF32, kBf16);
+    else if (std::string(add) == "add_amax")
+      gptrt_add_amax(g(), dx, gresid, o.sum, o.amax, 1, n, 0, kBf16, kF32,
+                     kBf16, rows, width, kBf16);
+    else
+      gptrt_add_cast(g(), dx, gresid, scale, o.sum, o.amax, o.q, 1, n, 0, kBf16,
+                     kF32, kBf16, rows, width, kBf16, GPTRT_FP8_E5M2, 0, -1);
+    return o;
+  };
+  Outputs plain = outputs(), withAmax = outputs(), withCast = outputs();
+  gptrt_layernorm_bwd_add(g(), gdy, gx, gw, gmean, grstd, gresid, plain.sum,
+                          plain.dw, plain.db, rows, width, kBf16, kBf16, kBf16,
+                          kAdd, kAdd, kF32, kBf16);
+  gptrt_layernorm_bwd_add_amax(g(), gdy, gx, gw, gmean, grstd, gresid,
+                               withAmax.sum, withAmax.dw, withAmax.db,
+                               withAmax.amax, rows, width, kBf16, kBf16, kBf16,
+                               kAdd, kAdd, kF32, kBf16, rows, width, kBf16);
+  gptrt_layernorm_bwd_add_cast(
+      g(), gdy, gx, gw, gmean, grstd, gresid, scale, withCast.sum, withCast.dw,
+      withCast.db, withCast.amax, withCast.q, rows, width, kBf16, kBf16, kBf16,
+      kAdd, kAdd, kF32, kBf16, rows, width, kBf16, GPTRT_FP8_E5M2, 0, -1);
+  const Outputs wantPlain = unfused("add"), wantAmax = unfused("add_amax"),
+                wantCast = unfused("add_cast");
+  expectOk();
+  expectSame(plain, wantPlain, false, false);
+  expectSame(withAmax, wantAmax, true, false);
+  expectSame(withCast, wantCast, true, true);
+  EXPECT_GT(download(withAmax.amax, 1)[0], 0.0f);
+
+  std::vector<uint16_t> cpuSum(n);
+  std::vector<float> cpuDw = dwBefore, cpuDb = dbBefore;
+  gptrt_layernorm_bwd_add(cpuCtx.handle(), dy.data(), x.data(), w.data(),
+                          mean.data(), rstd.data(), resid.data(), cpuSum.data(),
+                          cpuDw.data(), cpuDb.data(), rows, width, kBf16, kBf16,
+                          kBf16, kAdd, kAdd, kF32, kBf16);
+  ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
+  EXPECT_LT(relErr(bf16Values(download(plain.sum, n)), bf16Values(cpuSum)),
+            kBf16Tol);
+  EXPECT_LT(relErr(download(plain.dw, width), toDouble(cpuDw)), kF32Tol);
+  EXPECT_LT(relErr(download(plain.db, width), toDouble(cpuDb)), kF32Tol);
+}
+
 TEST_F(GpuTest, EmbeddingForwardBackward) {
   const int64_t tableRows = 50, width = 96, rows = 512;
   std::vector<float> table = randn(tableRows * width), dy = randn(rows * width);

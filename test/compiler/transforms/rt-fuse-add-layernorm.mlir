@@ -54,3 +54,114 @@ func.func @not_fused() {
   rt.kernel "layernorm_fwd" ins(%x3, %w, %w : memref<8x32xf32>, memref<32xf32>, memref<32xf32>) outs(%y, %mean, %rstd : memref<8x32xf32>, memref<8xf32>, memref<8xf32>) consts [8, 32, 1.0e-5, 1, 1]
   return
 }
+
+// -----
+
+// Backward: the layernorm backward and the add of its dx into the residual
+// gradient, dx read through a reshape, become one layernorm_bwd_add where
+// the add was; dx's buffer and reshape go. The residual is the add's b
+// here, so its dtype comes from the add's b constant.
+// CHECK-LABEL: func.func @backward
+// CHECK-DAG: %[[DY:.*]] = rt.alloc : memref<8x32xbf16>
+// CHECK-DAG: %[[X:.*]] = rt.alloc : memref<8x32xbf16>
+// CHECK-DAG: %[[R:.*]] = rt.alloc : memref<256xf32>
+// CHECK-DAG: %[[S:.*]] = rt.alloc : memref<256xbf16>
+// CHECK-NOT: rt.alloc : memref<8x32xbf16>
+// CHECK-NOT: rt.kernel "layernorm_bwd"
+// CHECK: rt.kernel "fill" outs(%{{.*}} : memref<8xf32>)
+// CHECK-NEXT: rt.kernel "layernorm_bwd_add" ins(%[[DY]], %[[X]], %{{.*}}, %{{.*}}, %{{.*}}, %[[R]] : memref<8x32xbf16>, memref<8x32xbf16>, memref<32xf32>, memref<8xf32>, memref<8xf32>, memref<256xf32>) outs(%[[S]], %{{.*}}, %{{.*}} : memref<256xbf16>, memref<32xf32>, memref<32xf32>) consts [8, 32, 2, 2, 2, 1, 1, 1, 2]
+// CHECK-NOT: rt.kernel "add"
+// CHECK-NOT: rt.reshape
+func.func @backward() {
+  %dy = rt.alloc : memref<8x32xbf16>
+  %x = rt.alloc : memref<8x32xbf16>
+  %w = rt.alloc : memref<32xf32>
+  %mean = rt.alloc : memref<8xf32>
+  %rstd = rt.alloc : memref<8xf32>
+  %dx = rt.alloc : memref<8x32xbf16>
+  %dw = rt.alloc : memref<32xf32>
+  %db = rt.alloc : memref<32xf32>
+  %resid = rt.alloc : memref<256xf32>
+  %sum = rt.alloc : memref<256xbf16>
+  %other = rt.alloc : memref<8xf32>
+  rt.kernel "layernorm_bwd" ins(%dy, %x, %w, %mean, %rstd : memref<8x32xbf16>, memref<8x32xbf16>, memref<32xf32>, memref<8xf32>, memref<8xf32>) outs(%dx, %dw, %db : memref<8x32xbf16>, memref<32xf32>, memref<32xf32>) consts [8, 32, 2, 2, 2, 1, 1]
+  rt.kernel "fill" outs(%other : memref<8xf32>) consts [8, 0.0]
+  %flat = rt.reshape %dx : memref<8x32xbf16> -> memref<256xbf16>
+  rt.kernel "add" ins(%flat, %resid : memref<256xbf16>, memref<256xf32>) outs(%sum : memref<256xbf16>) consts [1, 256, 0, 2, 1, 2]
+  return
+}
+
+// -----
+
+// With the FP8 epilogue fp8-fuse-amax / fp8-fuse-cast gave the add: the
+// epilogue's pointers and constants follow, and the cast keeps its
+// statistics' name.
+// CHECK-LABEL: func.func @backward_epilogues
+// CHECK: rt.kernel "layernorm_bwd_add_amax" ins({{.*}}) outs(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<8x32xbf16>, memref<32xf32>, memref<32xf32>, memref<f32>) consts [8, 32, 2, 2, 2, 1, 1, 2, 2, 8, 32, 2]
+// CHECK: rt.kernel "layernorm_bwd_add_cast" ins(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<8x32xbf16>, memref<8x32xbf16>, memref<32xf32>, memref<8xf32>, memref<8xf32>, memref<8x32xbf16>, memref<f32>) outs(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<8x32xbf16>, memref<32xf32>, memref<32xf32>, memref<f32>, memref<8x32xf8E5M2>) consts [8, 32, 2, 2, 2, 1, 1, 2, 2, 8, 32, 2, 1, 0, 3] {rt.fp8_stat = {layer = "h.0.attn.proj"}}
+func.func @backward_epilogues() {
+  %dy = rt.alloc : memref<8x32xbf16>
+  %x = rt.alloc : memref<8x32xbf16>
+  %w = rt.alloc : memref<32xf32>
+  %mean = rt.alloc : memref<8xf32>
+  %rstd = rt.alloc : memref<8xf32>
+  %dw = rt.alloc : memref<32xf32>
+  %db = rt.alloc : memref<32xf32>
+  %resid = rt.alloc : memref<8x32xbf16>
+  %amax = rt.alloc : memref<f32>
+  %scale = rt.alloc : memref<f32>
+  %q = rt.alloc : memref<8x32xf8E5M2>
+  %dx = rt.alloc : memref<8x32xbf16>
+  %sum = rt.alloc : memref<8x32xbf16>
+  rt.kernel "layernorm_bwd" ins(%dy, %x, %w, %mean, %rstd : memref<8x32xbf16>, memref<8x32xbf16>, memref<32xf32>, memref<8xf32>, memref<8xf32>) outs(%dx, %dw, %db : memref<8x32xbf16>, memref<32xf32>, memref<32xf32>) consts [8, 32, 2, 2, 2, 1, 1]
+  rt.kernel "add_amax" ins(%resid, %dx : memref<8x32xbf16>, memref<8x32xbf16>) outs(%sum, %amax : memref<8x32xbf16>, memref<f32>) consts [1, 256, 0, 2, 2, 2, 8, 32, 2]
+  %dx2 = rt.alloc : memref<8x32xbf16>
+  %sum2 = rt.alloc : memref<8x32xbf16>
+  rt.kernel "layernorm_bwd" ins(%dy, %x, %w, %mean, %rstd : memref<8x32xbf16>, memref<8x32xbf16>, memref<32xf32>, memref<8xf32>, memref<8xf32>) outs(%dx2, %dw, %db : memref<8x32xbf16>, memref<32xf32>, memref<32xf32>) consts [8, 32, 2, 2, 2, 1, 1]
+  rt.kernel "add_cast" ins(%dx2, %resid, %scale : memref<8x32xbf16>, memref<8x32xbf16>, memref<f32>) outs(%sum2, %amax, %q : memref<8x32xbf16>, memref<f32>, memref<8x32xf8E5M2>) consts [1, 256, 0, 2, 2, 2, 8, 32, 2, 1, 0, 3] {rt.fp8_stat = {layer = "h.0.attn.proj"}}
+  return
+}
+
+// -----
+
+// Not fused backward: dx read by a second kernel; an input of the
+// layernorm overwritten before the add; its dw read before the add; a
+// broadcast add; and dx added to itself.
+// CHECK-LABEL: func.func @backward_not_fused
+// CHECK-NOT: layernorm_bwd_add
+func.func @backward_not_fused() {
+  %dy = rt.alloc : memref<8x32xf32>
+  %x = rt.alloc : memref<8x32xf32>
+  %w = rt.alloc : memref<32xf32>
+  %mean = rt.alloc : memref<8xf32>
+  %rstd = rt.alloc : memref<8xf32>
+  %dw = rt.alloc : memref<32xf32>
+  %db = rt.alloc : memref<32xf32>
+  %resid = rt.alloc : memref<8x32xf32>
+  %sum = rt.alloc : memref<8x32xf32>
+  %s = rt.alloc : memref<32xf32>
+
+  %dx1 = rt.alloc : memref<8x32xf32>
+  rt.kernel "layernorm_bwd" ins(%dy, %x, %w, %mean, %rstd : memref<8x32xf32>, memref<8x32xf32>, memref<32xf32>, memref<8xf32>, memref<8xf32>) outs(%dx1, %dw, %db : memref<8x32xf32>, memref<32xf32>, memref<32xf32>) consts [8, 32, 1, 1, 1, 1, 1]
+  rt.kernel "add" ins(%resid, %dx1 : memref<8x32xf32>, memref<8x32xf32>) outs(%sum : memref<8x32xf32>) consts [1, 256, 0, 1, 1, 1]
+  rt.kernel "reduce_rows" ins(%dx1 : memref<8x32xf32>) outs(%s : memref<32xf32>) consts [8, 32, 1, 1]
+
+  %dx2 = rt.alloc : memref<8x32xf32>
+  rt.kernel "layernorm_bwd" ins(%dy, %x, %w, %mean, %rstd : memref<8x32xf32>, memref<8x32xf32>, memref<32xf32>, memref<8xf32>, memref<8xf32>) outs(%dx2, %dw, %db : memref<8x32xf32>, memref<32xf32>, memref<32xf32>) consts [8, 32, 1, 1, 1, 1, 1]
+  rt.kernel "fill" outs(%dy : memref<8x32xf32>) consts [256, 0.0]
+  rt.kernel "add" ins(%resid, %dx2 : memref<8x32xf32>, memref<8x32xf32>) outs(%sum : memref<8x32xf32>) consts [1, 256, 0, 1, 1, 1]
+
+  %dx3 = rt.alloc : memref<8x32xf32>
+  rt.kernel "layernorm_bwd" ins(%dy, %x, %w, %mean, %rstd : memref<8x32xf32>, memref<8x32xf32>, memref<32xf32>, memref<8xf32>, memref<8xf32>) outs(%dx3, %dw, %db : memref<8x32xf32>, memref<32xf32>, memref<32xf32>) consts [8, 32, 1, 1, 1, 1, 1]
+  rt.kernel "reduce_rows" ins(%resid : memref<8x32xf32>) outs(%dw : memref<32xf32>) consts [8, 32, 1, 1]
+  rt.kernel "add" ins(%resid, %dx3 : memref<8x32xf32>, memref<8x32xf32>) outs(%sum : memref<8x32xf32>) consts [1, 256, 0, 1, 1, 1]
+
+  %dx4 = rt.alloc : memref<8x32xf32>
+  rt.kernel "layernorm_bwd" ins(%dy, %x, %w, %mean, %rstd : memref<8x32xf32>, memref<8x32xf32>, memref<32xf32>, memref<8xf32>, memref<8xf32>) outs(%dx4, %dw, %db : memref<8x32xf32>, memref<32xf32>, memref<32xf32>) consts [8, 32, 1, 1, 1, 1, 1]
+  rt.kernel "add" ins(%dx4, %w : memref<8x32xf32>, memref<32xf32>) outs(%sum : memref<8x32xf32>) consts [8, 32, 1, 1, 1, 1]
+
+  %dx5 = rt.alloc : memref<8x32xf32>
+  rt.kernel "layernorm_bwd" ins(%dy, %x, %w, %mean, %rstd : memref<8x32xf32>, memref<8x32xf32>, memref<32xf32>, memref<8xf32>, memref<8xf32>) outs(%dx5, %dw, %db : memref<8x32xf32>, memref<32xf32>, memref<32xf32>) consts [8, 32, 1, 1, 1, 1, 1]
+  rt.kernel "add" ins(%dx5, %dx5 : memref<8x32xf32>, memref<8x32xf32>) outs(%sum : memref<8x32xf32>) consts [1, 256, 0, 1, 1, 1]
+  return
+}

@@ -28,6 +28,29 @@ func.func @layernorm_bwd() {
 
 // -----
 
+// The layernorm backward fused with its residual add (rt-fuse-add-layernorm)
+// where the add had no FP8 epilogue: the amax of its sum.
+// CHECK-LABEL: func.func @layernorm_bwd_add
+// CHECK: rt.kernel "layernorm_bwd_add_amax" ins({{.*}}) outs(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<256x128xbf16>, memref<128xf32>, memref<128xf32>, memref<f32>) consts [256, 128, 2, 2, 2, 1, 1, 2, 2]
+// CHECK-NOT: rt.kernel "amax"
+func.func @layernorm_bwd_add() {
+  %dout = rt.alloc : memref<256x128xbf16>
+  %x = rt.alloc : memref<256x128xbf16>
+  %w = rt.alloc : memref<128xf32>
+  %mean = rt.alloc : memref<256xf32>
+  %rstd = rt.alloc : memref<256xf32>
+  %resid = rt.alloc : memref<256x128xbf16>
+  %sum = rt.alloc : memref<256x128xbf16>
+  %dw = rt.alloc : memref<128xf32>
+  %db = rt.alloc : memref<128xf32>
+  rt.kernel "layernorm_bwd_add" ins(%dout, %x, %w, %mean, %rstd, %resid : memref<256x128xbf16>, memref<256x128xbf16>, memref<128xf32>, memref<256xf32>, memref<256xf32>, memref<256x128xbf16>) outs(%sum, %dw, %db : memref<256x128xbf16>, memref<128xf32>, memref<128xf32>) consts [256, 128, 2, 2, 2, 1, 1, 2, 2]
+  %m = rt.alloc : memref<f32>
+  rt.kernel "amax" ins(%sum : memref<256x128xbf16>) outs(%m : memref<f32>) consts [32768, 2]
+  return
+}
+
+// -----
+
 // Left apart: an amax of dx after dx is written again, one of part of dx,
 // one reading dx as another dtype, and an amax of dw (not the output whose
 // amax the _amax form takes).

@@ -109,6 +109,7 @@ func.func @embedding() {
 // CHECK: rt.kernel "layernorm_bwd" {{.*}} outs(%{{.*}}, %{{.*}}, %{{.*}} : memref<256x32xbf16>, memref<32xf32>, memref<32xf32>) consts [256, 32, 2, 2, 2, 257, 257]
 // CHECK: rt.kernel "layernorm_bwd_amax" {{.*}} outs(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<256x32xbf16>, memref<32xf32>, memref<32xbf16>, memref<f32>) consts [256, 32, 2, 2, 2, 257, 2]
 // CHECK: rt.kernel "accumulate" ins(%{{.*}} : memref<32xbf16>) outs(%{{.*}} : memref<32xf32>) consts [16, 2]
+// CHECK: rt.kernel "layernorm_bwd_add_cast" {{.*}} outs(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<256x32xbf16>, memref<32xf32>, memref<32xf32>, memref<f32>, memref<256x32xf8E5M2>) consts [256, 32, 2, 2, 2, 257, 257, 2, 2, 256, 32, 2, 1, 0, -1]
 // CHECK: rt.kernel "quantize_fp8_dual_bgrad" {{.*}} outs(%{{.*}}, %{{.*}}, %{{.*}} : memref<256x32xf8E5M2>, memref<32x256xf8E5M2>, memref<32xf32>) consts [256, 32, 1, -1, -1, 2, 257]
 // CHECK-NOT: "accumulate"
 rt.arena @grads grads size = 1024
@@ -143,6 +144,15 @@ func.func @small_gradients() {
 
   %s = rt.alloc : memref<f32>
   %q = rt.alloc : memref<256x32xf8E5M2>
+  %sum = rt.alloc : memref<256x32xbf16>
+  %dw6 = rt.alloc : memref<32xbf16>
+  %db6 = rt.alloc : memref<32xbf16>
+  rt.kernel "layernorm_bwd_add_cast" ins(%dy, %x, %w, %mean, %rstd, %dy, %s : memref<256x32xbf16>, memref<256x32xbf16>, memref<32xf32>, memref<256xf32>, memref<256xf32>, memref<256x32xbf16>, memref<f32>) outs(%sum, %dw6, %db6, %m, %q : memref<256x32xbf16>, memref<32xbf16>, memref<32xbf16>, memref<f32>, memref<256x32xf8E5M2>) consts [256, 32, 2, 2, 2, 2, 2, 2, 2, 256, 32, 2, 1, 0, -1]
+  %g6 = rt.view @grads[768] : memref<32xf32>
+  rt.kernel "accumulate" ins(%dw6 : memref<32xbf16>) outs(%g6 : memref<32xf32>) consts [32, 2]
+  %g7 = rt.view @grads[896] : memref<32xf32>
+  rt.kernel "accumulate" ins(%db6 : memref<32xbf16>) outs(%g7 : memref<32xf32>) consts [32, 2]
+
   %qt = rt.alloc : memref<32x256xf8E5M2>
   %db5 = rt.alloc : memref<32xbf16>
   rt.kernel "quantize_fp8_dual_bgrad" ins(%dy, %s : memref<256x32xbf16>, memref<f32>) outs(%q, %qt, %db5 : memref<256x32xf8E5M2>, memref<32x256xf8E5M2>, memref<32xbf16>) consts [256, 32, 1, -1, -1, 2, 2]

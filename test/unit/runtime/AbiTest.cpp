@@ -23,6 +23,7 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 namespace gptrt::test {
 namespace {
@@ -391,6 +392,109 @@ TEST_F(AbiTest, LayerNormBackwardWritesWeightAndBiasGrads) {
   expectSameBits(aDb, db, "db (_amax)");
   expectSameBits(amax, want, "amax of dx");
   EXPECT_GT(amax[0], 0.0f);
+}
+
+// rt-fuse-add-layernorm's backward kernel: bit for bit gptrt_layernorm_bwd
+// and then gptrt_add of its stored dx into the residual gradient, with
+// bf16 dx and sum, an f32 residual, and dw and db added into their
+// gradients (dtype 257); its _amax and _cast forms take the sum's epilogue.
+TEST_F(AbiTest, LayerNormBackwardAddIsTheTwoKernels) {
+  const int64_t rows = 6, width = 16, n = rows * width;
+  F x = randomF(n, 21, -2, 2), w = randomF(width, 22), b = randomF(width, 23),
+    dout = randomF(n, 24), resid = randomF(n, 25, -4, 4);
+  F out(n), mean(rows), rstd(rows);
+  cpu::layerNormForward(out.data(), mean.data(), rstd.data(), x.data(),
+                        w.data(), b.data(), rows, width, 1e-5f);
+  const std::vector<uint16_t> dout16 = toBf16(dout), x16 = toBf16(x);
+  const F dwBefore = randomF(width, 26), dbBefore = randomF(width, 27);
+  auto backward = [&](auto &&call) {
+    F dw = dwBefore, db = dbBefore;
+    std::vector<uint16_t> sum(n, 0xBEEF);
+    call(sum.data(), dw.data(), db.data());
+    return std::tuple(sum, dw, db);
+  };
+  auto [want, wantDw,
+        wantDb] = backward([&](uint16_t *sum, float *dw, float *db) {
+    std::vector<uint16_t> dx(n, 0xBEEF);
+    gptrt_layernorm_bwd(h, dout16.data(), x16.data(), w.data(), mean.data(),
+                        rstd.data(), dx.data(), dw, db, rows, width,
+                        GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16,
+                        GPTRT_DTYPE_F32_ACCUMULATE, GPTRT_DTYPE_F32_ACCUMULATE);
+    gptrt_add(h, dx.data(), resid.data(), sum, 1, n, 0, GPTRT_DTYPE_BF16,
+              GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16);
+  });
+  auto [got, gotDw, gotDb] = backward([&](uint16_t *sum, float *dw, float *db) {
+    gptrt_layernorm_bwd_add(
+        h, dout16.data(), x16.data(), w.data(), mean.data(), rstd.data(),
+        resid.data(), sum, dw, db, rows, width, GPTRT_DTYPE_BF16,
+        GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16, GPTRT_DTYPE_F32_ACCUMULATE,
+        GPTRT_DTYPE_F32_ACCUMULATE, GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16);
+  });
+  ASSERT_FALSE(ctx.failed()) << ctx.error();
+  EXPECT_EQ(got, want);
+  expectSameBits(gotDw, wantDw, "dw");
+  expectSameBits(gotDb, wantDb, "db");
+  EXPECT_NE(gotDw, dwBefore) << "dw was added into";
+
+  // _amax: the amax of the stored sum.
+  F amax = nanF(1), wantAmax = nanF(1);
+  gptrt_amax(h, want.data(), wantAmax.data(), n, GPTRT_DTYPE_BF16);
+  auto [amaxSum, amaxDw, amaxDb] =
+      backward([&](uint16_t *sum, float *dw, float *db) {
+        gptrt_layernorm_bwd_add_amax(
+            h, dout16.data(), x16.data(), w.data(), mean.data(), rstd.data(),
+            resid.data(), sum, dw, db, amax.data(), rows, width,
+            GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16,
+            GPTRT_DTYPE_F32_ACCUMULATE, GPTRT_DTYPE_F32_ACCUMULATE,
+            GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16, rows, width, GPTRT_DTYPE_BF16);
+      });
+  ASSERT_FALSE(ctx.failed()) << ctx.error();
+  EXPECT_EQ(amaxSum, want);
+  expectSameBits(amaxDw, wantDw, "dw (_amax)");
+  expectSameBits(amax, wantAmax, "amax of the sum");
+
+  // _cast, row-major and transposed: the codes gptrt_quantize_fp8 (and its
+  // transposed form) give the stored sum.
+  const F scale{64.0f};
+  for (int64_t transpose : {0, 1}) {
+    SCOPED_TRACE("transpose " + std::to_string(transpose));
+    std::vector<uint8_t> q(n, 0xAA), wantQ(n, 0xBB);
+    if (transpose)
+      gptrt_quantize_fp8_transposed(h, want.data(), scale.data(), wantQ.data(),
+                                    rows, width, GPTRT_FP8_E5M2, -1,
+                                    GPTRT_DTYPE_BF16);
+    else
+      gptrt_quantize_fp8(h, want.data(), scale.data(), wantQ.data(), n,
+                         GPTRT_FP8_E5M2, -1, GPTRT_DTYPE_BF16);
+    F castAmax = nanF(1);
+    auto [castSum, castDw, castDb] =
+        backward([&](uint16_t *sum, float *dw, float *db) {
+          gptrt_layernorm_bwd_add_cast(
+              h, dout16.data(), x16.data(), w.data(), mean.data(), rstd.data(),
+              resid.data(), scale.data(), sum, dw, db, castAmax.data(),
+              q.data(), rows, width, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16,
+              GPTRT_DTYPE_BF16, GPTRT_DTYPE_F32_ACCUMULATE,
+              GPTRT_DTYPE_F32_ACCUMULATE, GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16,
+              rows, width, GPTRT_DTYPE_BF16, GPTRT_FP8_E5M2, transpose, -1);
+        });
+    ASSERT_FALSE(ctx.failed()) << ctx.error();
+    EXPECT_EQ(castSum, want);
+    expectSameBits(castDb, wantDb, "db (_cast)");
+    expectSameBits(castAmax, wantAmax, "amax (_cast)");
+    EXPECT_EQ(q, wantQ);
+  }
+
+  // A null residual is an error naming it, not a crash.
+  backward([&](uint16_t *sum, float *dw, float *db) {
+    gptrt_layernorm_bwd_add(h, dout16.data(), x16.data(), w.data(), mean.data(),
+                            rstd.data(), nullptr, sum, dw, db, rows, width,
+                            GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16,
+                            GPTRT_DTYPE_BF16, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32,
+                            GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16);
+  });
+  EXPECT_NE(ctx.error().find("resid is null"), std::string::npos)
+      << ctx.error();
+  ctx.clearError();
 }
 
 // Calls body(trans_a, trans_b, stride_b) for every transpose and for a
