@@ -418,11 +418,11 @@ def RtFuseAddLayerNorm : Pass<"rt-fuse-add-layernorm", "::mlir::ModuleOp"> {
     and rt-fuse-grad-accumulation, which know the kernels it makes).
 
     Forward: an `add` (without broadcast) whose result is next touched by
-    the `layernorm_fwd` reading it becomes one `add_layernorm_fwd` where the
-    layernorm was: it still stores the sum (the residual stream goes on),
-    and on a GPU computes the row statistics in the same pass. The add's
-    operands must not be written in between. The FP8 variants of the
-    layernorm (`layernorm_fwd_amax`, `_cast`) are left alone.
+    the `layernorm_fwd` reading it -- or its `_amax` / `_cast` form, whose
+    FP8 epilogue comes along -- becomes one `add_layernorm_fwd` (`_amax`,
+    `_cast`) where the layernorm was: it still stores the sum (the residual
+    stream goes on), and on a GPU computes the row statistics in the same
+    pass. The add's operands must not be written in between.
 
     Backward: a `layernorm_bwd` whose dx (an rt.alloc of rows x width) is
     read by nothing but one `add` (without broadcast) into the residual

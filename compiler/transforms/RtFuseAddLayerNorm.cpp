@@ -36,8 +36,9 @@ public:
   }
 
 private:
-  // add(a, b) -> x; layernorm_fwd(x, w, bias) -> out, mean, rstd, with x
-  // untouched in between: one add_layernorm_fwd where the layernorm was.
+  // add(a, b) -> x; layernorm_fwd(x, w, bias) -> out, mean, rstd (or its
+  // _amax / _cast form), with x untouched in between: one
+  // add_layernorm_fwd (_amax / _cast) where the layernorm was.
   void fuse(rt::KernelOp add) {
     // gptrt_add's constants: outer, inner, broadcast_b, a, b and out dtypes.
     if (add.getInputs().size() != 2 || add.getOutputs().size() != 1 ||
@@ -45,10 +46,19 @@ private:
       return;
     Value x = add.getOutputs()[0];
     auto norm = dyn_cast_or_null<rt::KernelOp>(rt::nextUser(add, x));
-    // gptrt_layernorm_fwd's constants: rows, width, eps, x and out dtypes.
-    if (!norm || norm.getKernel() != "layernorm_fwd" ||
-        norm.getInputs().size() != 3 || norm.getInputs()[0] != x ||
-        norm.getConsts().size() != 5)
+    if (!norm)
+      return;
+    // gptrt_layernorm_fwd's constants: rows, width, eps, x and out dtypes;
+    // then the epilogue's (inputs x, w, bias (, scale); outputs out, mean,
+    // rstd (, amax, q)).
+    StringRef kernel = norm.getKernel();
+    const size_t extraIns = kernel == "layernorm_fwd_cast" ? 1 : 0;
+    const size_t epilogueConsts = kernel == "layernorm_fwd_amax"   ? 3
+                                  : kernel == "layernorm_fwd_cast" ? 6
+                                                                   : 0;
+    if ((kernel != "layernorm_fwd" && epilogueConsts == 0) ||
+        norm.getInputs().size() != 3 + extraIns || norm.getInputs()[0] != x ||
+        norm.getConsts().size() != 5 + epilogueConsts)
       return;
     if (rt::constAt(norm, 0) * rt::constAt(norm, 1) !=
             rt::constAt(add, 0) * rt::constAt(add, 1) ||
@@ -62,15 +72,18 @@ private:
             rt::writes(user, operand))
           return;
     SmallVector<Value> ins(add.getInputs().begin(), add.getInputs().end());
-    ins.append({norm.getInputs()[1], norm.getInputs()[2]});
+    ins.append(norm.getInputs().begin() + 1, norm.getInputs().end());
     SmallVector<Value> outs{x};
     outs.append(norm.getOutputs().begin(), norm.getOutputs().end());
     ArrayAttr n = norm.getConsts(), a = add.getConsts();
+    SmallVector<Attribute> consts{n[0], n[1], n[2], a[3], a[4], a[5], n[4]};
+    consts.append(n.begin() + 5, n.end());
     OpBuilder b(norm);
-    rt::KernelOp::create(
-        b, norm.getLoc(), "add_layernorm_fwd", ins, outs,
-        /*stream=*/0,
-        b.getArrayAttr({n[0], n[1], n[2], a[3], a[4], a[5], n[4]}));
+    auto fusedOp = rt::KernelOp::create(b, norm.getLoc(),
+                                        ("add_" + kernel).str(), ins, outs,
+                                        /*stream=*/0, b.getArrayAttr(consts));
+    // The FP8 statistics' slot names (rt.fp8_stat) stay with the cast.
+    fusedOp->setDiscardableAttrs(norm->getDiscardableAttrDictionary());
     norm.erase();
     add.erase();
     ++fused;

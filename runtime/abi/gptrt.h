@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below or the manifest's meaning changes. */
-#define GPTRT_ABI_VERSION 28
+#define GPTRT_ABI_VERSION 29
 
 typedef struct gptrt_context gptrt_context;
 
@@ -92,7 +92,9 @@ void gptrt_layernorm_fwd(gptrt_context *ctx, const void *x, const float *w,
 /* The residual add and the layernorm after it (rt-fuse-add-layernorm):
  * x = a + b stored as x_dtype (gptrt_add without broadcast), then
  * gptrt_layernorm_fwd of the stored x. The CPU runs those two kernels; a
- * GPU does both in one pass over each row, with the same arithmetic. */
+ * GPU does both in one pass over each row, with the same arithmetic. The
+ * _amax and _cast forms (below, with the other fused epilogues) take the
+ * layernorm output's FP8 epilogue. */
 void gptrt_add_layernorm_fwd(gptrt_context *ctx, const void *a, const void *b,
                              const float *w, const float *bias, void *x,
                              void *out, float *mean, float *rstd, int64_t rows,
@@ -544,6 +546,19 @@ void gptrt_layernorm_fwd_cast(gptrt_context *ctx, const void *x,
                               int64_t out_rows, int64_t out_cols,
                               int64_t out_dtype, int64_t format,
                               int64_t transpose, int64_t stat_slot);
+void gptrt_add_layernorm_fwd_amax(
+    gptrt_context *ctx, const void *a, const void *b, const float *w,
+    const float *bias, void *x, void *y, float *mean, float *rstd, float *amax,
+    int64_t rows, int64_t width, double eps, int64_t a_dtype, int64_t b_dtype,
+    int64_t x_dtype, int64_t y_dtype, int64_t out_rows, int64_t out_cols,
+    int64_t out_dtype);
+void gptrt_add_layernorm_fwd_cast(
+    gptrt_context *ctx, const void *a, const void *b, const float *w,
+    const float *bias, const float *scale, void *x, void *y, float *mean,
+    float *rstd, float *amax, uint8_t *q, int64_t rows, int64_t width,
+    double eps, int64_t a_dtype, int64_t b_dtype, int64_t x_dtype,
+    int64_t y_dtype, int64_t out_rows, int64_t out_cols, int64_t out_dtype,
+    int64_t format, int64_t transpose, int64_t stat_slot);
 void gptrt_gelu_fwd_amax(gptrt_context *ctx, const void *x, void *y,
                          float *amax, int64_t n, int64_t x_dtype,
                          int64_t y_dtype, int64_t rows, int64_t cols,

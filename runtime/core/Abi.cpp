@@ -1096,6 +1096,27 @@ GPTRT_EXPORT void gptrt_layernorm_fwd(gptrt_context *ctx, const void *x,
   });
 }
 
+namespace {
+
+// gptrt_add_layernorm_fwd and its _amax and _cast forms on a GPU.
+void addLayerNormOnGpu(Gpu &g, const void *a, const void *b, const float *w,
+                       const float *bias, void *x, void *out, float *mean,
+                       float *rstd, int64_t rows, int64_t width, double eps,
+                       int64_t aDtype, int64_t bDtype, int64_t xDtype,
+                       int64_t outDtype,
+                       const gptrt::cuda::Fp8Epilogue &fp8 = {}) {
+  requireNonNegative(rows, "rows");
+  requireNonNegative(width, "width");
+  requireStorageDtype(aDtype, "a_dtype");
+  requireStorageDtype(bDtype, "b_dtype");
+  requireStorageDtype(xDtype, "x_dtype");
+  requireStorageDtype(outDtype, "out_dtype");
+  g.addLayerNormForward(a, aDtype, b, bDtype, w, bias, x, xDtype, out, outDtype,
+                        mean, rstd, rows, width, static_cast<float>(eps), fp8);
+}
+
+} // namespace
+
 GPTRT_EXPORT void
 gptrt_add_layernorm_fwd(gptrt_context *ctx, const void *a, const void *b,
                         const float *w, const float *bias, void *x, void *out,
@@ -1112,15 +1133,8 @@ gptrt_add_layernorm_fwd(gptrt_context *ctx, const void *a, const void *b,
                             x_dtype, out_dtype);
       },
       [&](Context &, Gpu &g) {
-        requireNonNegative(rows, "rows");
-        requireNonNegative(width, "width");
-        requireStorageDtype(a_dtype, "a_dtype");
-        requireStorageDtype(b_dtype, "b_dtype");
-        requireStorageDtype(x_dtype, "x_dtype");
-        requireStorageDtype(out_dtype, "out_dtype");
-        g.addLayerNormForward(a, a_dtype, b, b_dtype, w, bias, x, x_dtype, out,
-                              out_dtype, mean, rstd, rows, width,
-                              static_cast<float>(eps));
+        addLayerNormOnGpu(g, a, b, w, bias, x, out, mean, rstd, rows, width,
+                          eps, a_dtype, b_dtype, x_dtype, out_dtype);
       });
 }
 
@@ -2354,6 +2368,45 @@ GPTRT_EXPORT void gptrt_layernorm_fwd_cast(
       });
 }
 
+GPTRT_EXPORT void gptrt_add_layernorm_fwd_amax(
+    gptrt_context *ctx, const void *a, const void *b, const float *w,
+    const float *bias, void *x, void *y, float *mean, float *rstd, float *amax,
+    int64_t rows, int64_t width, double eps, int64_t aDtype, int64_t bDtype,
+    int64_t xDtype, int64_t yDtype, int64_t outRows, int64_t outCols,
+    int64_t outDtype) {
+  fusedProducer(
+      ctx, "gptrt_add_layernorm_fwd_amax", yDtype, y, rows * width,
+      {outRows, outCols, outDtype, amax},
+      [&](Gpu &g, const gptrt::cuda::Fp8Epilogue &fp8) {
+        addLayerNormOnGpu(g, a, b, w, bias, x, y, mean, rstd, rows, width, eps,
+                          aDtype, bDtype, xDtype, yDtype, fp8);
+      },
+      [&] {
+        gptrt_add_layernorm_fwd(ctx, a, b, w, bias, x, y, mean, rstd, rows,
+                                width, eps, aDtype, bDtype, xDtype, yDtype);
+      });
+}
+
+GPTRT_EXPORT void gptrt_add_layernorm_fwd_cast(
+    gptrt_context *ctx, const void *a, const void *b, const float *w,
+    const float *bias, const float *scale, void *x, void *y, float *mean,
+    float *rstd, float *amax, uint8_t *q, int64_t rows, int64_t width,
+    double eps, int64_t aDtype, int64_t bDtype, int64_t xDtype, int64_t yDtype,
+    int64_t outRows, int64_t outCols, int64_t outDtype, int64_t format,
+    int64_t transpose, int64_t statSlot) {
+  fusedProducer(
+      ctx, "gptrt_add_layernorm_fwd_cast", yDtype, y, rows * width,
+      {outRows, outCols, outDtype, amax, scale, q, format, transpose, statSlot},
+      [&](Gpu &g, const gptrt::cuda::Fp8Epilogue &fp8) {
+        addLayerNormOnGpu(g, a, b, w, bias, x, y, mean, rstd, rows, width, eps,
+                          aDtype, bDtype, xDtype, yDtype, fp8);
+      },
+      [&] {
+        gptrt_add_layernorm_fwd(ctx, a, b, w, bias, x, y, mean, rstd, rows,
+                                width, eps, aDtype, bDtype, xDtype, yDtype);
+      });
+}
+
 GPTRT_EXPORT void gptrt_gelu_fwd_amax(gptrt_context *ctx, const void *x,
                                       void *y, float *amax, int64_t n,
                                       int64_t xDtype, int64_t yDtype,
@@ -2620,6 +2673,8 @@ const std::vector<AbiSymbol> &abiSymbols() {
       GPTRT_SYM(gptrt_embedding_bwd_accumulate),
       GPTRT_SYM(gptrt_layernorm_fwd),
       GPTRT_SYM(gptrt_add_layernorm_fwd),
+      GPTRT_SYM(gptrt_add_layernorm_fwd_amax),
+      GPTRT_SYM(gptrt_add_layernorm_fwd_cast),
       GPTRT_SYM(gptrt_layernorm_bwd),
       GPTRT_SYM(gptrt_matmul),
       GPTRT_SYM(gptrt_matmul_bf16),

@@ -152,13 +152,14 @@ public:
                                    int64_t outDtype, float *mean, float *rstd,
                                    int64_t rows, int64_t width, float eps,
                                    const Fp8Epilogue &fp8) = 0;
-  // gptrt_add_layernorm_fwd: x = a + b and its layernorm, one pass.
+  // gptrt_add_layernorm_fwd: x = a + b and its layernorm, one pass; fp8:
+  // the epilogue of the layernorm's output (_amax, _cast).
   virtual void addLayerNormForward(const void *a, int64_t aDtype, const void *b,
                                    int64_t bDtype, const float *w,
                                    const float *bias, void *x, int64_t xDtype,
                                    void *out, int64_t outDtype, float *mean,
                                    float *rstd, int64_t rows, int64_t width,
-                                   float eps) = 0;
+                                   float eps, const Fp8Epilogue &fp8) = 0;
   // With a residual (gptrt_layernorm_bwd_add), dx rounded to dxDtype is
   // added to it and the sum stored at dx as residual.sumDtype. fp8: the
   // epilogue of the values stored at dx (_amax, _cast).

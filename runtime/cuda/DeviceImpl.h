@@ -154,7 +154,8 @@ public:
                            int64_t bDtype, const float *w, const float *bias,
                            void *x, int64_t xDtype, void *out, int64_t outDtype,
                            float *mean, float *rstd, int64_t rows,
-                           int64_t width, float eps) override;
+                           int64_t width, float eps,
+                           const Fp8Epilogue &fp8) override;
   void layerNormBackward(const void *dout, int64_t doutDtype, const void *x,
                          int64_t xDtype, const float *w, const float *mean,
                          const float *rstd, void *dx, int64_t dxDtype, void *dw,

@@ -63,7 +63,8 @@ __global__ void layerNormForwardKernel(Storage x, const float *w,
 __global__ void addLayerNormForwardKernel(Storage a, Storage b, Storage x,
                                           const float *w, const float *bias,
                                           Storage out, float *mean, float *rstd,
-                                          int64_t width, float eps) {
+                                          int64_t width, float eps,
+                                          Fp8Sink sink) {
   const int64_t r = blockIdx.x, row = r * width;
   float sum = 0;
   for (int64_t j = threadIdx.x; j < width; j += blockDim.x) {
@@ -71,8 +72,7 @@ __global__ void addLayerNormForwardKernel(Storage a, Storage b, Storage x,
     x.store(row + j, v);
     sum += v;
   }
-  finishLayerNormRow(sum, x, w, bias, out, mean, rstd, r, width, eps,
-                     Fp8Sink{});
+  finishLayerNormRow(sum, x, w, bias, out, mean, rstd, r, width, eps, sink);
 }
 
 // Block `blockIdx.x` handles rows blockIdx.x, + gridDim.x, ...: dx of each,
@@ -175,12 +175,15 @@ void DeviceImpl::addLayerNormForward(const void *a, int64_t aDtype,
                                      const float *w, const float *bias, void *x,
                                      int64_t xDtype, void *out,
                                      int64_t outDtype, float *mean, float *rstd,
-                                     int64_t rows, int64_t width, float eps) {
+                                     int64_t rows, int64_t width, float eps,
+                                     const Fp8Epilogue &fp8) {
+  // The sink first: its amax is zeroed even when there are no rows.
+  const Fp8Sink sink = sinkFor(fp8);
   if (!rowsPerBlockFit(rows))
     return;
   addLayerNormForwardKernel<<<unsigned(rows), kThreads, 0, stream_>>>(
       Storage(a, aDtype), Storage(b, bDtype), Storage(x, xDtype), w, bias,
-      Storage(out, outDtype), mean, rstd, width, eps);
+      Storage(out, outDtype), mean, rstd, width, eps, sink);
   checkLaunch("gptrt_add_layernorm_fwd");
 }
 

@@ -91,6 +91,8 @@ def main():
                 "packed attention": len(re.findall(
                     r'rt\.kernel "attention_(?:fwd|bwd)_packed(?:_amax)?"',
                     train)),
+                "residual adds": len(re.findall(
+                    r'rt\.kernel "add_layernorm_fwd(?:_amax|_cast)?"', train)),
                 "residual gradients": len(re.findall(
                     r'rt\.kernel "layernorm_bwd_add(?:_amax|_cast)?"', train))}
             log = art + ".jsonl"
@@ -140,14 +142,16 @@ def main():
                                 "(%s), expected %d and %d" % (
                                     name, packed, counts[variant]["copies"],
                                     variant, *expected))
-            # The 4 blocks' 2 layernorm backwards each add their dx into
-            # the residual gradient (without gpt-bf16-kernels, a convert
-            # of dx stands between).
-            if counts[variant]["residual gradients"] != 8 * want:
-                failures.append("%s: %d layernorm backwards fused with their "
-                                "residual add (%s), expected %d" % (
-                                    name, counts[variant]["residual gradients"],
-                                    variant, 8 * want))
+            # The 4 blocks' 2 residual adds each fused into the layernorm
+            # after them, with its FP8 epilogue if any, and their 2
+            # layernorm backwards each adding dx into the residual gradient
+            # (without gpt-bf16-kernels, converts stand between).
+            for key in ("residual adds", "residual gradients"):
+                if counts[variant][key] != 8 * want:
+                    failures.append("%s: %d %s fused with their layernorm "
+                                    "(%s), expected %d" % (
+                                        name, counts[variant][key], key,
+                                        variant, 8 * want))
             if counts[variant]["classifier"] != want:
                 failures.append("%s: %d fused classifier kernels (%s), expected %d"
                                 % (name, counts[variant]["classifier"], variant, want))

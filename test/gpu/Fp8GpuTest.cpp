@@ -427,6 +427,21 @@ TEST_F(GpuTest, ProducersTakeTheirFp8EpilogueInOnePass) {
           rows, width, dtype, format, 0, -1);
       expectOk();
       expectEpilogue(values(y, n), amax, q, format, "layernorm_fwd_cast");
+      // The residual add in front (rt-fuse-add-layernorm), x = x + r.
+      void *sumX = output(n);
+      gptrt_add_layernorm_fwd_cast(
+          g(), x, r, upload(std::vector<float>(width, 1.5f)), upload(bias),
+          dScale, sumX, y, mean, rstd, amax, q, rows, width, 1e-5, dtype, dtype,
+          dtype, dtype, rows, width, dtype, format, 0, -1);
+      expectOk();
+      expectEpilogue(values(y, n), amax, q, format, "add_layernorm_fwd_cast");
+      gptrt_add_layernorm_fwd_amax(
+          g(), x, r, upload(std::vector<float>(width, 1.5f)), upload(bias),
+          sumX, y, mean, rstd, amax, rows, width, 1e-5, dtype, dtype, dtype,
+          dtype, rows, width, dtype);
+      expectOk();
+      expectEpilogue(values(y, n), amax, nullptr, format,
+                     "add_layernorm_fwd_amax");
       gptrt_gelu_fwd_amax(g(), x, y, amax, n, dtype, dtype, rows, width,
                           dtype);
       expectOk();

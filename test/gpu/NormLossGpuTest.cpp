@@ -134,6 +134,25 @@ TEST_F(GpuTest, AddLayerNormMatchesTheUnfusedKernels) {
   EXPECT_EQ(download(out, n), download(out2, n));
   EXPECT_EQ(download(mean, rows), download(mean2, rows));
   EXPECT_EQ(download(rstd, rows), download(rstd2, rows));
+  // With the layernorm's FP8 epilogue: the output, amax and codes of
+  // layernorm_fwd_cast over the stored sum, bit for bit.
+  const float *scale = upload(std::vector<float>{16.0f});
+  uint16_t *x3 = poisoned(), *out3 = poisoned();
+  float *amax2 = alloc<float>(1), *amax3 = alloc<float>(1);
+  uint8_t *q2 = alloc<uint8_t>(n), *q3 = alloc<uint8_t>(n);
+  gptrt_add_layernorm_fwd_cast(
+      g(), ga, gb, gw, gbias, scale, x3, out3, mean, rstd, amax3, q3, rows,
+      width, 1e-5, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16,
+      GPTRT_DTYPE_BF16, rows, width, GPTRT_DTYPE_BF16, GPTRT_FP8_E4M3, 0, -1);
+  gptrt_layernorm_fwd_cast(g(), x2, gw, gbias, scale, out2, mean2, rstd2, amax2,
+                           q2, rows, width, 1e-5, GPTRT_DTYPE_BF16,
+                           GPTRT_DTYPE_BF16, rows, width, GPTRT_DTYPE_BF16,
+                           GPTRT_FP8_E4M3, 0, -1);
+  expectOk();
+  EXPECT_EQ(download(x3, n), download(x2, n));
+  EXPECT_EQ(download(out3, n), download(out2, n));
+  EXPECT_EQ(download(amax3, 1), download(amax2, 1));
+  EXPECT_EQ(download(q3, n), download(q2, n));
   std::vector<uint16_t> cx(n), cout(n);
   std::vector<float> cmean(rows), crstd(rows);
   gptrt_add_layernorm_fwd(cpuCtx.handle(), a.data(), b.data(), w.data(),

@@ -27,6 +27,36 @@ func.func @fused() {
 
 // -----
 
+// The FP8 forms of the layernorm (fp8-fuse-amax, fp8-fuse-cast) bring their
+// epilogue: its pointers and constants follow, and the cast keeps its
+// statistics' name.
+// CHECK-LABEL: func.func @fused_epilogues
+// CHECK: rt.kernel "add_layernorm_fwd_amax" ins(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<8x32xbf16>, memref<8x32xbf16>, memref<32xf32>, memref<32xf32>) outs(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<8x32xbf16>, memref<8x32xbf16>, memref<8xf32>, memref<8xf32>, memref<f32>) consts [8, 32, 1.000000e-05, 2, 2, 2, 2, 8, 32, 2]
+// CHECK: rt.kernel "add_layernorm_fwd_cast" ins(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<8x32xbf16>, memref<8x32xbf16>, memref<32xf32>, memref<32xf32>, memref<f32>) outs(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<8x32xbf16>, memref<8x32xbf16>, memref<8xf32>, memref<8xf32>, memref<f32>, memref<8x32xf8E4M3FN>) consts [8, 32, 1.000000e-05, 2, 2, 2, 2, 8, 32, 2, 0, 0, 5] {rt.fp8_stat = {layer = "h.1.attn.qkv"}}
+// CHECK-NOT: rt.kernel "add"
+func.func @fused_epilogues() {
+  %a = rt.alloc : memref<8x32xbf16>
+  %b = rt.alloc : memref<8x32xbf16>
+  %w = rt.alloc : memref<32xf32>
+  %bias = rt.alloc : memref<32xf32>
+  %mean = rt.alloc : memref<8xf32>
+  %rstd = rt.alloc : memref<8xf32>
+  %amax = rt.alloc : memref<f32>
+  %scale = rt.alloc : memref<f32>
+  %q = rt.alloc : memref<8x32xf8E4M3FN>
+  %x = rt.alloc : memref<8x32xbf16>
+  %y = rt.alloc : memref<8x32xbf16>
+  rt.kernel "add" ins(%a, %b : memref<8x32xbf16>, memref<8x32xbf16>) outs(%x : memref<8x32xbf16>) consts [1, 256, 0, 2, 2, 2]
+  rt.kernel "layernorm_fwd_amax" ins(%x, %w, %bias : memref<8x32xbf16>, memref<32xf32>, memref<32xf32>) outs(%y, %mean, %rstd, %amax : memref<8x32xbf16>, memref<8xf32>, memref<8xf32>, memref<f32>) consts [8, 32, 1.0e-5, 2, 2, 8, 32, 2]
+  %x2 = rt.alloc : memref<8x32xbf16>
+  %y2 = rt.alloc : memref<8x32xbf16>
+  rt.kernel "add" ins(%x, %y : memref<8x32xbf16>, memref<8x32xbf16>) outs(%x2 : memref<8x32xbf16>) consts [1, 256, 0, 2, 2, 2]
+  rt.kernel "layernorm_fwd_cast" ins(%x2, %w, %bias, %scale : memref<8x32xbf16>, memref<32xf32>, memref<32xf32>, memref<f32>) outs(%y2, %mean, %rstd, %amax, %q : memref<8x32xbf16>, memref<8xf32>, memref<8xf32>, memref<f32>, memref<8x32xf8E4M3FN>) consts [8, 32, 1.0e-5, 2, 2, 8, 32, 2, 0, 0, 5] {rt.fp8_stat = {layer = "h.1.attn.qkv"}}
+  return
+}
+
+// -----
+
 // Not fused: a broadcast add (the position embedding), a sum read by
 // something else first, and an operand overwritten before the layernorm.
 // CHECK-LABEL: func.func @not_fused

@@ -134,6 +134,51 @@ TEST_F(AbiFusedTest, LayernormGeluAddGeluGradMatchTheirBaseKernels) {
   EXPECT_EQ(amax, amaxRef);
 }
 
+// rt-fuse-add-layernorm with the layernorm's FP8 epilogue: the residual
+// sum (bf16, stored), then the layernorm of it with its amax and codes.
+TEST_F(AbiFusedTest, AddLayernormTakesTheLayernormsEpilogue) {
+  const int64_t rows = 8, cols = 16, n = rows * cols;
+  std::vector<float> a = randomF(n, 11, -3.0, 3.0), b = randomF(n, 12, -1, 1),
+                     w = randomF(cols, 13, 0.5, 1.5),
+                     bias = randomF(cols, 14, -1, 1);
+  float scale = 24.0f;
+  std::vector<uint16_t> x(n), xRef(n);
+  std::vector<float> y(n), yRef(n), mean(rows), meanRef(rows), rstd(rows),
+      rstdRef(rows);
+  gptrt_add_layernorm_fwd(h, a.data(), b.data(), w.data(), bias.data(),
+                          xRef.data(), yRef.data(), meanRef.data(),
+                          rstdRef.data(), rows, cols, 1e-5, GPTRT_DTYPE_F32,
+                          GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16, GPTRT_DTYPE_F32);
+  for (int64_t transpose : {0, 1}) {
+    SCOPED_TRACE("transpose " + std::to_string(transpose));
+    float amax = -1, amaxRef = -2;
+    std::vector<uint8_t> q(n), qRef;
+    gptrt_add_layernorm_fwd_cast(
+        h, a.data(), b.data(), w.data(), bias.data(), &scale, x.data(),
+        y.data(), mean.data(), rstd.data(), &amax, q.data(), rows, cols, 1e-5,
+        GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16, GPTRT_DTYPE_F32,
+        rows, cols, GPTRT_DTYPE_F32, GPTRT_FP8_E4M3, transpose, -1);
+    reference(yRef, rows, cols, scale, GPTRT_FP8_E4M3, transpose != 0, &amaxRef,
+              qRef);
+    EXPECT_EQ(x, xRef);
+    EXPECT_EQ(y, yRef);
+    EXPECT_EQ(mean, meanRef);
+    EXPECT_EQ(rstd, rstdRef);
+    EXPECT_EQ(amax, amaxRef);
+    EXPECT_EQ(q, qRef);
+  }
+  float amax = -1, amaxRef = -2;
+  gptrt_add_layernorm_fwd_amax(h, a.data(), b.data(), w.data(), bias.data(),
+                               x.data(), y.data(), mean.data(), rstd.data(),
+                               &amax, rows, cols, 1e-5, GPTRT_DTYPE_F32,
+                               GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16,
+                               GPTRT_DTYPE_F32, rows, cols, GPTRT_DTYPE_F32);
+  gptrt_amax(h, yRef.data(), &amaxRef, n, GPTRT_DTYPE_F32);
+  EXPECT_EQ(y, yRef);
+  EXPECT_EQ(amax, amaxRef);
+  EXPECT_GT(amax, 0.0f);
+}
+
 TEST_F(AbiFusedTest, GemmOutputsWithAmaxAndCast) {
   const int64_t m = 6, n = 5, k = 7;
   std::vector<float> a = randomF(m * k, 8, -1, 1), b = randomF(n * k, 9, -1, 1);
