@@ -5,6 +5,8 @@
 #include "compiler/transforms/Passes.h"
 #include "compiler/transforms/RtKernelQueries.h"
 
+#include <optional>
+
 namespace gptc {
 #define GEN_PASS_DEF_RTFUSEADDLAYERNORM
 #include "compiler/transforms/Passes.h.inc"
@@ -14,6 +16,22 @@ using namespace mlir;
 namespace rt = gptc::rt;
 
 namespace {
+
+// The operands an FP8 epilogue adds to `base` (gptrt.h): none for `base`
+// itself, 3 constants for base_amax, the scale and 6 constants for
+// base_cast; nullopt for any other kernel.
+struct EpilogueShape {
+  size_t extraIns, extraConsts;
+};
+std::optional<EpilogueShape> epilogueShape(StringRef kernel, StringRef base) {
+  if (kernel == base)
+    return EpilogueShape{0, 0};
+  if (kernel == (base + "_amax").str())
+    return EpilogueShape{0, 3};
+  if (kernel == (base + "_cast").str())
+    return EpilogueShape{1, 6};
+  return std::nullopt;
+}
 
 class RtFuseAddLayerNormPass
     : public gptc::impl::RtFuseAddLayerNormBase<RtFuseAddLayerNormPass> {
@@ -52,13 +70,10 @@ private:
     // then the epilogue's (inputs x, w, bias (, scale); outputs out, mean,
     // rstd (, amax, q)).
     StringRef kernel = norm.getKernel();
-    const size_t extraIns = kernel == "layernorm_fwd_cast" ? 1 : 0;
-    const size_t epilogueConsts = kernel == "layernorm_fwd_amax"   ? 3
-                                  : kernel == "layernorm_fwd_cast" ? 6
-                                                                   : 0;
-    if ((kernel != "layernorm_fwd" && epilogueConsts == 0) ||
-        norm.getInputs().size() != 3 + extraIns || norm.getInputs()[0] != x ||
-        norm.getConsts().size() != 5 + epilogueConsts)
+    std::optional<EpilogueShape> shape = epilogueShape(kernel, "layernorm_fwd");
+    if (!shape || norm.getInputs().size() != 3 + shape->extraIns ||
+        norm.getInputs()[0] != x ||
+        norm.getConsts().size() != 5 + shape->extraConsts)
       return;
     if (rt::constAt(norm, 0) * rt::constAt(norm, 1) !=
             rt::constAt(add, 0) * rt::constAt(add, 1) ||
@@ -121,14 +136,9 @@ private:
     if (!add)
       return;
     StringRef kernel = add.getKernel();
-    if (kernel != "add" && kernel != "add_amax" && kernel != "add_cast")
-      return;
-    const size_t epilogueConsts = kernel == "add"        ? 0
-                                  : kernel == "add_amax" ? 3
-                                                         : 6;
-    const size_t extraIns = kernel == "add_cast" ? 1 : 0;
-    if (add.getInputs().size() != 2 + extraIns ||
-        add.getConsts().size() != 6 + epilogueConsts ||
+    std::optional<EpilogueShape> shape = epilogueShape(kernel, "add");
+    if (!shape || add.getInputs().size() != 2 + shape->extraIns ||
+        add.getConsts().size() != 6 + shape->extraConsts ||
         rt::constAt(add, 2) != 0 ||
         rt::constAt(add, 0) * rt::constAt(add, 1) != rows * width)
       return;
