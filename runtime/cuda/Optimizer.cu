@@ -45,14 +45,32 @@ __global__ void clipScaleKernel(const float *norm, float *out,
   *out = isnan(coef) ? coef : fminf(coef, 1.0f);
 }
 
-// PyTorch's AdamW, operation for operation as runtime/cpu/Kernels.cpp
-// (whose comments give the torch op of each line); the explicit _rn
-// intrinsics stop nvcc from contracting into FMAs the CPU does not do.
-__global__ void adamwKernel(const float *grad, const float *gradScale,
-                            const float *lrPtr, const float *stepPtr,
-                            float *param, float *m, float *v, int64_t n,
-                            double beta1, double beta2, double eps,
-                            double weightDecay) {
+// One AdamW update with the step's constants, shared by the scalar and
+// the vector kernel so that both compute the same bits.
+struct AdamwStep {
+  float decay, negStepSize, bc2Sqrt, gradScale;
+  float b1, oneMinusB1, b2, oneMinusB2, eps;
+
+  // PyTorch's AdamW, operation for operation as runtime/cpu/Kernels.cpp
+  // (whose comments give the torch op of each line); the explicit _rn
+  // intrinsics stop nvcc from contracting into FMAs the CPU does not do.
+  __device__ void apply(float grad, float &param, float &m, float &v) const {
+    const float g = __fmul_rn(grad, gradScale);
+    const float p = __fmul_rn(param, decay);
+    const float mi = __fmaf_rn(g, oneMinusB1, __fmul_rn(m, b1));
+    const float vi = __fmaf_rn(__fmul_rn(oneMinusB2, g), g, __fmul_rn(v, b2));
+    const float denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(vi), bc2Sqrt), eps);
+    param = __fadd_rn(p, __fdiv_rn(__fmul_rn(negStepSize, mi), denom));
+    m = mi;
+    v = vi;
+  }
+};
+
+// The step's constants, from the learning rate and step count in device
+// memory (CUDA graphs replay them), worked out once per block.
+__device__ AdamwStep adamwStep(const float *gradScale, const float *lrPtr,
+                               const float *stepPtr, double beta1, double beta2,
+                               double eps, double weightDecay) {
   __shared__ float sh[4];
   if (threadIdx.x == 0) {
     const double lr = *lrPtr, step = *stepPtr;
@@ -64,23 +82,51 @@ __global__ void adamwKernel(const float *grad, const float *gradScale,
     sh[3] = *gradScale;
   }
   __syncthreads();
-  const float decay = sh[0], negStepSize = sh[1], bc2Sqrt = sh[2];
-  const float gs = sh[3];
-  const float b1 = float(beta1), oneMinusB1 = float(1.0 - beta1);
-  const float b2 = float(beta2), oneMinusB2 = float(1.0 - beta2);
-  const float epsF = float(eps);
+  return AdamwStep{sh[0],        sh[1],
+                   sh[2],        sh[3],
+                   float(beta1), float(1.0 - beta1),
+                   float(beta2), float(1.0 - beta2),
+                   float(eps)};
+}
+
+__global__ void adamwKernel(const float *grad, const float *gradScale,
+                            const float *lrPtr, const float *stepPtr,
+                            float *param, float *m, float *v, int64_t n,
+                            double beta1, double beta2, double eps,
+                            double weightDecay) {
+  const AdamwStep step =
+      adamwStep(gradScale, lrPtr, stepPtr, beta1, beta2, eps, weightDecay);
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    step.apply(grad[i], param[i], m[i], v[i]);
+}
+
+// The same over n4 groups of four elements in 16-byte accesses (all four
+// buffers 16-byte aligned, as the host checks); the host runs the scalar
+// kernel on the tail.
+__global__ void adamw4Kernel(const float4 *grad, const float *gradScale,
+                             const float *lrPtr, const float *stepPtr,
+                             float4 *param, float4 *m, float4 *v, int64_t n4,
+                             double beta1, double beta2, double eps,
+                             double weightDecay) {
+  const AdamwStep step =
+      adamwStep(gradScale, lrPtr, stepPtr, beta1, beta2, eps, weightDecay);
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n4;
        i += int64_t(gridDim.x) * blockDim.x) {
-    const float g = __fmul_rn(grad[i], gs);
-    const float p = __fmul_rn(param[i], decay);
-    const float mi = __fmaf_rn(g, oneMinusB1, __fmul_rn(m[i], b1));
-    const float vi =
-        __fmaf_rn(__fmul_rn(oneMinusB2, g), g, __fmul_rn(v[i], b2));
-    const float denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(vi), bc2Sqrt), epsF);
-    param[i] = __fadd_rn(p, __fdiv_rn(__fmul_rn(negStepSize, mi), denom));
+    const float4 g = grad[i];
+    float4 p = param[i], mi = m[i], vi = v[i];
+    step.apply(g.x, p.x, mi.x, vi.x);
+    step.apply(g.y, p.y, mi.y, vi.y);
+    step.apply(g.z, p.z, mi.z, vi.z);
+    step.apply(g.w, p.w, mi.w, vi.w);
+    param[i] = p;
     m[i] = mi;
     v[i] = vi;
   }
+}
+
+bool aligned16(const void *p) {
+  return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 }
 
 } // namespace
@@ -105,9 +151,22 @@ void DeviceImpl::adamw(const float *grad, const float *gradScale,
                        double beta2, double eps, double weightDecay) {
   if (n <= 0)
     return;
-  adamwKernel<<<gridFor(n), 256, 0, stream_>>>(grad, gradScale, lr, step,
-                                               param, m, v, n, beta1, beta2,
-                                               eps, weightDecay);
+  int64_t done = 0;
+  if (aligned16(grad) && aligned16(param) && aligned16(m) && aligned16(v) &&
+      n >= 4) {
+    const int64_t n4 = n / 4;
+    adamw4Kernel<<<gridFor(n4), 256, 0, stream_>>>(
+        reinterpret_cast<const float4 *>(grad), gradScale, lr, step,
+        reinterpret_cast<float4 *>(param), reinterpret_cast<float4 *>(m),
+        reinterpret_cast<float4 *>(v), n4, beta1, beta2, eps, weightDecay);
+    checkLaunch("gptrt_adamw");
+    done = 4 * n4;
+    if (done == n)
+      return;
+  }
+  adamwKernel<<<gridFor(n - done), 256, 0, stream_>>>(
+      grad + done, gradScale, lr, step, param + done, m + done, v + done,
+      n - done, beta1, beta2, eps, weightDecay);
   checkLaunch("gptrt_adamw");
 }
 

@@ -42,6 +42,11 @@ struct Storage {
     else
       static_cast<float *>(data)[i] = v;
   }
+
+  // Elements i .. i + 7 in 16-byte accesses (one for bf16, two for f32):
+  // i a multiple of 8 and data 16-byte aligned, which the caller checks.
+  __device__ void load8(int64_t i, float (&v)[8]) const;
+  __device__ void store8(int64_t i, const float (&v)[8]) const;
 };
 
 // Eight bf16 values in one 16-byte access: the vector path of the kernels
@@ -66,6 +71,32 @@ struct alignas(16) Bf16x8 {
     return v;
   }
 };
+
+__device__ inline void Storage::load8(int64_t i, float (&v)[8]) const {
+  if (bf16) {
+    static_cast<const Bf16x8 *>(data)[i / 8].unpack(v);
+    return;
+  }
+  const float4 *p = static_cast<const float4 *>(data) + i / 4;
+  const float4 lo = p[0], hi = p[1];
+  v[0] = lo.x, v[1] = lo.y, v[2] = lo.z, v[3] = lo.w;
+  v[4] = hi.x, v[5] = hi.y, v[6] = hi.z, v[7] = hi.w;
+}
+
+__device__ inline void Storage::store8(int64_t i, const float (&v)[8]) const {
+  if (bf16) {
+    static_cast<Bf16x8 *>(data)[i / 8] = Bf16x8::pack(v);
+    return;
+  }
+  if (add) {
+    for (int k = 0; k < 8; ++k)
+      store(i + k, v[k]);
+    return;
+  }
+  float4 *p = static_cast<float4 *>(data) + i / 4;
+  p[0] = make_float4(v[0], v[1], v[2], v[3]);
+  p[1] = make_float4(v[4], v[5], v[6], v[7]);
+}
 
 } // namespace gptrt::cuda
 

@@ -8,8 +8,14 @@ namespace gptrt::gputest {
 namespace {
 
 TEST_F(GpuTest, LayerNormForwardBackward) {
-  for (auto [rows, width] : {std::pair<int64_t, int64_t>{1, 3}, {37, 768},
-                             {1024, 1600}}) {
+  // Widths for both kernels: the scalar ones (3: not whole 16-byte
+  // vectors; 2056: wider than the vector kernels hold) and the vector ones
+  // (768; 1000, whose 125 vectors leave lanes idle; 1600).
+  for (auto [rows, width] : {std::pair<int64_t, int64_t>{1, 3},
+                             {37, 768},
+                             {64, 1000},
+                             {1024, 1600},
+                             {5, 2056}}) {
     std::vector<float> x = randn(rows * width, 2.0f), w = randn(width),
                        b = randn(width), dy = randn(rows * width);
     for (float &v : x)
@@ -49,61 +55,68 @@ TEST_F(GpuTest, LayerNormForwardBackward) {
 // rsqrtf, so within bf16 precision norm-wise; outputs poisoned (0xFFFF is
 // a bf16 NaN) to catch unwritten elements.
 TEST_F(GpuTest, LayerNormOnBf16StorageMatchesCpu) {
-  Context cpuCtx(Device::Cpu, {});
-  const int64_t rows = 37, width = 768;
-  std::vector<uint16_t> x = toBf16(randn(rows * width, 2.0f)),
-                        dy = toBf16(randn(rows * width));
-  std::vector<float> w = randn(width), b = randn(width);
-  std::vector<uint16_t> out(rows * width), dx(rows * width), dw(width),
-      db(width);
-  std::vector<float> mean(rows), rstd(rows);
-  gptrt_layernorm_fwd(cpuCtx.handle(), x.data(), w.data(), b.data(),
-                      out.data(), mean.data(), rstd.data(), rows, width, 1e-5,
-                      GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16);
-  gptrt_layernorm_bwd(cpuCtx.handle(), dy.data(), x.data(), w.data(),
-                      mean.data(), rstd.data(), dx.data(), dw.data(),
-                      db.data(), rows, width, GPTRT_DTYPE_BF16,
-                      GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16,
-                      GPTRT_DTYPE_BF16);
-  const uint16_t *gxIn = upload(x);
-  const float *gw = upload(w), *gb = upload(b);
-  uint16_t *gOut = upload(std::vector<uint16_t>(rows * width, 0xFFFF));
-  float *gMean = alloc<float>(rows), *gRstd = alloc<float>(rows);
-  gptrt_layernorm_fwd(g(), gxIn, gw, gb, gOut, gMean, gRstd, rows, width,
-                      1e-5, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16);
-  uint16_t *gDx = upload(std::vector<uint16_t>(rows * width, 0xFFFF));
-  uint16_t *gDw = upload(std::vector<uint16_t>(width, 0xFFFF));
-  uint16_t *gDb = upload(std::vector<uint16_t>(width, 0xFFFF));
-  gptrt_layernorm_bwd(g(), upload(dy), gxIn, gw, gMean, gRstd, gDx, gDw, gDb,
-                      rows, width, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16,
-                      GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16);
-  expectOk();
-  EXPECT_LT(relErr(bf16Values(download(gOut, rows * width)), bf16Values(out)),
-            kBf16Tol);
-  EXPECT_LT(relErr(download(gMean, rows), toDouble(mean)), kF32Tol);
-  EXPECT_LT(relErr(download(gRstd, rows), toDouble(rstd)), kF32Tol);
-  EXPECT_LT(relErr(bf16Values(download(gDx, rows * width)), bf16Values(dx)),
-            kBf16Tol);
-  EXPECT_LT(relErr(bf16Values(download(gDw, width)), bf16Values(dw)), kBf16Tol);
-  EXPECT_LT(relErr(bf16Values(download(gDb, width)), bf16Values(db)), kBf16Tol);
-  // _amax (rt-fuse-amax): the same gradients bit for bit (the same kernel,
-  // in the same order), and the amax of dx as stored, taken by the kernel.
-  uint16_t *aDx = upload(std::vector<uint16_t>(rows * width, 0xFFFF));
-  uint16_t *aDw = upload(std::vector<uint16_t>(width, 0xFFFF));
-  uint16_t *aDb = upload(std::vector<uint16_t>(width, 0xFFFF));
-  float *amax = upload(std::vector<float>{std::nanf("")});
-  float *want = alloc<float>(1);
-  gptrt_layernorm_bwd_amax(g(), upload(dy), gxIn, gw, gMean, gRstd, aDx, aDw,
-                           aDb, amax, rows, width, GPTRT_DTYPE_BF16,
-                           GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16,
-                           GPTRT_DTYPE_BF16);
-  gptrt_amax(g(), gDx, want, rows * width, GPTRT_DTYPE_BF16);
-  expectOk();
-  EXPECT_EQ(download(aDx, rows * width), download(gDx, rows * width));
-  EXPECT_EQ(download(aDw, width), download(gDw, width));
-  EXPECT_EQ(download(aDb, width), download(gDb, width));
-  EXPECT_EQ(download(amax, 1), download(want, 1));
-  EXPECT_GT(download(amax, 1)[0], 0.0f);
+  // 768 and 1600 take the vector kernels, 100 (not whole 16-byte vectors)
+  // the scalar ones.
+  for (const int64_t width : {768, 1600, 100}) {
+    SCOPED_TRACE("width " + std::to_string(width));
+    Context cpuCtx(Device::Cpu, {});
+    const int64_t rows = 37;
+    std::vector<uint16_t> x = toBf16(randn(rows * width, 2.0f)),
+                          dy = toBf16(randn(rows * width));
+    std::vector<float> w = randn(width), b = randn(width);
+    std::vector<uint16_t> out(rows * width), dx(rows * width), dw(width),
+        db(width);
+    std::vector<float> mean(rows), rstd(rows);
+    gptrt_layernorm_fwd(cpuCtx.handle(), x.data(), w.data(), b.data(),
+                        out.data(), mean.data(), rstd.data(), rows, width, 1e-5,
+                        GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16);
+    gptrt_layernorm_bwd(cpuCtx.handle(), dy.data(), x.data(), w.data(),
+                        mean.data(), rstd.data(), dx.data(), dw.data(),
+                        db.data(), rows, width, GPTRT_DTYPE_BF16,
+                        GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16,
+                        GPTRT_DTYPE_BF16);
+    const uint16_t *gxIn = upload(x);
+    const float *gw = upload(w), *gb = upload(b);
+    uint16_t *gOut = upload(std::vector<uint16_t>(rows * width, 0xFFFF));
+    float *gMean = alloc<float>(rows), *gRstd = alloc<float>(rows);
+    gptrt_layernorm_fwd(g(), gxIn, gw, gb, gOut, gMean, gRstd, rows, width,
+                        1e-5, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16);
+    uint16_t *gDx = upload(std::vector<uint16_t>(rows * width, 0xFFFF));
+    uint16_t *gDw = upload(std::vector<uint16_t>(width, 0xFFFF));
+    uint16_t *gDb = upload(std::vector<uint16_t>(width, 0xFFFF));
+    gptrt_layernorm_bwd(g(), upload(dy), gxIn, gw, gMean, gRstd, gDx, gDw, gDb,
+                        rows, width, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16,
+                        GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16);
+    expectOk();
+    EXPECT_LT(relErr(bf16Values(download(gOut, rows * width)), bf16Values(out)),
+              kBf16Tol);
+    EXPECT_LT(relErr(download(gMean, rows), toDouble(mean)), kF32Tol);
+    EXPECT_LT(relErr(download(gRstd, rows), toDouble(rstd)), kF32Tol);
+    EXPECT_LT(relErr(bf16Values(download(gDx, rows * width)), bf16Values(dx)),
+              kBf16Tol);
+    EXPECT_LT(relErr(bf16Values(download(gDw, width)), bf16Values(dw)),
+              kBf16Tol);
+    EXPECT_LT(relErr(bf16Values(download(gDb, width)), bf16Values(db)),
+              kBf16Tol);
+    // _amax (rt-fuse-amax): the same gradients bit for bit (the same kernel,
+    // in the same order), and the amax of dx as stored, taken by the kernel.
+    uint16_t *aDx = upload(std::vector<uint16_t>(rows * width, 0xFFFF));
+    uint16_t *aDw = upload(std::vector<uint16_t>(width, 0xFFFF));
+    uint16_t *aDb = upload(std::vector<uint16_t>(width, 0xFFFF));
+    float *amax = upload(std::vector<float>{std::nanf("")});
+    float *want = alloc<float>(1);
+    gptrt_layernorm_bwd_amax(g(), upload(dy), gxIn, gw, gMean, gRstd, aDx, aDw,
+                             aDb, amax, rows, width, GPTRT_DTYPE_BF16,
+                             GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16,
+                             GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16);
+    gptrt_amax(g(), gDx, want, rows * width, GPTRT_DTYPE_BF16);
+    expectOk();
+    EXPECT_EQ(download(aDx, rows * width), download(gDx, rows * width));
+    EXPECT_EQ(download(aDw, width), download(gDw, width));
+    EXPECT_EQ(download(aDb, width), download(gDb, width));
+    EXPECT_EQ(download(amax, 1), download(want, 1));
+    EXPECT_GT(download(amax, 1)[0], 0.0f);
+  }
 }
 
 // The residual add fused into the layernorm (rt-fuse-add-layernorm): the
@@ -447,6 +460,23 @@ TEST_F(GpuTest, AdamWMatchesCpu) {
   EXPECT_LT(relErr(download(dp, n), toDouble(cp)), kF32Tol);
   EXPECT_LT(relErr(download(dm, n), toDouble(cm)), kF32Tol);
   EXPECT_LT(relErr(download(dv, n), toDouble(cv)), kF32Tol);
+  // The 16-byte kernel (aligned buffers, above) and the scalar one (the
+  // same buffers one element in, unaligned) give the same bits.
+  float *sp = upload(param), *sm = upload(m), *sv = upload(v);
+  gptrt_adamw(g(), upload(grad) + 1, upload(std::vector<float>{gradScale}),
+              upload(std::vector<float>{lr}),
+              upload(std::vector<float>{float(step)}), sp + 1, sm + 1, sv + 1,
+              n - 1, 0.9, 0.95, 1e-8, 0.1);
+  expectOk();
+  const std::vector<float> vp = download(dp, n), vm = download(dm, n),
+                           vv = download(dv, n), pp = download(sp, n),
+                           pm = download(sm, n), pv = download(sv, n);
+  EXPECT_EQ(std::vector<float>(vp.begin() + 1, vp.end()),
+            std::vector<float>(pp.begin() + 1, pp.end()));
+  EXPECT_EQ(std::vector<float>(vm.begin() + 1, vm.end()),
+            std::vector<float>(pm.begin() + 1, pm.end()));
+  EXPECT_EQ(std::vector<float>(vv.begin() + 1, vv.end()),
+            std::vector<float>(pv.begin() + 1, pv.end()));
 }
 
 } // namespace
