@@ -277,6 +277,15 @@ int gptcMain(int argc, char **argv) {
                      "default true). =false keeps two casts, with the same "
                      "codes"),
       llvm::cl::init(true), llvm::cl::cat(category));
+  llvm::cl::opt<bool> fuseCastScales(
+      "fuse-cast-scales",
+      llvm::cl::desc("Let each current-scaling FP8 cast work out its scale "
+                     "from the amax itself instead of a separate "
+                     "scale_from_amax kernel (rt-fuse-cast-scale; default "
+                     "true): one launch fewer per FP8 operand on a GPU. "
+                     "=false keeps the scale kernels, with the same "
+                     "numbers"),
+      llvm::cl::init(true), llvm::cl::cat(category));
   llvm::cl::opt<bool> fuseGradAccumulation(
       "fuse-grad-accumulation",
       llvm::cl::desc("Let each weight-gradient GEMM add its f32 result into "
@@ -511,6 +520,8 @@ int gptcMain(int argc, char **argv) {
         lower.addPass(createRtFuseGradAccumulation());
       if (cacheWeightCasts)
         lower.addPass(createRtCacheWeightCasts());
+      if (fuseCastScales)
+        lower.addPass(createRtFuseCastScale());
       lower.addPass(createRtPlanMemory());
       if (failed(lower.run(work)))
         return 1;

@@ -639,6 +639,33 @@ def RtCacheWeightCasts : Pass<"rt-cache-weight-casts", "::mlir::ModuleOp"> {
   ];
 }
 
+def RtFuseCastScale : Pass<"rt-fuse-cast-scale", "::mlir::ModuleOp"> {
+  let summary = "Lets an FP8 cast make the current-scaling scale it casts with";
+  let description = [{
+    Runs after the other rt fusions and rt-cache-weight-casts, before
+    rt-plan-memory. Current (tensorwise) scaling computes each scale in a
+    one-thread `scale_from_amax` kernel between the amax's producer and the
+    cast; on a GPU that is a launch (and a dependent wait) per FP8 operand.
+    When the first op after a `scale_from_amax` that uses its scale is a
+    cast reading it as its scale -- `quantize_fp8`, `quantize_fp8_dual` or
+    `quantize_fp8_dual_bgrad` -- with nothing writing the amax or touching
+    the scale in between, the pair becomes the cast's `scale_` form (e.g.
+    `scale_quantize_fp8`) where the cast was: it reads the amax instead of
+    the scale, works out scale_from_amax itself (every thread, the same
+    f32 operations) and stores the scale, one more output, for the GEMMs
+    that read it later. The scale, codes, sums and statistics are those of
+    the two kernels bit for bit. Delayed scaling's scales come from its
+    amax history (`fp8_state_scale`) and rowwise scaling's from
+    `row_scales`; neither is touched.
+    `gptc --fuse-cast-scales=false` leaves this pass out.
+  }];
+  let dependentDialects = ["::gptc::rt::RtDialect"];
+  let statistics = [
+    Statistic<"fusedScales", "fused-scales",
+              "scale_from_amax kernels folded into their casts">,
+  ];
+}
+
 def RtPlanMemory : Pass<"rt-plan-memory", "::mlir::ModuleOp"> {
   let summary = "Places every rt.alloc in one activation arena by liveness";
   let description = [{

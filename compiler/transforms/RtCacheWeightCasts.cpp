@@ -29,7 +29,8 @@ bool derivesValues(StringRef kernel) {
   return llvm::is_contained(
       {StringRef("convert"), StringRef("amax"), StringRef("scale_from_amax"),
        StringRef("quantize_fp8"), StringRef("quantize_fp8_transposed"),
-       StringRef("quantize_fp8_dual"), StringRef("amax_rows"),
+       StringRef("quantize_fp8_dual"), StringRef("scale_quantize_fp8"),
+       StringRef("scale_quantize_fp8_dual"), StringRef("amax_rows"),
        StringRef("row_scales"), StringRef("quantize_rows"),
        StringRef("quantize_rows_transposed")},
       kernel);

@@ -1,6 +1,6 @@
 // Small queries on rt.kernel ops and buffers shared by the rt-level fusion
 // passes (rt-fuse-gemm-epilogue, rt-fuse-add-layernorm, rt-fuse-classifier,
-// rt-fuse-dual-cast, rt-fuse-grad-accumulation).
+// rt-fuse-dual-cast, rt-fuse-grad-accumulation, rt-fuse-cast-scale).
 #ifndef GPTC_COMPILER_TRANSFORMS_RTKERNELQUERIES_H
 #define GPTC_COMPILER_TRANSFORMS_RTKERNELQUERIES_H
 

@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below or the manifest's meaning changes. */
-#define GPTRT_ABI_VERSION 29
+#define GPTRT_ABI_VERSION 30
 
 typedef struct gptrt_context gptrt_context;
 
@@ -412,6 +412,30 @@ void gptrt_quantize_fp8_dual_bgrad(gptrt_context *ctx, const void *x,
                                    int64_t format, int64_t stat_slot,
                                    int64_t stat_slot_t, int64_t x_dtype,
                                    int64_t db_dtype);
+/* The casts above with the scale_from_amax of their scale fused in front
+ * (rt-fuse-cast-scale, current scaling): scale[0] = gptrt_scale_from_amax
+ * of amax[0] (fp8_max, margin, power_of_two, eps as there), stored for the
+ * GEMMs that read it later, and the cast at that scale -- the same scale,
+ * codes, sums and statistics as the two calls, without a kernel launch
+ * between them on a GPU. */
+void gptrt_scale_quantize_fp8(gptrt_context *ctx, const void *x,
+                              const float *amax, uint8_t *q, float *scale,
+                              int64_t n, int64_t format, int64_t stat_slot,
+                              int64_t x_dtype, double fp8_max, int64_t margin,
+                              int64_t power_of_two, double eps);
+void gptrt_scale_quantize_fp8_dual(gptrt_context *ctx, const void *x,
+                                   const float *amax, uint8_t *q, uint8_t *q_t,
+                                   float *scale, int64_t rows, int64_t cols,
+                                   int64_t format, int64_t stat_slot,
+                                   int64_t stat_slot_t, int64_t x_dtype,
+                                   double fp8_max, int64_t margin,
+                                   int64_t power_of_two, double eps);
+void gptrt_scale_quantize_fp8_dual_bgrad(
+    gptrt_context *ctx, const void *x, const float *amax, uint8_t *q,
+    uint8_t *q_t, void *db, float *scale, int64_t rows, int64_t cols,
+    int64_t format, int64_t stat_slot, int64_t stat_slot_t, int64_t x_dtype,
+    int64_t db_dtype, double fp8_max, int64_t margin, int64_t power_of_two,
+    double eps);
 /* c = op(a) op(b) / (scale_a[0] * scale_b[0]) on FP8 codes (decoded
  * exactly, accumulated in f32); layouts and strides as gptrt_matmul. c is
  * f32, or bf16 (out_dtype): that f32 result rounded once. fast_accum 1

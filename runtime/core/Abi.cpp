@@ -487,10 +487,64 @@ GPTRT_EXPORT void gptrt_quantize_fp8(gptrt_context *ctx, const void *xData,
   }, [&](Context &c, Gpu &g) {
     requireNonNegative(n, "n");
     requireStorageDtype(xDtype, "x_dtype");
-    g.quantizeFp8(xData, xDtype, scale, q, n, format);
+    g.quantizeFp8(xData, xDtype, scale, q, n, format,
+                  gptrt::cuda::ScaleFromAmax{});
     if (statSlot >= 0 && c.collectingFp8Stats())
       g.recordCastStats(xData, xDtype, n, scale, format, statSlot);
   });
+}
+
+namespace {
+
+// The scale a fused cast makes (rt-fuse-cast-scale): scale_from_amax of
+// amax[0] (gptrt_scale_from_amax's constants), stored to `out`.
+struct CastScaleArgs {
+  const float *amax;
+  float *out;
+  double fp8Max;
+  int64_t margin, powerOfTwo;
+  double eps;
+
+  // The arguments checked, as the GPU kernels take them.
+  gptrt::cuda::ScaleFromAmax checked() const {
+    if (amax == nullptr)
+      throw std::invalid_argument(
+          "amax is null, expected the one float the scale is made from");
+    if (out == nullptr)
+      throw std::invalid_argument(
+          "scale is null, expected a pointer to one float for the scale");
+    requireFlag(powerOfTwo, "power_of_two");
+    return gptrt::cuda::ScaleFromAmax{
+        amax, out, fp8Max, margin, powerOfTwo != 0, eps};
+  }
+  // The CPU: the standalone kernel's arithmetic.
+  void runOnCpu(gptrt_context *ctx) const {
+    checked();
+    gptrt_scale_from_amax(ctx, amax, out, fp8Max, margin, powerOfTwo, eps);
+  }
+};
+
+} // namespace
+
+GPTRT_EXPORT void gptrt_scale_quantize_fp8(
+    gptrt_context *ctx, const void *xData, const float *amax, uint8_t *q,
+    float *scale, int64_t n, int64_t format, int64_t statSlot, int64_t xDtype,
+    double fp8Max, int64_t margin, int64_t powerOfTwo, double eps) {
+  const CastScaleArgs scaleArgs{amax, scale, fp8Max, margin, powerOfTwo, eps};
+  guarded(
+      ctx, "gptrt_scale_quantize_fp8",
+      [&](Context &) {
+        scaleArgs.runOnCpu(ctx);
+        gptrt_quantize_fp8(ctx, xData, scale, q, n, format, statSlot, xDtype);
+      },
+      [&](Context &c, Gpu &g) {
+        const gptrt::cuda::ScaleFromAmax own = scaleArgs.checked();
+        requireNonNegative(n, "n");
+        requireStorageDtype(xDtype, "x_dtype");
+        g.quantizeFp8(xData, xDtype, scale, q, n, format, own);
+        if (statSlot >= 0 && c.collectingFp8Stats())
+          g.recordCastStats(xData, xDtype, n, scale, format, statSlot);
+      });
 }
 
 GPTRT_EXPORT void
@@ -561,15 +615,20 @@ namespace {
 // the row-major ones q unless null, and db = gptrt_reduce_rows of x unless
 // null, from one read on a GPU; on the CPU the kernels they fuse, so the
 // same codes, sums and statistics.
+// With scaleArgs (the scale_quantize_ forms) the scale is made from an
+// amax first.
 void quantizeDual(gptrt_context *ctx, const char *name, const void *xData,
                   const float *scale, uint8_t *q, uint8_t *qT, void *db,
                   int64_t rows, int64_t cols, int64_t format, int64_t statSlot,
-                  int64_t statSlotT, int64_t xDtype, int64_t dbDtype) {
+                  int64_t statSlotT, int64_t xDtype, int64_t dbDtype,
+                  const CastScaleArgs *scaleArgs = nullptr) {
   guarded(
       ctx, name,
       [&](Context &) {
         requireNonNegative(rows, "rows");
         requireNonNegative(cols, "cols");
+        if (scaleArgs)
+          scaleArgs->runOnCpu(ctx);
         if (q)
           gptrt_quantize_fp8(ctx, xData, scale, q, rows * cols, format,
                              statSlot, xDtype);
@@ -579,13 +638,15 @@ void quantizeDual(gptrt_context *ctx, const char *name, const void *xData,
           gptrt_reduce_rows(ctx, xData, db, rows, cols, xDtype, dbDtype);
       },
       [&](Context &c, Gpu &g) {
+        const gptrt::cuda::ScaleFromAmax own =
+            scaleArgs ? scaleArgs->checked() : gptrt::cuda::ScaleFromAmax{};
         requireNonNegative(rows, "rows");
         requireNonNegative(cols, "cols");
         requireStorageDtype(xDtype, "x_dtype");
         if (db)
           requireGradientDtype(dbDtype, "db_dtype");
         g.quantizeFp8Dual(xData, xDtype, scale, q, qT, rows, cols, format, db,
-                          dbDtype);
+                          dbDtype, own);
         if (c.collectingFp8Stats())
           for (int64_t slot : {q ? statSlot : -1, statSlotT})
             if (slot >= 0)
@@ -622,6 +683,29 @@ GPTRT_EXPORT void gptrt_quantize_fp8_dual_bgrad(
     int64_t statSlot, int64_t statSlotT, int64_t xDtype, int64_t dbDtype) {
   quantizeDual(ctx, "gptrt_quantize_fp8_dual_bgrad", xData, scale, q, qT, db,
                rows, cols, format, statSlot, statSlotT, xDtype, dbDtype);
+}
+
+GPTRT_EXPORT void gptrt_scale_quantize_fp8_dual(
+    gptrt_context *ctx, const void *xData, const float *amax, uint8_t *q,
+    uint8_t *qT, float *scale, int64_t rows, int64_t cols, int64_t format,
+    int64_t statSlot, int64_t statSlotT, int64_t xDtype, double fp8Max,
+    int64_t margin, int64_t powerOfTwo, double eps) {
+  const CastScaleArgs scaleArgs{amax, scale, fp8Max, margin, powerOfTwo, eps};
+  quantizeDual(ctx, "gptrt_scale_quantize_fp8_dual", xData, scale, q, qT,
+               /*db=*/nullptr, rows, cols, format, statSlot, statSlotT, xDtype,
+               /*dbDtype=*/0, &scaleArgs);
+}
+
+GPTRT_EXPORT void gptrt_scale_quantize_fp8_dual_bgrad(
+    gptrt_context *ctx, const void *xData, const float *amax, uint8_t *q,
+    uint8_t *qT, void *db, float *scale, int64_t rows, int64_t cols,
+    int64_t format, int64_t statSlot, int64_t statSlotT, int64_t xDtype,
+    int64_t dbDtype, double fp8Max, int64_t margin, int64_t powerOfTwo,
+    double eps) {
+  const CastScaleArgs scaleArgs{amax, scale, fp8Max, margin, powerOfTwo, eps};
+  quantizeDual(ctx, "gptrt_scale_quantize_fp8_dual_bgrad", xData, scale, q, qT,
+               db, rows, cols, format, statSlot, statSlotT, xDtype, dbDtype,
+               &scaleArgs);
 }
 
 GPTRT_EXPORT void gptrt_scaled_matmul(
@@ -2703,6 +2787,9 @@ const std::vector<AbiSymbol> &abiSymbols() {
       GPTRT_SYM(gptrt_cross_entropy_fwd_bwd),
       GPTRT_SYM(gptrt_cross_entropy_fwd_bwd_amax),
       GPTRT_SYM(gptrt_quantize_fp8_dual_bgrad),
+      GPTRT_SYM(gptrt_scale_quantize_fp8),
+      GPTRT_SYM(gptrt_scale_quantize_fp8_dual),
+      GPTRT_SYM(gptrt_scale_quantize_fp8_dual_bgrad),
       GPTRT_SYM(gptrt_quantize_fp8_transposed_bgrad),
       GPTRT_SYM(gptrt_global_norm),
       GPTRT_SYM(gptrt_clip_scale),

@@ -33,6 +33,19 @@ struct Fp8Epilogue {
   int64_t format = 0;
 };
 
+// A tensorwise cast that makes its own scale (rt-fuse-cast-scale): with
+// amax non-null the cast's kernel works scale_from_amax of amax[0] out
+// itself and stores it to the cast's scale buffer for the GEMMs; null: the
+// cast reads a scale made before it.
+struct ScaleFromAmax {
+  const float *amax = nullptr;
+  float *out = nullptr; // the cast's scale buffer
+  double fp8Max = 0;
+  int64_t margin = 0;
+  bool powerOfTwo = false;
+  double eps = 0;
+};
+
 // The residual stream's gradient a layernorm backward adds its dx into.
 // Null resid: no add, dx is stored as it is.
 struct ResidualGradient {
@@ -306,8 +319,11 @@ public:
   virtual void amax(const void *x, int64_t xDtype, float *out, int64_t n) = 0;
   virtual void scaleFromAmax(const float *amax, float *out, double fp8Max,
                              int64_t margin, bool powerOfTwo, double eps) = 0;
+  // With `own` active (rt-fuse-cast-scale) the kernel makes the scale it
+  // casts with and stores it to own.out (`scale` is then own.out).
   virtual void quantizeFp8(const void *x, int64_t xDtype, const float *scale,
-                           uint8_t *q, int64_t n, int64_t format) = 0;
+                           uint8_t *q, int64_t n, int64_t format,
+                           const ScaleFromAmax &own) = 0;
   // q (cols x rows) = the cast of x (rows x cols), transposed.
   virtual void quantizeFp8Transposed(const void *x, int64_t xDtype,
                                      const float *scale, uint8_t *q,
@@ -320,7 +336,8 @@ public:
   virtual void quantizeFp8Dual(const void *x, int64_t xDtype,
                                const float *scale, uint8_t *q, uint8_t *qT,
                                int64_t rows, int64_t cols, int64_t format,
-                               void *db, int64_t dbDtype) = 0;
+                               void *db, int64_t dbDtype,
+                               const ScaleFromAmax &own) = 0;
   virtual void fp8StateScale(const float *history, float *out,
                              int64_t length, double fp8Max, int64_t margin,
                              bool powerOfTwo, double eps,

@@ -251,13 +251,15 @@ public:
   void scaleFromAmax(const float *amax, float *out, double fp8Max,
                      int64_t margin, bool powerOfTwo, double eps) override;
   void quantizeFp8(const void *x, int64_t xDtype, const float *scale,
-                   uint8_t *q, int64_t n, int64_t format) override;
+                   uint8_t *q, int64_t n, int64_t format,
+                   const ScaleFromAmax &own) override;
   void quantizeFp8Transposed(const void *x, int64_t xDtype, const float *scale,
                              uint8_t *q, int64_t rows, int64_t cols,
                              int64_t format) override;
   void quantizeFp8Dual(const void *x, int64_t xDtype, const float *scale,
                        uint8_t *q, uint8_t *qT, int64_t rows, int64_t cols,
-                       int64_t format, void *db, int64_t dbDtype) override;
+                       int64_t format, void *db, int64_t dbDtype,
+                       const ScaleFromAmax &own) override;
   void fp8StateScale(const float *history, float *out, int64_t length,
                      double fp8Max, int64_t margin, bool powerOfTwo,
                      double eps, bool mostRecent) override;
@@ -352,10 +354,15 @@ private:
   // (1) or scale[column] (2).
   // colSums, when not null, gets the sum of each 32-row tile's column in
   // row order: [tile rows, cols], gptrt_reduce_rows's first level.
+  // own (scaleAxis 0): the kernel makes the scale from an amax.
   void launchTransposedCast(const void *x, bool bf16, const float *scale,
                             uint8_t *q, int64_t rows, int64_t cols, bool e4m3,
                             unsigned *amax, uint8_t *qRowMajor = nullptr,
-                            int scaleAxis = 0, float *colSums = nullptr);
+                            int scaleAxis = 0, float *colSums = nullptr,
+                            const ScaleFromAmax &own = ScaleFromAmax{});
+  // The scale of an active `own` when no cast kernel runs (nothing to
+  // cast): the standalone scale_from_amax kernel.
+  void scaleWithoutCast(const ScaleFromAmax &own);
   // Layout.cu: gptrt_reduce_rows's tree from a level of n rows (x itself,
   // or chunk sums in f32) to out; sums: room for the levels after it
   // (reduceRowsScratch(n, cols) floats).

@@ -45,6 +45,34 @@ __device__ float scaleOf(float amax, float fp8Max, int margin,
   return scale;
 }
 
+// The one scale of a tensorwise cast as its kernel reads it: *in, or (with
+// amax) scale_from_amax of *amax, worked out by every thread with scaleOf
+// -- the standalone kernel's bits -- and stored to *out by block (0, 0)'s
+// thread 0 for the GEMMs after the cast (rt-fuse-cast-scale).
+struct CastScale {
+  const float *in = nullptr;
+  const float *amax = nullptr;
+  float *out = nullptr;
+  float fp8Max = 0, eps = 0;
+  int margin = 0;
+  bool powerOfTwo = false;
+
+  CastScale(const float *scale, const ScaleFromAmax &own)
+      : in(scale), amax(own.amax), out(own.out), fp8Max(float(own.fp8Max)),
+        eps(float(own.eps)), margin(int(own.margin)),
+        powerOfTwo(own.powerOfTwo) {}
+
+  // Read once per thread, before its loop.
+  __device__ float value() const {
+    if (amax == nullptr)
+      return *in;
+    const float s = scaleOf(*amax, fp8Max, margin, powerOfTwo, eps);
+    if (blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0)
+      *out = s;
+    return s;
+  }
+};
+
 __global__ void scaleFromAmaxKernel(const float *amax, float *out,
                                     float fp8Max, int margin, bool powerOfTwo,
                                     float eps) {
@@ -74,9 +102,9 @@ __global__ void stateUpdateKernel(const float *amax, float *history,
 }
 
 template <__nv_fp8_interpretation_t Format>
-__global__ void quantizeKernel(const float *x, const float *scale,
-                               uint8_t *q, int64_t n) {
-  const float s = *scale;
+__global__ void quantizeKernel(const float *x, CastScale scale, uint8_t *q,
+                               int64_t n) {
+  const float s = scale.value();
   // x * s is one rounded f32 multiply, as on the CPU; then the conversion.
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
@@ -85,9 +113,9 @@ __global__ void quantizeKernel(const float *x, const float *scale,
 
 // Four elements per thread: a 16-byte load and a 4-byte store.
 template <__nv_fp8_interpretation_t Format>
-__global__ void quantize4Kernel(const float4 *x, const float *scale,
-                                uchar4 *q, int64_t n4) {
-  const float s = *scale;
+__global__ void quantize4Kernel(const float4 *x, CastScale scale, uchar4 *q,
+                                int64_t n4) {
+  const float s = scale.value();
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n4;
        i += int64_t(gridDim.x) * blockDim.x) {
     float4 v = x[i];
@@ -116,9 +144,9 @@ __global__ void amaxAnyKernel(const void *x, bool bf16, int64_t n,
 
 // q = fp8(value * scale) over n values stored f32 or bf16.
 template <__nv_fp8_interpretation_t Format>
-__global__ void castKernel(const void *x, bool bf16, const float *scale,
+__global__ void castKernel(const void *x, bool bf16, CastScale scale,
                            uint8_t *q, int64_t n) {
-  const float s = *scale;
+  const float s = scale.value();
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
     q[i] = toFp8<Format>(__fmul_rn(valueAt(x, bf16, i), s));
@@ -156,12 +184,12 @@ constexpr int kCastTile = 32;
 
 template <__nv_fp8_interpretation_t Format>
 __global__ void
-amaxCastTransposedKernel(const void *x, bool bf16, const float *scale,
-                         uint8_t *q, int64_t rows, int64_t cols, unsigned *amax,
+amaxCastTransposedKernel(const void *x, bool bf16, CastScale scale, uint8_t *q,
+                         int64_t rows, int64_t cols, unsigned *amax,
                          uint8_t *qRowMajor, int scaleAxis, float *colSums) {
   __shared__ uint8_t tile[kCastTile][kCastTile + 1];
   __shared__ float values[kCastTile][kCastTile + 1]; // with colSums
-  const float one = scaleAxis == 0 ? *scale : 0.0f;
+  const float one = scaleAxis == 0 ? scale.value() : 0.0f;
   const int lane = threadIdx.x % kCastTile, warp = threadIdx.x / kCastTile;
   const int warps = blockDim.x / kCastTile;
   const int64_t c0 = int64_t(blockIdx.x) * kCastTile;
@@ -174,7 +202,7 @@ amaxCastTransposedKernel(const void *x, bool bf16, const float *scale,
       if (r < rows && c < cols) {
         const float v = valueAt(x, bf16, r * cols + c);
         m = max(m, __float_as_uint(fabsf(v)));
-        const float s = scaleAxis == 0 ? one : scale[scaleAxis == 1 ? r : c];
+        const float s = scaleAxis == 0 ? one : scale.in[scaleAxis == 1 ? r : c];
         const uint8_t code = toFp8<Format>(__fmul_rn(v, s));
         tile[i][lane] = code;
         if (qRowMajor != nullptr)
@@ -383,12 +411,21 @@ void DeviceImpl::scaleFromAmax(const float *amax, float *out, double fp8Max,
   checkLaunch("gptrt_scale_from_amax");
 }
 
+void DeviceImpl::scaleWithoutCast(const ScaleFromAmax &own) {
+  if (own.amax != nullptr)
+    scaleFromAmax(own.amax, own.out, own.fp8Max, own.margin, own.powerOfTwo,
+                  own.eps);
+}
+
 void DeviceImpl::quantizeFp8(const void *xData, int64_t xDtype,
-                             const float *scale, uint8_t *q, int64_t n,
-                             int64_t format) {
+                             const float *scaleData, uint8_t *q, int64_t n,
+                             int64_t format, const ScaleFromAmax &own) {
   requireFormat(format);
-  if (n <= 0)
+  if (n <= 0) {
+    scaleWithoutCast(own);
     return;
+  }
+  const CastScale scale(scaleData, own);
   const bool e4m3 = format == GPTRT_FP8_E4M3;
   if (xDtype == GPTRT_DTYPE_BF16) {
     if (e4m3)
@@ -657,7 +694,9 @@ void DeviceImpl::launchTransposedCast(const void *x, bool bf16,
                                       const float *scale, uint8_t *q,
                                       int64_t rows, int64_t cols, bool e4m3,
                                       unsigned *amax, uint8_t *qRowMajor,
-                                      int scaleAxis, float *colSums) {
+                                      int scaleAxis, float *colSums,
+                                      const ScaleFromAmax &own) {
+  const CastScale castScale(scale, own);
   const int64_t tileCols = (cols + kCastTile - 1) / kCastTile,
                 tileRows = (rows + kCastTile - 1) / kCastTile;
   if (tileCols > 0x7FFFFFFF)
@@ -667,10 +706,10 @@ void DeviceImpl::launchTransposedCast(const void *x, bool bf16,
   dim3 grid(unsigned(tileCols), unsigned(tileRows < 65535 ? tileRows : 65535));
   if (e4m3)
     amaxCastTransposedKernel<__NV_E4M3><<<grid, 256, 0, stream_>>>(
-        x, bf16, scale, q, rows, cols, amax, qRowMajor, scaleAxis, colSums);
+        x, bf16, castScale, q, rows, cols, amax, qRowMajor, scaleAxis, colSums);
   else
     amaxCastTransposedKernel<__NV_E5M2><<<grid, 256, 0, stream_>>>(
-        x, bf16, scale, q, rows, cols, amax, qRowMajor, scaleAxis, colSums);
+        x, bf16, castScale, q, rows, cols, amax, qRowMajor, scaleAxis, colSums);
 }
 
 void DeviceImpl::quantizeFp8Transposed(const void *x, int64_t xDtype,
@@ -688,7 +727,8 @@ void DeviceImpl::quantizeFp8Transposed(const void *x, int64_t xDtype,
 void DeviceImpl::quantizeFp8Dual(const void *x, int64_t xDtype,
                                  const float *scale, uint8_t *q, uint8_t *qT,
                                  int64_t rows, int64_t cols, int64_t format,
-                                 void *db, int64_t dbDtype) {
+                                 void *db, int64_t dbDtype,
+                                 const ScaleFromAmax &own) {
   requireFormat(format);
   // Up to one tile of rows the tree is one row-order sum: reduce_rows's.
   const bool tileSums = db != nullptr && rows > kCastTile;
@@ -699,8 +739,10 @@ void DeviceImpl::quantizeFp8Dual(const void *x, int64_t xDtype,
         size_t(tileRows * cols + reduceRowsScratch(tileRows, cols)) * 4));
   if (rows != 0 && cols != 0) {
     launchTransposedCast(x, xDtype == GPTRT_DTYPE_BF16, scale, qT, rows, cols,
-                         format == GPTRT_FP8_E4M3, nullptr, q, 0, sums);
+                         format == GPTRT_FP8_E4M3, nullptr, q, 0, sums, own);
     checkLaunch("gptrt_quantize_fp8_dual");
+  } else {
+    scaleWithoutCast(own);
   }
   if (db == nullptr)
     return;

@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""fp8-fuse-amax, fp8-fuse-cast, fp8-transpose-casts, fp8-reuse-scales and
-rt-fuse-dual-cast change where amaxes and FP8 casts are computed, never
-their values: the tiny GPT compiled with all of them, without the fusions
+"""fp8-fuse-amax, fp8-fuse-cast, fp8-transpose-casts, fp8-reuse-scales,
+rt-fuse-dual-cast and rt-fuse-cast-scale change where amaxes, scales and
+FP8 casts are computed, never their values: the tiny GPT compiled with all
+of them, without the fusions
 (--fp8-fusion=false --fuse-dual-casts=false --fuse-classifier=false
---fuse-qkv-attention=false, which also keep the bias gradients and the
-amaxes of the logits' gradient and the attention output apart)
+--fuse-qkv-attention=false --fuse-cast-scales=false, which also keep the
+bias gradients, the amaxes of the logits' gradient and the attention
+output, and the scale kernels apart)
 and without the layout passes (--fp8-transpose-casts=false
 --fp8-reuse-scales=false) trains to bit-identical losses (every f32 digit
 in the log) and identical per-cast FP8 statistics, for current
@@ -30,7 +32,8 @@ def main():
         variants = {"true": ["--fp8-fusion=true"],
                     "false": ["--fp8-fusion=false", "--fuse-dual-casts=false",
                               "--fuse-classifier=false",
-                              "--fuse-qkv-attention=false"],
+                              "--fuse-qkv-attention=false",
+                              "--fuse-cast-scales=false"],
                     "layout-off": ["--fp8-transpose-casts=false",
                                    "--fp8-reuse-scales=false"]}
         not_tn, rts = {}, {}
@@ -41,9 +44,10 @@ def main():
             rt = subprocess.run([args.gptc, *flags, "--emit=rt", "-o", "-"],
                                 check=True, capture_output=True, text=True).stdout
             kernels[fusion] = (rt.count('rt.kernel "amax"'),
-                               len(re.findall(r'rt\.kernel "quantize_fp8(?:_transposed)?(?:_bgrad)?"', rt)) +
-                               2 * len(re.findall(r'rt\.kernel "quantize_fp8_dual(?:_bgrad)?"', rt)),
-                               len(re.findall(r'rt\.kernel "(?!scale_from_amax)\w+_(?:amax|cast)"', rt)))
+                               len(re.findall(r'rt\.kernel "(?:scale_)?quantize_fp8(?:_transposed)?(?:_bgrad)?"', rt)) +
+                               2 * len(re.findall(r'rt\.kernel "(?:scale_)?quantize_fp8_dual(?:_bgrad)?"', rt)),
+                               len(re.findall(r'rt\.kernel "(?!scale_from_amax)\w+_(?:amax|cast)"', rt)),
+                               rt.count('rt.kernel "scale_from_amax"'))
             rts[fusion] = rt
             # gptrt_scaled_matmul's constants: batch, m, n, k, trans_a, trans_b.
             flags_ab = re.findall(r'rt\.kernel "scaled_matmul" .* consts \[\d+, \d+, \d+, \d+, (\d), (\d)', rt)
@@ -64,8 +68,16 @@ def main():
                     [r["loss"] for r in plain]))
             if [r.get("fp8") for r in fused] != [r.get("fp8") for r in plain]:
                 failures.append("%s: FP8 statistics differ from %s" % (policy, other))
-        dual = len(re.findall(r'rt\.kernel "quantize_fp8_dual(?:_bgrad)?"', rts["true"]))
-        bgrad = rts["true"].count('rt.kernel "quantize_fp8_dual_bgrad"')
+        dual = len(re.findall(r'rt\.kernel "(?:scale_)?quantize_fp8_dual(?:_bgrad)?"', rts["true"]))
+        bgrad = len(re.findall(r'rt\.kernel "(?:scale_)?quantize_fp8_dual_bgrad"', rts["true"]))
+        # Current scaling: each scale made by the cast that first reads it
+        # (rt-fuse-cast-scale), none left in train_step.
+        if policy == "fp8-tensorwise":
+            train = rts["true"].split("func.func @train_step")[1].split("func.func @")[0]
+            if 'rt.kernel "scale_from_amax"' in train or kernels["false"][3] == 0:
+                failures.append("fp8-tensorwise: scale kernels left in train_step "
+                                "(%d in the module, %d without the fusion)" % (
+                                    kernels["true"][3], kernels["false"][3]))
         # Current scaling: each bias gradient of an FP8 GEMM joins its
         # output gradient's dual cast (rt-fuse-dual-cast).
         if policy == "fp8-tensorwise" and bgrad == 0:
@@ -96,13 +108,14 @@ def main():
                        "%d -> %d with shared scales; quantize %d -> %d, "
                        "fused kernels %d; non-TN FP8 GEMMs %d -> %d; "
                        "%d pairs of casts in one read (%d with the bias "
-                       "gradient); "
+                       "gradient); scale kernels %d -> %d; "
                        "final loss %.7f in all three" % (
                            policy, kernels["false"][0], kernels["true"][0],
                            kernels["layout-off"][0], kernels["true"][0],
                            kernels["false"][1], kernels["true"][1],
                            kernels["true"][2], not_tn["layout-off"],
-                           not_tn["true"], dual, bgrad, fused[-1]["loss"]))
+                           not_tn["true"], dual, bgrad, kernels["false"][3],
+                           kernels["true"][3], fused[-1]["loss"]))
     # Rowwise casts are transposed too (their scales follow their rows):
     # the same losses with and without, and every rowwise GEMM "TN".
     rowwise = {}

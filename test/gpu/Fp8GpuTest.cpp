@@ -332,6 +332,88 @@ TEST_F(GpuTest, DualQuantizeIsBitExact) {
 // output as stored and the codes are its cast, bit for bit; the residual add's
 // output itself is the CPU's bit for bit. A NaN in the output wins the
 // amax.
+// rt-fuse-cast-scale's casts on the GPU: the scale each thread works out
+// of the amax (and block 0 stores), the codes and the bias gradient equal
+// the CPU's (scale_from_amax then the cast) bit for bit -- f32 x in
+// 16-byte vectors and not, bf16 x, the dual casts with and without the
+// bias gradient, E4M3 and E5M2 with margin and power-of-two scales -- and
+// with nothing to cast the scale is still stored.
+TEST_F(GpuTest, ScaleQuantizeMatchesCpu) {
+  Context cpuCtx(Device::Cpu, {});
+  const float amaxValue = 173.0f;
+  const float *amax = upload(std::vector<float>{amaxValue});
+  auto poisonedScale = [&] { return upload(std::vector<float>{-1.0f}); };
+  for (int64_t n : {int64_t(40000), int64_t(40001)})
+    for (int64_t dtype : {GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16}) {
+      SCOPED_TRACE("n " + std::to_string(n) + ", dtype " +
+                   std::to_string(dtype));
+      const std::vector<float> x = randn(n, 100.0f);
+      const std::vector<uint16_t> x16 = toBf16(x);
+      const void *hostX = dtype == GPTRT_DTYPE_F32
+                              ? static_cast<const void *>(x.data())
+                              : static_cast<const void *>(x16.data());
+      const void *devX = dtype == GPTRT_DTYPE_F32
+                             ? static_cast<const void *>(upload(x))
+                             : static_cast<const void *>(upload(x16));
+      uint8_t *q = alloc<uint8_t>(n);
+      float *scale = poisonedScale();
+      gptrt_scale_quantize_fp8(g(), devX, amax, q, scale, n, GPTRT_FP8_E4M3, -1,
+                               dtype, 448.0, 0, 0, 1e-12);
+      expectOk();
+      std::vector<uint8_t> wantQ(n);
+      float wantScale = 0;
+      gptrt_scale_quantize_fp8(cpuCtx.handle(), hostX, &amaxValue, wantQ.data(),
+                               &wantScale, n, GPTRT_FP8_E4M3, -1, dtype, 448.0,
+                               0, 0, 1e-12);
+      ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
+      EXPECT_EQ(download(scale, 1)[0], wantScale);
+      EXPECT_EQ(download(q, n), wantQ);
+    }
+  const int64_t rows = 1100, cols = 200, n = rows * cols;
+  const std::vector<uint16_t> x16 = toBf16(randn(n, 3.0f));
+  const uint16_t *devX = upload(x16);
+  uint8_t *q = alloc<uint8_t>(n), *qT = alloc<uint8_t>(n);
+  float *db = upload(std::vector<float>(cols, 0.25f)), *scale = poisonedScale();
+  gptrt_scale_quantize_fp8_dual_bgrad(
+      g(), devX, amax, q, qT, db, scale, rows, cols, GPTRT_FP8_E5M2, -1, -1,
+      GPTRT_DTYPE_BF16, GPTRT_DTYPE_F32_ACCUMULATE, 57344.0, 1, 1, 1e-12);
+  expectOk();
+  std::vector<uint8_t> wantQ(n), wantQT(n);
+  std::vector<float> wantDb(cols, 0.25f);
+  float wantScale = 0;
+  gptrt_scale_quantize_fp8_dual_bgrad(
+      cpuCtx.handle(), x16.data(), &amaxValue, wantQ.data(), wantQT.data(),
+      wantDb.data(), &wantScale, rows, cols, GPTRT_FP8_E5M2, -1, -1,
+      GPTRT_DTYPE_BF16, GPTRT_DTYPE_F32_ACCUMULATE, 57344.0, 1, 1, 1e-12);
+  ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
+  EXPECT_EQ(download(scale, 1)[0], wantScale);
+  EXPECT_EQ(download(q, n), wantQ);
+  EXPECT_EQ(download(qT, n), wantQT);
+  EXPECT_EQ(download(db, cols), wantDb);
+  uint8_t *q2 = alloc<uint8_t>(n), *qT2 = alloc<uint8_t>(n);
+  float *scale2 = poisonedScale();
+  gptrt_scale_quantize_fp8_dual(g(), devX, amax, q2, qT2, scale2, rows, cols,
+                                GPTRT_FP8_E5M2, -1, -1, GPTRT_DTYPE_BF16,
+                                57344.0, 1, 1, 1e-12);
+  expectOk();
+  EXPECT_EQ(download(scale2, 1)[0], wantScale);
+  EXPECT_EQ(download(q2, n), wantQ);
+  EXPECT_EQ(download(qT2, n), wantQT);
+  // Nothing to cast: no cast kernel runs, the scale is stored all the same.
+  float *scale3 = poisonedScale(), *scale4 = poisonedScale();
+  gptrt_scale_quantize_fp8(g(), devX, amax, q, scale3, 0, GPTRT_FP8_E4M3, -1,
+                           GPTRT_DTYPE_BF16, 448.0, 0, 0, 1e-12);
+  gptrt_scale_quantize_fp8_dual(g(), devX, amax, q, qT, scale4, 0, cols,
+                                GPTRT_FP8_E4M3, -1, -1, GPTRT_DTYPE_BF16, 448.0,
+                                0, 0, 1e-12);
+  expectOk();
+  float wantE4m3 = 0;
+  gptrt_scale_from_amax(cpuCtx.handle(), &amaxValue, &wantE4m3, 448.0, 0, 0,
+                        1e-12);
+  EXPECT_EQ(download(scale3, 1)[0], wantE4m3);
+  EXPECT_EQ(download(scale4, 1)[0], wantE4m3);
+}
+
 TEST_F(GpuTest, ProducersTakeTheirFp8EpilogueInOnePass) {
   Context cpuCtx(Device::Cpu, {});
   const float scale = 12.0f;

@@ -800,6 +800,93 @@ TEST_F(AbiFp8Test, NullBiasAndAmaxAreErrors) {
   ctx.clearError();
 }
 
+// rt-fuse-cast-scale's casts are scale_from_amax followed by the cast:
+// the same scale, codes, bias gradient and statistics bit for bit, for
+// each form, both formats, a margin and power-of-two scales; the scale a
+// NaN amax makes is NaN as before. A null amax or scale is an error
+// naming it.
+TEST_F(AbiFp8Test, ScaleQuantizeIsScaleFromAmaxThenTheCast) {
+  const int64_t rows = 48, cols = 40, n = rows * cols;
+  const std::vector<float> x = randomF(n, 91, -300.0, 300.0);
+  std::vector<uint16_t> xb(n);
+  for (int64_t i = 0; i < n; ++i)
+    xb[i] = cpu::floatToBf16(x[i]);
+  struct Recipe {
+    int64_t format;
+    double fp8Max;
+    int64_t margin, powerOfTwo;
+  };
+  for (Recipe r : {Recipe{GPTRT_FP8_E4M3, 448.0, 0, 0},
+                   Recipe{GPTRT_FP8_E5M2, 57344.0, 1, 1}})
+    for (float amax : {250.0f, 1e-20f, std::nanf("")}) {
+      SCOPED_TRACE("format " + std::to_string(r.format) + ", amax " +
+                   std::to_string(amax));
+      ctx.beginFp8Stats(4);
+      float want = -1, got = -1;
+      std::vector<uint8_t> q(n, 0xEE), qGot(n, 0xDD), qT(n, 0xEE),
+          qTGot(n, 0xDD);
+      gptrt_scale_from_amax(h, &amax, &want, r.fp8Max, r.margin, r.powerOfTwo,
+                            1e-12);
+      gptrt_quantize_fp8(h, x.data(), &want, q.data(), n, r.format, 0,
+                         GPTRT_DTYPE_F32);
+      gptrt_scale_quantize_fp8(h, x.data(), &amax, qGot.data(), &got, n,
+                               r.format, 1, GPTRT_DTYPE_F32, r.fp8Max, r.margin,
+                               r.powerOfTwo, 1e-12);
+      EXPECT_EQ(std::memcmp(&got, &want, 4), 0) << got << " vs " << want;
+      EXPECT_EQ(qGot, q);
+
+      std::vector<float> db(cols, 7.0f), dbGot(cols, 7.0f);
+      float got2 = -1;
+      gptrt_quantize_fp8_dual_bgrad(
+          h, xb.data(), &want, q.data(), qT.data(), db.data(), rows, cols,
+          r.format, 0, 2, GPTRT_DTYPE_BF16, GPTRT_DTYPE_F32_ACCUMULATE);
+      gptrt_scale_quantize_fp8_dual_bgrad(
+          h, xb.data(), &amax, qGot.data(), qTGot.data(), dbGot.data(), &got2,
+          rows, cols, r.format, 1, 3, GPTRT_DTYPE_BF16,
+          GPTRT_DTYPE_F32_ACCUMULATE, r.fp8Max, r.margin, r.powerOfTwo, 1e-12);
+      EXPECT_EQ(std::memcmp(&got2, &want, 4), 0);
+      EXPECT_EQ(qGot, q);
+      EXPECT_EQ(qTGot, qT);
+      EXPECT_EQ(dbGot, db);
+
+      std::fill(qGot.begin(), qGot.end(), 0xDD);
+      std::fill(qTGot.begin(), qTGot.end(), 0xDD);
+      float got3 = -1;
+      gptrt_scale_quantize_fp8_dual(h, xb.data(), &amax, qGot.data(),
+                                    qTGot.data(), &got3, rows, cols, r.format,
+                                    -1, -1, GPTRT_DTYPE_BF16, r.fp8Max,
+                                    r.margin, r.powerOfTwo, 1e-12);
+      EXPECT_EQ(std::memcmp(&got3, &want, 4), 0);
+      EXPECT_EQ(qGot, q);
+      EXPECT_EQ(qTGot, qT);
+      ctx.endFp8Stats();
+      ASSERT_FALSE(ctx.failed()) << ctx.error();
+      // Slots 0 and 2 were the unfused casts', 1 and 3 the fused ones'.
+      const std::vector<Fp8CastStats> &stats = ctx.fp8Stats();
+      for (int slot : {0, 2}) {
+        EXPECT_EQ(stats[slot].elements, stats[slot + 1].elements);
+        EXPECT_EQ(stats[slot].underflow, stats[slot + 1].underflow);
+        EXPECT_EQ(stats[slot].saturated, stats[slot + 1].saturated);
+        EXPECT_EQ(std::memcmp(&stats[slot].scale, &stats[slot + 1].scale, 4),
+                  0);
+      }
+      EXPECT_GT(stats[1].elements, 0);
+    }
+
+  std::vector<uint8_t> q(n);
+  float scale = 0, amax = 1;
+  gptrt_scale_quantize_fp8(h, x.data(), nullptr, q.data(), &scale, n,
+                           GPTRT_FP8_E4M3, -1, GPTRT_DTYPE_F32, 448.0, 0, 0,
+                           1e-12);
+  EXPECT_THAT(ctx.error(), ::testing::HasSubstr("amax is null"));
+  ctx.clearError();
+  gptrt_scale_quantize_fp8_dual(h, x.data(), &amax, q.data(), q.data(), nullptr,
+                                rows, cols, GPTRT_FP8_E4M3, -1, -1,
+                                GPTRT_DTYPE_F32, 448.0, 0, 0, 1e-12);
+  EXPECT_THAT(ctx.error(), ::testing::HasSubstr("scale is null"));
+  ctx.clearError();
+}
+
 TEST_F(AbiFp8Test, ScaledMatmulRejectsUnknownFormat) {
   uint8_t a = 0, b = 0;
   float s = 1, c = 0;

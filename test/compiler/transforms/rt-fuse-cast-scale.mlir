@@ -1,0 +1,110 @@
+// RUN: gpt-opt %s -split-input-file -rt-fuse-cast-scale | FileCheck %s
+
+// Current scaling's scale, first read by the cast: one scale_quantize_fp8
+// where the cast was, reading the amax and writing the scale after the
+// codes (the GEMM after it reads the scale as before), with the cast's
+// statistics slot and the scale's constants after the cast's.
+// CHECK-LABEL: func.func @cast
+// CHECK-NOT: scale_from_amax
+// CHECK: rt.kernel "scale_quantize_fp8" ins(%[[X:.*]], %[[M:.*]] : memref<32x64xbf16>, memref<f32>) outs(%[[Q:.*]], %[[S:.*]] : memref<32x64xf8E4M3FN>, memref<f32>) consts [2048, 0, 3, 2, 4.480000e+02, 0, 0, 9.9999999999999998E-13] {rt.fp8_stat = {gemm = "forward", layer = "fc", operand = "a", slot = 3 : i64}}
+// CHECK: rt.kernel "scaled_matmul" ins(%[[Q]], %{{.*}}, %[[S]],
+func.func @cast() {
+  %x = rt.alloc : memref<32x64xbf16>
+  %m = rt.alloc : memref<f32>
+  rt.kernel "amax" ins(%x : memref<32x64xbf16>) outs(%m : memref<f32>) consts [2048, 2]
+  %s = rt.alloc : memref<f32>
+  rt.kernel "scale_from_amax" ins(%m : memref<f32>) outs(%s : memref<f32>) consts [4.480000e+02, 0, 0, 9.9999999999999998E-13]
+  %q = rt.alloc : memref<32x64xf8E4M3FN>
+  rt.kernel "quantize_fp8" ins(%x, %s : memref<32x64xbf16>, memref<f32>) outs(%q : memref<32x64xf8E4M3FN>) consts [2048, 0, 3, 2] {rt.fp8_stat = {gemm = "forward", layer = "fc", operand = "a", slot = 3 : i64}}
+  %w = rt.alloc : memref<48x64xf8E4M3FN>
+  %sw = rt.alloc : memref<f32>
+  %y = rt.alloc : memref<32x48xbf16>
+  rt.kernel "scaled_matmul" ins(%q, %w, %s, %sw : memref<32x64xf8E4M3FN>, memref<48x64xf8E4M3FN>, memref<f32>, memref<f32>) outs(%y : memref<32x48xbf16>) consts [1, 32, 48, 64, 0, 1, 0, 0, 0, 0, 0, 1, 2]
+  return
+}
+
+// -----
+
+// An output gradient's dual cast with its bias gradient (E5M2, margin 1,
+// power-of-two scales): the scale joins as the last output.
+// CHECK-LABEL: func.func @dual_bgrad
+// CHECK-NOT: scale_from_amax
+// CHECK: rt.kernel "scale_quantize_fp8_dual_bgrad" ins(%[[G:.*]], %[[M:.*]] : memref<32x64xbf16>, memref<f32>) outs(%{{.*}}, %{{.*}}, %{{.*}}, %[[S:.*]] : memref<32x64xf8E5M2>, memref<64x32xf8E5M2>, memref<64xf32>, memref<f32>) consts [32, 64, 1, 4, 6, 2, 257, 5.734400e+04, 1, 1, 9.9999999999999998E-13] {rt.fp8_stat = [{gemm = "grad_input", layer = "fc", operand = "a", slot = 4 : i64}, {gemm = "grad_weight", layer = "fc", operand = "a", slot = 6 : i64}]}
+func.func @dual_bgrad() {
+  %g = rt.alloc : memref<32x64xbf16>
+  %m = rt.alloc : memref<f32>
+  rt.kernel "amax" ins(%g : memref<32x64xbf16>) outs(%m : memref<f32>) consts [2048, 2]
+  %s = rt.alloc : memref<f32>
+  rt.kernel "scale_from_amax" ins(%m : memref<f32>) outs(%s : memref<f32>) consts [5.734400e+04, 1, 1, 9.9999999999999998E-13]
+  %q = rt.alloc : memref<32x64xf8E5M2>
+  %qt = rt.alloc : memref<64x32xf8E5M2>
+  %db = rt.alloc : memref<64xf32>
+  rt.kernel "quantize_fp8_dual_bgrad" ins(%g, %s : memref<32x64xbf16>, memref<f32>) outs(%q, %qt, %db : memref<32x64xf8E5M2>, memref<64x32xf8E5M2>, memref<64xf32>) consts [32, 64, 1, 4, 6, 2, 257] {rt.fp8_stat = [{gemm = "grad_input", layer = "fc", operand = "a", slot = 4 : i64}, {gemm = "grad_weight", layer = "fc", operand = "a", slot = 6 : i64}]}
+  return
+}
+
+// -----
+
+// The plain dual cast folds too.
+// CHECK-LABEL: func.func @dual
+// CHECK: rt.kernel "scale_quantize_fp8_dual" ins(%{{.*}}, %{{.*}} : memref<32x64xbf16>, memref<f32>) outs(%{{.*}}, %{{.*}}, %{{.*}} : memref<32x64xf8E5M2>, memref<64x32xf8E5M2>, memref<f32>) consts [32, 64, 1, -1, -1, 2, 5.734400e+04, 0, 0, 9.9999999999999998E-13]
+func.func @dual() {
+  %g = rt.alloc : memref<32x64xbf16>
+  %m = rt.alloc : memref<f32>
+  %s = rt.alloc : memref<f32>
+  rt.kernel "scale_from_amax" ins(%m : memref<f32>) outs(%s : memref<f32>) consts [5.734400e+04, 0, 0, 9.9999999999999998E-13]
+  %q = rt.alloc : memref<32x64xf8E5M2>
+  %qt = rt.alloc : memref<64x32xf8E5M2>
+  rt.kernel "quantize_fp8_dual" ins(%g, %s : memref<32x64xbf16>, memref<f32>) outs(%q, %qt : memref<32x64xf8E5M2>, memref<64x32xf8E5M2>) consts [32, 64, 1, -1, -1, 2]
+  return
+}
+
+// -----
+
+// Left apart, each case on its own buffers: the scale read by a GEMM
+// before any cast; the amax written between the scale and the cast; the
+// first reader a transposed cast (no scale_ form); the scale read as the
+// cast's x; constants that are not gptrt_quantize_fp8's.
+// CHECK-LABEL: func.func @apart
+// CHECK-NOT: scale_quantize
+// CHECK-COUNT-5: rt.kernel "scale_from_amax"
+// CHECK-NOT: scale_quantize
+func.func @apart() {
+  %x = rt.alloc : memref<32x64xbf16>
+  %w = rt.alloc : memref<48x64xf8E4M3FN>
+  %y = rt.alloc : memref<32x48xbf16>
+
+  %m1 = rt.alloc : memref<f32>
+  %s1 = rt.alloc : memref<f32>
+  rt.kernel "scale_from_amax" ins(%m1 : memref<f32>) outs(%s1 : memref<f32>) consts [4.480000e+02, 0, 0, 9.9999999999999998E-13]
+  %q0 = rt.alloc : memref<32x64xf8E4M3FN>
+  rt.kernel "scaled_matmul" ins(%q0, %w, %s1, %s1 : memref<32x64xf8E4M3FN>, memref<48x64xf8E4M3FN>, memref<f32>, memref<f32>) outs(%y : memref<32x48xbf16>) consts [1, 32, 48, 64, 0, 1, 0, 0, 0, 0, 0, 1, 2]
+  %q1 = rt.alloc : memref<32x64xf8E4M3FN>
+  rt.kernel "quantize_fp8" ins(%x, %s1 : memref<32x64xbf16>, memref<f32>) outs(%q1 : memref<32x64xf8E4M3FN>) consts [2048, 0, -1, 2]
+
+  %m2 = rt.alloc : memref<f32>
+  %s2 = rt.alloc : memref<f32>
+  rt.kernel "scale_from_amax" ins(%m2 : memref<f32>) outs(%s2 : memref<f32>) consts [4.480000e+02, 0, 0, 9.9999999999999998E-13]
+  rt.kernel "amax" ins(%x : memref<32x64xbf16>) outs(%m2 : memref<f32>) consts [2048, 2]
+  %q2 = rt.alloc : memref<32x64xf8E4M3FN>
+  rt.kernel "quantize_fp8" ins(%x, %s2 : memref<32x64xbf16>, memref<f32>) outs(%q2 : memref<32x64xf8E4M3FN>) consts [2048, 0, -1, 2]
+
+  %m3 = rt.alloc : memref<f32>
+  %s3 = rt.alloc : memref<f32>
+  rt.kernel "scale_from_amax" ins(%m3 : memref<f32>) outs(%s3 : memref<f32>) consts [4.480000e+02, 0, 0, 9.9999999999999998E-13]
+  %q3 = rt.alloc : memref<64x32xf8E4M3FN>
+  rt.kernel "quantize_fp8_transposed" ins(%x, %s3 : memref<32x64xbf16>, memref<f32>) outs(%q3 : memref<64x32xf8E4M3FN>) consts [32, 64, 0, -1, 2]
+
+  %m4 = rt.alloc : memref<f32>
+  %s4 = rt.alloc : memref<f32>
+  rt.kernel "scale_from_amax" ins(%m4 : memref<f32>) outs(%s4 : memref<f32>) consts [4.480000e+02, 0, 0, 9.9999999999999998E-13]
+  %q4 = rt.alloc : memref<f8E4M3FN>
+  rt.kernel "quantize_fp8" ins(%s4, %s4 : memref<f32>, memref<f32>) outs(%q4 : memref<f8E4M3FN>) consts [1, 0, -1, 1]
+
+  %m5 = rt.alloc : memref<f32>
+  %s5 = rt.alloc : memref<f32>
+  rt.kernel "scale_from_amax" ins(%m5 : memref<f32>) outs(%s5 : memref<f32>) consts [4.480000e+02, 0, 0, 9.9999999999999998E-13]
+  %q5 = rt.alloc : memref<32x64xf8E4M3FN>
+  rt.kernel "quantize_fp8" ins(%x, %s5 : memref<32x64xbf16>, memref<f32>) outs(%q5 : memref<32x64xf8E4M3FN>) consts [2048, 0, -1]
+  return
+}
