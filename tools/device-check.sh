@@ -5,17 +5,21 @@
 # end and exits non-zero on any failure. Budget: under 8 minutes.
 #
 # The GPU machine starts bare and has no build of ours, and the whole build
-# directory is far over what travels with a device run (64 MiB), so the
-# binaries are built HERE and packed:
+# directory is far over what travels with a device run (64 MiB for the
+# working tree and the carried paths together), so the binaries are built
+# HERE and packed, compressed:
 #
 #   here:        tools/device-check.sh --pack [BUILD_DIR]     (default build)
-#                -> BUILD_DIR/devcheck: test binaries, gptrun, the shared
-#                   libraries the GPU image may lack (OpenBLAS and its
-#                   Fortran runtime), tiny artifacts compiled by gptc, data,
-#                   bench/torch_gpt2.py (the benchmark's PyTorch side)
+#                -> BUILD_DIR/devcheck/devcheck.tar.gz: test binaries,
+#                   gptrun, the shared libraries the GPU image may lack
+#                   (OpenBLAS and its Fortran runtime), tiny artifacts
+#                   compiled by gptc, data, bench/torch_gpt2.py (the
+#                   benchmark's PyTorch side); ~21 MB where the files
+#                   themselves are ~66 MB
 #   GPU machine: tools/device-check.sh [PACK_DIR]   (default build/devcheck)
-#                run with carry: ["build/devcheck"]; logs and the gtest XML
-#                go to $OUT (or /tmp/device-check) and come back.
+#                run with carry: ["build/devcheck"]; the archive is unpacked
+#                into /tmp; logs and the gtest XML go to $OUT (or
+#                /tmp/device-check) and come back.
 #
 # A step's status: PASS, FAIL, TIMEOUT, SKIP (not applicable), or TODO
 # (not implemented yet; never counted as a pass or a failure).
@@ -26,8 +30,9 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 # ------------------------------------------------------------------ pack
 if [[ "${1:-}" == "--pack" ]]; then
   build=${2:-$here/build}
-  pack=$build/devcheck
-  rm -rf "$pack"
+  dest=$build/devcheck
+  pack=$build/devcheck-files
+  rm -rf "$pack" "$dest"
   mkdir -p "$pack/bin" "$pack/lib" "$pack/artifacts" "$pack/data"
   for b in gpu-tests runtime-cuda-parity-tests gptrun attention-bench; do
     [[ -x $build/bin/$b ]] || { echo "device-check: $build/bin/$b is missing: build it first (ninja -C $build $b)"; exit 1; }
@@ -71,14 +76,34 @@ if [[ "${1:-}" == "--pack" ]]; then
   # uses this copy, so what was packed is what ran.
   mkdir -p "$pack/bench"
   cp "$here/tools/bench/torch_gpt2.py" "$pack/bench/" || exit 1
-  du -sh "$pack"
-  echo "device-check: packed into $pack; on the GPU machine run"
-  echo "  tools/device-check.sh ${pack#$here/}   with carry [\"${pack#$here/}\"]"
+  mkdir -p "$dest"
+  tar -C "$pack" -czf "$dest/devcheck.tar.gz" . || exit 1
+  rm -rf "$pack"
+  # What travels: the tracked tree and the archive, under the device's
+  # 64 MiB with room to spare.
+  archive=$(stat -c %s "$dest/devcheck.tar.gz")
+  tree=$(cd "$here" && git ls-files -z | xargs -0 stat -c %s 2>/dev/null |
+    awk '{s += $1} END {print s + 0}')
+  limit=$((60 * 1024 * 1024))
+  echo "device-check: archive $((archive / 1048576)) MiB + tracked tree $((tree / 1048576)) MiB (limit 64 MiB)"
+  if (( archive + tree > limit )); then
+    echo "device-check: the pack and the tree are over 60 MiB: they would not travel to the GPU machine (64 MiB); pack less"
+    exit 1
+  fi
+  echo "device-check: packed into $dest; on the GPU machine run"
+  echo "  tools/device-check.sh ${dest#$here/}   with carry [\"${dest#$here/}\"]"
   exit 0
 fi
 
 # ------------------------------------------------------------------- run
 pack=${1:-$here/build/devcheck}
+if [[ -f $pack/devcheck.tar.gz ]]; then
+  unpacked=${TMPDIR:-/tmp}/gptc-devcheck
+  rm -rf "$unpacked" && mkdir -p "$unpacked" &&
+    tar -C "$unpacked" -xzf "$pack/devcheck.tar.gz" ||
+    { echo "device-check: could not unpack $pack/devcheck.tar.gz into $unpacked"; exit 1; }
+  pack=$unpacked
+fi
 [[ -d $pack/bin ]] || { echo "device-check: no pack at $pack: run tools/device-check.sh --pack here first and carry it"; exit 1; }
 out=${OUT:-/tmp/device-check}
 mkdir -p "$out"
