@@ -305,18 +305,35 @@ layerNormBackwardRowsKernel(Storage dout, Storage x, const float *w,
   sink.finish(amaxBits); // every thread of the block gets here
 }
 
-// dw[j] = sum over blocks of partial[block][0][j], db likewise.
+// dw[j] = sum over blocks g of partial[g][0][j], db likewise. A block
+// sums 32 columns: its warp w adds the partial rows g = w, w + kSumWarps,
+// ... (a lane per column: coalesced), then warp 0 adds the warps' sums in
+// warp order -- a fixed order, so deterministic, and kSumWarps times the
+// threads of one serial sum per column.
+constexpr int kSumWarps = 16;
+
 __global__ void sumPartialsKernel(const float *partial, Storage dw, Storage db,
                                   int blocks, int64_t width) {
-  for (int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; j < width;
-       j += int64_t(gridDim.x) * blockDim.x) {
-    float sw = 0, sb = 0;
-    for (int g = 0; g < blocks; ++g) {
+  __shared__ float sums[2][kSumWarps][32];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int64_t j = int64_t(blockIdx.x) * 32 + lane;
+  float sw = 0, sb = 0;
+  if (j < width)
+    for (int g = warp; g < blocks; g += kSumWarps) {
       sw += partial[int64_t(g) * 2 * width + j];
       sb += partial[int64_t(g) * 2 * width + width + j];
     }
-    dw.store(j, sw);
-    db.store(j, sb);
+  sums[0][warp][lane] = sw;
+  sums[1][warp][lane] = sb;
+  __syncthreads();
+  if (warp == 0 && j < width) {
+    float tw = 0, tb = 0;
+    for (int w = 0; w < kSumWarps; ++w) {
+      tw += sums[0][w][lane];
+      tb += sums[1][w][lane];
+    }
+    dw.store(j, tw);
+    db.store(j, tb);
   }
 }
 
@@ -470,8 +487,9 @@ void DeviceImpl::layerNormBackward(const void *dout, int64_t doutDtype,
         resid, out, partial, rows, width, sink);
   }
   checkLaunch("gptrt_layernorm_bwd");
-  sumPartialsKernel<<<gridFor(width), 256, 0, stream_>>>(
-      partial, Storage(dw, dwDtype), Storage(db, dbDtype), blocks, width);
+  sumPartialsKernel<<<unsigned((width + 31) / 32), 32 * kSumWarps, 0,
+                      stream_>>>(partial, Storage(dw, dwDtype),
+                                 Storage(db, dbDtype), blocks, width);
   checkLaunch("gptrt_layernorm_bwd (sum of partials)");
 }
 
