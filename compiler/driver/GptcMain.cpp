@@ -279,10 +279,11 @@ int gptcMain(int argc, char **argv) {
       llvm::cl::init(true), llvm::cl::cat(category));
   llvm::cl::opt<bool> fuseCastScales(
       "fuse-cast-scales",
-      llvm::cl::desc("Let each current-scaling FP8 cast work out its scale "
-                     "from the amax itself instead of a separate "
-                     "scale_from_amax kernel (rt-fuse-cast-scale; default "
-                     "true): one launch fewer per FP8 operand on a GPU. "
+      llvm::cl::desc("Let FP8 casts work out their scale from the amax "
+                     "(current scaling) or the amax history (delayed) "
+                     "themselves instead of separate scale_from_amax / "
+                     "fp8_state_scale kernels (rt-fuse-cast-scale; default "
+                     "true): one launch fewer per such operand on a GPU. "
                      "=false keeps the scale kernels, with the same "
                      "numbers"),
       llvm::cl::init(true), llvm::cl::cat(category));

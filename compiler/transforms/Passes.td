@@ -640,29 +640,35 @@ def RtCacheWeightCasts : Pass<"rt-cache-weight-casts", "::mlir::ModuleOp"> {
 }
 
 def RtFuseCastScale : Pass<"rt-fuse-cast-scale", "::mlir::ModuleOp"> {
-  let summary = "Lets an FP8 cast make the current-scaling scale it casts with";
+  let summary = "Lets an FP8 cast make the scale it casts with";
   let description = [{
     Runs after the other rt fusions and rt-cache-weight-casts, before
-    rt-plan-memory. Current (tensorwise) scaling computes each scale in a
-    one-thread `scale_from_amax` kernel between the amax's producer and the
-    cast; on a GPU that is a launch (and a dependent wait) per FP8 operand.
-    When the first op after a `scale_from_amax` that uses its scale is a
-    cast reading it as its scale -- `quantize_fp8`, `quantize_fp8_dual` or
-    `quantize_fp8_dual_bgrad` -- with nothing writing the amax or touching
-    the scale in between, the pair becomes the cast's `scale_` form (e.g.
-    `scale_quantize_fp8`) where the cast was: it reads the amax instead of
-    the scale, works out scale_from_amax itself (every thread, the same
-    f32 operations) and stores the scale, one more output, for the GEMMs
-    that read it later. The scale, codes, sums and statistics are those of
-    the two kernels bit for bit. Delayed scaling's scales come from its
-    amax history (`fp8_state_scale`) and rowwise scaling's from
-    `row_scales`; neither is touched.
+    rt-plan-memory. Each FP8 operand's scale is made by a one-thread kernel
+    between the amax (or amax history) and the cast -- `scale_from_amax`
+    under current scaling, `fp8_state_scale` under delayed scaling -- on a
+    GPU a launch and a dependent wait each. When the first op after such a
+    kernel that uses its scale is a cast reading it as its scale, with
+    nothing writing the amax or touching the scale in between, the pair
+    becomes the cast's fused form where the cast was: it reads the amax
+    (history) instead of the scale, works the scale out itself (every
+    thread, the same f32 operations as the scale kernel) and stores it, one
+    more output after the cast's, for the GEMMs that read it later. The
+    forms: `scale_` + `quantize_fp8`, `quantize_fp8_dual`,
+    `quantize_fp8_dual_bgrad` (current scaling) and `state_` +
+    `quantize_fp8`, `quantize_fp8_transposed`,
+    `quantize_fp8_transposed_bgrad` (delayed). Delayed scaling records a
+    weight's amax in its history between the scale and the weight's cast;
+    such an `fp8_state_update` (of that history only, its amax unchanged
+    until the cast) moves after the cast. The scale, codes, sums and
+    statistics are those of the separate kernels bit for bit. The scales of
+    delayed scaling's producer casts (`layernorm_fwd_cast`, `gelu_fwd_cast`,
+    ...) and rowwise scaling's `row_scales` stay separate kernels.
     `gptc --fuse-cast-scales=false` leaves this pass out.
   }];
   let dependentDialects = ["::gptc::rt::RtDialect"];
   let statistics = [
     Statistic<"fusedScales", "fused-scales",
-              "scale_from_amax kernels folded into their casts">,
+              "scale kernels folded into their casts">,
   ];
 }
 

@@ -1,6 +1,7 @@
-// rt-fuse-cast-scale: a current-scaling scale_from_amax folds into the FP8
-// cast that first reads its scale, which then makes the scale itself and
-// stores it for the GEMMs (see Passes.td).
+// rt-fuse-cast-scale: a kernel that only makes a cast's scale --
+// scale_from_amax (current scaling) or fp8_state_scale (delayed) -- folds
+// into the FP8 cast that first reads the scale, which then makes the scale
+// itself and stores it for the GEMMs (see Passes.td).
 #include "compiler/transforms/Passes.h"
 #include "compiler/transforms/RtKernelQueries.h"
 
@@ -18,13 +19,34 @@ namespace rt = gptc::rt;
 
 namespace {
 
-// The casts that can make their own scale: their kernel name and how many
-// constants gptrt.h gives them; each reads (x, scale) and its fused form
-// (x, amax), with the scale as one more output.
+// A scale kernel and the casts that can take it in: the fused kernel is
+// `prefix` + the cast's name. gptrt.h has these forms.
+struct ScaleKind {
+  StringRef scaleKernel;
+  unsigned scaleConsts; // its constants, after its one input
+  StringRef prefix;
+  ArrayRef<StringRef> casts;
+};
+
+constexpr StringRef kCurrentCasts[] = {"quantize_fp8", "quantize_fp8_dual",
+                                       "quantize_fp8_dual_bgrad"};
+constexpr StringRef kDelayedCasts[] = {
+    "quantize_fp8", "quantize_fp8_transposed", "quantize_fp8_transposed_bgrad"};
+
+// gptrt_scale_from_amax's constants: fp8_max, margin, power_of_two, eps;
+// gptrt_fp8_state_scale's: history_length, the same four, most_recent.
+const ScaleKind kScaleKinds[] = {
+    {"scale_from_amax", 4, "scale_", kCurrentCasts},
+    {"fp8_state_scale", 6, "state_", kDelayedCasts},
+};
+
+// How many constants gptrt.h gives each cast; each reads (x, scale).
 std::optional<unsigned> castConstCount(StringRef kernel) {
   return llvm::StringSwitch<std::optional<unsigned>>(kernel)
-      .Case("quantize_fp8", 4)           // n, format, stat_slot, x_dtype
-      .Case("quantize_fp8_dual", 6)      // rows, cols, format, 2 slots, x_dtype
+      .Case("quantize_fp8", 4)            // n, format, stat_slot, x_dtype
+      .Case("quantize_fp8_transposed", 5) // rows, cols, format, slot, x_dtype
+      .Case("quantize_fp8_transposed_bgrad", 6) // ... and db_dtype
+      .Case("quantize_fp8_dual", 6) // rows, cols, format, 2 slots, x_dtype
       .Case("quantize_fp8_dual_bgrad", 7) // ... and db_dtype
       .Default(std::nullopt);
 }
@@ -35,24 +57,25 @@ public:
   using Base::Base;
 
   void runOnOperation() override {
-    SmallVector<rt::KernelOp> scales;
+    SmallVector<std::pair<rt::KernelOp, const ScaleKind *>> scales;
     getOperation().walk([&](rt::KernelOp op) {
-      if (op.getKernel() == "scale_from_amax")
-        scales.push_back(op);
+      for (const ScaleKind &kind : kScaleKinds)
+        if (op.getKernel() == kind.scaleKernel)
+          scales.push_back({op, &kind});
     });
-    for (rt::KernelOp scale : scales)
-      fuse(scale);
+    for (auto [scale, kind] : scales)
+      fuse(scale, *kind);
   }
 
 private:
-  void fuse(rt::KernelOp scaleOp) {
-    // gptrt_scale_from_amax's constants: fp8_max, margin, power_of_two, eps.
+  void fuse(rt::KernelOp scaleOp, const ScaleKind &kind) {
     if (scaleOp.getInputs().size() != 1 || scaleOp.getOutputs().size() != 1 ||
-        scaleOp.getConsts().size() != 4)
+        scaleOp.getConsts().size() != kind.scaleConsts)
       return;
+    // The amax, or the amax history.
     Value amax = scaleOp.getInputs()[0], scale = scaleOp.getOutputs()[0];
     auto cast = dyn_cast_or_null<rt::KernelOp>(rt::nextUser(scaleOp, scale));
-    if (!cast)
+    if (!cast || !llvm::is_contained(kind.casts, cast.getKernel()))
       return;
     std::optional<unsigned> consts = castConstCount(cast.getKernel());
     // The cast reads the scale as its scale (not as x) and writes neither
@@ -66,16 +89,39 @@ private:
                        return rt::mayAlias(out, scale) ||
                               rt::mayAlias(out, amax);
                      }) ||
-        rt::touchedBetween(scaleOp, cast, scale, /*reads=*/true) ||
-        rt::touchedBetween(scaleOp, cast, amax, /*reads=*/false))
+        rt::touchedBetween(scaleOp, cast, scale, /*reads=*/true))
       return;
+    // Delayed scaling records a weight's amax (known since cast_weights) in
+    // its history right after the scale is made, before the weight's cast:
+    // such updates move after the cast, which then still sees the history
+    // the scale was made from.
+    SmallVector<Operation *> laterUpdates;
+    for (Operation *op = scaleOp->getNextNode(); op != cast.getOperation();
+         op = op->getNextNode()) {
+      auto update = dyn_cast<rt::KernelOp>(op);
+      // Its amax must keep its value until after the cast.
+      if (update && update.getKernel() == "fp8_state_update" &&
+          update.getInputs().size() == 1 && update.getOutputs().size() == 1 &&
+          rt::mayAlias(update.getOutputs()[0], amax) &&
+          !rt::touchedBetween(update, cast, update.getInputs()[0],
+                              /*reads=*/false) &&
+          llvm::none_of(cast.getOutputs(), [&](Value out) {
+            return rt::mayAlias(out, update.getInputs()[0]);
+          }))
+        laterUpdates.push_back(op);
+    }
+    // Nothing else reads or writes the history before the cast.
+    if (rt::touchedBetween(scaleOp, cast, amax, /*reads=*/true, laterUpdates))
+      return;
+    for (Operation *update : llvm::reverse(laterUpdates))
+      update->moveAfter(cast);
     OpBuilder b(cast);
     SmallVector<Value> outs(cast.getOutputs());
     outs.push_back(scale);
     SmallVector<Attribute> allConsts(cast.getConsts().getValue());
     llvm::append_range(allConsts, scaleOp.getConsts().getValue());
     auto fused = rt::KernelOp::create(
-        b, cast.getLoc(), ("scale_" + cast.getKernel()).str(),
+        b, cast.getLoc(), (kind.prefix + cast.getKernel()).str(),
         ValueRange{cast.getInputs()[0], amax}, outs, /*stream=*/0,
         b.getArrayAttr(allConsts));
     if (Attribute stat = cast->getAttr("rt.fp8_stat"))

@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below or the manifest's meaning changes. */
-#define GPTRT_ABI_VERSION 30
+#define GPTRT_ABI_VERSION 31
 
 typedef struct gptrt_context gptrt_context;
 
@@ -436,6 +436,28 @@ void gptrt_scale_quantize_fp8_dual_bgrad(
     int64_t format, int64_t stat_slot, int64_t stat_slot_t, int64_t x_dtype,
     int64_t db_dtype, double fp8_max, int64_t margin, int64_t power_of_two,
     double eps);
+/* The same with delayed scaling's fp8_state_scale fused in front: scale[0]
+ * = gptrt_fp8_state_scale of the amax history (history_length, fp8_max,
+ * margin, power_of_two, eps, most_recent as there), stored, and the cast
+ * at it (rt-fuse-cast-scale). */
+void gptrt_state_quantize_fp8(gptrt_context *ctx, const void *x,
+                              const float *history, uint8_t *q, float *scale,
+                              int64_t n, int64_t format, int64_t stat_slot,
+                              int64_t x_dtype, int64_t history_length,
+                              double fp8_max, int64_t margin,
+                              int64_t power_of_two, double eps,
+                              int64_t most_recent);
+void gptrt_state_quantize_fp8_transposed(
+    gptrt_context *ctx, const void *x, const float *history, uint8_t *q,
+    float *scale, int64_t rows, int64_t cols, int64_t format, int64_t stat_slot,
+    int64_t x_dtype, int64_t history_length, double fp8_max, int64_t margin,
+    int64_t power_of_two, double eps, int64_t most_recent);
+void gptrt_state_quantize_fp8_transposed_bgrad(
+    gptrt_context *ctx, const void *x, const float *history, uint8_t *q,
+    void *db, float *scale, int64_t rows, int64_t cols, int64_t format,
+    int64_t stat_slot, int64_t x_dtype, int64_t db_dtype,
+    int64_t history_length, double fp8_max, int64_t margin,
+    int64_t power_of_two, double eps, int64_t most_recent);
 /* c = op(a) op(b) / (scale_a[0] * scale_b[0]) on FP8 codes (decoded
  * exactly, accumulated in f32); layouts and strides as gptrt_matmul. c is
  * f32, or bf16 (out_dtype): that f32 result rounded once. fast_accum 1

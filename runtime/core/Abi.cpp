@@ -496,43 +496,77 @@ GPTRT_EXPORT void gptrt_quantize_fp8(gptrt_context *ctx, const void *xData,
 
 namespace {
 
-// The scale a fused cast makes (rt-fuse-cast-scale): scale_from_amax of
-// amax[0] (gptrt_scale_from_amax's constants), stored to `out`.
+// The scale a fused cast makes (rt-fuse-cast-scale), stored to `out`:
+// scale_from_amax of amax[0] (current scaling), or fp8_state_scale of an
+// amax history (delayed scaling), with those kernels' constants.
 struct CastScaleArgs {
-  const float *amax;
-  float *out;
-  double fp8Max;
-  int64_t margin, powerOfTwo;
-  double eps;
+  const float *amax = nullptr;
+  const float *history = nullptr;
+  int64_t historyLength = 0, mostRecent = 0;
+  float *out = nullptr;
+  double fp8Max = 0;
+  int64_t margin = 0, powerOfTwo = 0;
+  double eps = 0;
+
+  static CastScaleArgs fromAmax(const float *amax, float *out, double fp8Max,
+                                int64_t margin, int64_t powerOfTwo,
+                                double eps) {
+    return {amax, nullptr, 0, 0, out, fp8Max, margin, powerOfTwo, eps};
+  }
+  static CastScaleArgs fromHistory(const float *history, float *out,
+                                   int64_t length, double fp8Max,
+                                   int64_t margin, int64_t powerOfTwo,
+                                   double eps, int64_t mostRecent) {
+    return {nullptr, history, length,     mostRecent, out,
+            fp8Max,  margin,  powerOfTwo, eps};
+  }
 
   // The arguments checked, as the GPU kernels take them.
   gptrt::cuda::ScaleFromAmax checked() const {
-    if (amax == nullptr)
+    if (amax == nullptr && history == nullptr)
       throw std::invalid_argument(
           "amax is null, expected the one float the scale is made from");
+    if (history != nullptr && historyLength <= 0)
+      throw std::invalid_argument("history_length " +
+                                  std::to_string(historyLength) +
+                                  ", expected >= 1");
     if (out == nullptr)
       throw std::invalid_argument(
           "scale is null, expected a pointer to one float for the scale");
     requireFlag(powerOfTwo, "power_of_two");
-    return gptrt::cuda::ScaleFromAmax{
-        amax, out, fp8Max, margin, powerOfTwo != 0, eps};
+    requireFlag(mostRecent, "most_recent");
+    gptrt::cuda::ScaleFromAmax own;
+    own.amax = amax;
+    own.history = history;
+    own.historyLength = historyLength;
+    own.mostRecent = mostRecent != 0;
+    own.out = out;
+    own.fp8Max = fp8Max;
+    own.margin = margin;
+    own.powerOfTwo = powerOfTwo != 0;
+    own.eps = eps;
+    return own;
   }
   // The CPU: the standalone kernel's arithmetic.
   void runOnCpu(gptrt_context *ctx) const {
     checked();
-    gptrt_scale_from_amax(ctx, amax, out, fp8Max, margin, powerOfTwo, eps);
+    if (amax != nullptr)
+      gptrt_scale_from_amax(ctx, amax, out, fp8Max, margin, powerOfTwo, eps);
+    else
+      gptrt_fp8_state_scale(ctx, history, out, historyLength, fp8Max, margin,
+                            powerOfTwo, eps, mostRecent);
   }
 };
 
-} // namespace
-
-GPTRT_EXPORT void gptrt_scale_quantize_fp8(
-    gptrt_context *ctx, const void *xData, const float *amax, uint8_t *q,
-    float *scale, int64_t n, int64_t format, int64_t statSlot, int64_t xDtype,
-    double fp8Max, int64_t margin, int64_t powerOfTwo, double eps) {
-  const CastScaleArgs scaleArgs{amax, scale, fp8Max, margin, powerOfTwo, eps};
+// gptrt_scale_quantize_fp8 and gptrt_state_quantize_fp8: the scale, then
+// gptrt_quantize_fp8 at it (on a GPU, one kernel).
+void quantizeMakingScale(gptrt_context *ctx, const char *name,
+                         const CastScaleArgs &scaleArgs, const void *xData,
+                         uint8_t *q, int64_t n, int64_t format,
+                         int64_t statSlot, int64_t xDtype) {
+  float *scale = scaleArgs.out;
   guarded(
-      ctx, "gptrt_scale_quantize_fp8",
+      ctx, name,
       [&](Context &) {
         scaleArgs.runOnCpu(ctx);
         gptrt_quantize_fp8(ctx, xData, scale, q, n, format, statSlot, xDtype);
@@ -545,6 +579,30 @@ GPTRT_EXPORT void gptrt_scale_quantize_fp8(
         if (statSlot >= 0 && c.collectingFp8Stats())
           g.recordCastStats(xData, xDtype, n, scale, format, statSlot);
       });
+}
+
+} // namespace
+
+GPTRT_EXPORT void gptrt_scale_quantize_fp8(
+    gptrt_context *ctx, const void *xData, const float *amax, uint8_t *q,
+    float *scale, int64_t n, int64_t format, int64_t statSlot, int64_t xDtype,
+    double fp8Max, int64_t margin, int64_t powerOfTwo, double eps) {
+  quantizeMakingScale(
+      ctx, "gptrt_scale_quantize_fp8",
+      CastScaleArgs::fromAmax(amax, scale, fp8Max, margin, powerOfTwo, eps),
+      xData, q, n, format, statSlot, xDtype);
+}
+
+GPTRT_EXPORT void gptrt_state_quantize_fp8(
+    gptrt_context *ctx, const void *xData, const float *history, uint8_t *q,
+    float *scale, int64_t n, int64_t format, int64_t statSlot, int64_t xDtype,
+    int64_t length, double fp8Max, int64_t margin, int64_t powerOfTwo,
+    double eps, int64_t mostRecent) {
+  quantizeMakingScale(ctx, "gptrt_state_quantize_fp8",
+                      CastScaleArgs::fromHistory(history, scale, length, fp8Max,
+                                                 margin, powerOfTwo, eps,
+                                                 mostRecent),
+                      xData, q, n, format, statSlot, xDtype);
 }
 
 GPTRT_EXPORT void
@@ -572,7 +630,35 @@ gptrt_quantize_fp8_transposed(gptrt_context *ctx, const void *xData,
         requireNonNegative(rows, "rows");
         requireNonNegative(cols, "cols");
         requireStorageDtype(xDtype, "x_dtype");
-        g.quantizeFp8Transposed(xData, xDtype, scale, q, rows, cols, format);
+        g.quantizeFp8Transposed(xData, xDtype, scale, q, rows, cols, format,
+                                gptrt::cuda::ScaleFromAmax{});
+        if (statSlot >= 0 && c.collectingFp8Stats())
+          g.recordCastStats(xData, xDtype, rows * cols, scale, format,
+                            statSlot);
+      });
+}
+
+GPTRT_EXPORT void gptrt_state_quantize_fp8_transposed(
+    gptrt_context *ctx, const void *xData, const float *history, uint8_t *q,
+    float *scale, int64_t rows, int64_t cols, int64_t format, int64_t statSlot,
+    int64_t xDtype, int64_t length, double fp8Max, int64_t margin,
+    int64_t powerOfTwo, double eps, int64_t mostRecent) {
+  const CastScaleArgs scaleArgs = CastScaleArgs::fromHistory(
+      history, scale, length, fp8Max, margin, powerOfTwo, eps, mostRecent);
+  guarded(
+      ctx, "gptrt_state_quantize_fp8_transposed",
+      [&](Context &) {
+        scaleArgs.runOnCpu(ctx);
+        gptrt_quantize_fp8_transposed(ctx, xData, scale, q, rows, cols, format,
+                                      statSlot, xDtype);
+      },
+      [&](Context &c, Gpu &g) {
+        const gptrt::cuda::ScaleFromAmax own = scaleArgs.checked();
+        requireNonNegative(rows, "rows");
+        requireNonNegative(cols, "cols");
+        requireStorageDtype(xDtype, "x_dtype");
+        g.quantizeFp8Transposed(xData, xDtype, scale, q, rows, cols, format,
+                                own);
         if (statSlot >= 0 && c.collectingFp8Stats())
           g.recordCastStats(xData, xDtype, rows * cols, scale, format,
                             statSlot);
@@ -690,7 +776,8 @@ GPTRT_EXPORT void gptrt_scale_quantize_fp8_dual(
     uint8_t *qT, float *scale, int64_t rows, int64_t cols, int64_t format,
     int64_t statSlot, int64_t statSlotT, int64_t xDtype, double fp8Max,
     int64_t margin, int64_t powerOfTwo, double eps) {
-  const CastScaleArgs scaleArgs{amax, scale, fp8Max, margin, powerOfTwo, eps};
+  const CastScaleArgs scaleArgs =
+      CastScaleArgs::fromAmax(amax, scale, fp8Max, margin, powerOfTwo, eps);
   quantizeDual(ctx, "gptrt_scale_quantize_fp8_dual", xData, scale, q, qT,
                /*db=*/nullptr, rows, cols, format, statSlot, statSlotT, xDtype,
                /*dbDtype=*/0, &scaleArgs);
@@ -702,10 +789,24 @@ GPTRT_EXPORT void gptrt_scale_quantize_fp8_dual_bgrad(
     int64_t format, int64_t statSlot, int64_t statSlotT, int64_t xDtype,
     int64_t dbDtype, double fp8Max, int64_t margin, int64_t powerOfTwo,
     double eps) {
-  const CastScaleArgs scaleArgs{amax, scale, fp8Max, margin, powerOfTwo, eps};
+  const CastScaleArgs scaleArgs =
+      CastScaleArgs::fromAmax(amax, scale, fp8Max, margin, powerOfTwo, eps);
   quantizeDual(ctx, "gptrt_scale_quantize_fp8_dual_bgrad", xData, scale, q, qT,
                db, rows, cols, format, statSlot, statSlotT, xDtype, dbDtype,
                &scaleArgs);
+}
+
+GPTRT_EXPORT void gptrt_state_quantize_fp8_transposed_bgrad(
+    gptrt_context *ctx, const void *xData, const float *history, uint8_t *q,
+    void *db, float *scale, int64_t rows, int64_t cols, int64_t format,
+    int64_t statSlot, int64_t xDtype, int64_t dbDtype, int64_t length,
+    double fp8Max, int64_t margin, int64_t powerOfTwo, double eps,
+    int64_t mostRecent) {
+  const CastScaleArgs scaleArgs = CastScaleArgs::fromHistory(
+      history, scale, length, fp8Max, margin, powerOfTwo, eps, mostRecent);
+  quantizeDual(ctx, "gptrt_state_quantize_fp8_transposed_bgrad", xData, scale,
+               /*q=*/nullptr, q, db, rows, cols, format, /*statSlot=*/-1,
+               statSlot, xDtype, dbDtype, &scaleArgs);
 }
 
 GPTRT_EXPORT void gptrt_scaled_matmul(
@@ -2790,6 +2891,9 @@ const std::vector<AbiSymbol> &abiSymbols() {
       GPTRT_SYM(gptrt_scale_quantize_fp8),
       GPTRT_SYM(gptrt_scale_quantize_fp8_dual),
       GPTRT_SYM(gptrt_scale_quantize_fp8_dual_bgrad),
+      GPTRT_SYM(gptrt_state_quantize_fp8),
+      GPTRT_SYM(gptrt_state_quantize_fp8_transposed),
+      GPTRT_SYM(gptrt_state_quantize_fp8_transposed_bgrad),
       GPTRT_SYM(gptrt_quantize_fp8_transposed_bgrad),
       GPTRT_SYM(gptrt_global_norm),
       GPTRT_SYM(gptrt_clip_scale),

@@ -35,15 +35,22 @@ struct Fp8Epilogue {
 
 // A tensorwise cast that makes its own scale (rt-fuse-cast-scale): with
 // amax non-null the cast's kernel works scale_from_amax of amax[0] out
-// itself and stores it to the cast's scale buffer for the GEMMs; null: the
-// cast reads a scale made before it.
+// itself (current scaling), with history non-null fp8_state_scale of the
+// amax history (delayed scaling), and stores it to the cast's scale
+// buffer `out` for the GEMMs; neither: the cast reads a scale made before
+// it.
 struct ScaleFromAmax {
   const float *amax = nullptr;
+  const float *history = nullptr;
+  int64_t historyLength = 0;
+  bool mostRecent = false;
   float *out = nullptr; // the cast's scale buffer
   double fp8Max = 0;
   int64_t margin = 0;
   bool powerOfTwo = false;
   double eps = 0;
+
+  bool active() const { return amax != nullptr || history != nullptr; }
 };
 
 // The residual stream's gradient a layernorm backward adds its dx into.
@@ -327,8 +334,8 @@ public:
   // q (cols x rows) = the cast of x (rows x cols), transposed.
   virtual void quantizeFp8Transposed(const void *x, int64_t xDtype,
                                      const float *scale, uint8_t *q,
-                                     int64_t rows, int64_t cols,
-                                     int64_t format) = 0;
+                                     int64_t rows, int64_t cols, int64_t format,
+                                     const ScaleFromAmax &own) = 0;
   // Both: q (rows x cols) and qT (cols x rows) from one read of x.
   // db, when not null: gptrt_reduce_rows of x into db (dbDtype) too, its
   // first level of chunk sums from the cast's tiles (_bgrad). q may be null

@@ -255,7 +255,7 @@ public:
                    const ScaleFromAmax &own) override;
   void quantizeFp8Transposed(const void *x, int64_t xDtype, const float *scale,
                              uint8_t *q, int64_t rows, int64_t cols,
-                             int64_t format) override;
+                             int64_t format, const ScaleFromAmax &own) override;
   void quantizeFp8Dual(const void *x, int64_t xDtype, const float *scale,
                        uint8_t *q, uint8_t *qT, int64_t rows, int64_t cols,
                        int64_t format, void *db, int64_t dbDtype,

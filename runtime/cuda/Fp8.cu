@@ -45,28 +45,49 @@ __device__ float scaleOf(float amax, float fp8Max, int margin,
   return scale;
 }
 
-// The one scale of a tensorwise cast as its kernel reads it: *in, or (with
-// amax) scale_from_amax of *amax, worked out by every thread with scaleOf
-// -- the standalone kernel's bits -- and stored to *out by block (0, 0)'s
-// thread 0 for the GEMMs after the cast (rt-fuse-cast-scale).
+// fp8_state_scale: the scale of the history's largest amax (or of its
+// newest), 1 while nothing has been recorded.
+__device__ float scaleOfHistory(const float *history, int64_t length,
+                                float fp8Max, int margin, bool powerOfTwo,
+                                float eps, bool mostRecent) {
+  float amax = history[0];
+  if (!mostRecent)
+    for (int64_t i = 1; i < length; ++i)
+      amax = amax < history[i] ? history[i] : amax; // std::max_element
+  // Amaxes are >= 0 and only finite ones are recorded: 0 means none yet.
+  return amax == 0.0f ? 1.0f : scaleOf(amax, fp8Max, margin, powerOfTwo, eps);
+}
+
+// The one scale of a tensorwise cast as its kernel reads it: *in, or made
+// from an amax (scale_from_amax) or an amax history (fp8_state_scale) by
+// every thread with the standalone kernels' functions -- so their bits --
+// and stored to *out by block (0, 0)'s thread 0 for the GEMMs after the
+// cast (rt-fuse-cast-scale).
 struct CastScale {
   const float *in = nullptr;
   const float *amax = nullptr;
+  const float *history = nullptr;
+  int64_t historyLength = 0;
+  bool mostRecent = false;
   float *out = nullptr;
   float fp8Max = 0, eps = 0;
   int margin = 0;
   bool powerOfTwo = false;
 
   CastScale(const float *scale, const ScaleFromAmax &own)
-      : in(scale), amax(own.amax), out(own.out), fp8Max(float(own.fp8Max)),
-        eps(float(own.eps)), margin(int(own.margin)),
-        powerOfTwo(own.powerOfTwo) {}
+      : in(scale), amax(own.amax), history(own.history),
+        historyLength(own.historyLength), mostRecent(own.mostRecent),
+        out(own.out), fp8Max(float(own.fp8Max)), eps(float(own.eps)),
+        margin(int(own.margin)), powerOfTwo(own.powerOfTwo) {}
 
   // Read once per thread, before its loop.
   __device__ float value() const {
-    if (amax == nullptr)
+    if (amax == nullptr && history == nullptr)
       return *in;
-    const float s = scaleOf(*amax, fp8Max, margin, powerOfTwo, eps);
+    const float s = amax != nullptr
+                        ? scaleOf(*amax, fp8Max, margin, powerOfTwo, eps)
+                        : scaleOfHistory(history, historyLength, fp8Max, margin,
+                                         powerOfTwo, eps, mostRecent);
     if (blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0)
       *out = s;
     return s;
@@ -83,12 +104,8 @@ __global__ void stateScaleKernel(const float *history, float *out,
                                  int64_t length, float fp8Max, int margin,
                                  bool powerOfTwo, float eps,
                                  bool mostRecent) {
-  float amax = history[0];
-  if (!mostRecent)
-    for (int64_t i = 1; i < length; ++i)
-      amax = amax < history[i] ? history[i] : amax;  // std::max_element
-  // Amaxes are >= 0 and only finite ones are recorded: 0 means none yet.
-  *out = amax == 0.0f ? 1.0f : scaleOf(amax, fp8Max, margin, powerOfTwo, eps);
+  *out = scaleOfHistory(history, length, fp8Max, margin, powerOfTwo, eps,
+                        mostRecent);
 }
 
 __global__ void stateUpdateKernel(const float *amax, float *history,
@@ -415,6 +432,9 @@ void DeviceImpl::scaleWithoutCast(const ScaleFromAmax &own) {
   if (own.amax != nullptr)
     scaleFromAmax(own.amax, own.out, own.fp8Max, own.margin, own.powerOfTwo,
                   own.eps);
+  else if (own.history != nullptr)
+    fp8StateScale(own.history, own.out, own.historyLength, own.fp8Max,
+                  own.margin, own.powerOfTwo, own.eps, own.mostRecent);
 }
 
 void DeviceImpl::quantizeFp8(const void *xData, int64_t xDtype,
@@ -715,12 +735,16 @@ void DeviceImpl::launchTransposedCast(const void *x, bool bf16,
 void DeviceImpl::quantizeFp8Transposed(const void *x, int64_t xDtype,
                                        const float *scale, uint8_t *q,
                                        int64_t rows, int64_t cols,
-                                       int64_t format) {
+                                       int64_t format,
+                                       const ScaleFromAmax &own) {
   requireFormat(format);
-  if (rows == 0 || cols == 0)
+  if (rows == 0 || cols == 0) {
+    scaleWithoutCast(own);
     return;
+  }
   launchTransposedCast(x, xDtype == GPTRT_DTYPE_BF16, scale, q, rows, cols,
-                       format == GPTRT_FP8_E4M3, nullptr);
+                       format == GPTRT_FP8_E4M3, nullptr, nullptr, 0, nullptr,
+                       own);
   checkLaunch("gptrt_quantize_fp8_transposed");
 }
 

@@ -44,10 +44,11 @@ def main():
             rt = subprocess.run([args.gptc, *flags, "--emit=rt", "-o", "-"],
                                 check=True, capture_output=True, text=True).stdout
             kernels[fusion] = (rt.count('rt.kernel "amax"'),
-                               len(re.findall(r'rt\.kernel "(?:scale_)?quantize_fp8(?:_transposed)?(?:_bgrad)?"', rt)) +
+                               len(re.findall(r'rt\.kernel "(?:scale_|state_)?quantize_fp8(?:_transposed)?(?:_bgrad)?"', rt)) +
                                2 * len(re.findall(r'rt\.kernel "(?:scale_)?quantize_fp8_dual(?:_bgrad)?"', rt)),
                                len(re.findall(r'rt\.kernel "(?!scale_from_amax)\w+_(?:amax|cast)"', rt)),
-                               rt.count('rt.kernel "scale_from_amax"'))
+                               rt.count('rt.kernel "scale_from_amax"') +
+                               rt.count('rt.kernel "fp8_state_scale"'))
             rts[fusion] = rt
             # gptrt_scaled_matmul's constants: batch, m, n, k, trans_a, trans_b.
             flags_ab = re.findall(r'rt\.kernel "scaled_matmul" .* consts \[\d+, \d+, \d+, \d+, (\d), (\d)', rt)
@@ -70,8 +71,14 @@ def main():
                 failures.append("%s: FP8 statistics differ from %s" % (policy, other))
         dual = len(re.findall(r'rt\.kernel "(?:scale_)?quantize_fp8_dual(?:_bgrad)?"', rts["true"]))
         bgrad = len(re.findall(r'rt\.kernel "(?:scale_)?quantize_fp8_dual_bgrad"', rts["true"]))
-        # Current scaling: each scale made by the cast that first reads it
-        # (rt-fuse-cast-scale), none left in train_step.
+        # Each scale made by the cast that first reads it
+        # (rt-fuse-cast-scale): under current scaling none is left in
+        # train_step; under delayed scaling those of the producers' fused
+        # casts (layernorm, GELU, residual add) stay.
+        if not kernels["true"][3] < kernels["false"][3]:
+            failures.append("%s: no scale kernel folded into a cast (%d, %d "
+                            "without the fusion)" % (
+                                policy, kernels["true"][3], kernels["false"][3]))
         if policy == "fp8-tensorwise":
             train = rts["true"].split("func.func @train_step")[1].split("func.func @")[0]
             if 'rt.kernel "scale_from_amax"' in train or kernels["false"][3] == 0:
@@ -83,7 +90,7 @@ def main():
         if policy == "fp8-tensorwise" and bgrad == 0:
             failures.append("fp8-tensorwise: no bias gradient summed by a dual cast")
         # Delayed scaling: by the transposed cast, alone with its own scale.
-        if policy == "fp8-delayed" and 'rt.kernel "quantize_fp8_transposed_bgrad"' not in rts["true"]:
+        if policy == "fp8-delayed" and not re.search(r'rt\.kernel "(?:state_)?quantize_fp8_transposed_bgrad"', rts["true"]):
             failures.append("fp8-delayed: no bias gradient summed by a transposed cast")
         # Delayed scaling keeps one scale per GEMM operand: the two casts
         # of a gradient differ in scale and stay apart.

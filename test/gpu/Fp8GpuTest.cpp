@@ -333,11 +333,12 @@ TEST_F(GpuTest, DualQuantizeIsBitExact) {
 // output itself is the CPU's bit for bit. A NaN in the output wins the
 // amax.
 // rt-fuse-cast-scale's casts on the GPU: the scale each thread works out
-// of the amax (and block 0 stores), the codes and the bias gradient equal
-// the CPU's (scale_from_amax then the cast) bit for bit -- f32 x in
-// 16-byte vectors and not, bf16 x, the dual casts with and without the
-// bias gradient, E4M3 and E5M2 with margin and power-of-two scales -- and
-// with nothing to cast the scale is still stored.
+// of the amax or the amax history (and block 0 stores), the codes and the
+// bias gradient equal the CPU's (the scale kernel, then the cast) bit for
+// bit -- f32 x in 16-byte vectors and not, bf16 x, the dual casts with and
+// without the bias gradient, E4M3 and E5M2 with margin and power-of-two
+// scales, the delayed forms -- and with nothing to cast the scale is still
+// stored.
 TEST_F(GpuTest, ScaleQuantizeMatchesCpu) {
   Context cpuCtx(Device::Cpu, {});
   const float amaxValue = 173.0f;
@@ -412,6 +413,63 @@ TEST_F(GpuTest, ScaleQuantizeMatchesCpu) {
                         1e-12);
   EXPECT_EQ(download(scale3, 1)[0], wantE4m3);
   EXPECT_EQ(download(scale4, 1)[0], wantE4m3);
+
+  // Delayed scaling's state_ forms: the scale of the amax history's max
+  // (most_recent 0) or newest entry (1), and 1 for an empty history.
+  const std::vector<std::vector<float>> histories = {{0, 0, 0, 0},
+                                                     {3.0f, 120.0f, 7.5f, 0}};
+  const int64_t length = 4;
+  for (const std::vector<float> &history : histories)
+    for (int64_t mostRecent : {0, 1}) {
+      SCOPED_TRACE("history[1] " + std::to_string(history[1]) +
+                   ", most_recent " + std::to_string(mostRecent));
+      const float *devHistory = upload(history);
+      uint8_t *sq = alloc<uint8_t>(n), *sqT = alloc<uint8_t>(n),
+              *sqB = alloc<uint8_t>(n);
+      float *sdb = upload(std::vector<float>(cols, 0.5f));
+      float *s1 = poisonedScale(), *s2 = poisonedScale(), *s3 = poisonedScale();
+      gptrt_state_quantize_fp8(g(), devX, devHistory, sq, s1, n, GPTRT_FP8_E4M3,
+                               -1, GPTRT_DTYPE_BF16, length, 448.0, 0, 0, 1e-12,
+                               mostRecent);
+      gptrt_state_quantize_fp8_transposed(
+          g(), devX, devHistory, sqT, s2, rows, cols, GPTRT_FP8_E4M3, -1,
+          GPTRT_DTYPE_BF16, length, 448.0, 0, 0, 1e-12, mostRecent);
+      gptrt_state_quantize_fp8_transposed_bgrad(
+          g(), devX, devHistory, sqB, sdb, s3, rows, cols, GPTRT_FP8_E4M3, -1,
+          GPTRT_DTYPE_BF16, GPTRT_DTYPE_F32_ACCUMULATE, length, 448.0, 0, 0,
+          1e-12, mostRecent);
+      expectOk();
+      std::vector<uint8_t> cq(n), cqT(n), cqB(n);
+      std::vector<float> cdb(cols, 0.5f);
+      float c1 = 0, c2 = 0, c3 = 0;
+      gptrt_state_quantize_fp8(cpuCtx.handle(), x16.data(), history.data(),
+                               cq.data(), &c1, n, GPTRT_FP8_E4M3, -1,
+                               GPTRT_DTYPE_BF16, length, 448.0, 0, 0, 1e-12,
+                               mostRecent);
+      gptrt_state_quantize_fp8_transposed(
+          cpuCtx.handle(), x16.data(), history.data(), cqT.data(), &c2, rows,
+          cols, GPTRT_FP8_E4M3, -1, GPTRT_DTYPE_BF16, length, 448.0, 0, 0,
+          1e-12, mostRecent);
+      gptrt_state_quantize_fp8_transposed_bgrad(
+          cpuCtx.handle(), x16.data(), history.data(), cqB.data(), cdb.data(),
+          &c3, rows, cols, GPTRT_FP8_E4M3, -1, GPTRT_DTYPE_BF16,
+          GPTRT_DTYPE_F32_ACCUMULATE, length, 448.0, 0, 0, 1e-12, mostRecent);
+      ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
+      EXPECT_EQ(download(s1, 1)[0], c1);
+      EXPECT_EQ(download(s2, 1)[0], c2);
+      EXPECT_EQ(download(s3, 1)[0], c3);
+      EXPECT_EQ(download(sq, n), cq);
+      EXPECT_EQ(download(sqT, n), cqT);
+      EXPECT_EQ(download(sqB, n), cqB);
+      EXPECT_EQ(download(sdb, cols), cdb);
+      // No rows: no cast kernel, the scale stored all the same.
+      float *s4 = poisonedScale();
+      gptrt_state_quantize_fp8_transposed(
+          g(), devX, devHistory, sqT, s4, 0, cols, GPTRT_FP8_E4M3, -1,
+          GPTRT_DTYPE_BF16, length, 448.0, 0, 0, 1e-12, mostRecent);
+      expectOk();
+      EXPECT_EQ(download(s4, 1)[0], c1);
+    }
 }
 
 TEST_F(GpuTest, ProducersTakeTheirFp8EpilogueInOnePass) {

@@ -108,3 +108,80 @@ func.func @apart() {
   rt.kernel "quantize_fp8" ins(%x, %s5 : memref<32x64xbf16>, memref<f32>) outs(%q5 : memref<32x64xf8E4M3FN>) consts [2048, 0, -1]
   return
 }
+
+// -----
+
+// Delayed scaling: the scale made from a state's amax history folds into
+// the weight's cast the same way (state_ forms, the state's constants
+// after the cast's); the update recording the weight's amax in that
+// history, between the two, moves after the cast, which still makes the
+// scale from the history before it.
+rt.arena @fp8_state fp8_state size = 256
+// CHECK-LABEL: func.func @delayed
+// CHECK-NOT: fp8_state_scale
+// CHECK: rt.kernel "state_quantize_fp8" ins(%[[W:.*]], %[[H:.*]] : memref<48x64xf32>, memref<16xf32>) outs(%{{.*}}, %{{.*}} : memref<48x64xf8E4M3FN>, memref<f32>) consts [3072, 0, 1, 1, 16, 4.480000e+02, 0, 0, 9.9999999999999998E-13, 0]
+// CHECK-NEXT: rt.kernel "fp8_state_update" ins(%[[WM:.*]] : memref<f32>) outs(%{{.*}} : memref<16xf32>) consts [16]
+// CHECK: rt.kernel "state_quantize_fp8_transposed_bgrad" ins(%{{.*}}, %{{.*}} : memref<32x64xbf16>, memref<16xf32>) outs(%{{.*}}, %{{.*}}, %{{.*}} : memref<64x32xf8E5M2>, memref<64xf32>, memref<f32>) consts [32, 64, 1, 6, 2, 257, 16, 5.734400e+04, 0, 0, 9.9999999999999998E-13, 0]
+func.func @delayed() {
+  %w = rt.alloc : memref<48x64xf32>
+  %wm = rt.alloc : memref<f32>
+  %h = rt.view @fp8_state[0] : memref<16xf32>
+  %s = rt.alloc : memref<f32>
+  rt.kernel "fp8_state_scale" ins(%h : memref<16xf32>) outs(%s : memref<f32>) consts [16, 4.480000e+02, 0, 0, 9.9999999999999998E-13, 0]
+  %h2 = rt.view @fp8_state[0] : memref<16xf32>
+  rt.kernel "fp8_state_update" ins(%wm : memref<f32>) outs(%h2 : memref<16xf32>) consts [16]
+  %q = rt.alloc : memref<48x64xf8E4M3FN>
+  rt.kernel "quantize_fp8" ins(%w, %s : memref<48x64xf32>, memref<f32>) outs(%q : memref<48x64xf8E4M3FN>) consts [3072, 0, 1, 1]
+
+  %g = rt.alloc : memref<32x64xbf16>
+  %hg = rt.view @fp8_state[64] : memref<16xf32>
+  %sg = rt.alloc : memref<f32>
+  rt.kernel "fp8_state_scale" ins(%hg : memref<16xf32>) outs(%sg : memref<f32>) consts [16, 5.734400e+04, 0, 0, 9.9999999999999998E-13, 0]
+  %qt = rt.alloc : memref<64x32xf8E5M2>
+  %db = rt.alloc : memref<64xf32>
+  rt.kernel "quantize_fp8_transposed_bgrad" ins(%g, %sg : memref<32x64xbf16>, memref<f32>) outs(%qt, %db : memref<64x32xf8E5M2>, memref<64xf32>) consts [32, 64, 1, 6, 2, 257]
+  return
+}
+
+// -----
+
+// Delayed scaling left apart: a producer's fused cast (no state_ form);
+// the history read by another kernel before the cast (whose own cast has
+// constants that are not gptrt_quantize_fp8's); an update between whose
+// amax changes before the cast (it cannot move after the cast).
+rt.arena @fp8_state fp8_state size = 256
+// CHECK-LABEL: func.func @delayed_apart
+// CHECK-NOT: state_quantize
+// CHECK-COUNT-4: rt.kernel "fp8_state_scale"
+// CHECK-NOT: state_quantize
+func.func @delayed_apart() {
+  %x = rt.alloc : memref<32x64xbf16>
+  %h1 = rt.view @fp8_state[0] : memref<16xf32>
+  %s1 = rt.alloc : memref<f32>
+  rt.kernel "fp8_state_scale" ins(%h1 : memref<16xf32>) outs(%s1 : memref<f32>) consts [16, 4.480000e+02, 0, 0, 9.9999999999999998E-13, 0]
+  %y = rt.alloc : memref<32x64xbf16>
+  %m = rt.alloc : memref<f32>
+  %q1 = rt.alloc : memref<32x64xf8E4M3FN>
+  rt.kernel "gelu_fwd_cast" ins(%x, %s1 : memref<32x64xbf16>, memref<f32>) outs(%y, %m, %q1 : memref<32x64xbf16>, memref<f32>, memref<32x64xf8E4M3FN>) consts [2048, 2, 2, 32, 64, 2, 0, 0, -1]
+
+  %h2 = rt.view @fp8_state[64] : memref<16xf32>
+  %s2 = rt.alloc : memref<f32>
+  rt.kernel "fp8_state_scale" ins(%h2 : memref<16xf32>) outs(%s2 : memref<f32>) consts [16, 4.480000e+02, 0, 0, 9.9999999999999998E-13, 0]
+  %h2b = rt.view @fp8_state[64] : memref<16xf32>
+  %other = rt.alloc : memref<f32>
+  rt.kernel "fp8_state_scale" ins(%h2b : memref<16xf32>) outs(%other : memref<f32>) consts [16, 4.480000e+02, 0, 0, 9.9999999999999998E-13, 1]
+  %q2 = rt.alloc : memref<32x64xf8E4M3FN>
+  rt.kernel "quantize_fp8" ins(%x, %s2 : memref<32x64xbf16>, memref<f32>) outs(%q2 : memref<32x64xf8E4M3FN>) consts [2048, 0, -1, 2]
+  %q2b = rt.alloc : memref<32x64xf8E4M3FN>
+  rt.kernel "quantize_fp8" ins(%x, %other : memref<32x64xbf16>, memref<f32>) outs(%q2b : memref<32x64xf8E4M3FN>) consts [2048, 0, -1]
+
+  %h3 = rt.view @fp8_state[128] : memref<16xf32>
+  %s3 = rt.alloc : memref<f32>
+  rt.kernel "fp8_state_scale" ins(%h3 : memref<16xf32>) outs(%s3 : memref<f32>) consts [16, 4.480000e+02, 0, 0, 9.9999999999999998E-13, 0]
+  %m3 = rt.alloc : memref<f32>
+  rt.kernel "fp8_state_update" ins(%m3 : memref<f32>) outs(%h3 : memref<16xf32>) consts [16]
+  rt.kernel "fill" outs(%m3 : memref<f32>) consts [1, 0.0]
+  %q3 = rt.alloc : memref<32x64xf8E4M3FN>
+  rt.kernel "quantize_fp8" ins(%x, %s3 : memref<32x64xbf16>, memref<f32>) outs(%q3 : memref<32x64xf8E4M3FN>) consts [2048, 0, -1, 2]
+  return
+}

@@ -887,6 +887,58 @@ TEST_F(AbiFp8Test, ScaleQuantizeIsScaleFromAmaxThenTheCast) {
   ctx.clearError();
 }
 
+// The delayed-scaling forms (state_): fp8_state_scale of the history, then
+// the cast -- the same scale, codes and bias gradient bit for bit, for an
+// empty history (scale 1), the history's max and its newest entry; a
+// history_length below 1 is an error naming it.
+TEST_F(AbiFp8Test, StateQuantizeIsTheStateScaleThenTheCast) {
+  const int64_t rows = 40, cols = 24, n = rows * cols, length = 4;
+  const std::vector<float> x = randomF(n, 17, -90.0, 90.0);
+  const std::vector<std::vector<float>> histories = {{0, 0, 0, 0},
+                                                     {3.0f, 120.0f, 7.5f, 0}};
+  for (const std::vector<float> &history : histories)
+    for (int64_t mostRecent : {0, 1}) {
+      SCOPED_TRACE("history[1] " + std::to_string(history[1]) +
+                   ", most_recent " + std::to_string(mostRecent));
+      float want = -1, got = -1, gotT = -1, gotB = -1;
+      gptrt_fp8_state_scale(h, history.data(), &want, length, 448.0, 0, 0,
+                            1e-12, mostRecent);
+      std::vector<uint8_t> q(n), qGot(n, 0xDD), qT(n), qTGot(n, 0xDD),
+          qBGot(n, 0xDD);
+      std::vector<float> db(cols), dbGot(cols, -3.0f);
+      gptrt_quantize_fp8(h, x.data(), &want, q.data(), n, GPTRT_FP8_E4M3, -1,
+                         GPTRT_DTYPE_F32);
+      gptrt_quantize_fp8_transposed_bgrad(h, x.data(), &want, qT.data(),
+                                          db.data(), rows, cols, GPTRT_FP8_E4M3,
+                                          -1, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32);
+      gptrt_state_quantize_fp8(h, x.data(), history.data(), qGot.data(), &got,
+                               n, GPTRT_FP8_E4M3, -1, GPTRT_DTYPE_F32, length,
+                               448.0, 0, 0, 1e-12, mostRecent);
+      gptrt_state_quantize_fp8_transposed(
+          h, x.data(), history.data(), qTGot.data(), &gotT, rows, cols,
+          GPTRT_FP8_E4M3, -1, GPTRT_DTYPE_F32, length, 448.0, 0, 0, 1e-12,
+          mostRecent);
+      gptrt_state_quantize_fp8_transposed_bgrad(
+          h, x.data(), history.data(), qBGot.data(), dbGot.data(), &gotB, rows,
+          cols, GPTRT_FP8_E4M3, -1, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, length,
+          448.0, 0, 0, 1e-12, mostRecent);
+      ASSERT_FALSE(ctx.failed()) << ctx.error();
+      for (float s : {got, gotT, gotB})
+        EXPECT_EQ(std::memcmp(&s, &want, 4), 0) << s << " vs " << want;
+      EXPECT_EQ(qGot, q);
+      EXPECT_EQ(qTGot, qT);
+      EXPECT_EQ(qBGot, qT);
+      EXPECT_EQ(dbGot, db);
+    }
+  std::vector<uint8_t> q(n);
+  float scale = 0;
+  gptrt_state_quantize_fp8(h, x.data(), histories[1].data(), q.data(), &scale,
+                           n, GPTRT_FP8_E4M3, -1, GPTRT_DTYPE_F32, 0, 448.0, 0,
+                           0, 1e-12, 0);
+  EXPECT_THAT(ctx.error(), ::testing::HasSubstr("history_length 0"));
+  ctx.clearError();
+}
+
 TEST_F(AbiFp8Test, ScaledMatmulRejectsUnknownFormat) {
   uint8_t a = 0, b = 0;
   float s = 1, c = 0;
