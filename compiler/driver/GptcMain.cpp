@@ -287,6 +287,15 @@ int gptcMain(int argc, char **argv) {
                      "=false keeps the scale kernels, with the same "
                      "numbers"),
       llvm::cl::init(true), llvm::cl::cat(category));
+  llvm::cl::opt<bool> batchFp8StateUpdates(
+      "batch-fp8-state-updates",
+      llvm::cl::desc("Update fp8-delayed's amax histories in one kernel at "
+                     "the end of each step instead of one kernel per FP8 "
+                     "tensor (rt-batch-fp8-state-updates; default true): "
+                     "the amaxes are kept in the fp8_state arena until "
+                     "then. =false keeps the separate updates, with the "
+                     "same numbers"),
+      llvm::cl::init(true), llvm::cl::cat(category));
   llvm::cl::opt<bool> fuseGradAccumulation(
       "fuse-grad-accumulation",
       llvm::cl::desc("Let each weight-gradient GEMM add its f32 result into "
@@ -523,6 +532,8 @@ int gptcMain(int argc, char **argv) {
         lower.addPass(createRtCacheWeightCasts());
       if (fuseCastScales)
         lower.addPass(createRtFuseCastScale());
+      if (batchFp8StateUpdates)
+        lower.addPass(createRtBatchFp8StateUpdates());
       lower.addPass(createRtPlanMemory());
       if (failed(lower.run(work)))
         return 1;

@@ -672,6 +672,33 @@ def RtFuseCastScale : Pass<"rt-fuse-cast-scale", "::mlir::ModuleOp"> {
   ];
 }
 
+def RtBatchFp8StateUpdates
+    : Pass<"rt-batch-fp8-state-updates", "::mlir::ModuleOp"> {
+  let summary = "Updates delayed scaling's amax histories in a few kernels at the end of a step";
+  let description = [{
+    Runs after rt-fuse-cast-scale, before rt-plan-memory. Delayed scaling
+    records each FP8 tensor's amax in its history with a one-thread
+    `fp8_state_update` kernel after the tensor's producer: hundreds of
+    launches per step on a GPU. An update moves to the end of its entry
+    point when its amax is an rt.alloc nothing uses after the update and
+    nothing after it reads or writes the history. Each such amax then lives
+    in a slot of the `fp8_state` arena after the histories (the arena
+    grows by one f32 per state), its producer writing it there, and the
+    updates of each window of 64 states become one `fp8_state_update_batch`
+    kernel before the return, a mask bit per state it updates: the same
+    histories at the end of the step, so the same scales in the next one,
+    bit for bit. Updates whose amax is a persistent buffer (a weight's,
+    made by cast_weights) or is read by another update after them (one
+    tensor's amax recorded in two states) stay where they are, as does a
+    movable update alone in its window.
+    `gptc --batch-fp8-state-updates=false` leaves this pass out.
+  }];
+  let dependentDialects = ["::gptc::rt::RtDialect"];
+  let statistics = [
+    Statistic<"batched", "batched", "fp8_state_update kernels batched">,
+  ];
+}
+
 def RtPlanMemory : Pass<"rt-plan-memory", "::mlir::ModuleOp"> {
   let summary = "Places every rt.alloc in one activation arena by liveness";
   let description = [{

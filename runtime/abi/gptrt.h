@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below or the manifest's meaning changes. */
-#define GPTRT_ABI_VERSION 31
+#define GPTRT_ABI_VERSION 32
 
 typedef struct gptrt_context gptrt_context;
 
@@ -557,6 +557,14 @@ void gptrt_fp8_state_scale(gptrt_context *ctx, const float *history,
  * is not recorded, so the scale stays as it was. */
 void gptrt_fp8_state_update(gptrt_context *ctx, const float *amax,
                             float *history, int64_t history_length);
+/* gptrt_fp8_state_update of up to 64 states at once
+ * (rt-batch-fp8-state-updates): state i < count, where bit i of `mask` is
+ * set, records amax[i] in history[i * history_stride .. + history_length)
+ * (history_stride >= history_length floats); the others are left alone. */
+void gptrt_fp8_state_update_batch(gptrt_context *ctx, const float *amax,
+                                  float *history, int64_t count,
+                                  int64_t history_length,
+                                  int64_t history_stride, int64_t mask);
 
 /* Fused FP8 epilogues (fp8-fuse-amax, fp8-fuse-cast). Each runs the kernel
  * of its base name and, over that kernel's first output -- seen as rows x

@@ -469,6 +469,39 @@ GPTRT_EXPORT void gptrt_fp8_state_update(gptrt_context *ctx, const float *amax,
   }, [&](Context &, Gpu &g) { g.fp8StateUpdate(amax, history, length); });
 }
 
+GPTRT_EXPORT void gptrt_fp8_state_update_batch(gptrt_context *ctx,
+                                               const float *amax,
+                                               float *history, int64_t count,
+                                               int64_t length, int64_t stride,
+                                               int64_t mask) {
+  auto check = [&] {
+    requireNonNegative(count, "count");
+    if (count > 64)
+      throw std::invalid_argument("count " + std::to_string(count) +
+                                  ", expected at most 64 (one mask bit each)");
+    if (length <= 0)
+      throw std::invalid_argument("history_length " + std::to_string(length) +
+                                  ", expected >= 1");
+    if (stride < length)
+      throw std::invalid_argument("history_stride " + std::to_string(stride) +
+                                  ", expected >= history_length " +
+                                  std::to_string(length));
+  };
+  guarded(
+      ctx, "gptrt_fp8_state_update_batch",
+      [&](Context &) {
+        check();
+        for (int64_t i = 0; i < count; ++i)
+          if ((uint64_t(mask) >> i) & 1)
+            gptrt_fp8_state_update(ctx, amax + i, history + i * stride, length);
+      },
+      [&](Context &, Gpu &g) {
+        check();
+        g.fp8StateUpdateBatch(amax, history, count, length, stride,
+                              uint64_t(mask));
+      });
+}
+
 GPTRT_EXPORT void gptrt_quantize_fp8(gptrt_context *ctx, const void *xData,
                                      const float *scale, uint8_t *q, int64_t n,
                                      int64_t format, int64_t statSlot,
@@ -2915,6 +2948,7 @@ const std::vector<AbiSymbol> &abiSymbols() {
       GPTRT_SYM(gptrt_scaled_matmul_rowwise_accumulate),
       GPTRT_SYM(gptrt_fp8_state_scale),
       GPTRT_SYM(gptrt_fp8_state_update),
+      GPTRT_SYM(gptrt_fp8_state_update_batch),
       GPTRT_SYM(gptrt_convert_amax),
       GPTRT_SYM(gptrt_convert_cast),
       GPTRT_SYM(gptrt_layernorm_fwd_amax),

@@ -351,6 +351,11 @@ public:
                              bool mostRecent) = 0;
   virtual void fp8StateUpdate(const float *amax, float *history,
                               int64_t length) = 0;
+  // fp8StateUpdate of the states i < count (at most 64) whose bit is set
+  // in mask: amax[i], history + i * stride.
+  virtual void fp8StateUpdateBatch(const float *amax, float *history,
+                                   int64_t count, int64_t length,
+                                   int64_t stride, uint64_t mask) = 0;
 
   // The epilogue of the fused FP8 kernels (gptrt_*_amax / *_cast), over
   // `out` (rows x cols of f32 or bf16, dtype as gptrt.h's out_dtype):

@@ -265,6 +265,9 @@ public:
                      double eps, bool mostRecent) override;
   void fp8StateUpdate(const float *amax, float *history,
                       int64_t length) override;
+  void fp8StateUpdateBatch(const float *amax, float *history, int64_t count,
+                           int64_t length, int64_t stride,
+                           uint64_t mask) override;
 
   void castEpilogue(const void *out, int64_t dtype, int64_t rows,
                     int64_t cols, float *amax, const float *scale, uint8_t *q,

@@ -108,14 +108,26 @@ __global__ void stateScaleKernel(const float *history, float *out,
                         mostRecent);
 }
 
-__global__ void stateUpdateKernel(const float *amax, float *history,
-                                  int64_t length) {
-  const float a = *amax;
+__device__ void updateHistory(float a, float *history, int64_t length) {
   if (!isfinite(a))
     return;
   for (int64_t i = length - 1; i > 0; --i)
     history[i] = history[i - 1];
   history[0] = a;
+}
+
+__global__ void stateUpdateKernel(const float *amax, float *history,
+                                  int64_t length) {
+  updateHistory(*amax, history, length);
+}
+
+// A thread per state (at most 64), those whose mask bit is set.
+__global__ void stateUpdateBatchKernel(const float *amax, float *history,
+                                       int count, int64_t length,
+                                       int64_t stride, uint64_t mask) {
+  const int s = threadIdx.x;
+  if (s < count && ((mask >> s) & 1))
+    updateHistory(amax[s], history + s * stride, length);
 }
 
 template <__nv_fp8_interpretation_t Format>
@@ -491,6 +503,17 @@ void DeviceImpl::fp8StateUpdate(const float *amax, float *history,
   requireLength(length);
   stateUpdateKernel<<<1, 1, 0, stream_>>>(amax, history, length);
   checkLaunch("gptrt_fp8_state_update");
+}
+
+void DeviceImpl::fp8StateUpdateBatch(const float *amax, float *history,
+                                     int64_t count, int64_t length,
+                                     int64_t stride, uint64_t mask) {
+  requireLength(length);
+  if (count <= 0)
+    return;
+  stateUpdateBatchKernel<<<1, 64, 0, stream_>>>(amax, history, int(count),
+                                                length, stride, mask);
+  checkLaunch("gptrt_fp8_state_update_batch");
 }
 
 void DeviceImpl::amaxRows(const void *x, int64_t xDtype, float *out,

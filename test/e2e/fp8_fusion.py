@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """fp8-fuse-amax, fp8-fuse-cast, fp8-transpose-casts, fp8-reuse-scales,
-rt-fuse-dual-cast and rt-fuse-cast-scale change where amaxes, scales and
-FP8 casts are computed, never their values: the tiny GPT compiled with all
-of them, without the fusions
-(--fp8-fusion=false --fuse-dual-casts=false --fuse-classifier=false
---fuse-qkv-attention=false --fuse-cast-scales=false, which also keep the
-bias gradients, the amaxes of the logits' gradient and the attention
-output, and the scale kernels apart)
+rt-fuse-dual-cast, rt-fuse-cast-scale and rt-batch-fp8-state-updates
+change where amaxes, scales, FP8 casts and amax histories are computed,
+never their values: the tiny GPT compiled with all of them, without the
+fusions (--fp8-fusion=false --fuse-dual-casts=false
+--fuse-classifier=false --fuse-qkv-attention=false
+--fuse-cast-scales=false --batch-fp8-state-updates=false, which also keep
+the bias gradients, the amaxes of the logits' gradient and the attention
+output, the scale kernels and the history updates apart)
 and without the layout passes (--fp8-transpose-casts=false
 --fp8-reuse-scales=false) trains to bit-identical losses (every f32 digit
 in the log) and identical per-cast FP8 statistics, for current
@@ -33,7 +34,8 @@ def main():
                     "false": ["--fp8-fusion=false", "--fuse-dual-casts=false",
                               "--fuse-classifier=false",
                               "--fuse-qkv-attention=false",
-                              "--fuse-cast-scales=false"],
+                              "--fuse-cast-scales=false",
+                              "--batch-fp8-state-updates=false"],
                     "layout-off": ["--fp8-transpose-casts=false",
                                    "--fp8-reuse-scales=false"]}
         not_tn, rts = {}, {}
@@ -90,6 +92,13 @@ def main():
         if policy == "fp8-tensorwise" and bgrad == 0:
             failures.append("fp8-tensorwise: no bias gradient summed by a dual cast")
         # Delayed scaling: by the transposed cast, alone with its own scale.
+        # Delayed scaling: the history updates batched at the end of
+        # train_step (rt-batch-fp8-state-updates).
+        updates = {v: rts[v].count('rt.kernel "fp8_state_update"') for v in ("true", "false")}
+        if policy == "fp8-delayed" and ('rt.kernel "fp8_state_update_batch"' not in rts["true"]
+                                        or not updates["true"] < updates["false"]):
+            failures.append("fp8-delayed: no history update batched (%d separate, "
+                            "%d without the pass)" % (updates["true"], updates["false"]))
         if policy == "fp8-delayed" and not re.search(r'rt\.kernel "(?:state_)?quantize_fp8_transposed_bgrad"', rts["true"]):
             failures.append("fp8-delayed: no bias gradient summed by a transposed cast")
         # Delayed scaling keeps one scale per GEMM operand: the two casts

@@ -472,6 +472,26 @@ TEST_F(GpuTest, ScaleQuantizeMatchesCpu) {
     }
 }
 
+// rt-batch-fp8-state-updates' kernel on the GPU: 64 states (every mask
+// bit but a few), histories padded apart, equal to the CPU's bit for bit.
+TEST_F(GpuTest, StateUpdateBatchMatchesCpu) {
+  Context cpuCtx(Device::Cpu, {});
+  const int64_t count = 64, length = 16, stride = 20;
+  std::vector<float> history = randn(count * stride), amax = randn(count);
+  for (float &a : amax)
+    a = std::fabs(a);
+  amax[5] = std::nanf("");
+  const int64_t mask = int64_t(~((uint64_t(1) << 9) | (uint64_t(1) << 63)));
+  float *devHistory = upload(history);
+  gptrt_fp8_state_update_batch(g(), upload(amax), devHistory, count, length,
+                               stride, mask);
+  expectOk();
+  gptrt_fp8_state_update_batch(cpuCtx.handle(), amax.data(), history.data(),
+                               count, length, stride, mask);
+  ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
+  EXPECT_EQ(download(devHistory, count * stride), history);
+}
+
 TEST_F(GpuTest, ProducersTakeTheirFp8EpilogueInOnePass) {
   Context cpuCtx(Device::Cpu, {});
   const float scale = 12.0f;

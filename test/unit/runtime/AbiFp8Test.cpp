@@ -116,6 +116,40 @@ TEST_F(AbiFp8Test, DelayedStateStartsAtScaleOneThenUsesTheHistoryMax) {
   EXPECT_EQ(scale, 112.0f);
 }
 
+// rt-batch-fp8-state-updates' kernel: each state whose mask bit is set
+// gets gptrt_fp8_state_update of its amax (a non-finite one not recorded),
+// the others and the padding between histories stay as they were.
+TEST_F(AbiFp8Test, StateUpdateBatchIsOneUpdatePerMaskedState) {
+  const int64_t count = 5, length = 3, stride = 4;
+  std::vector<float> history(count * stride), want;
+  for (size_t i = 0; i < history.size(); ++i)
+    history[i] = float(i) + 0.5f;
+  const std::vector<float> amax = {9.0f, 8.0f, NAN, 6.0f, 5.0f};
+  const int64_t mask = 0b11101; // state 1 left alone
+  want = history;
+  for (int64_t s = 0; s < count; ++s)
+    if ((mask >> s) & 1)
+      gptrt_fp8_state_update(h, &amax[s], want.data() + s * stride, length);
+  gptrt_fp8_state_update_batch(h, amax.data(), history.data(), count, length,
+                               stride, mask);
+  ASSERT_FALSE(ctx.failed()) << ctx.error();
+  EXPECT_EQ(history, want);
+  EXPECT_EQ(history[0], 9.0f);
+  EXPECT_EQ(history[4], 4.5f) << "state 1 is not in the mask";
+  EXPECT_EQ(history[8], 8.5f) << "a NaN amax is not recorded";
+  EXPECT_EQ(history[3], 3.5f) << "padding after a history";
+
+  gptrt_fp8_state_update_batch(h, amax.data(), history.data(), 65, length,
+                               stride, -1);
+  EXPECT_THAT(ctx.error(),
+              ::testing::HasSubstr("count 65, expected at most 64"));
+  ctx.clearError();
+  gptrt_fp8_state_update_batch(h, amax.data(), history.data(), count, length, 2,
+                               mask);
+  EXPECT_THAT(ctx.error(), ::testing::HasSubstr("history_stride 2"));
+  ctx.clearError();
+}
+
 TEST_F(AbiFp8Test, QuantizeMatchesFp8Conversions) {
   std::vector<float> x = randomF(513, 9, -10.0, 10.0);
   x[0] = 1e9f;  // saturates

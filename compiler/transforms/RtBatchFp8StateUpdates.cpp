@@ -1,0 +1,167 @@
+// rt-batch-fp8-state-updates: delayed scaling's per-tensor amax history
+// updates move to the end of the entry point and become one kernel per 64
+// states, their amaxes kept in the fp8_state arena (see Passes.td).
+#include "compiler/transforms/Passes.h"
+#include "compiler/transforms/RtKernelQueries.h"
+
+#include "llvm/Support/MathExtras.h"
+
+#include <map>
+#include <set>
+
+namespace gptc {
+#define GEN_PASS_DEF_RTBATCHFP8STATEUPDATES
+#include "compiler/transforms/Passes.h.inc"
+} // namespace gptc
+
+using namespace mlir;
+namespace rt = gptc::rt;
+
+namespace {
+
+// An fp8_state_update that can move to the end of its function: the state
+// it updates (its index in the arena) and the rt.alloc its amax is in.
+struct MovableUpdate {
+  rt::KernelOp update;
+  rt::AllocOp amax;
+  int64_t state;
+};
+
+class RtBatchFp8StateUpdatesPass
+    : public gptc::impl::RtBatchFp8StateUpdatesBase<
+          RtBatchFp8StateUpdatesPass> {
+public:
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto arena = module.lookupSymbol<rt::ArenaOp>("fp8_state");
+    if (!arena)
+      return;
+    // The amaxes go after the histories, one f32 per state.
+    const int64_t amaxBase = int64_t(llvm::alignTo(arena.getSize(), 64));
+    int64_t amaxSlots = 0;
+    for (auto func : module.getOps<func::FuncOp>())
+      if (!func.isExternal())
+        amaxSlots = std::max(amaxSlots, batch(func, amaxBase));
+    if (amaxSlots > 0)
+      arena.setSize(amaxBase + 4 * amaxSlots);
+  }
+
+private:
+  // Batches func's movable updates; returns how many amax slots (state
+  // indices + 1) it used, 0 when it changed nothing.
+  int64_t batch(func::FuncOp func, int64_t amaxBase) {
+    Operation *end = func.getBody().front().getTerminator();
+    // history length -> state index -> update; a state updated twice in
+    // one call keeps its updates where they are.
+    std::map<int64_t, std::map<int64_t, MovableUpdate>> byLength;
+    std::set<std::pair<int64_t, int64_t>> twice;
+    for (auto update : func.getOps<rt::KernelOp>()) {
+      std::optional<MovableUpdate> movable = movableUpdate(update, end);
+      if (!movable)
+        continue;
+      const int64_t length = rt::constAt(update, 0);
+      if (!byLength[length].try_emplace(movable->state, *movable).second)
+        twice.insert({length, movable->state});
+    }
+    for (auto [length, state] : twice)
+      byLength[length].erase(state);
+    int64_t slots = 0;
+    for (auto &[length, updates] : byLength) {
+      // Windows of up to 64 states from the first movable one, the states
+      // between them that are not (a weight's) masked out.
+      auto begin = updates.begin();
+      while (begin != updates.end()) {
+        auto last = begin;
+        while (std::next(last) != updates.end() &&
+               std::next(last)->first < begin->first + 64)
+          ++last;
+        if (begin != last) {
+          emitBatch(end, begin, std::next(last), length, amaxBase);
+          slots = std::max(slots, last->first + 1);
+        }
+        begin = std::next(last);
+      }
+    }
+    return slots;
+  }
+
+  // Bytes between two states' histories in the fp8_state arena
+  // (rt-bufferize packs them at 64-byte alignment).
+  static int64_t stateStride(int64_t length) {
+    return int64_t(llvm::alignTo(4 * length, 64));
+  }
+
+  // `update` if it can move to `end`: it updates a whole history in the
+  // fp8_state arena from an amax in its own rt.alloc; nothing after it
+  // reads or writes that history or writes the amax, and everything else
+  // that uses the amax comes before it.
+  std::optional<MovableUpdate> movableUpdate(rt::KernelOp update,
+                                             Operation *end) {
+    // gptrt_fp8_state_update's constant: history_length.
+    if (update.getKernel() != "fp8_state_update" ||
+        update.getInputs().size() != 1 || update.getOutputs().size() != 1 ||
+        update.getConsts().size() != 1)
+      return std::nullopt;
+    const int64_t length = rt::constAt(update, 0);
+    auto history = update.getOutputs()[0].getDefiningOp<rt::ViewOp>();
+    auto type = history ? dyn_cast<MemRefType>(history.getType()) : nullptr;
+    if (!history || history.getArena() != "fp8_state" || length < 1 ||
+        !type || type.getShape() != ArrayRef<int64_t>{length} ||
+        !type.getElementType().isF32() ||
+        int64_t(history.getOffset()) % stateStride(length) != 0)
+      return std::nullopt;
+    auto amax = update.getInputs()[0].getDefiningOp<rt::AllocOp>();
+    if (!amax || cast<MemRefType>(amax.getType()).getNumElements() != 1 ||
+        !cast<MemRefType>(amax.getType()).getElementType().isF32())
+      return std::nullopt;
+    for (Operation *user : amax->getUsers())
+      if (user != update && !user->isBeforeInBlock(update))
+        return std::nullopt;
+    if (rt::touchedBetween(update, end, history, /*reads=*/true) ||
+        rt::touchedBetween(update, end, amax, /*reads=*/false))
+      return std::nullopt;
+    const int64_t state = int64_t(history.getOffset()) / stateStride(length);
+    return MovableUpdate{update, amax, state};
+  }
+
+  // One fp8_state_update_batch before `end` over the states from first's
+  // to last's (at most 64), a mask bit for each of [first, last); each
+  // such state's amax now lives in its slot after the histories.
+  void emitBatch(Operation *end,
+                 std::map<int64_t, MovableUpdate>::iterator first,
+                 std::map<int64_t, MovableUpdate>::iterator last,
+                 int64_t length, int64_t amaxBase) {
+    const int64_t k0 = first->first;
+    const int64_t count = std::prev(last)->first - k0 + 1;
+    const int64_t stride = stateStride(length);
+    uint64_t mask = 0;
+    for (auto it = first; it != last; ++it) {
+      MovableUpdate u = it->second;
+      mask |= uint64_t(1) << (it->first - k0);
+      OpBuilder b(u.amax);
+      Value slot =
+          rt::ViewOp::create(b, u.amax.getLoc(), u.amax.getType(), "fp8_state",
+                             amaxBase + 4 * it->first);
+      u.amax.getResult().replaceAllUsesWith(slot);
+      u.update.erase();
+      u.amax.erase();
+      ++batched;
+    }
+    OpBuilder b(end);
+    Location loc = end->getLoc();
+    auto f32 = b.getF32Type();
+    Value amaxes = rt::ViewOp::create(b, loc, MemRefType::get({count}, f32),
+                                      "fp8_state", amaxBase + 4 * k0);
+    Value histories =
+        rt::ViewOp::create(b, loc, MemRefType::get({count * stride / 4}, f32),
+                           "fp8_state", k0 * stride);
+    rt::KernelOp::create(b, loc, "fp8_state_update_batch", ValueRange{amaxes},
+                         ValueRange{histories}, /*stream=*/0,
+                         b.getI64ArrayAttr({count, length, stride / 4,
+                                            int64_t(mask)}));
+  }
+};
+
+} // namespace
