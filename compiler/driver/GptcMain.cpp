@@ -289,12 +289,13 @@ int gptcMain(int argc, char **argv) {
       llvm::cl::init(true), llvm::cl::cat(category));
   llvm::cl::opt<bool> batchFp8StateUpdates(
       "batch-fp8-state-updates",
-      llvm::cl::desc("Update fp8-delayed's amax histories in one kernel at "
-                     "the end of each step instead of one kernel per FP8 "
-                     "tensor (rt-batch-fp8-state-updates; default true): "
-                     "the amaxes are kept in the fp8_state arena until "
-                     "then. =false keeps the separate updates, with the "
-                     "same numbers"),
+      llvm::cl::desc("Update fp8-delayed's amax histories at the end of "
+                     "each step, one kernel per 64 states, instead of one "
+                     "kernel per FP8 tensor after its producer "
+                     "(rt-batch-fp8-state-updates; default true): the "
+                     "amaxes are kept in the fp8_state arena until then. "
+                     "=false keeps the separate updates, with the same "
+                     "numbers"),
       llvm::cl::init(true), llvm::cl::cat(category));
   llvm::cl::opt<bool> fuseGradAccumulation(
       "fuse-grad-accumulation",
