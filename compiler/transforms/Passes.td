@@ -679,7 +679,14 @@ def RtBatchFp8StateUpdates
     Runs after rt-fuse-cast-scale, before rt-plan-memory. Delayed scaling
     records each FP8 tensor's amax in its history with a one-thread
     `fp8_state_update` kernel after the tensor's producer: hundreds of
-    launches per step on a GPU. An update moves to the end of its entry
+    launches per step on a GPU. First, two states updated once each in the
+    module with the same amax (one tensor read by two FP8 GEMMs: an
+    activation by its forward and grad_weight GEMMs, a weight by its
+    forward and grad_input GEMMs) and history length, with nothing reading
+    either history between the two updates, hold the same history at
+    every other point (both start at zero): the second update goes and
+    every view of the second history reads the first (its scale is still
+    made with its own format). Then an update moves to the end of its entry
     point when its amax is an rt.alloc nothing uses after the update and
     nothing after it reads or writes the history. Each such amax then lives
     in a slot of the `fp8_state` arena after the histories (the arena
@@ -696,6 +703,8 @@ def RtBatchFp8StateUpdates
   let dependentDialects = ["::gptc::rt::RtDialect"];
   let statistics = [
     Statistic<"batched", "batched", "fp8_state_update kernels batched">,
+    Statistic<"shared", "shared",
+              "states reading another state's identical history">,
   ];
 }
 

@@ -1,6 +1,7 @@
-// rt-batch-fp8-state-updates: delayed scaling's per-tensor amax history
-// updates move to the end of the entry point and become one kernel per 64
-// states, their amaxes kept in the fp8_state arena (see Passes.td).
+// rt-batch-fp8-state-updates: delayed scaling's states recording the same
+// amax share one history, and the per-tensor history updates move to the
+// end of the entry point as one kernel per 64 states, their amaxes kept in
+// the fp8_state arena (see Passes.td).
 #include "compiler/transforms/Passes.h"
 #include "compiler/transforms/RtKernelQueries.h"
 
@@ -8,6 +9,7 @@
 
 #include <map>
 #include <set>
+#include <tuple>
 
 namespace gptc {
 #define GEN_PASS_DEF_RTBATCHFP8STATEUPDATES
@@ -38,6 +40,7 @@ public:
     auto arena = module.lookupSymbol<rt::ArenaOp>("fp8_state");
     if (!arena)
       return;
+    shareHistories(module);
     // The amaxes go after the histories, one f32 per state.
     const int64_t amaxBase = int64_t(llvm::alignTo(arena.getSize(), 64));
     int64_t amaxSlots = 0;
@@ -49,6 +52,81 @@ public:
   }
 
 private:
+  // Where an amax is: its rt.alloc, or the arena and offset of its view
+  // (a weight's, in weight_cache, seen through one view per use).
+  static std::pair<Operation *, int64_t> amaxKey(Value amax) {
+    Value root = rt::rootBuffer(amax);
+    if (auto view = root.getDefiningOp<rt::ViewOp>())
+      return {SymbolTable::lookupNearestSymbolFrom(view, view.getArenaAttr()),
+              view.getOffset()};
+    return {root.getDefiningOp(), -1};
+  }
+
+  // Two states that are updated once each, with the same amax and history
+  // length, and read by nothing between the two updates, hold the same
+  // history at every other point (both start at zero): the second one's
+  // update goes and its readers read the first one's history.
+  void shareHistories(ModuleOp module) {
+    // History offset -> its updates in the module.
+    std::map<int64_t, SmallVector<rt::KernelOp>> updatesOf;
+    SmallVector<rt::ViewOp> stateViews;
+    module.walk([&](Operation *op) {
+      if (auto view = dyn_cast<rt::ViewOp>(op);
+          view && view.getArena() == "fp8_state")
+        stateViews.push_back(view);
+      auto update = dyn_cast<rt::KernelOp>(op);
+      if (!update || update.getKernel() != "fp8_state_update" ||
+          update.getInputs().size() != 1 || update.getOutputs().size() != 1 ||
+          update.getConsts().size() != 1)
+        return;
+      if (auto history = update.getOutputs()[0].getDefiningOp<rt::ViewOp>();
+          history && history.getArena() == "fp8_state")
+        updatesOf[history.getOffset()].push_back(update);
+    });
+    // (amax, history length) -> the first update recording it.
+    std::map<std::tuple<Operation *, int64_t, int64_t>, rt::KernelOp> first;
+    std::map<int64_t, int64_t> sharedWith; // dropped offset -> kept offset
+    for (auto func : module.getOps<func::FuncOp>()) {
+      if (func.isExternal())
+        continue;
+      for (auto update :
+           llvm::make_early_inc_range(func.getOps<rt::KernelOp>())) {
+        if (update.getKernel() != "fp8_state_update")
+          continue;
+        auto history = update.getOutputs()[0].getDefiningOp<rt::ViewOp>();
+        if (!history || history.getArena() != "fp8_state" ||
+            updatesOf[history.getOffset()].size() != 1)
+          continue;
+        auto [where, offset] = amaxKey(update.getInputs()[0]);
+        auto [it, isFirst] =
+            first.try_emplace({where, offset, rt::constAt(update, 0)}, update);
+        if (isFirst)
+          continue;
+        // The first update moves down to the second, which goes: nothing
+        // between may read the first history (the second's readers there
+        // see the history before both updates, as before) or change the
+        // amax.
+        rt::KernelOp kept = it->second;
+        Value keptHistory = kept.getOutputs()[0];
+        if (kept->getBlock() != update->getBlock() ||
+            keptHistory.getType() != history.getType() ||
+            rt::touchedBetween(kept, update, keptHistory, /*reads=*/true) ||
+            rt::touchedBetween(kept, update, kept.getInputs()[0],
+                               /*reads=*/false))
+          continue;
+        sharedWith[history.getOffset()] =
+            keptHistory.getDefiningOp<rt::ViewOp>().getOffset();
+        kept->moveBefore(update);
+        update.erase();
+        first.erase(it); // a third state starts a pair of its own
+        ++shared;
+      }
+    }
+    for (rt::ViewOp view : stateViews)
+      if (auto it = sharedWith.find(view.getOffset()); it != sharedWith.end())
+        view.setOffset(it->second);
+  }
+
   // Batches func's movable updates; returns how many amax slots (state
   // indices + 1) it used, 0 when it changed nothing.
   int64_t batch(func::FuncOp func, int64_t amaxBase) {

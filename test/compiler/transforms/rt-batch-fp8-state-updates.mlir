@@ -70,3 +70,52 @@ func.func @apart() {
   rt.kernel "fp8_state_update" ins(%m2 : memref<f32>) outs(%h2 : memref<16xf32>) consts [16]
   return
 }
+
+// -----
+
+// One amax recorded in two states (a tensor read by two FP8 GEMMs): the
+// second state's scale, made between the two updates, reads the history
+// before both, as before; the first update moves down to the second,
+// which goes, and every view of the second history reads the first.
+// Alone in its window, the update is not batched.
+// CHECK-LABEL: func.func @shared
+// CHECK: %[[HA:.*]] = rt.view @fp8_state[0] : memref<16xf32>
+// CHECK-NEXT: %[[HB:.*]] = rt.view @fp8_state[0] : memref<16xf32>
+// CHECK: rt.kernel "fp8_state_scale" ins(%[[HB]] : memref<16xf32>) {{.*}} consts [16, 5.734400e+04
+// CHECK-NEXT: rt.kernel "fp8_state_update" ins(%{{.*}} : memref<f32>) outs(%[[HA]] : memref<16xf32>)
+// CHECK-NEXT: return
+rt.arena @fp8_state fp8_state size = 128
+func.func @shared() {
+  %x = rt.alloc : memref<64xf32>
+  %m = rt.alloc : memref<f32>
+  rt.kernel "amax" ins(%x : memref<64xf32>) outs(%m : memref<f32>) consts [64, 1]
+  %ha = rt.view @fp8_state[0] : memref<16xf32>
+  rt.kernel "fp8_state_update" ins(%m : memref<f32>) outs(%ha : memref<16xf32>) consts [16]
+  %hb = rt.view @fp8_state[64] : memref<16xf32>
+  %sb = rt.alloc : memref<f32>
+  rt.kernel "fp8_state_scale" ins(%hb : memref<16xf32>) outs(%sb : memref<f32>) consts [16, 5.734400e+04, 0, 0, 9.9999999999999998E-13, 0]
+  rt.kernel "fp8_state_update" ins(%m : memref<f32>) outs(%hb : memref<16xf32>) consts [16]
+  return
+}
+
+// -----
+
+// Not shared: the first history is read between the two updates (its
+// reader would see it updated while the second is not).
+// CHECK-LABEL: func.func @not_shared
+// CHECK: rt.kernel "fp8_state_update"
+// CHECK: rt.view @fp8_state[64]
+// CHECK-NEXT: rt.kernel "fp8_state_update"
+rt.arena @fp8_state fp8_state size = 128
+func.func @not_shared() {
+  %x = rt.alloc : memref<64xf32>
+  %m = rt.alloc : memref<f32>
+  rt.kernel "amax" ins(%x : memref<64xf32>) outs(%m : memref<f32>) consts [64, 1]
+  %ha = rt.view @fp8_state[0] : memref<16xf32>
+  rt.kernel "fp8_state_update" ins(%m : memref<f32>) outs(%ha : memref<16xf32>) consts [16]
+  %sa = rt.alloc : memref<f32>
+  rt.kernel "fp8_state_scale" ins(%ha : memref<16xf32>) outs(%sa : memref<f32>) consts [16, 4.480000e+02, 0, 0, 9.9999999999999998E-13, 0]
+  %hb = rt.view @fp8_state[64] : memref<16xf32>
+  rt.kernel "fp8_state_update" ins(%m : memref<f32>) outs(%hb : memref<16xf32>) consts [16]
+  return
+}
