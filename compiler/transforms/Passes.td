@@ -682,22 +682,24 @@ def RtBatchFp8StateUpdates
     launches per step on a GPU. First, two states updated once each in the
     module with the same amax (one tensor read by two FP8 GEMMs: an
     activation by its forward and grad_weight GEMMs, a weight by its
-    forward and grad_input GEMMs) and history length, with nothing reading
-    either history between the two updates, hold the same history at
-    every other point (both start at zero): the second update goes and
-    every view of the second history reads the first (its scale is still
-    made with its own format). Then an update moves to the end of its entry
-    point when its amax is an rt.alloc nothing uses after the update and
-    nothing after it reads or writes the history. Each such amax then lives
+    forward and grad_input GEMMs) and history length hold the same history
+    (both start at zero and record the same values): when nothing reads
+    the first history or changes the amax between the two updates, the
+    first update moves down to the second, which goes, and every view of
+    the second history reads the first (its scale is still made with its
+    own format; its readers between the updates see the history before
+    both, as before). Then an update moves to the end of its entry point
+    when nothing uses its amax (an rt.alloc) after it and nothing after it
+    reads or writes the history. Each such amax then lives
     in a slot of the `fp8_state` arena after the histories (the arena
     grows by one f32 per state), its producer writing it there, and the
     updates of each window of 64 states become one `fp8_state_update_batch`
     kernel before the return, a mask bit per state it updates: the same
     histories at the end of the step, so the same scales in the next one,
-    bit for bit. Updates whose amax is a persistent buffer (a weight's,
-    made by cast_weights) or is read by another update after them (one
-    tensor's amax recorded in two states) stay where they are, as does a
-    movable update alone in its window.
+    bit for bit. A weight's amax (one f32 in the weight_cache arena that
+    cast_weights writes and this function does not) moves to its state's
+    slot too, every view of it with it. Updates whose amax is read after
+    them, and a movable update alone in its window, stay where they are.
     `gptc --batch-fp8-state-updates=false` leaves this pass out.
   }];
   let dependentDialects = ["::gptc::rt::RtDialect"];

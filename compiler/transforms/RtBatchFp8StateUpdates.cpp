@@ -23,9 +23,13 @@ namespace {
 
 // An fp8_state_update that can move to the end of its function: the state
 // it updates (its index in the arena) and the rt.alloc its amax is in.
+// The amax is an rt.alloc of the function, or (cachedAmax) a weight's amax
+// in the weight_cache arena, which cast_weights writes and every view of
+// which (one f32 at that offset) then moves to the slot.
 struct MovableUpdate {
   rt::KernelOp update;
   rt::AllocOp amax;
+  rt::ViewOp cachedAmax;
   int64_t state;
 };
 
@@ -190,18 +194,52 @@ private:
         !type.getElementType().isF32() ||
         int64_t(history.getOffset()) % stateStride(length) != 0)
       return std::nullopt;
-    auto amax = update.getInputs()[0].getDefiningOp<rt::AllocOp>();
-    if (!amax || cast<MemRefType>(amax.getType()).getNumElements() != 1 ||
-        !cast<MemRefType>(amax.getType()).getElementType().isF32())
+    Value amaxValue = update.getInputs()[0];
+    auto amaxType = cast<MemRefType>(amaxValue.getType());
+    if (amaxType.getNumElements() != 1 || !amaxType.getElementType().isF32() ||
+        rt::touchedBetween(update, end, history, /*reads=*/true) ||
+        rt::touchedBetween(update, end, amaxValue, /*reads=*/false))
+      return std::nullopt;
+    const int64_t state = int64_t(history.getOffset()) / stateStride(length);
+    if (auto cached = amaxValue.getDefiningOp<rt::ViewOp>()) {
+      // Nothing in this function writes it.
+      if (cached.getArena() != "weight_cache" || !onlyWholeViews(cached) ||
+          llvm::any_of(update->getBlock()->getOps<rt::KernelOp>(),
+                       [&](rt::KernelOp kernel) {
+                         return llvm::any_of(kernel.getOutputs(),
+                                             [&](Value out) {
+                                               return rt::mayAlias(out, cached);
+                                             });
+                       }))
+        return std::nullopt;
+      return MovableUpdate{update, {}, cached, state};
+    }
+    auto amax = amaxValue.getDefiningOp<rt::AllocOp>();
+    if (!amax)
       return std::nullopt;
     for (Operation *user : amax->getUsers())
       if (user != update && !user->isBeforeInBlock(update))
         return std::nullopt;
-    if (rt::touchedBetween(update, end, history, /*reads=*/true) ||
-        rt::touchedBetween(update, end, amax, /*reads=*/false))
-      return std::nullopt;
-    const int64_t state = int64_t(history.getOffset()) / stateStride(length);
-    return MovableUpdate{update, amax, state};
+    return MovableUpdate{update, amax, {}, state};
+  }
+
+  // The views of `view`'s arena that overlap it, in the whole module.
+  static SmallVector<rt::ViewOp> overlappingViews(rt::ViewOp view) {
+    SmallVector<rt::ViewOp> views;
+    view->getParentOfType<ModuleOp>().walk([&](rt::ViewOp other) {
+      if (rt::mayAlias(other, view))
+        views.push_back(other);
+    });
+    return views;
+  }
+
+  // Whether every view overlapping `view` is the same f32 at the same
+  // offset (so that all of them can move together).
+  static bool onlyWholeViews(rt::ViewOp view) {
+    return llvm::all_of(overlappingViews(view), [&](rt::ViewOp other) {
+      return other.getOffset() == view.getOffset() &&
+             other.getType() == view.getType();
+    });
   }
 
   // One fp8_state_update_batch before `end` over the states from first's
@@ -218,13 +256,23 @@ private:
     for (auto it = first; it != last; ++it) {
       MovableUpdate u = it->second;
       mask |= uint64_t(1) << (it->first - k0);
-      OpBuilder b(u.amax);
-      Value slot =
-          rt::ViewOp::create(b, u.amax.getLoc(), u.amax.getType(), "fp8_state",
-                             amaxBase + 4 * it->first);
-      u.amax.getResult().replaceAllUsesWith(slot);
+      const int64_t slotOffset = amaxBase + 4 * it->first;
+      if (u.cachedAmax) {
+        // cast_weights now writes the weight's amax into the slot.
+        auto arena =
+            FlatSymbolRefAttr::get(u.cachedAmax->getContext(), "fp8_state");
+        for (rt::ViewOp view : overlappingViews(u.cachedAmax)) {
+          view.setArenaAttr(arena);
+          view.setOffset(slotOffset);
+        }
+      } else {
+        OpBuilder b(u.amax);
+        Value slot = rt::ViewOp::create(b, u.amax.getLoc(), u.amax.getType(),
+                                        "fp8_state", slotOffset);
+        u.amax.getResult().replaceAllUsesWith(slot);
+        u.amax.erase();
+      }
       u.update.erase();
-      u.amax.erase();
       ++batched;
     }
     OpBuilder b(end);

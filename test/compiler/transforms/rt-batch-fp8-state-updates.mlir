@@ -1,21 +1,21 @@
 // RUN: gpt-opt %s -split-input-file -rt-batch-fp8-state-updates | FileCheck %s
 
-// Two of three states' updates move to the end as one batch (the middle
-// state's amax is a weight's, in the weight cache, and its update stays):
-// their amaxes live in slots after the histories (the arena grows by one
-// f32 for each state up to the last batched one: 192 -> 204), where their
-// producers now write them; the mask has bits 0 and 2.
+// Three states' updates move to the end as one batch: their amaxes live
+// in slots after the histories (the arena grows by one f32 for each state
+// up to the last batched one: 192 -> 204), where their producers now write
+// them -- the middle state's amax is a weight's, in the weight cache, and
+// its one view (cast_weights would write it) moves to its slot.
 // CHECK: rt.arena @fp8_state fp8_state size = 204
 // CHECK-LABEL: func.func @batch
 // CHECK: %[[M0:.*]] = rt.view @fp8_state[192] : memref<f32>
 // CHECK: rt.kernel "amax" {{.*}} outs(%[[M0]] : memref<f32>)
-// CHECK: rt.kernel "fp8_state_update" ins(%{{.*}} : memref<f32>) outs(%{{.*}} : memref<16xf32>) consts [16]
+// CHECK: rt.view @fp8_state[196] : memref<f32>
 // CHECK: %[[M2:.*]] = rt.view @fp8_state[200] : memref<f32>
 // CHECK: rt.kernel "amax" {{.*}} outs(%[[M2]] : memref<f32>)
 // CHECK-NOT: fp8_state_update"
 // CHECK: %[[A:.*]] = rt.view @fp8_state[192] : memref<3xf32>
 // CHECK-NEXT: %[[H:.*]] = rt.view @fp8_state[0] : memref<48xf32>
-// CHECK-NEXT: rt.kernel "fp8_state_update_batch" ins(%[[A]] : memref<3xf32>) outs(%[[H]] : memref<48xf32>) consts [3, 16, 16, 5]
+// CHECK-NEXT: rt.kernel "fp8_state_update_batch" ins(%[[A]] : memref<3xf32>) outs(%[[H]] : memref<48xf32>) consts [3, 16, 16, 7]
 // CHECK-NEXT: return
 rt.arena @fp8_state fp8_state size = 192
 rt.arena @weight_cache weight_cache size = 256
@@ -40,15 +40,23 @@ func.func @batch() {
 // -----
 
 // Left in place: a history read after its update (a later scale from
-// it); an amax read after its update; a movable update alone in its
-// window of 64 states (nothing to batch with). No slots are added.
+// it); an amax read after its update; a weight-cache amax this function
+// writes; a movable update alone in its window of 64 states (nothing to
+// batch with). No slots are added.
 // CHECK: rt.arena @fp8_state fp8_state size = 8192
 // CHECK-LABEL: func.func @apart
 // CHECK-NOT: fp8_state_update_batch
-// CHECK-COUNT-3: rt.kernel "fp8_state_update" ins
+// CHECK-COUNT-4: rt.kernel "fp8_state_update" ins
 // CHECK-NOT: fp8_state_update_batch
 rt.arena @fp8_state fp8_state size = 8192
+rt.arena @weight_cache weight_cache size = 256
 func.func @apart() {
+  %wx = rt.alloc : memref<64xf32>
+  %w = rt.view @weight_cache[0] : memref<f32>
+  rt.kernel "amax" ins(%wx : memref<64xf32>) outs(%w : memref<f32>) consts [64, 1]
+  %hw = rt.view @fp8_state[128] : memref<16xf32>
+  rt.kernel "fp8_state_update" ins(%w : memref<f32>) outs(%hw : memref<16xf32>) consts [16]
+
   %x = rt.alloc : memref<64xf32>
   %m0 = rt.alloc : memref<f32>
   rt.kernel "amax" ins(%x : memref<64xf32>) outs(%m0 : memref<f32>) consts [64, 1]
