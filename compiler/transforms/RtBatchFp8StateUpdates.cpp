@@ -21,11 +21,11 @@ namespace rt = gptc::rt;
 
 namespace {
 
-// An fp8_state_update that can move to the end of its function: the state
-// it updates (its index in the arena) and the rt.alloc its amax is in.
-// The amax is an rt.alloc of the function, or (cachedAmax) a weight's amax
-// in the weight_cache arena, which cast_weights writes and every view of
-// which (one f32 at that offset) then moves to the slot.
+// An fp8_state_update that can move to the end of its function and the
+// state it updates (its index in the arena). Its amax is an rt.alloc of
+// the function (amax), or (cachedAmax) a weight's amax in the weight_cache
+// arena, which cast_weights writes and every view of which (one f32 at
+// that offset) then moves to the state's slot.
 struct MovableUpdate {
   rt::KernelOp update;
   rt::AllocOp amax;
@@ -39,20 +39,37 @@ class RtBatchFp8StateUpdatesPass
 public:
   using Base::Base;
 
+private:
+  // History length -> byte offset of its states' amax slots in fp8_state.
+  std::map<int64_t, int64_t> slotBase;
+
+public:
   void runOnOperation() override {
     ModuleOp module = getOperation();
     auto arena = module.lookupSymbol<rt::ArenaOp>("fp8_state");
     if (!arena)
       return;
     shareHistories(module);
-    // The amaxes go after the histories, one f32 per state.
-    const int64_t amaxBase = int64_t(llvm::alignTo(arena.getSize(), 64));
-    int64_t amaxSlots = 0;
+    // The amaxes go after the histories: for each history length, one f32
+    // per state the arena can hold at that length's stride.
+    const int64_t historyBytes = arena.getSize();
+    std::set<int64_t> lengths;
+    module.walk([&](rt::KernelOp k) {
+      if (k.getKernel() == "fp8_state_update" && k.getConsts().size() == 1 &&
+          rt::constAt(k, 0) >= 1)
+        lengths.insert(rt::constAt(k, 0));
+    });
+    int64_t end = int64_t(llvm::alignTo(historyBytes, 64));
+    for (int64_t length : lengths) {
+      slotBase[length] = end;
+      end += 4 * llvm::divideCeil(historyBytes, stateStride(length));
+    }
+    bool any = false;
     for (auto func : module.getOps<func::FuncOp>())
       if (!func.isExternal())
-        amaxSlots = std::max(amaxSlots, batch(func, amaxBase));
-    if (amaxSlots > 0)
-      arena.setSize(amaxBase + 4 * amaxSlots);
+        any |= batch(func);
+    if (any)
+      arena.setSize(end);
   }
 
 private:
@@ -66,10 +83,11 @@ private:
     return {root.getDefiningOp(), -1};
   }
 
-  // Two states that are updated once each, with the same amax and history
-  // length, and read by nothing between the two updates, hold the same
-  // history at every other point (both start at zero): the second one's
-  // update goes and its readers read the first one's history.
+  // Two states updated once each in the module, with the same amax and
+  // history length, hold the same history (both start at zero and record
+  // the same values): where nothing reads the first history or changes
+  // the amax between the two updates, the first update moves down to the
+  // second, which goes, and the second history's readers read the first.
   void shareHistories(ModuleOp module) {
     // History offset -> its updates in the module.
     std::map<int64_t, SmallVector<rt::KernelOp>> updatesOf;
@@ -131,9 +149,8 @@ private:
         view.setOffset(it->second);
   }
 
-  // Batches func's movable updates; returns how many amax slots (state
-  // indices + 1) it used, 0 when it changed nothing.
-  int64_t batch(func::FuncOp func, int64_t amaxBase) {
+  // Batches func's movable updates; whether it changed anything.
+  bool batch(func::FuncOp func) {
     Operation *end = func.getBody().front().getTerminator();
     // history length -> state index -> update; a state updated twice in
     // one call keeps its updates where they are.
@@ -149,7 +166,20 @@ private:
     }
     for (auto [length, state] : twice)
       byLength[length].erase(state);
-    int64_t slots = 0;
+    // A weight's amax can move to one slot only: where two states of this
+    // function still record it, both updates stay.
+    std::map<int64_t, int> cachedUses;
+    for (auto &[length, updates] : byLength)
+      for (auto &[state, u] : updates)
+        if (u.cachedAmax)
+          ++cachedUses[u.cachedAmax.getOffset()];
+    for (auto &[length, updates] : byLength)
+      for (auto it = updates.begin(); it != updates.end();)
+        it = it->second.cachedAmax &&
+                     cachedUses[it->second.cachedAmax.getOffset()] > 1
+                 ? updates.erase(it)
+                 : std::next(it);
+    bool any = false;
     for (auto &[length, updates] : byLength) {
       // Windows of up to 64 states from the first movable one, the states
       // between them that are not (a weight's) masked out.
@@ -160,13 +190,13 @@ private:
                std::next(last)->first < begin->first + 64)
           ++last;
         if (begin != last) {
-          emitBatch(end, begin, std::next(last), length, amaxBase);
-          slots = std::max(slots, last->first + 1);
+          emitBatch(end, begin, std::next(last), length);
+          any = true;
         }
         begin = std::next(last);
       }
     }
-    return slots;
+    return any;
   }
 
   // Bytes between two states' histories in the fp8_state arena
@@ -176,9 +206,9 @@ private:
   }
 
   // `update` if it can move to `end`: it updates a whole history in the
-  // fp8_state arena from an amax in its own rt.alloc; nothing after it
-  // reads or writes that history or writes the amax, and everything else
-  // that uses the amax comes before it.
+  // fp8_state arena from an amax in an rt.alloc that nothing uses after it,
+  // or from a weight's amax in weight_cache that the function does not
+  // write; nothing after it reads or writes that history.
   std::optional<MovableUpdate> movableUpdate(rt::KernelOp update,
                                              Operation *end) {
     // gptrt_fp8_state_update's constant: history_length.
@@ -248,7 +278,8 @@ private:
   void emitBatch(Operation *end,
                  std::map<int64_t, MovableUpdate>::iterator first,
                  std::map<int64_t, MovableUpdate>::iterator last,
-                 int64_t length, int64_t amaxBase) {
+                 int64_t length) {
+    const int64_t amaxBase = slotBase.at(length);
     const int64_t k0 = first->first;
     const int64_t count = std::prev(last)->first - k0 + 1;
     const int64_t stride = stateStride(length);

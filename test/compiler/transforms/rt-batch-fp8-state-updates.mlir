@@ -127,3 +127,35 @@ func.func @not_shared() {
   rt.kernel "fp8_state_update" ins(%m : memref<f32>) outs(%hb : memref<16xf32>) consts [16]
   return
 }
+
+// -----
+
+// A weight's amax recorded in two states that cannot share a history
+// (their lengths differ) and could both be batched: it can move to one
+// slot only, so both updates stay; the activation's updates are batched.
+// CHECK-LABEL: func.func @weight_twice
+// CHECK: rt.view @weight_cache[0] : memref<f32>
+// CHECK: rt.kernel "fp8_state_update" ins({{.*}}) consts [16]
+// CHECK: rt.view @weight_cache[0] : memref<f32>
+// CHECK: rt.kernel "fp8_state_update" ins({{.*}}) consts [8]
+// CHECK: rt.kernel "fp8_state_update_batch" {{.*}} consts [2, 16, 16, 3]
+rt.arena @fp8_state fp8_state size = 384
+rt.arena @weight_cache weight_cache size = 256
+func.func @weight_twice() {
+  %w = rt.view @weight_cache[0] : memref<f32>
+  %h2 = rt.view @fp8_state[128] : memref<16xf32>
+  rt.kernel "fp8_state_update" ins(%w : memref<f32>) outs(%h2 : memref<16xf32>) consts [16]
+  %w2 = rt.view @weight_cache[0] : memref<f32>
+  %h3 = rt.view @fp8_state[192] : memref<8xf32>
+  rt.kernel "fp8_state_update" ins(%w2 : memref<f32>) outs(%h3 : memref<8xf32>) consts [8]
+  %x = rt.alloc : memref<64xf32>
+  %m0 = rt.alloc : memref<f32>
+  rt.kernel "amax" ins(%x : memref<64xf32>) outs(%m0 : memref<f32>) consts [64, 1]
+  %h0 = rt.view @fp8_state[0] : memref<16xf32>
+  rt.kernel "fp8_state_update" ins(%m0 : memref<f32>) outs(%h0 : memref<16xf32>) consts [16]
+  %m1 = rt.alloc : memref<f32>
+  rt.kernel "amax" ins(%x : memref<64xf32>) outs(%m1 : memref<f32>) consts [64, 1]
+  %h1 = rt.view @fp8_state[64] : memref<16xf32>
+  rt.kernel "fp8_state_update" ins(%m1 : memref<f32>) outs(%h1 : memref<16xf32>) consts [16]
+  return
+}
