@@ -502,110 +502,97 @@ GPTRT_EXPORT void gptrt_fp8_state_update_batch(gptrt_context *ctx,
       });
 }
 
-GPTRT_EXPORT void gptrt_quantize_fp8(gptrt_context *ctx, const void *xData,
-                                     const float *scale, uint8_t *q, int64_t n,
-                                     int64_t format, int64_t statSlot,
-                                     int64_t xDtype) {
-  guarded(ctx, "gptrt_quantize_fp8", [&](Context &c) {
-    requireNonNegative(n, "n");
-    requireFormat(format);
-    F32Staging f32(c, {{xData, xDtype, n, false, "x_dtype"}});
-    const float *x = f32[0];
-    if (format == GPTRT_FP8_E4M3)
-      cpu::quantizeE4M3(x, n, scale[0], q);
-    else
-      cpu::quantizeE5M2(x, n, scale[0], q);
-    recordCastStats(c, statSlot, x, n, [&](int64_t) { return scale[0]; },
-                    format);
-  }, [&](Context &c, Gpu &g) {
-    requireNonNegative(n, "n");
-    requireStorageDtype(xDtype, "x_dtype");
-    g.quantizeFp8(xData, xDtype, scale, q, n, format,
-                  gptrt::cuda::ScaleFromAmax{});
-    if (statSlot >= 0 && c.collectingFp8Stats())
-      g.recordCastStats(xData, xDtype, n, scale, format, statSlot);
-  });
-}
-
 namespace {
 
-// The scale a fused cast makes (rt-fuse-cast-scale), stored to `out`:
+// The scale a fused cast makes (rt-fuse-cast-scale), stored to own.out:
 // scale_from_amax of amax[0] (current scaling), or fp8_state_scale of an
 // amax history (delayed scaling), with those kernels' constants.
 struct CastScaleArgs {
-  const float *amax = nullptr;
-  const float *history = nullptr;
-  int64_t historyLength = 0, mostRecent = 0;
-  float *out = nullptr;
-  double fp8Max = 0;
-  int64_t margin = 0, powerOfTwo = 0;
-  double eps = 0;
+  gptrt::cuda::ScaleFromAmax own;
+  int64_t powerOfTwo, mostRecent; // as passed, checked by checked()
 
   static CastScaleArgs fromAmax(const float *amax, float *out, double fp8Max,
                                 int64_t margin, int64_t powerOfTwo,
                                 double eps) {
-    return {amax, nullptr, 0, 0, out, fp8Max, margin, powerOfTwo, eps};
-  }
-  static CastScaleArgs fromHistory(const float *history, float *out,
-                                   int64_t length, double fp8Max,
-                                   int64_t margin, int64_t powerOfTwo,
-                                   double eps, int64_t mostRecent) {
-    return {nullptr, history, length,     mostRecent, out,
-            fp8Max,  margin,  powerOfTwo, eps};
-  }
-
-  // The arguments checked, as the GPU kernels take them.
-  gptrt::cuda::ScaleFromAmax checked() const {
-    if (amax == nullptr && history == nullptr)
-      throw std::invalid_argument(
-          "amax is null, expected the one float the scale is made from");
-    if (history != nullptr && historyLength <= 0)
-      throw std::invalid_argument("history_length " +
-                                  std::to_string(historyLength) +
-                                  ", expected >= 1");
-    if (out == nullptr)
-      throw std::invalid_argument(
-          "scale is null, expected a pointer to one float for the scale");
-    requireFlag(powerOfTwo, "power_of_two");
-    requireFlag(mostRecent, "most_recent");
     gptrt::cuda::ScaleFromAmax own;
     own.amax = amax;
-    own.history = history;
-    own.historyLength = historyLength;
-    own.mostRecent = mostRecent != 0;
     own.out = out;
     own.fp8Max = fp8Max;
     own.margin = margin;
     own.powerOfTwo = powerOfTwo != 0;
     own.eps = eps;
+    return {own, powerOfTwo, 0};
+  }
+  static CastScaleArgs fromHistory(const float *history, float *out,
+                                   int64_t length, double fp8Max,
+                                   int64_t margin, int64_t powerOfTwo,
+                                   double eps, int64_t mostRecent) {
+    CastScaleArgs args =
+        fromAmax(nullptr, out, fp8Max, margin, powerOfTwo, eps);
+    args.own.history = history;
+    args.own.historyLength = length;
+    args.own.mostRecent = mostRecent != 0;
+    args.mostRecent = mostRecent;
+    return args;
+  }
+
+  // The arguments checked, as the GPU kernels take them.
+  const gptrt::cuda::ScaleFromAmax &checked() const {
+    if (own.amax == nullptr && own.history == nullptr)
+      throw std::invalid_argument(
+          "amax is null, expected the one float the scale is made from");
+    if (own.history != nullptr && own.historyLength <= 0)
+      throw std::invalid_argument("history_length " +
+                                  std::to_string(own.historyLength) +
+                                  ", expected >= 1");
+    if (own.out == nullptr)
+      throw std::invalid_argument(
+          "scale is null, expected a pointer to one float for the scale");
+    requireFlag(powerOfTwo, "power_of_two");
+    requireFlag(mostRecent, "most_recent");
     return own;
   }
   // The CPU: the standalone kernel's arithmetic.
   void runOnCpu(gptrt_context *ctx) const {
     checked();
-    if (amax != nullptr)
-      gptrt_scale_from_amax(ctx, amax, out, fp8Max, margin, powerOfTwo, eps);
+    if (own.amax != nullptr)
+      gptrt_scale_from_amax(ctx, own.amax, own.out, own.fp8Max, own.margin,
+                            powerOfTwo, own.eps);
     else
-      gptrt_fp8_state_scale(ctx, history, out, historyLength, fp8Max, margin,
-                            powerOfTwo, eps, mostRecent);
+      gptrt_fp8_state_scale(ctx, own.history, own.out, own.historyLength,
+                            own.fp8Max, own.margin, powerOfTwo, own.eps,
+                            mostRecent);
+  }
+  // What the GPU kernels take: none of it without args.
+  static gptrt::cuda::ScaleFromAmax onGpu(const CastScaleArgs *args) {
+    return args ? args->checked() : gptrt::cuda::ScaleFromAmax{};
   }
 };
 
-// gptrt_scale_quantize_fp8 and gptrt_state_quantize_fp8: the scale, then
-// gptrt_quantize_fp8 at it (on a GPU, one kernel).
-void quantizeMakingScale(gptrt_context *ctx, const char *name,
-                         const CastScaleArgs &scaleArgs, const void *xData,
-                         uint8_t *q, int64_t n, int64_t format,
-                         int64_t statSlot, int64_t xDtype) {
-  float *scale = scaleArgs.out;
+// gptrt_quantize_fp8, and with scaleArgs its scale_ / state_ forms, whose
+// scale is made first (on a GPU, by the cast's kernel).
+void quantizeCast(gptrt_context *ctx, const char *name, const void *xData,
+                  const float *scale, uint8_t *q, int64_t n, int64_t format,
+                  int64_t statSlot, int64_t xDtype,
+                  const CastScaleArgs *scaleArgs = nullptr) {
   guarded(
       ctx, name,
-      [&](Context &) {
-        scaleArgs.runOnCpu(ctx);
-        gptrt_quantize_fp8(ctx, xData, scale, q, n, format, statSlot, xDtype);
+      [&](Context &c) {
+        if (scaleArgs)
+          scaleArgs->runOnCpu(ctx);
+        requireNonNegative(n, "n");
+        requireFormat(format);
+        F32Staging f32(c, {{xData, xDtype, n, false, "x_dtype"}});
+        const float *x = f32[0];
+        if (format == GPTRT_FP8_E4M3)
+          cpu::quantizeE4M3(x, n, scale[0], q);
+        else
+          cpu::quantizeE5M2(x, n, scale[0], q);
+        recordCastStats(
+            c, statSlot, x, n, [&](int64_t) { return scale[0]; }, format);
       },
       [&](Context &c, Gpu &g) {
-        const gptrt::cuda::ScaleFromAmax own = scaleArgs.checked();
+        const gptrt::cuda::ScaleFromAmax own = CastScaleArgs::onGpu(scaleArgs);
         requireNonNegative(n, "n");
         requireStorageDtype(xDtype, "x_dtype");
         g.quantizeFp8(xData, xDtype, scale, q, n, format, own);
@@ -614,38 +601,17 @@ void quantizeMakingScale(gptrt_context *ctx, const char *name,
       });
 }
 
-} // namespace
-
-GPTRT_EXPORT void gptrt_scale_quantize_fp8(
-    gptrt_context *ctx, const void *xData, const float *amax, uint8_t *q,
-    float *scale, int64_t n, int64_t format, int64_t statSlot, int64_t xDtype,
-    double fp8Max, int64_t margin, int64_t powerOfTwo, double eps) {
-  quantizeMakingScale(
-      ctx, "gptrt_scale_quantize_fp8",
-      CastScaleArgs::fromAmax(amax, scale, fp8Max, margin, powerOfTwo, eps),
-      xData, q, n, format, statSlot, xDtype);
-}
-
-GPTRT_EXPORT void gptrt_state_quantize_fp8(
-    gptrt_context *ctx, const void *xData, const float *history, uint8_t *q,
-    float *scale, int64_t n, int64_t format, int64_t statSlot, int64_t xDtype,
-    int64_t length, double fp8Max, int64_t margin, int64_t powerOfTwo,
-    double eps, int64_t mostRecent) {
-  quantizeMakingScale(ctx, "gptrt_state_quantize_fp8",
-                      CastScaleArgs::fromHistory(history, scale, length, fp8Max,
-                                                 margin, powerOfTwo, eps,
-                                                 mostRecent),
-                      xData, q, n, format, statSlot, xDtype);
-}
-
-GPTRT_EXPORT void
-gptrt_quantize_fp8_transposed(gptrt_context *ctx, const void *xData,
-                              const float *scale, uint8_t *q, int64_t rows,
-                              int64_t cols, int64_t format, int64_t statSlot,
-                              int64_t xDtype) {
+// gptrt_quantize_fp8_transposed and its state_ form.
+void quantizeCastTransposed(gptrt_context *ctx, const char *name,
+                            const void *xData, const float *scale, uint8_t *q,
+                            int64_t rows, int64_t cols, int64_t format,
+                            int64_t statSlot, int64_t xDtype,
+                            const CastScaleArgs *scaleArgs = nullptr) {
   guarded(
-      ctx, "gptrt_quantize_fp8_transposed",
+      ctx, name,
       [&](Context &c) {
+        if (scaleArgs)
+          scaleArgs->runOnCpu(ctx);
         requireNonNegative(rows, "rows");
         requireNonNegative(cols, "cols");
         requireFormat(format);
@@ -660,33 +626,7 @@ gptrt_quantize_fp8_transposed(gptrt_context *ctx, const void *xData,
             c, statSlot, x, n, [&](int64_t) { return s; }, format);
       },
       [&](Context &c, Gpu &g) {
-        requireNonNegative(rows, "rows");
-        requireNonNegative(cols, "cols");
-        requireStorageDtype(xDtype, "x_dtype");
-        g.quantizeFp8Transposed(xData, xDtype, scale, q, rows, cols, format,
-                                gptrt::cuda::ScaleFromAmax{});
-        if (statSlot >= 0 && c.collectingFp8Stats())
-          g.recordCastStats(xData, xDtype, rows * cols, scale, format,
-                            statSlot);
-      });
-}
-
-GPTRT_EXPORT void gptrt_state_quantize_fp8_transposed(
-    gptrt_context *ctx, const void *xData, const float *history, uint8_t *q,
-    float *scale, int64_t rows, int64_t cols, int64_t format, int64_t statSlot,
-    int64_t xDtype, int64_t length, double fp8Max, int64_t margin,
-    int64_t powerOfTwo, double eps, int64_t mostRecent) {
-  const CastScaleArgs scaleArgs = CastScaleArgs::fromHistory(
-      history, scale, length, fp8Max, margin, powerOfTwo, eps, mostRecent);
-  guarded(
-      ctx, "gptrt_state_quantize_fp8_transposed",
-      [&](Context &) {
-        scaleArgs.runOnCpu(ctx);
-        gptrt_quantize_fp8_transposed(ctx, xData, scale, q, rows, cols, format,
-                                      statSlot, xDtype);
-      },
-      [&](Context &c, Gpu &g) {
-        const gptrt::cuda::ScaleFromAmax own = scaleArgs.checked();
+        const gptrt::cuda::ScaleFromAmax own = CastScaleArgs::onGpu(scaleArgs);
         requireNonNegative(rows, "rows");
         requireNonNegative(cols, "cols");
         requireStorageDtype(xDtype, "x_dtype");
@@ -696,6 +636,58 @@ GPTRT_EXPORT void gptrt_state_quantize_fp8_transposed(
           g.recordCastStats(xData, xDtype, rows * cols, scale, format,
                             statSlot);
       });
+}
+
+} // namespace
+
+GPTRT_EXPORT void gptrt_quantize_fp8(gptrt_context *ctx, const void *xData,
+                                     const float *scale, uint8_t *q, int64_t n,
+                                     int64_t format, int64_t statSlot,
+                                     int64_t xDtype) {
+  quantizeCast(ctx, "gptrt_quantize_fp8", xData, scale, q, n, format, statSlot,
+               xDtype);
+}
+
+GPTRT_EXPORT void gptrt_scale_quantize_fp8(
+    gptrt_context *ctx, const void *xData, const float *amax, uint8_t *q,
+    float *scale, int64_t n, int64_t format, int64_t statSlot, int64_t xDtype,
+    double fp8Max, int64_t margin, int64_t powerOfTwo, double eps) {
+  const CastScaleArgs scaleArgs =
+      CastScaleArgs::fromAmax(amax, scale, fp8Max, margin, powerOfTwo, eps);
+  quantizeCast(ctx, "gptrt_scale_quantize_fp8", xData, scale, q, n, format,
+               statSlot, xDtype, &scaleArgs);
+}
+
+GPTRT_EXPORT void gptrt_state_quantize_fp8(
+    gptrt_context *ctx, const void *xData, const float *history, uint8_t *q,
+    float *scale, int64_t n, int64_t format, int64_t statSlot, int64_t xDtype,
+    int64_t length, double fp8Max, int64_t margin, int64_t powerOfTwo,
+    double eps, int64_t mostRecent) {
+  const CastScaleArgs scaleArgs = CastScaleArgs::fromHistory(
+      history, scale, length, fp8Max, margin, powerOfTwo, eps, mostRecent);
+  quantizeCast(ctx, "gptrt_state_quantize_fp8", xData, scale, q, n, format,
+               statSlot, xDtype, &scaleArgs);
+}
+
+GPTRT_EXPORT void
+gptrt_quantize_fp8_transposed(gptrt_context *ctx, const void *xData,
+                              const float *scale, uint8_t *q, int64_t rows,
+                              int64_t cols, int64_t format, int64_t statSlot,
+                              int64_t xDtype) {
+  quantizeCastTransposed(ctx, "gptrt_quantize_fp8_transposed", xData, scale, q,
+                         rows, cols, format, statSlot, xDtype);
+}
+
+GPTRT_EXPORT void gptrt_state_quantize_fp8_transposed(
+    gptrt_context *ctx, const void *xData, const float *history, uint8_t *q,
+    float *scale, int64_t rows, int64_t cols, int64_t format, int64_t statSlot,
+    int64_t xDtype, int64_t length, double fp8Max, int64_t margin,
+    int64_t powerOfTwo, double eps, int64_t mostRecent) {
+  const CastScaleArgs scaleArgs = CastScaleArgs::fromHistory(
+      history, scale, length, fp8Max, margin, powerOfTwo, eps, mostRecent);
+  quantizeCastTransposed(ctx, "gptrt_state_quantize_fp8_transposed", xData,
+                         scale, q, rows, cols, format, statSlot, xDtype,
+                         &scaleArgs);
 }
 
 namespace {
@@ -734,8 +726,7 @@ namespace {
 // the row-major ones q unless null, and db = gptrt_reduce_rows of x unless
 // null, from one read on a GPU; on the CPU the kernels they fuse, so the
 // same codes, sums and statistics.
-// With scaleArgs (the scale_quantize_ forms) the scale is made from an
-// amax first.
+// With scaleArgs (the scale_ / state_ forms) the scale is made first.
 void quantizeDual(gptrt_context *ctx, const char *name, const void *xData,
                   const float *scale, uint8_t *q, uint8_t *qT, void *db,
                   int64_t rows, int64_t cols, int64_t format, int64_t statSlot,
@@ -757,8 +748,7 @@ void quantizeDual(gptrt_context *ctx, const char *name, const void *xData,
           gptrt_reduce_rows(ctx, xData, db, rows, cols, xDtype, dbDtype);
       },
       [&](Context &c, Gpu &g) {
-        const gptrt::cuda::ScaleFromAmax own =
-            scaleArgs ? scaleArgs->checked() : gptrt::cuda::ScaleFromAmax{};
+        const gptrt::cuda::ScaleFromAmax own = CastScaleArgs::onGpu(scaleArgs);
         requireNonNegative(rows, "rows");
         requireNonNegative(cols, "cols");
         requireStorageDtype(xDtype, "x_dtype");

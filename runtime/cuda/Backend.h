@@ -49,8 +49,6 @@ struct ScaleFromAmax {
   int64_t margin = 0;
   bool powerOfTwo = false;
   double eps = 0;
-
-  bool active() const { return amax != nullptr || history != nullptr; }
 };
 
 // The residual stream's gradient a layernorm backward adds its dx into.

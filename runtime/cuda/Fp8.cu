@@ -64,32 +64,25 @@ __device__ float scaleOfHistory(const float *history, int64_t length,
 // and stored to *out by block (0, 0)'s thread 0 for the GEMMs after the
 // cast (rt-fuse-cast-scale).
 struct CastScale {
-  const float *in = nullptr;
-  const float *amax = nullptr;
-  const float *history = nullptr;
-  int64_t historyLength = 0;
-  bool mostRecent = false;
-  float *out = nullptr;
-  float fp8Max = 0, eps = 0;
-  int margin = 0;
-  bool powerOfTwo = false;
+  const float *in;
+  ScaleFromAmax own;
 
   CastScale(const float *scale, const ScaleFromAmax &own)
-      : in(scale), amax(own.amax), history(own.history),
-        historyLength(own.historyLength), mostRecent(own.mostRecent),
-        out(own.out), fp8Max(float(own.fp8Max)), eps(float(own.eps)),
-        margin(int(own.margin)), powerOfTwo(own.powerOfTwo) {}
+      : in(scale), own(own) {}
 
   // Read once per thread, before its loop.
   __device__ float value() const {
-    if (amax == nullptr && history == nullptr)
+    if (own.amax == nullptr && own.history == nullptr)
       return *in;
-    const float s = amax != nullptr
-                        ? scaleOf(*amax, fp8Max, margin, powerOfTwo, eps)
-                        : scaleOfHistory(history, historyLength, fp8Max, margin,
-                                         powerOfTwo, eps, mostRecent);
+    const float fp8Max = float(own.fp8Max), eps = float(own.eps);
+    const int margin = int(own.margin);
+    const float s =
+        own.amax != nullptr
+            ? scaleOf(*own.amax, fp8Max, margin, own.powerOfTwo, eps)
+            : scaleOfHistory(own.history, own.historyLength, fp8Max, margin,
+                             own.powerOfTwo, eps, own.mostRecent);
     if (blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0)
-      *out = s;
+      *own.out = s;
     return s;
   }
 };
