@@ -297,6 +297,24 @@ int gptcMain(int argc, char **argv) {
                      "=false keeps the separate updates, with the same "
                      "numbers"),
       llvm::cl::init(true), llvm::cl::cat(category));
+  llvm::cl::opt<bool> batchFp8StateScales(
+      "batch-fp8-state-scales",
+      llvm::cl::desc("Make fp8-delayed's scales at the start of each step, "
+                     "one kernel per 64 states, instead of one kernel in "
+                     "front of each producer that casts to FP8 "
+                     "(rt-batch-fp8-state-scales; default true): the "
+                     "scales are kept in the fp8_state arena. =false keeps "
+                     "the separate scale kernels, with the same numbers"),
+      llvm::cl::init(true), llvm::cl::cat(category));
+  llvm::cl::opt<bool> batchAdamw(
+      "batch-adamw",
+      llvm::cl::desc("Update parameters that lie one after another with "
+                     "one adamw_multi kernel, weight decay given per range "
+                     "of elements, instead of one adamw kernel per "
+                     "parameter (rt-batch-adamw; default true). =false "
+                     "keeps one kernel per parameter, with the same "
+                     "numbers"),
+      llvm::cl::init(true), llvm::cl::cat(category));
   llvm::cl::opt<bool> fuseGradAccumulation(
       "fuse-grad-accumulation",
       llvm::cl::desc("Let each weight-gradient GEMM add its f32 result into "
@@ -535,6 +553,10 @@ int gptcMain(int argc, char **argv) {
         lower.addPass(createRtFuseCastScale());
       if (batchFp8StateUpdates)
         lower.addPass(createRtBatchFp8StateUpdates());
+      if (batchFp8StateScales)
+        lower.addPass(createRtBatchFp8StateScales());
+      if (batchAdamw)
+        lower.addPass(createRtBatchAdamw());
       lower.addPass(createRtPlanMemory());
       if (failed(lower.run(work)))
         return 1;

@@ -483,9 +483,15 @@ def RtFuseDualCast : Pass<"rt-fuse-dual-cast", "::mlir::ModuleOp"> {
     -- becomes one `quantize_fp8_dual` where the first cast was, which
     reads the gradient once and writes both copies. The gradient must not
     change in between, and only GEMMs reading the first copy may lie
-    between the two: a forward activation, cast again for grad_weight in
-    the backward, keeps its two casts rather than an FP8 copy alive
-    through the whole step. Each copy keeps its statistics slot (the fused
+    between the two -- unless nothing but the transposed cast reads the
+    buffer after the first: a forward activation that the backward reads
+    only to cast it for grad_weight (a layernorm's or GELU's output under
+    current scaling) is then cast both ways in the forward, its FP8
+    transposed copy (one byte an element) saved for the backward instead
+    of its bf16 values (two), one read and one launch fewer; one that the
+    backward reads again (attention's output, for attention's backward)
+    keeps its two casts rather than an FP8 copy alive through the whole
+    step as well. Each copy keeps its statistics slot (the fused
     kernel's `rt.fp8_stat` is then an array, one entry per output).
     When the bias gradient of the same GEMM (`reduce_rows` of the whole
     gradient, same rows, columns and dtype) follows, with the gradient
@@ -662,7 +668,8 @@ def RtFuseCastScale : Pass<"rt-fuse-cast-scale", "::mlir::ModuleOp"> {
     until the cast) moves after the cast. The scale, codes, sums and
     statistics are those of the separate kernels bit for bit. The scales of
     delayed scaling's producer casts (`layernorm_fwd_cast`, `gelu_fwd_cast`,
-    ...) and rowwise scaling's `row_scales` stay separate kernels.
+    ...) stay apart for rt-batch-fp8-state-scales; rowwise scaling's
+    `row_scales` stay separate kernels.
     `gptc --fuse-cast-scales=false` leaves this pass out.
   }];
   let dependentDialects = ["::gptc::rt::RtDialect"];
@@ -707,6 +714,69 @@ def RtBatchFp8StateUpdates
     Statistic<"batched", "batched", "fp8_state_update kernels batched">,
     Statistic<"shared", "shared",
               "states reading another state's identical history">,
+  ];
+}
+
+def RtBatchFp8StateScales
+    : Pass<"rt-batch-fp8-state-scales", "::mlir::ModuleOp"> {
+  let summary = "Makes delayed scaling's scales in a few kernels at the start of a step";
+  let description = [{
+    Runs after rt-batch-fp8-state-updates, before rt-plan-memory. The casts
+    inside producers (`layernorm_fwd_cast`, `add_layernorm_fwd_cast`,
+    `gelu_fwd_cast`, `gelu_bwd_cast`, `layernorm_bwd_add_cast`) read a
+    scale that a one-thread `fp8_state_scale` kernel makes from the amax
+    history just before them, and rt-fuse-cast-scale leaves those apart:
+    dozens of launches per step on a GPU, each a dependent wait. When
+    nothing earlier in its entry point writes the history (once
+    rt-batch-fp8-state-updates has moved the updates to the end, nothing
+    does) the scale it makes is already known when the step starts. Such
+    kernels, when nothing uses their scale (an rt.alloc) before them, move
+    to the start of the entry point: for each set of constants (format,
+    margin, history length, ...), the states of each window of 64 get one
+    `fp8_state_scale_batch` kernel, a mask bit per state, and each scale
+    lives in a slot of the `fp8_state` arena after everything it holds so
+    far (the arena grows by one f32 per state and set of constants). Two
+    kernels of one state with the same constants (a history shared by
+    rt-batch-fp8-state-updates) share a slot. The same scales bit for bit;
+    a kernel alone in its window stays where it is.
+    `gptc --batch-fp8-state-scales=false` leaves this pass out.
+  }];
+  let dependentDialects = ["::gptc::rt::RtDialect"];
+  let statistics = [
+    Statistic<"batched", "batched", "fp8_state_scale kernels batched">,
+  ];
+}
+
+def RtBatchAdamw : Pass<"rt-batch-adamw", "::mlir::ModuleOp"> {
+  let summary = "Updates consecutive parameters with one AdamW kernel";
+  let description = [{
+    Runs before rt-plan-memory. gpt-optimizer updates each parameter with
+    its own `adamw` kernel: 148 launches per optimizer step at GPT-2 124M,
+    most of them over a few hundred biases or layernorm weights, on a GPU
+    each a launch and a tail of idle cores. The arenas keep a parameter's
+    gradient, value and moments at the same place in `grads`, `params` and
+    `optimizer`, and parameters one after another; so back-to-back
+    `adamw` kernels (only buffer definitions between them) with the same
+    step scalars (gradient scale, learning rate, step), the same betas and
+    eps, and one nonzero weight decay, whose four tensors each start where
+    the previous one's end, become one `adamw_multi` kernel over all their
+    elements. Weight decay (decoupled, on 2-D weights only) is given as a
+    table of element ranges, a constant of the artifact, at most
+    GPTRT_ADAMW_MAX_DECAY_RANGES (64) per kernel: the elements outside
+    decay by 0. Every element gets the operations of its own `adamw`, so
+    the same bits. ZeRO-1's `adamw_sharded` kernels stay as they are.
+    `gptc --batch-adamw=false` leaves this pass out.
+  }];
+  let dependentDialects = ["::gptc::rt::RtDialect"];
+  let options = [
+    Option<"maxDecayRanges", "max-decay-ranges", "int64_t",
+           /*default=*/"64",
+           "Decay ranges per adamw_multi kernel, 1 to the runtime's "
+           "GPTRT_ADAMW_MAX_DECAY_RANGES (64); a group that needs more "
+           "starts a new kernel. Lower it only to test the split.">,
+  ];
+  let statistics = [
+    Statistic<"batched", "batched", "adamw kernels batched">,
   ];
 }
 

@@ -62,7 +62,7 @@ public:
     int64_t end = int64_t(llvm::alignTo(historyBytes, 64));
     for (int64_t length : lengths) {
       slotBase[length] = end;
-      end += 4 * llvm::divideCeil(historyBytes, stateStride(length));
+      end += 4 * llvm::divideCeil(historyBytes, rt::fp8StateStride(length));
     }
     bool any = false;
     for (auto func : module.getOps<func::FuncOp>())
@@ -199,12 +199,6 @@ private:
     return any;
   }
 
-  // Bytes between two states' histories in the fp8_state arena
-  // (rt-bufferize packs them at 64-byte alignment).
-  static int64_t stateStride(int64_t length) {
-    return int64_t(llvm::alignTo(4 * length, 64));
-  }
-
   // `update` if it can move to `end`: it updates a whole history in the
   // fp8_state arena from an amax in an rt.alloc that nothing uses after it,
   // or from a weight's amax in weight_cache that the function does not
@@ -219,10 +213,10 @@ private:
     const int64_t length = rt::constAt(update, 0);
     auto history = update.getOutputs()[0].getDefiningOp<rt::ViewOp>();
     auto type = history ? dyn_cast<MemRefType>(history.getType()) : nullptr;
-    if (!history || history.getArena() != "fp8_state" || length < 1 ||
-        !type || type.getShape() != ArrayRef<int64_t>{length} ||
+    if (!history || history.getArena() != "fp8_state" || length < 1 || !type ||
+        type.getShape() != ArrayRef<int64_t>{length} ||
         !type.getElementType().isF32() ||
-        int64_t(history.getOffset()) % stateStride(length) != 0)
+        int64_t(history.getOffset()) % rt::fp8StateStride(length) != 0)
       return std::nullopt;
     Value amaxValue = update.getInputs()[0];
     auto amaxType = cast<MemRefType>(amaxValue.getType());
@@ -230,7 +224,8 @@ private:
         rt::touchedBetween(update, end, history, /*reads=*/true) ||
         rt::touchedBetween(update, end, amaxValue, /*reads=*/false))
       return std::nullopt;
-    const int64_t state = int64_t(history.getOffset()) / stateStride(length);
+    const int64_t state =
+        int64_t(history.getOffset()) / rt::fp8StateStride(length);
     if (auto cached = amaxValue.getDefiningOp<rt::ViewOp>()) {
       // Nothing in this function writes it.
       if (cached.getArena() != "weight_cache" || !onlyWholeViews(cached) ||
@@ -282,7 +277,7 @@ private:
     const int64_t amaxBase = slotBase.at(length);
     const int64_t k0 = first->first;
     const int64_t count = std::prev(last)->first - k0 + 1;
-    const int64_t stride = stateStride(length);
+    const int64_t stride = rt::fp8StateStride(length);
     uint64_t mask = 0;
     for (auto it = first; it != last; ++it) {
       MovableUpdate u = it->second;

@@ -73,22 +73,25 @@ private:
         rt::constAt(twin, 2) != rt::constAt(cast, 1) ||
         rt::constAt(twin, 4) != rt::constAt(cast, 3))
       return;
-    // x and the scale keep their values until the twin read them, and the
-    // transposed copy is not kept alive across other GEMMs: only those reading
-    // q may lie between (a forward activation, cast again for grad_weight in
-    // the backward, stays two casts rather than holding its FP8 copy through
-    // the whole step).
+    // x and the scale keep their values until the twin read them.
     Value q = cast.getOutputs()[0], qT = twin.getOutputs()[0];
     if (rt::touchedBetween(cast, twin, x, /*reads=*/false) ||
         rt::touchedBetween(cast, twin, scale, /*reads=*/false) ||
         rt::touchedBetween(cast, twin, qT, /*reads=*/true))
       return;
-    for (Operation *op = cast->getNextNode(); op != twin.getOperation();
-         op = op->getNextNode())
-      if (auto kernel = dyn_cast<rt::KernelOp>(op);
-          kernel && isGemm(kernel) &&
-          !llvm::is_contained(kernel.getInputs(), q))
-        return;
+    // The transposed copy is kept alive across other GEMMs only in place
+    // of x: a forward activation that the backward reads only to cast it
+    // for grad_weight (a layernorm's or GELU's output) then holds its FP8
+    // copy from the forward on instead of its bf16 values, half the
+    // bytes; one that the backward reads again (attention's output) keeps
+    // its two casts. Otherwise only GEMMs reading q may lie between.
+    if (!onlyTwinReadsAfter(cast, twin, x))
+      for (Operation *op = cast->getNextNode(); op != twin.getOperation();
+           op = op->getNextNode())
+        if (auto kernel = dyn_cast<rt::KernelOp>(op);
+            kernel && isGemm(kernel) &&
+            !llvm::is_contained(kernel.getInputs(), q))
+          return;
     Operation *qTDef = qT.getDefiningOp();
     if (qTDef && cast->isBeforeInBlock(qTDef)) {
       if (!isa<rt::AllocOp>(qTDef))
@@ -118,6 +121,21 @@ private:
       reshape.erase();
     ++fused;
     fuseBiasGradient(dual, /*xDtypeAt=*/5);
+  }
+
+  // Whether x is an rt.alloc that nothing but `twin` uses after `cast`, so
+  // that its buffer is free once the dual cast has read it.
+  static bool onlyTwinReadsAfter(rt::KernelOp cast, rt::KernelOp twin,
+                                 Value x) {
+    Value root = rt::rootBuffer(x);
+    if (!root.getDefiningOp<rt::AllocOp>())
+      return false;
+    for (Value view : rt::viewsOf(root))
+      for (Operation *user : view.getUsers())
+        if (!isa<rt::ReshapeOp>(user) && user != twin.getOperation() &&
+            cast->isBeforeInBlock(user))
+          return false;
+    return true;
   }
 
   // cast = quantize_fp8_dual(x) -> q, qT, or quantize_fp8_transposed(x) ->

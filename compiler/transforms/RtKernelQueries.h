@@ -1,10 +1,13 @@
 // Small queries on rt.kernel ops and buffers shared by the rt-level fusion
 // passes (rt-fuse-gemm-epilogue, rt-fuse-add-layernorm, rt-fuse-classifier,
-// rt-fuse-dual-cast, rt-fuse-grad-accumulation, rt-fuse-cast-scale).
+// rt-fuse-dual-cast, rt-fuse-grad-accumulation, rt-fuse-cast-scale,
+// rt-batch-fp8-state-updates, rt-batch-fp8-state-scales).
 #ifndef GPTC_COMPILER_TRANSFORMS_RTKERNELQUERIES_H
 #define GPTC_COMPILER_TRANSFORMS_RTKERNELQUERIES_H
 
 #include "dialects/rt/RtDialect.h"
+
+#include "llvm/Support/MathExtras.h"
 
 namespace gptc::rt {
 
@@ -61,29 +64,48 @@ inline bool mayAlias(mlir::Value a, mlir::Value b) {
          beginB < beginA + viewA.getSizeInBytes();
 }
 
-// Whether an op strictly between `from` and `to` (one block, `from` first;
-// ops in `ignore` aside) may write `buffer` -- or, with `reads`, use it at
-// all: a kernel whose outputs (any operand, with `reads`) may alias it
+// Bytes between two amax histories of `length` f32 in the fp8_state arena
+// (rt-bufferize packs them at 64-byte alignment), so a history at offset
+// o is state o / fp8StateStride(length).
+inline int64_t fp8StateStride(int64_t length) {
+  return int64_t(llvm::alignTo(4 * length, 64));
+}
+
+// Whether `op` may write `buffer` -- or, with `reads`, use it at all: a
+// kernel whose outputs (any operand, with `reads`) may alias it
 // (mayAlias), or any other op (a collective, an event) with such an
 // operand. Buffer definitions (rt.alloc, rt.view, rt.reshape) touch
 // nothing.
+inline bool touches(mlir::Operation *op, mlir::Value buffer, bool reads) {
+  if (mlir::isa<AllocOp, ViewOp, ReshapeOp>(op))
+    return false;
+  auto kernel = mlir::dyn_cast<KernelOp>(op);
+  mlir::ValueRange operands = kernel && !reads
+                                  ? mlir::ValueRange(kernel.getOutputs())
+                                  : mlir::ValueRange(op->getOperands());
+  return llvm::any_of(operands, [&](mlir::Value v) {
+    return mlir::isa<mlir::MemRefType>(v.getType()) && mayAlias(v, buffer);
+  });
+}
+
+// Whether an op strictly between `from` and `to` (one block, `from` first;
+// ops in `ignore` aside) touches `buffer` (see touches).
 inline bool touchedBetween(mlir::Operation *from, mlir::Operation *to,
                            mlir::Value buffer, bool reads,
                            llvm::ArrayRef<mlir::Operation *> ignore = {}) {
-  auto aliases = [&](mlir::Value v) { return mayAlias(v, buffer); };
   for (mlir::Operation *op = from->getNextNode(); op && op != to;
-       op = op->getNextNode()) {
-    if (mlir::isa<AllocOp, ViewOp, ReshapeOp>(op) ||
-        llvm::is_contained(ignore, op))
-      continue;
-    auto kernel = mlir::dyn_cast<KernelOp>(op);
-    mlir::ValueRange operands = kernel && !reads
-                                    ? mlir::ValueRange(kernel.getOutputs())
-                                    : mlir::ValueRange(op->getOperands());
-    for (mlir::Value v : operands)
-      if (mlir::isa<mlir::MemRefType>(v.getType()) && aliases(v))
-        return true;
-  }
+       op = op->getNextNode())
+    if (!llvm::is_contained(ignore, op) && touches(op, buffer, reads))
+      return true;
+  return false;
+}
+
+// Whether an op before `to` in its block touches `buffer` (see touches).
+inline bool touchedBefore(mlir::Operation *to, mlir::Value buffer, bool reads) {
+  for (mlir::Operation *op = &to->getBlock()->front(); op != to;
+       op = op->getNextNode())
+    if (touches(op, buffer, reads))
+      return true;
   return false;
 }
 

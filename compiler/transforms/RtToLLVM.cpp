@@ -131,6 +131,12 @@ private:
           types.push_back(ptr);
         }
         for (Attribute c : kernel.getConsts()) {
+          if (auto table = dyn_cast<DenseI64ArrayAttr>(c)) {
+            args.push_back(LLVM::AddressOfOp::create(
+                b, loc, constantTable(builder, module, table)));
+            types.push_back(ptr);
+            continue;
+          }
           TypedAttr typed = cast<TypedAttr>(c);
           args.push_back(LLVM::ConstantOp::create(b, loc, typed.getType(), typed));
           types.push_back(typed.getType());
@@ -152,6 +158,27 @@ private:
     }
     func.erase();
     return success();
+  }
+
+  // A read-only global holding `table` (one per distinct table), for a
+  // kernel's `const int64_t *` argument.
+  LLVM::GlobalOp constantTable(OpBuilder &builder, ModuleOp module,
+                               DenseI64ArrayAttr table) {
+    LLVM::GlobalOp &global = tables[table];
+    if (global)
+      return global;
+    OpBuilder::InsertionGuard guard(builder);
+    builder.setInsertionPointToStart(module.getBody());
+    const int64_t size = std::max<int64_t>(table.size(), 1);
+    SmallVector<int64_t> values(table.asArrayRef());
+    values.resize(size, 0);
+    auto type = RankedTensorType::get({size}, i64);
+    global = LLVM::GlobalOp::create(
+        builder, module.getLoc(), LLVM::LLVMArrayType::get(i64, size),
+        /*isConstant=*/true, LLVM::Linkage::Internal,
+        "gptrt_table_" + std::to_string(tables.size() - 1),
+        DenseIntElementsAttr::get(type, ArrayRef<int64_t>(values)));
+    return global;
   }
 
   void emitAbiVersion(OpBuilder &builder, ModuleOp module) {
@@ -186,6 +213,7 @@ private:
 
   Type ptr, i64;
   llvm::StringMap<int64_t> arenaIndex;
+  DenseMap<Attribute, LLVM::GlobalOp> tables;
 };
 
 } // namespace

@@ -120,9 +120,10 @@ LogicalResult KernelOp::verify() {
     // Signless only: rt-to-llvm passes the attribute's type straight to
     // llvm.mlir.constant, which rejects si64/ui64.
     if (!(integer && integer.getType().isSignlessInteger(64)) &&
-        !(real && real.getType().isF64()))
-      return emitOpError() << "kernel constants are i64 or f64 (the C ABI's "
-                              "int64_t and double), got "
+        !(real && real.getType().isF64()) && !isa<DenseI64ArrayAttr>(c))
+      return emitOpError() << "kernel constants are i64, f64 or array<i64: "
+                              "...> (the C ABI's int64_t, double and const "
+                              "int64_t *), got "
                            << c;
   }
   return verifyStream(*this, getStream());

@@ -142,6 +142,8 @@ def Rt_KernelOp : Rt_Op<"kernel", [AttrSizedOperandSegments]> {
     or scalars; outputs are buffers the kernel writes (in place when it also
     reads them). `consts` (i64 or f64) are passed after the buffers, in
     order: the call is `gptrt_<kernel>(ctx, ins..., outs..., consts...)`.
+    A constant `array<i64: ...>` is passed as a `const int64_t *` to a
+    table stored in the artifact (its length is another constant).
 
     ```mlir
     rt.kernel "layernorm_fwd" ins(%x, %w, %b : memref<8x768xf32>, memref<768xf32>, memref<768xf32>) outs(%y, %mean, %rstd : memref<8x768xf32>, memref<8xf32>, memref<8xf32>) consts [8, 768, 1.0e-5 : f64]

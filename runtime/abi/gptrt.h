@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below or the manifest's meaning changes. */
-#define GPTRT_ABI_VERSION 32
+#define GPTRT_ABI_VERSION 34
 
 typedef struct gptrt_context gptrt_context;
 
@@ -350,6 +350,20 @@ void gptrt_adamw(gptrt_context *ctx, const float *grad,
                  const float *grad_scale, const float *lr, const float *step,
                  float *param, float *m, float *v, int64_t n, double beta1,
                  double beta2, double eps, double weight_decay);
+/* gptrt_adamw of consecutive parameters in one call (rt-batch-adamw): n
+ * elements from grad, param, m and v (the parameters lie back to back in
+ * all four, as the arenas hold them); element i decays by weight_decay
+ * when it lies in one of the decay_count ranges [decay_ranges[2j],
+ * decay_ranges[2j + 1]) -- ascending, disjoint, within [0, n), at most
+ * GPTRT_ADAMW_MAX_DECAY_RANGES -- and by 0 elsewhere: the bits of one
+ * gptrt_adamw per parameter. */
+#define GPTRT_ADAMW_MAX_DECAY_RANGES 64
+void gptrt_adamw_multi(gptrt_context *ctx, const float *grad,
+                       const float *grad_scale, const float *lr,
+                       const float *step, float *param, float *m, float *v,
+                       int64_t n, double beta1, double beta2, double eps,
+                       double weight_decay, int64_t decay_count,
+                       const int64_t *decay_ranges);
 
 /* --- FP8 (tensorwise scaling) -------------------------------------------*/
 /* FP8 formats in constants. */
@@ -565,6 +579,18 @@ void gptrt_fp8_state_update_batch(gptrt_context *ctx, const float *amax,
                                   float *history, int64_t count,
                                   int64_t history_length,
                                   int64_t history_stride, int64_t mask);
+
+/* gptrt_fp8_state_scale of up to 64 states at once
+ * (rt-batch-fp8-state-scales): state i < count, where bit i of `mask` is
+ * set, makes out[i] from history[i * history_stride .. + history_length)
+ * (history_stride >= history_length floats) with the same constants; the
+ * other out[i] are left alone. */
+void gptrt_fp8_state_scale_batch(gptrt_context *ctx, const float *history,
+                                 float *out, int64_t count,
+                                 int64_t history_length, int64_t history_stride,
+                                 int64_t mask, double fp8_max, int64_t margin,
+                                 int64_t power_of_two, double eps,
+                                 int64_t most_recent);
 
 /* Fused FP8 epilogues (fp8-fuse-amax, fp8-fuse-cast). Each runs the kernel
  * of its base name and, over that kernel's first output -- seen as rows x

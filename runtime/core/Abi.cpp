@@ -469,36 +469,64 @@ GPTRT_EXPORT void gptrt_fp8_state_update(gptrt_context *ctx, const float *amax,
   }, [&](Context &, Gpu &g) { g.fp8StateUpdate(amax, history, length); });
 }
 
+namespace {
+
+// The arguments both batched state kernels take: count states of
+// `length` amaxes each, `stride` floats apart, one mask bit each.
+void checkStateBatch(int64_t count, int64_t length, int64_t stride) {
+  requireNonNegative(count, "count");
+  if (count > 64)
+    throw std::invalid_argument("count " + std::to_string(count) +
+                                ", expected at most 64 (one mask bit each)");
+  if (length <= 0)
+    throw std::invalid_argument("history_length " + std::to_string(length) +
+                                ", expected >= 1");
+  if (stride < length)
+    throw std::invalid_argument("history_stride " + std::to_string(stride) +
+                                ", expected >= history_length " +
+                                std::to_string(length));
+}
+
+} // namespace
+
 GPTRT_EXPORT void gptrt_fp8_state_update_batch(gptrt_context *ctx,
                                                const float *amax,
                                                float *history, int64_t count,
                                                int64_t length, int64_t stride,
                                                int64_t mask) {
-  auto check = [&] {
-    requireNonNegative(count, "count");
-    if (count > 64)
-      throw std::invalid_argument("count " + std::to_string(count) +
-                                  ", expected at most 64 (one mask bit each)");
-    if (length <= 0)
-      throw std::invalid_argument("history_length " + std::to_string(length) +
-                                  ", expected >= 1");
-    if (stride < length)
-      throw std::invalid_argument("history_stride " + std::to_string(stride) +
-                                  ", expected >= history_length " +
-                                  std::to_string(length));
-  };
   guarded(
       ctx, "gptrt_fp8_state_update_batch",
       [&](Context &) {
-        check();
+        checkStateBatch(count, length, stride);
         for (int64_t i = 0; i < count; ++i)
           if ((uint64_t(mask) >> i) & 1)
             gptrt_fp8_state_update(ctx, amax + i, history + i * stride, length);
       },
       [&](Context &, Gpu &g) {
-        check();
+        checkStateBatch(count, length, stride);
         g.fp8StateUpdateBatch(amax, history, count, length, stride,
                               uint64_t(mask));
+      });
+}
+
+GPTRT_EXPORT void gptrt_fp8_state_scale_batch(
+    gptrt_context *ctx, const float *history, float *out, int64_t count,
+    int64_t length, int64_t stride, int64_t mask, double fp8Max, int64_t margin,
+    int64_t powerOfTwo, double eps, int64_t mostRecent) {
+  guarded(
+      ctx, "gptrt_fp8_state_scale_batch",
+      [&](Context &) {
+        checkStateBatch(count, length, stride);
+        for (int64_t i = 0; i < count; ++i)
+          if ((uint64_t(mask) >> i) & 1)
+            gptrt_fp8_state_scale(ctx, history + i * stride, out + i, length,
+                                  fp8Max, margin, powerOfTwo, eps, mostRecent);
+      },
+      [&](Context &, Gpu &g) {
+        checkStateBatch(count, length, stride);
+        g.fp8StateScaleBatch(history, out, count, length, stride,
+                             uint64_t(mask), fp8Max, margin, powerOfTwo != 0,
+                             eps, mostRecent != 0);
       });
 }
 
@@ -2282,15 +2310,79 @@ GPTRT_EXPORT void gptrt_adamw(gptrt_context *ctx, const float *grad,
                               const float *step, float *param, float *m,
                               float *v, int64_t n, double beta1, double beta2,
                               double eps, double weight_decay) {
-  guarded(ctx, "gptrt_adamw", [&](Context &c) {
-    adamwCpu(c, grad, grad_scale, lr, step, param, m, v, n, beta1, beta2, eps,
-             weight_decay);
-  }, [&](Context &c, Gpu &gpu) {
+  guarded(
+      ctx, "gptrt_adamw",
+      [&](Context &c) {
+        adamwCpu(c, grad, grad_scale, lr, step, param, m, v, n, beta1, beta2,
+                 eps, weight_decay);
+      },
+      [&](Context &c, Gpu &gpu) {
+        requireNonNegative(n, "n");
+        checkStepSet(c);
+        gpu.adamw(grad, grad_scale, lr, step, param, m, v, n, beta1, beta2, eps,
+                  weight_decay, gptrt::cuda::AdamwDecay::all(n));
+      });
+}
+
+static_assert(gptrt::cuda::AdamwDecay::kMaxRanges ==
+              GPTRT_ADAMW_MAX_DECAY_RANGES);
+
+GPTRT_EXPORT void gptrt_adamw_multi(gptrt_context *ctx, const float *grad,
+                                    const float *grad_scale, const float *lr,
+                                    const float *step, float *param, float *m,
+                                    float *v, int64_t n, double beta1,
+                                    double beta2, double eps,
+                                    double weight_decay, int64_t decay_count,
+                                    const int64_t *decay_ranges) {
+  // The ranges as the CUDA kernels take them, checked.
+  auto decayOf = [&] {
     requireNonNegative(n, "n");
-    checkStepSet(c);
-    gpu.adamw(grad, grad_scale, lr, step, param, m, v, n, beta1, beta2, eps,
-              weight_decay);
-  });
+    if (decay_count < 0 || decay_count > GPTRT_ADAMW_MAX_DECAY_RANGES)
+      throw std::invalid_argument(
+          "decay_count " + std::to_string(decay_count) + ", expected 0 to " +
+          std::to_string(GPTRT_ADAMW_MAX_DECAY_RANGES) +
+          ": split the parameters over more gptrt_adamw_multi calls");
+    gptrt::cuda::AdamwDecay d;
+    d.count = decay_count;
+    for (int64_t i = 0; i < 2 * decay_count; ++i) {
+      d.bounds[i] = decay_ranges[i];
+      const int64_t low = i == 0 ? 0 : d.bounds[i - 1];
+      if (d.bounds[i] < low || d.bounds[i] > n)
+        throw std::invalid_argument("decay_ranges[" + std::to_string(i) +
+                                    "] is " + std::to_string(d.bounds[i]) +
+                                    ", expected " + std::to_string(low) +
+                                    " to n = " + std::to_string(n) +
+                                    " (ascending ranges within the elements)");
+    }
+    return d;
+  };
+  guarded(
+      ctx, "gptrt_adamw_multi",
+      [&](Context &c) {
+        const gptrt::cuda::AdamwDecay d = decayOf();
+        // One gptrt_adamw per stretch of equal weight decay: the same bits.
+        int64_t at = 0;
+        for (int64_t j = 0; j <= d.count; ++j) {
+          const int64_t begin = j < d.count ? d.bounds[2 * j] : n;
+          if (begin > at)
+            adamwCpu(c, grad + at, grad_scale, lr, step, param + at, m + at,
+                     v + at, begin - at, beta1, beta2, eps, 0.0);
+          if (j == d.count)
+            break;
+          const int64_t end = d.bounds[2 * j + 1];
+          if (end > begin)
+            adamwCpu(c, grad + begin, grad_scale, lr, step, param + begin,
+                     m + begin, v + begin, end - begin, beta1, beta2, eps,
+                     weight_decay);
+          at = end;
+        }
+      },
+      [&](Context &c, Gpu &gpu) {
+        const gptrt::cuda::AdamwDecay d = decayOf();
+        checkStepSet(c);
+        gpu.adamw(grad, grad_scale, lr, step, param, m, v, n, beta1, beta2, eps,
+                  weight_decay, d);
+      });
 }
 
 GPTRT_EXPORT void gptrt_global_norm_sharded(gptrt_context *ctx,
@@ -2357,14 +2449,13 @@ GPTRT_EXPORT void gptrt_adamw_sharded(gptrt_context *ctx, const float *grad,
   }, [&](Context &c, Gpu &gpu) {
     requireNonNegative(n, "n");
     checkStepSet(c);
-    forEachOwnedRun(c, grad_offset, n, grad_elements,
-                    [&](int64_t first, int64_t count, int64_t mAt,
-                        int64_t vAt) {
-                      gpu.adamw(grad + first, grad_scale, lr, step,
-                                param + first, optimizer + mAt,
-                                optimizer + vAt, count, beta1, beta2, eps,
-                                weight_decay);
-                    });
+    forEachOwnedRun(
+        c, grad_offset, n, grad_elements,
+        [&](int64_t first, int64_t count, int64_t mAt, int64_t vAt) {
+          gpu.adamw(grad + first, grad_scale, lr, step, param + first,
+                    optimizer + mAt, optimizer + vAt, count, beta1, beta2, eps,
+                    weight_decay, gptrt::cuda::AdamwDecay::all(count));
+        });
   });
 }
 
@@ -2921,6 +3012,7 @@ const std::vector<AbiSymbol> &abiSymbols() {
       GPTRT_SYM(gptrt_global_norm),
       GPTRT_SYM(gptrt_clip_scale),
       GPTRT_SYM(gptrt_adamw),
+      GPTRT_SYM(gptrt_adamw_multi),
       GPTRT_SYM(gptrt_amax),
       GPTRT_SYM(gptrt_scale_from_amax),
       GPTRT_SYM(gptrt_quantize_fp8),
@@ -2939,6 +3031,7 @@ const std::vector<AbiSymbol> &abiSymbols() {
       GPTRT_SYM(gptrt_fp8_state_scale),
       GPTRT_SYM(gptrt_fp8_state_update),
       GPTRT_SYM(gptrt_fp8_state_update_batch),
+      GPTRT_SYM(gptrt_fp8_state_scale_batch),
       GPTRT_SYM(gptrt_convert_amax),
       GPTRT_SYM(gptrt_convert_cast),
       GPTRT_SYM(gptrt_layernorm_fwd_amax),

@@ -51,6 +51,24 @@ struct ScaleFromAmax {
   double eps = 0;
 };
 
+// Which elements of an AdamW call take its weight decay: those in the
+// `count` ascending ranges [bounds[2j], bounds[2j + 1]) of its elements;
+// the others take weight decay 0 (gptrt_adamw_multi). At most
+// GPTRT_ADAMW_MAX_DECAY_RANGES ranges: the kernels take the table by value.
+struct AdamwDecay {
+  static constexpr int kMaxRanges = 64;
+  int64_t count = 0;
+  int64_t bounds[2 * kMaxRanges] = {};
+
+  // Every element of n (one parameter with its own weight decay).
+  static AdamwDecay all(int64_t n) {
+    AdamwDecay d;
+    d.count = 1;
+    d.bounds[1] = n;
+    return d;
+  }
+};
+
 // The residual stream's gradient a layernorm backward adds its dx into.
 // Null resid: no add, dx is stored as it is.
 struct ResidualGradient {
@@ -217,10 +235,10 @@ public:
                                  int64_t paddedVocab, int64_t ignoreIndex) = 0;
   virtual void globalNorm(const float *x, float *out, int64_t n) = 0;
   virtual void clipScale(const float *norm, float *out, float maxNorm) = 0;
-  virtual void adamw(const float *grad, const float *gradScale,
-                     const float *lr, const float *step, float *param,
-                     float *m, float *v, int64_t n, double beta1,
-                     double beta2, double eps, double weightDecay) = 0;
+  virtual void adamw(const float *grad, const float *gradScale, const float *lr,
+                     const float *step, float *param, float *m, float *v,
+                     int64_t n, double beta1, double beta2, double eps,
+                     double weightDecay, const AdamwDecay &decay) = 0;
   virtual void arange(int32_t *out, int64_t n) = 0;
   // elementBytes: 4 (f32) or 2 (bf16 codes, moved as they are).
   virtual void copyBlocks(const void *src, void *dst, int64_t outer,
@@ -354,6 +372,13 @@ public:
   virtual void fp8StateUpdateBatch(const float *amax, float *history,
                                    int64_t count, int64_t length,
                                    int64_t stride, uint64_t mask) = 0;
+  // fp8StateScale of the states i < count (at most 64) whose bit is set in
+  // mask: history + i * stride, out + i.
+  virtual void fp8StateScaleBatch(const float *history, float *out,
+                                  int64_t count, int64_t length, int64_t stride,
+                                  uint64_t mask, double fp8Max, int64_t margin,
+                                  bool powerOfTwo, double eps,
+                                  bool mostRecent) = 0;
 
   // The epilogue of the fused FP8 kernels (gptrt_*_amax / *_cast), over
   // `out` (rows x cols of f32 or bf16, dtype as gptrt.h's out_dtype):

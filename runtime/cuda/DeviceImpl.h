@@ -186,8 +186,8 @@ public:
   void clipScale(const float *norm, float *out, float maxNorm) override;
   void adamw(const float *grad, const float *gradScale, const float *lr,
              const float *step, float *param, float *m, float *v, int64_t n,
-             double beta1, double beta2, double eps,
-             double weightDecay) override;
+             double beta1, double beta2, double eps, double weightDecay,
+             const AdamwDecay &decay) override;
   void uploadStepScalars(float lossScale, float learningRate,
                          float step) override;
   void copyStepScalar(float *out, int64_t which) override;
@@ -268,6 +268,10 @@ public:
   void fp8StateUpdateBatch(const float *amax, float *history, int64_t count,
                            int64_t length, int64_t stride,
                            uint64_t mask) override;
+  void fp8StateScaleBatch(const float *history, float *out, int64_t count,
+                          int64_t length, int64_t stride, uint64_t mask,
+                          double fp8Max, int64_t margin, bool powerOfTwo,
+                          double eps, bool mostRecent) override;
 
   void castEpilogue(const void *out, int64_t dtype, int64_t rows,
                     int64_t cols, float *amax, const float *scale, uint8_t *q,

@@ -123,6 +123,18 @@ __global__ void stateUpdateBatchKernel(const float *amax, float *history,
     updateHistory(amax[s], history + s * stride, length);
 }
 
+// A thread per state (at most 64), those whose mask bit is set.
+__global__ void stateScaleBatchKernel(const float *history, float *out,
+                                      int count, int64_t length, int64_t stride,
+                                      uint64_t mask, float fp8Max, int margin,
+                                      bool powerOfTwo, float eps,
+                                      bool mostRecent) {
+  const int s = threadIdx.x;
+  if (s < count && ((mask >> s) & 1))
+    out[s] = scaleOfHistory(history + s * stride, length, fp8Max, margin,
+                            powerOfTwo, eps, mostRecent);
+}
+
 template <__nv_fp8_interpretation_t Format>
 __global__ void quantizeKernel(const float *x, CastScale scale, uint8_t *q,
                                int64_t n) {
@@ -507,6 +519,21 @@ void DeviceImpl::fp8StateUpdateBatch(const float *amax, float *history,
   stateUpdateBatchKernel<<<1, 64, 0, stream_>>>(amax, history, int(count),
                                                 length, stride, mask);
   checkLaunch("gptrt_fp8_state_update_batch");
+}
+
+void DeviceImpl::fp8StateScaleBatch(const float *history, float *out,
+                                    int64_t count, int64_t length,
+                                    int64_t stride, uint64_t mask,
+                                    double fp8Max, int64_t margin,
+                                    bool powerOfTwo, double eps,
+                                    bool mostRecent) {
+  requireLength(length);
+  if (count <= 0)
+    return;
+  stateScaleBatchKernel<<<1, 64, 0, stream_>>>(
+      history, out, int(count), length, stride, mask, float(fp8Max),
+      int(margin), powerOfTwo, float(eps), mostRecent);
+  checkLaunch("gptrt_fp8_state_scale_batch");
 }
 
 void DeviceImpl::amaxRows(const void *x, int64_t xDtype, float *out,

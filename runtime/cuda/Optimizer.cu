@@ -48,15 +48,18 @@ __global__ void clipScaleKernel(const float *norm, float *out,
 // One AdamW update with the step's constants, shared by the scalar and
 // the vector kernel so that both compute the same bits.
 struct AdamwStep {
-  float decay, negStepSize, bc2Sqrt, gradScale;
+  // param's factor for decayed elements and for the others (weight decay
+  // 0: 1 - lr * 0, as gptrt_adamw with weight_decay 0 works it out).
+  float decay, plainDecay, negStepSize, bc2Sqrt, gradScale;
   float b1, oneMinusB1, b2, oneMinusB2, eps;
 
   // PyTorch's AdamW, operation for operation as runtime/cpu/Kernels.cpp
   // (whose comments give the torch op of each line); the explicit _rn
   // intrinsics stop nvcc from contracting into FMAs the CPU does not do.
-  __device__ void apply(float grad, float &param, float &m, float &v) const {
+  __device__ void apply(float grad, float &param, float &m, float &v,
+                        bool decays) const {
     const float g = __fmul_rn(grad, gradScale);
-    const float p = __fmul_rn(param, decay);
+    const float p = __fmul_rn(param, decays ? decay : plainDecay);
     const float mi = __fmaf_rn(g, oneMinusB1, __fmul_rn(m, b1));
     const float vi = __fmaf_rn(__fmul_rn(oneMinusB2, g), g, __fmul_rn(v, b2));
     const float denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(vi), bc2Sqrt), eps);
@@ -71,34 +74,58 @@ struct AdamwStep {
 __device__ AdamwStep adamwStep(const float *gradScale, const float *lrPtr,
                                const float *stepPtr, double beta1, double beta2,
                                double eps, double weightDecay) {
-  __shared__ float sh[4];
+  __shared__ float sh[5];
   if (threadIdx.x == 0) {
     const double lr = *lrPtr, step = *stepPtr;
     const double bc1 = 1.0 - pow(beta1, step);
     const double bc2 = 1.0 - pow(beta2, step);
     sh[0] = float(1.0 - lr * weightDecay);
-    sh[1] = float(-(lr / bc1));
-    sh[2] = float(sqrt(bc2));
-    sh[3] = *gradScale;
+    sh[1] = float(1.0 - lr * 0.0);
+    sh[2] = float(-(lr / bc1));
+    sh[3] = float(sqrt(bc2));
+    sh[4] = *gradScale;
   }
   __syncthreads();
-  return AdamwStep{sh[0],        sh[1],
-                   sh[2],        sh[3],
-                   float(beta1), float(1.0 - beta1),
-                   float(beta2), float(1.0 - beta2),
+  return AdamwStep{sh[0],
+                   sh[1],
+                   sh[2],
+                   sh[3],
+                   sh[4],
+                   float(beta1),
+                   float(1.0 - beta1),
+                   float(beta2),
+                   float(1.0 - beta2),
                    float(eps)};
 }
 
+// Whether element i lies in one of decay's ranges: an odd number of its
+// ascending bounds are <= i. The table is a kernel parameter (constant
+// memory); a warp's elements mostly take one path through the search.
+__device__ bool decays(const AdamwDecay &decay, int64_t i) {
+  int lo = 0, hi = int(2 * decay.count);
+  while (lo < hi) {
+    const int mid = (lo + hi) / 2;
+    if (decay.bounds[mid] <= i)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return (lo & 1) != 0;
+}
+
+// Elements [first, first + n) of the call (decay's indices count from the
+// call's first element).
 __global__ void adamwKernel(const float *grad, const float *gradScale,
                             const float *lrPtr, const float *stepPtr,
-                            float *param, float *m, float *v, int64_t n,
-                            double beta1, double beta2, double eps,
-                            double weightDecay) {
+                            float *param, float *m, float *v, int64_t first,
+                            int64_t n, double beta1, double beta2, double eps,
+                            double weightDecay,
+                            const __grid_constant__ AdamwDecay decay) {
   const AdamwStep step =
       adamwStep(gradScale, lrPtr, stepPtr, beta1, beta2, eps, weightDecay);
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
-    step.apply(grad[i], param[i], m[i], v[i]);
+    step.apply(grad[i], param[i], m[i], v[i], decays(decay, first + i));
 }
 
 // The same over n4 groups of four elements in 16-byte accesses (all four
@@ -108,17 +135,19 @@ __global__ void adamw4Kernel(const float4 *grad, const float *gradScale,
                              const float *lrPtr, const float *stepPtr,
                              float4 *param, float4 *m, float4 *v, int64_t n4,
                              double beta1, double beta2, double eps,
-                             double weightDecay) {
+                             double weightDecay,
+                             const __grid_constant__ AdamwDecay decay) {
   const AdamwStep step =
       adamwStep(gradScale, lrPtr, stepPtr, beta1, beta2, eps, weightDecay);
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n4;
        i += int64_t(gridDim.x) * blockDim.x) {
     const float4 g = grad[i];
     float4 p = param[i], mi = m[i], vi = v[i];
-    step.apply(g.x, p.x, mi.x, vi.x);
-    step.apply(g.y, p.y, mi.y, vi.y);
-    step.apply(g.z, p.z, mi.z, vi.z);
-    step.apply(g.w, p.w, mi.w, vi.w);
+    const int64_t e = 4 * i;
+    step.apply(g.x, p.x, mi.x, vi.x, decays(decay, e));
+    step.apply(g.y, p.y, mi.y, vi.y, decays(decay, e + 1));
+    step.apply(g.z, p.z, mi.z, vi.z, decays(decay, e + 2));
+    step.apply(g.w, p.w, mi.w, vi.w, decays(decay, e + 3));
     param[i] = p;
     m[i] = mi;
     v[i] = vi;
@@ -148,7 +177,8 @@ void DeviceImpl::clipScale(const float *norm, float *out, float maxNorm) {
 void DeviceImpl::adamw(const float *grad, const float *gradScale,
                        const float *lr, const float *step, float *param,
                        float *m, float *v, int64_t n, double beta1,
-                       double beta2, double eps, double weightDecay) {
+                       double beta2, double eps, double weightDecay,
+                       const AdamwDecay &decay) {
   if (n <= 0)
     return;
   int64_t done = 0;
@@ -158,15 +188,16 @@ void DeviceImpl::adamw(const float *grad, const float *gradScale,
     adamw4Kernel<<<gridFor(n4), 256, 0, stream_>>>(
         reinterpret_cast<const float4 *>(grad), gradScale, lr, step,
         reinterpret_cast<float4 *>(param), reinterpret_cast<float4 *>(m),
-        reinterpret_cast<float4 *>(v), n4, beta1, beta2, eps, weightDecay);
+        reinterpret_cast<float4 *>(v), n4, beta1, beta2, eps, weightDecay,
+        decay);
     checkLaunch("gptrt_adamw");
     done = 4 * n4;
     if (done == n)
       return;
   }
   adamwKernel<<<gridFor(n - done), 256, 0, stream_>>>(
-      grad + done, gradScale, lr, step, param + done, m + done, v + done,
-      n - done, beta1, beta2, eps, weightDecay);
+      grad + done, gradScale, lr, step, param + done, m + done, v + done, done,
+      n - done, beta1, beta2, eps, weightDecay, decay);
   checkLaunch("gptrt_adamw");
 }
 

@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 """fp8-fuse-amax, fp8-fuse-cast, fp8-transpose-casts, fp8-reuse-scales,
-rt-fuse-dual-cast, rt-fuse-cast-scale and rt-batch-fp8-state-updates
-change where amaxes, scales, FP8 casts and amax histories are computed,
+rt-fuse-dual-cast, rt-fuse-cast-scale, rt-batch-fp8-state-updates and
+rt-batch-fp8-state-scales change where amaxes, scales, FP8 casts and amax
+histories are computed (and which copy of a forward activation the
+backward keeps),
 never their values: the tiny GPT compiled with all of them, without the
 fusions (--fp8-fusion=false --fuse-dual-casts=false
 --fuse-classifier=false --fuse-qkv-attention=false
---fuse-cast-scales=false --batch-fp8-state-updates=false, which also keep
+--fuse-cast-scales=false --batch-fp8-state-updates=false
+--batch-fp8-state-scales=false, which also keep
 the bias gradients, the amaxes of the logits' gradient and the attention
 output, the scale kernels and the history updates apart)
 and without the layout passes (--fp8-transpose-casts=false
@@ -35,7 +38,8 @@ def main():
                               "--fuse-classifier=false",
                               "--fuse-qkv-attention=false",
                               "--fuse-cast-scales=false",
-                              "--batch-fp8-state-updates=false"],
+                              "--batch-fp8-state-updates=false",
+                              "--batch-fp8-state-scales=false"],
                     "layout-off": ["--fp8-transpose-casts=false",
                                    "--fp8-reuse-scales=false"]}
         not_tn, rts = {}, {}
@@ -87,6 +91,14 @@ def main():
                 failures.append("fp8-tensorwise: scale kernels left in train_step "
                                 "(%d in the module, %d without the fusion)" % (
                                     kernels["true"][3], kernels["false"][3]))
+        # Current scaling: the forward activations that the backward reads
+        # only for grad_weight are cast both ways in the forward
+        # (rt-fuse-dual-cast): dual casts without a bias gradient besides
+        # the logits gradient's one.
+        nobias = len(re.findall(r'rt\.kernel "(?:scale_)?quantize_fp8_dual"', rts["true"]))
+        if policy == "fp8-tensorwise" and nobias < 2:
+            failures.append("fp8-tensorwise: no forward activation cast both "
+                            "ways (%d dual casts without bias gradient)" % nobias)
         # Current scaling: each bias gradient of an FP8 GEMM joins its
         # output gradient's dual cast (rt-fuse-dual-cast).
         if policy == "fp8-tensorwise" and bgrad == 0:
@@ -99,6 +111,15 @@ def main():
                                         or not updates["true"] < updates["false"]):
             failures.append("fp8-delayed: no history update batched (%d separate, "
                             "%d without the pass)" % (updates["true"], updates["false"]))
+        # Delayed scaling: the scales the casts do not make themselves are
+        # made at the start of train_step (rt-batch-fp8-state-scales).
+        if policy == "fp8-delayed":
+            train = rts["true"].split("func.func @train_step")[1].split("func.func @")[0]
+            if ('rt.kernel "fp8_state_scale"' in train
+                    or 'rt.kernel "fp8_state_scale_batch"' not in train
+                    or 'rt.kernel "fp8_state_scale_batch"' in rts["false"]):
+                failures.append("fp8-delayed: scale kernels left in train_step "
+                                "or none batched")
         if policy == "fp8-delayed" and not re.search(r'rt\.kernel "(?:state_)?quantize_fp8_transposed_bgrad"', rts["true"]):
             failures.append("fp8-delayed: no bias gradient summed by a transposed cast")
         # Delayed scaling keeps one scale per GEMM operand: the two casts

@@ -492,6 +492,30 @@ TEST_F(GpuTest, StateUpdateBatchMatchesCpu) {
   EXPECT_EQ(download(devHistory, count * stride), history);
 }
 
+TEST_F(GpuTest, StateScaleBatchMatchesCpu) {
+  Context cpuCtx(Device::Cpu, {});
+  const int64_t count = 64, length = 16, stride = 20;
+  std::vector<float> history = randn(count * stride);
+  for (float &a : history)
+    a = std::fabs(a);
+  std::fill_n(history.begin() + 7 * stride, length, 0.0f); // scale 1
+  const int64_t mask = int64_t(~((uint64_t(1) << 9) | (uint64_t(1) << 63)));
+  const float *devHistory = upload(history);
+  for (int64_t recent : {0, 1}) {
+    SCOPED_TRACE(recent ? "most_recent" : "history max");
+    std::vector<float> want = randn(count);
+    float *out = upload(want); // unmasked scales must keep these
+    gptrt_fp8_state_scale_batch(g(), devHistory, out, count, length, stride,
+                                mask, 448.0, 0, 1, 1e-12, recent);
+    expectOk();
+    gptrt_fp8_state_scale_batch(cpuCtx.handle(), history.data(), want.data(),
+                                count, length, stride, mask, 448.0, 0, 1, 1e-12,
+                                recent);
+    ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
+    EXPECT_EQ(download(out, count), want);
+  }
+}
+
 TEST_F(GpuTest, ProducersTakeTheirFp8EpilogueInOnePass) {
   Context cpuCtx(Device::Cpu, {});
   const float scale = 12.0f;

@@ -479,6 +479,41 @@ TEST_F(GpuTest, AdamWMatchesCpu) {
             std::vector<float>(pv.begin() + 1, pv.end()));
 }
 
+// gptrt_adamw_multi on the GPU: the bits of one gptrt_adamw per
+// stretch of equal weight decay, with ranges that split the 16-byte
+// kernel's groups of four and a scalar tail.
+TEST_F(GpuTest, AdamWMultiIsOneAdamWPerParameter) {
+  const int64_t n = 100003;
+  const std::vector<int64_t> ranges = {0,    1001,  1003,  1003,
+                                       5000, 77777, 99999, n};
+  std::vector<float> grad = randn(n), param = randn(n), m = randn(n, 0.1f),
+                     v = randn(n, 0.1f);
+  for (float &x : v)
+    x = x * x;
+  const int64_t step = 5;
+  gpu().setStep(step);
+  const float *dGrad = upload(grad);
+  const float *dScale = upload(std::vector<float>{0.5f});
+  const float *dLr = upload(std::vector<float>{3e-4f});
+  const float *dStep = upload(std::vector<float>{float(step)});
+  float *mp = upload(param), *mm = upload(m), *mv = upload(v);
+  gptrt_adamw_multi(g(), dGrad, dScale, dLr, dStep, mp, mm, mv, n, 0.9, 0.95,
+                    1e-8, 0.1, 4, ranges.data());
+  expectOk();
+  float *sp = upload(param), *sm = upload(m), *sv = upload(v);
+  const std::vector<std::pair<int64_t, double>> stretches = {
+      {0, 0.1}, {1001, 0.0}, {5000, 0.1}, {77777, 0.0}, {99999, 0.1}, {n, 0.0}};
+  for (size_t j = 0; j + 1 < stretches.size(); ++j) {
+    const int64_t at = stretches[j].first, count = stretches[j + 1].first - at;
+    gptrt_adamw(g(), dGrad + at, dScale, dLr, dStep, sp + at, sm + at, sv + at,
+                count, 0.9, 0.95, 1e-8, stretches[j].second);
+  }
+  expectOk();
+  EXPECT_EQ(download(mp, n), download(sp, n));
+  EXPECT_EQ(download(mm, n), download(sm, n));
+  EXPECT_EQ(download(mv, n), download(sv, n));
+}
+
 } // namespace
 } // namespace gptrt::gputest
 

@@ -35,7 +35,9 @@ func.func @dual() {
 // Left as two casts, each case on its own buffers: another scale (delayed
 // scaling's per-GEMM states), the gradient written in between, the scale
 // written in between, and a forward activation whose transposed cast comes
-// after other GEMMs (its FP8 copy would live through them).
+// after other GEMMs and which is read again after it (as attention's
+// output is by attention's backward: its FP8 copy would live through the
+// GEMMs besides it).
 // CHECK-LABEL: func.func @apart
 // CHECK-NOT: quantize_fp8_dual
 func.func @apart() {
@@ -76,6 +78,41 @@ func.func @apart() {
   rt.kernel "scaled_matmul" ins(%q4, %w2, %s, %s : memref<32x48xf8E4M3FN>, memref<16x48xf8E4M3FN>, memref<f32>, memref<f32>) outs(%z : memref<32x16xbf16>) consts [1, 32, 16, 48, 0, 1, 0, 0, 0, 0, 0, 1, 2]
   %qxt = rt.alloc : memref<64x32xf8E4M3FN>
   rt.kernel "quantize_fp8_transposed" ins(%x, %s : memref<32x64xbf16>, memref<f32>) outs(%qxt : memref<64x32xf8E4M3FN>) consts [32, 64, 0, -1, 2]
+  %again = rt.alloc : memref<32x64xbf16>
+  rt.kernel "gelu_fwd" ins(%x : memref<32x64xbf16>) outs(%again : memref<32x64xbf16>) consts [2048, 2, 2]
+  return
+}
+
+// -----
+
+// A forward activation that nothing but its transposed cast (in the
+// backward, after other GEMMs) reads after its forward cast: both copies
+// are made in the forward, the transposed one saved for grad_weight in
+// place of the activation.
+// CHECK-LABEL: func.func @saved_activation
+// CHECK: %[[QXT:.*]] = rt.alloc : memref<64x32xf8E4M3FN>
+// CHECK-NEXT: rt.kernel "quantize_fp8_dual" ins(%{{.*}}, %{{.*}} : memref<32x64xbf16>, memref<f32>) outs(%[[QX:.*]], %[[QXT]] : memref<32x64xf8E4M3FN>, memref<64x32xf8E4M3FN>) consts [32, 64, 0, -1, -1, 2]
+// CHECK: rt.kernel "scaled_matmul" ins(%[[QX]],
+// CHECK-NOT: quantize_fp8_transposed
+// CHECK: rt.kernel "scaled_matmul" ins(%[[QXT]],
+func.func @saved_activation() {
+  %s = rt.alloc : memref<f32>
+  %x = rt.alloc : memref<32x64xbf16>
+  %qx = rt.alloc : memref<32x64xf8E4M3FN>
+  rt.kernel "quantize_fp8" ins(%x, %s : memref<32x64xbf16>, memref<f32>) outs(%qx : memref<32x64xf8E4M3FN>) consts [2048, 0, -1, 2]
+  %w = rt.alloc : memref<48x64xf8E4M3FN>
+  %y = rt.alloc : memref<32x48xbf16>
+  rt.kernel "scaled_matmul" ins(%qx, %w, %s, %s : memref<32x64xf8E4M3FN>, memref<48x64xf8E4M3FN>, memref<f32>, memref<f32>) outs(%y : memref<32x48xbf16>) consts [1, 32, 48, 64, 0, 1, 0, 0, 0, 0, 0, 1, 2]
+  %q4 = rt.alloc : memref<32x48xf8E4M3FN>
+  rt.kernel "quantize_fp8" ins(%y, %s : memref<32x48xbf16>, memref<f32>) outs(%q4 : memref<32x48xf8E4M3FN>) consts [1536, 0, -1, 2]
+  %w2 = rt.alloc : memref<16x48xf8E4M3FN>
+  %z = rt.alloc : memref<32x16xbf16>
+  rt.kernel "scaled_matmul" ins(%q4, %w2, %s, %s : memref<32x48xf8E4M3FN>, memref<16x48xf8E4M3FN>, memref<f32>, memref<f32>) outs(%z : memref<32x16xbf16>) consts [1, 32, 16, 48, 0, 1, 0, 0, 0, 0, 0, 1, 2]
+  %qxt = rt.alloc : memref<64x32xf8E4M3FN>
+  rt.kernel "quantize_fp8_transposed" ins(%x, %s : memref<32x64xbf16>, memref<f32>) outs(%qxt : memref<64x32xf8E4M3FN>) consts [32, 64, 0, -1, 2]
+  %dy = rt.alloc : memref<48x32xf8E5M2>
+  %dw = rt.alloc : memref<48x64xbf16>
+  rt.kernel "scaled_matmul" ins(%qxt, %dy, %s, %s : memref<64x32xf8E4M3FN>, memref<48x32xf8E5M2>, memref<f32>, memref<f32>) outs(%dw : memref<48x64xbf16>) consts [1, 64, 48, 32, 0, 1, 0, 0, 0, 1, 0, 1, 2]
   return
 }
 

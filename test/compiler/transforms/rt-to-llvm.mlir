@@ -23,7 +23,7 @@
 // CHECK: llvm.call @gptrt_layernorm_fwd(%[[CTX]], %[[X]], %[[W]], %[[W]], %[[Y:.*]], %[[M:.*]], %[[M]], %[[ROWS]], %[[WIDTH]], %[[EPS]])
 // CHECK: llvm.return
 // CHECK-LABEL: llvm.func @gpt_abi_version() -> i32
-// CHECK: llvm.mlir.constant(32 : i32) : i32
+// CHECK: llvm.mlir.constant(34 : i32) : i32
 rt.arena @activations activations size = 4096
 rt.arena @params params size = 1024
 rt.param @w : memref<32xf32> {adam_m_offset = 0 : i64, adam_v_offset = 512 : i64, grad_offset = 0 : i64, init = "ones", layer = "ln", value_offset = 512 : i64}
@@ -49,6 +49,32 @@ func.func @eval_step() {
 // CHECK: %[[BYTES:.*]] = llvm.mlir.addressof @gpt_manifest_bytes : !llvm.ptr
 // CHECK: llvm.return %[[BYTES]] : !llvm.ptr
 module attributes {rt.manifest = "\01\02\03"} {
+}
+
+// -----
+
+// A constant array<i64: ...> is passed as a pointer to a read-only global
+// holding it; two kernels with the same table share one global.
+// CHECK-DAG: llvm.mlir.global internal constant @gptrt_table_0(dense<[0, 8, 16, 24]> : tensor<4xi64>) {addr_space = 0 : i32} : !llvm.array<4 x i64>
+// CHECK-DAG: llvm.func @gptrt_adamw_multi(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, f64, f64, f64, f64, i64, !llvm.ptr)
+// CHECK-LABEL: llvm.func @gpt_optimizer_step(
+// CHECK: %[[T:.*]] = llvm.mlir.addressof @gptrt_table_0 : !llvm.ptr
+// CHECK: llvm.call @gptrt_adamw_multi({{.*}}, %[[T]])
+// CHECK: %[[T2:.*]] = llvm.mlir.addressof @gptrt_table_0 : !llvm.ptr
+// CHECK: llvm.call @gptrt_adamw_multi({{.*}}, %[[T2]])
+rt.arena @activations activations size = 64
+rt.arena @params params size = 128
+rt.arena @grads grads size = 128
+rt.arena @optimizer optimizer size = 256
+func.func @optimizer_step() {
+  %s = rt.view @activations[0] : memref<f32>
+  %g = rt.view @grads[0] : memref<32xf32>
+  %p = rt.view @params[0] : memref<32xf32>
+  %m = rt.view @optimizer[0] : memref<32xf32>
+  %v = rt.view @optimizer[128] : memref<32xf32>
+  rt.kernel "adamw_multi" ins(%g, %s, %s, %s : memref<32xf32>, memref<f32>, memref<f32>, memref<f32>) outs(%p, %m, %v : memref<32xf32>, memref<32xf32>, memref<32xf32>) consts [32, 9.000000e-01, 0.94999999999999996, 1.000000e-08, 1.000000e-01, 2, array<i64: 0, 8, 16, 24>]
+  rt.kernel "adamw_multi" ins(%g, %s, %s, %s : memref<32xf32>, memref<f32>, memref<f32>, memref<f32>) outs(%p, %m, %v : memref<32xf32>, memref<32xf32>, memref<32xf32>) consts [32, 9.000000e-01, 0.94999999999999996, 1.000000e-08, 1.000000e-01, 2, array<i64: 0, 8, 16, 24>]
+  return
 }
 
 // -----

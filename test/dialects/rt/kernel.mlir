@@ -108,11 +108,13 @@ func.func @dynamic_output(%x: memref<?xf32>) {
 // CHECK:         rt.kernel "layernorm_fwd" ins(%arg0, %arg1, %arg2 : memref<8x16xf32>, memref<16xf32>, memref<16xf32>) outs(%arg3 : memref<8x16xf32>) consts [8, 16, 1.000000e-05]{{$}}
 // CHECK:         rt.kernel "arange" outs(%arg3 : memref<8x16xf32>) stream = 1 consts [0, -1, 9223372036854775807, -9223372036854775808]{{$}}
 // CHECK:         rt.kernel "adamw" outs(%arg1 : memref<16xf32>) consts [1.000000e-03, 9.000000e-01, 0.99899999999999999, 1.000000e-08, 1.000000e-01] {note = "x"}{{$}}
+// CHECK:         rt.kernel "adamw_multi" outs(%arg1 : memref<16xf32>) consts [2, array<i64: 0, 4, 8, 16>, array<i64>]{{$}}
 // CHECK:         rt.kernel "gelu_fwd" ins(%arg0 : memref<8x16xf32>) outs(%arg3 : memref<8x16xf32>){{$}}
 func.func @kernel_consts(%x: memref<8x16xf32>, %w: memref<16xf32>, %b: memref<16xf32>, %y: memref<8x16xf32>) {
   rt.kernel "layernorm_fwd" ins(%x, %w, %b : memref<8x16xf32>, memref<16xf32>, memref<16xf32>) outs(%y : memref<8x16xf32>) consts [8 : i64, 16, 1.0e-5 : f64]
   rt.kernel "arange" outs(%y : memref<8x16xf32>) stream = 1 consts [0, -1, 9223372036854775807, -9223372036854775808]
   rt.kernel "adamw" outs(%w : memref<16xf32>) consts [1.0e-3, 0.9, 0.999, 1.0e-8, 0.1] {note = "x"}
+  rt.kernel "adamw_multi" outs(%w : memref<16xf32>) consts [2, array<i64: 0, 4, 8, 16>, array<i64>]
   rt.kernel "gelu_fwd" ins(%x : memref<8x16xf32>) outs(%y : memref<8x16xf32>) consts []
   return
 }
@@ -120,15 +122,23 @@ func.func @kernel_consts(%x: memref<8x16xf32>, %w: memref<16xf32>, %b: memref<16
 // -----
 
 func.func @i32_const(%x: memref<4xf32>) {
-  // expected-error @+1 {{kernel constants are i64 or f64 (the C ABI's int64_t and double), got 4 : i32}}
+  // expected-error @+1 {{kernel constants are i64, f64 or array<i64: ...> (the C ABI's int64_t, double and const int64_t *), got 4 : i32}}
   rt.kernel "k" outs(%x : memref<4xf32>) consts [8, 4 : i32]
   return
 }
 
 // -----
 
+func.func @i32_table_const(%x: memref<4xf32>) {
+  // expected-error @+1 {{kernel constants are i64, f64 or array<i64: ...> (the C ABI's int64_t, double and const int64_t *), got array<i32: 1, 2>}}
+  rt.kernel "k" outs(%x : memref<4xf32>) consts [array<i32: 1, 2>]
+  return
+}
+
+// -----
+
 func.func @f32_const(%x: memref<4xf32>) {
-  // expected-error @+1 {{kernel constants are i64 or f64 (the C ABI's int64_t and double), got 5.000000e-01 : f32}}
+  // expected-error @+1 {{kernel constants are i64, f64 or array<i64: ...> (the C ABI's int64_t, double and const int64_t *), got 5.000000e-01 : f32}}
   rt.kernel "k" outs(%x : memref<4xf32>) consts [0.5 : f32]
   return
 }
@@ -138,7 +148,7 @@ func.func @f32_const(%x: memref<4xf32>) {
 // Signed or unsigned 64-bit integers are not i64: llvm.mlir.constant would
 // reject them in rt-to-llvm.
 func.func @ui64_const(%x: memref<4xf32>) {
-  // expected-error @+1 {{kernel constants are i64 or f64 (the C ABI's int64_t and double), got 5 : ui64}}
+  // expected-error @+1 {{kernel constants are i64, f64 or array<i64: ...> (the C ABI's int64_t, double and const int64_t *), got 5 : ui64}}
   rt.kernel "k" outs(%x : memref<4xf32>) consts [5 : ui64]
   return
 }
@@ -146,7 +156,7 @@ func.func @ui64_const(%x: memref<4xf32>) {
 // -----
 
 func.func @si64_const(%x: memref<4xf32>) {
-  // expected-error @+1 {{kernel constants are i64 or f64 (the C ABI's int64_t and double), got 5 : si64}}
+  // expected-error @+1 {{kernel constants are i64, f64 or array<i64: ...> (the C ABI's int64_t, double and const int64_t *), got 5 : si64}}
   rt.kernel "k" outs(%x : memref<4xf32>) consts [5 : si64]
   return
 }
@@ -154,7 +164,7 @@ func.func @si64_const(%x: memref<4xf32>) {
 // -----
 
 func.func @index_const(%x: memref<4xf32>) {
-  // expected-error @+1 {{kernel constants are i64 or f64 (the C ABI's int64_t and double), got 5 : index}}
+  // expected-error @+1 {{kernel constants are i64, f64 or array<i64: ...> (the C ABI's int64_t, double and const int64_t *), got 5 : index}}
   rt.kernel "k" outs(%x : memref<4xf32>) consts [5 : index]
   return
 }
@@ -162,7 +172,7 @@ func.func @index_const(%x: memref<4xf32>) {
 // -----
 
 func.func @string_const(%x: memref<4xf32>) {
-  // expected-error @+1 {{kernel constants are i64 or f64 (the C ABI's int64_t and double), got "eps"}}
+  // expected-error @+1 {{kernel constants are i64, f64 or array<i64: ...> (the C ABI's int64_t, double and const int64_t *), got "eps"}}
   rt.kernel "k" outs(%x : memref<4xf32>) consts ["eps"]
   return
 }
@@ -170,7 +180,7 @@ func.func @string_const(%x: memref<4xf32>) {
 // -----
 
 func.func @nested_const(%x: memref<4xf32>) {
-  // expected-error @+1 {{kernel constants are i64 or f64 (the C ABI's int64_t and double), got [1]}}
+  // expected-error @+1 {{kernel constants are i64, f64 or array<i64: ...> (the C ABI's int64_t, double and const int64_t *), got [1]}}
   rt.kernel "k" outs(%x : memref<4xf32>) consts [[1]]
   return
 }
@@ -178,7 +188,7 @@ func.func @nested_const(%x: memref<4xf32>) {
 // -----
 
 func.func @unit_const(%x: memref<4xf32>) {
-  // expected-error @+1 {{kernel constants are i64 or f64 (the C ABI's int64_t and double), got unit}}
+  // expected-error @+1 {{kernel constants are i64, f64 or array<i64: ...> (the C ABI's int64_t, double and const int64_t *), got unit}}
   rt.kernel "k" outs(%x : memref<4xf32>) consts [unit]
   return
 }

@@ -150,6 +150,45 @@ TEST_F(AbiFp8Test, StateUpdateBatchIsOneUpdatePerMaskedState) {
   ctx.clearError();
 }
 
+// rt-batch-fp8-state-scales' kernel: each state whose mask bit is set
+// gets gptrt_fp8_state_scale of its history (1 for an empty one), the
+// other scales stay as they were.
+TEST_F(AbiFp8Test, StateScaleBatchIsOneScalePerMaskedState) {
+  const int64_t count = 5, length = 3, stride = 4;
+  std::vector<float> history(count * stride, 0.0f);
+  for (int64_t s = 0; s < count; ++s)
+    if (s != 2) // state 2 has recorded nothing yet
+      for (int64_t i = 0; i < length; ++i)
+        history[s * stride + i] = float(s + 1) * 0.25f + float(i);
+  history[3] = 1000.0f;         // padding after a history, never read
+  const int64_t mask = 0b11101; // state 1 left alone
+  for (int64_t recent : {0, 1}) {
+    SCOPED_TRACE(recent ? "most_recent" : "history max");
+    std::vector<float> out(count, -7.0f), want(count, -7.0f);
+    for (int64_t s = 0; s < count; ++s)
+      if ((mask >> s) & 1)
+        gptrt_fp8_state_scale(h, history.data() + s * stride, &want[s], length,
+                              57344.0, 1, 0, 1e-12, recent);
+    gptrt_fp8_state_scale_batch(h, history.data(), out.data(), count, length,
+                                stride, mask, 57344.0, 1, 0, 1e-12, recent);
+    ASSERT_FALSE(ctx.failed()) << ctx.error();
+    EXPECT_EQ(out, want);
+    EXPECT_EQ(out[1], -7.0f) << "state 1 is not in the mask";
+    EXPECT_EQ(out[2], 1.0f) << "an empty history scales by 1";
+    EXPECT_NE(out[0], out[3]);
+  }
+  std::vector<float> out(count);
+  gptrt_fp8_state_scale_batch(h, history.data(), out.data(), 65, length, stride,
+                              -1, 448.0, 0, 0, 1e-12, 0);
+  EXPECT_THAT(ctx.error(),
+              ::testing::HasSubstr("count 65, expected at most 64"));
+  ctx.clearError();
+  gptrt_fp8_state_scale_batch(h, history.data(), out.data(), count, 0, stride,
+                              mask, 448.0, 0, 0, 1e-12, 0);
+  EXPECT_THAT(ctx.error(), ::testing::HasSubstr("history_length 0"));
+  ctx.clearError();
+}
+
 TEST_F(AbiFp8Test, QuantizeMatchesFp8Conversions) {
   std::vector<float> x = randomF(513, 9, -10.0, 10.0);
   x[0] = 1e9f;  // saturates

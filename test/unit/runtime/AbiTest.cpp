@@ -1178,6 +1178,52 @@ TEST_F(AbiTest, AdamWScalesTheGradientAndMatchesKernel) {
   expectSameBits(param, wParam, "param after an unscaled step");
 }
 
+// rt-batch-adamw's kernel: consecutive parameters in one call, weight
+// decay on the elements of its ranges only -- the bits of one gptrt_adamw
+// per stretch of equal weight decay.
+TEST_F(AbiTest, AdamWMultiIsOneAdamWPerParameter) {
+  const int64_t n = 301;
+  const std::vector<int64_t> ranges = {0, 40, 41, 41, 97, 250}; // one empty
+  F param = randomF(n, 50), m = randomF(n, 51), v(n);
+  for (int64_t i = 0; i < n; ++i)
+    v[i] = m[i] * m[i];
+  F wParam = param, wM = m, wV = v;
+  const float scale = 0.5f, lr = 1e-2f, step = 3.0f;
+  F grad = randomF(n, 52);
+  gptrt_adamw_multi(h, grad.data(), &scale, &lr, &step, param.data(), m.data(),
+                    v.data(), n, 0.9, 0.95, 1e-8, 0.1, 3, ranges.data());
+  ASSERT_FALSE(ctx.failed()) << ctx.error();
+  // Decayed: [0, 40), [97, 250); the rest not.
+  const std::vector<std::pair<int64_t, double>> stretches = {
+      {0, 0.1}, {40, 0.0}, {97, 0.1}, {250, 0.0}, {n, 0.0}};
+  for (size_t j = 0; j + 1 < stretches.size(); ++j) {
+    const int64_t at = stretches[j].first, count = stretches[j + 1].first - at;
+    gptrt_adamw(h, grad.data() + at, &scale, &lr, &step, wParam.data() + at,
+                wM.data() + at, wV.data() + at, count, 0.9, 0.95, 1e-8,
+                stretches[j].second);
+  }
+  expectSameBits(param, wParam, "param");
+  expectSameBits(m, wM, "m");
+  expectSameBits(v, wV, "v");
+
+  const std::vector<int64_t> backwards = {0, 40, 30, 50};
+  gptrt_adamw_multi(h, grad.data(), &scale, &lr, &step, param.data(), m.data(),
+                    v.data(), n, 0.9, 0.95, 1e-8, 0.1, 2, backwards.data());
+  EXPECT_THAT(ctx.error(),
+              ::testing::HasSubstr("decay_ranges[2] is 30, expected 40 to n"));
+  ctx.clearError();
+  const std::vector<int64_t> past = {0, n + 1};
+  gptrt_adamw_multi(h, grad.data(), &scale, &lr, &step, param.data(), m.data(),
+                    v.data(), n, 0.9, 0.95, 1e-8, 0.1, 1, past.data());
+  EXPECT_THAT(ctx.error(), ::testing::HasSubstr("decay_ranges[1] is 302"));
+  ctx.clearError();
+  gptrt_adamw_multi(h, grad.data(), &scale, &lr, &step, param.data(), m.data(),
+                    v.data(), n, 0.9, 0.95, 1e-8, 0.1, 65, ranges.data());
+  EXPECT_THAT(ctx.error(), ::testing::HasSubstr("decay_count 65, expected 0 "
+                                                "to 64"));
+  ctx.clearError();
+}
+
 TEST_F(AbiTest, AdamWReportsAStepThatWasNeverSet) {
   F p(4), g(4), m(4), v(4);
   float scale = 1.0f, lr = 0.1f, step = 0.0f;
