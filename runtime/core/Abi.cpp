@@ -2342,6 +2342,10 @@ GPTRT_EXPORT void gptrt_adamw_multi(gptrt_context *ctx, const float *grad,
           "decay_count " + std::to_string(decay_count) + ", expected 0 to " +
           std::to_string(GPTRT_ADAMW_MAX_DECAY_RANGES) +
           ": split the parameters over more gptrt_adamw_multi calls");
+    if (decay_count > 0 && decay_ranges == nullptr)
+      throw std::invalid_argument("decay_ranges is null with decay_count " +
+                                  std::to_string(decay_count) +
+                                  ", expected 2 * decay_count bounds");
     gptrt::cuda::AdamwDecay d;
     d.count = decay_count;
     for (int64_t i = 0; i < 2 * decay_count; ++i) {

@@ -1222,6 +1222,10 @@ TEST_F(AbiTest, AdamWMultiIsOneAdamWPerParameter) {
   EXPECT_THAT(ctx.error(), ::testing::HasSubstr("decay_count 65, expected 0 "
                                                 "to 64"));
   ctx.clearError();
+  gptrt_adamw_multi(h, grad.data(), &scale, &lr, &step, param.data(), m.data(),
+                    v.data(), n, 0.9, 0.95, 1e-8, 0.1, 1, nullptr);
+  EXPECT_THAT(ctx.error(), ::testing::HasSubstr("decay_ranges is null"));
+  ctx.clearError();
 }
 
 TEST_F(AbiTest, AdamWReportsAStepThatWasNeverSet) {
