@@ -273,9 +273,10 @@ int gptcMain(int argc, char **argv) {
   llvm::cl::opt<bool> fuseDualCasts(
       "fuse-dual-casts",
       llvm::cl::desc("Make the row-major and the transposed FP8 copy of "
-                     "each output gradient in one read (rt-fuse-dual-cast; "
-                     "default true). =false keeps two casts, with the same "
-                     "codes"),
+                     "each output gradient -- and, under fp8-delayed, of "
+                     "each weight -- in one read (rt-fuse-dual-cast, "
+                     "rt-fuse-delayed-dual-cast; default true). =false "
+                     "keeps two casts, with the same codes"),
       llvm::cl::init(true), llvm::cl::cat(category));
   llvm::cl::opt<bool> fuseCastScales(
       "fuse-cast-scales",
@@ -553,6 +554,8 @@ int gptcMain(int argc, char **argv) {
         lower.addPass(createRtFuseCastScale());
       if (batchFp8StateUpdates)
         lower.addPass(createRtBatchFp8StateUpdates());
+      if (fuseDualCasts)
+        lower.addPass(createRtFuseDelayedDualCast());
       if (batchFp8StateScales)
         lower.addPass(createRtBatchFp8StateScales());
       if (batchAdamw)

@@ -510,6 +510,37 @@ def RtFuseDualCast : Pass<"rt-fuse-dual-cast", "::mlir::ModuleOp"> {
   ];
 }
 
+def RtFuseDelayedDualCast
+    : Pass<"rt-fuse-delayed-dual-cast", "::mlir::ModuleOp"> {
+  let summary = "Makes both FP8 copies of a delayed-scaling tensor in one read";
+  let description = [{
+    Runs after rt-fuse-cast-scale and rt-batch-fp8-state-updates, before
+    rt-plan-memory. Delayed scaling gives each GEMM operand its own amax
+    history, so rt-fuse-dual-cast (which pairs casts of one scale) leaves
+    a tensor's row-major cast (`state_quantize_fp8`) and its transposed
+    one (`state_quantize_fp8_transposed`, or `_bgrad` with the bias
+    gradient) apart. Once rt-batch-fp8-state-updates has given states
+    updated from one amax one history and moved the updates to the end of
+    the step, both casts of a weight (forward and grad_input) and of an
+    output gradient (grad_input and grad_weight) read the same history and
+    make the same scale. Such a pair -- the same bytes of x and of the
+    history, format, dtype and scale recipe, neither written in between --
+    becomes one `state_quantize_fp8_dual` (`_dual_bgrad`) where the first
+    cast was, and the GEMMs that read the second cast's scale read the
+    first's. As in rt-fuse-dual-cast, the transposed copy is made early
+    only where that holds no extra buffer, or where x is a parameter the
+    entry point never writes: a weight's transposed FP8 copy (one byte a
+    parameter) is then held from the forward to the backward instead of
+    reading the f32 weight a second time. Each copy keeps its statistics
+    slot (`rt.fp8_stat` becomes an array). The numbers do not change.
+    `gptc --fuse-dual-casts=false` leaves this pass out too.
+  }];
+  let dependentDialects = ["::gptc::rt::RtDialect"];
+  let statistics = [
+    Statistic<"fused", "fused", "pairs of delayed-scaling casts made in one read">,
+  ];
+}
+
 def RtFuseAmax : Pass<"rt-fuse-amax", "::mlir::ModuleOp"> {
   let summary = "Lets a backward kernel take the amax of the gradient it stores";
   let description = [{

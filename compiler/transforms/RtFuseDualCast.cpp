@@ -15,11 +15,6 @@ namespace rt = gptc::rt;
 
 namespace {
 
-bool isGemm(rt::KernelOp kernel) {
-  StringRef name = kernel.getKernel();
-  return name.starts_with("matmul") || name.starts_with("scaled_matmul");
-}
-
 class RtFuseDualCastPass
     : public gptc::impl::RtFuseDualCastBase<RtFuseDualCastPass> {
 public:
@@ -79,19 +74,8 @@ private:
         rt::touchedBetween(cast, twin, scale, /*reads=*/false) ||
         rt::touchedBetween(cast, twin, qT, /*reads=*/true))
       return;
-    // The transposed copy is kept alive across other GEMMs only in place
-    // of x: a forward activation that the backward reads only to cast it
-    // for grad_weight (a layernorm's or GELU's output) then holds its FP8
-    // copy from the forward on instead of its bf16 values, half the
-    // bytes; one that the backward reads again (attention's output) keeps
-    // its two casts. Otherwise only GEMMs reading q may lie between.
-    if (!onlyTwinReadsAfter(cast, twin, x))
-      for (Operation *op = cast->getNextNode(); op != twin.getOperation();
-           op = op->getNextNode())
-        if (auto kernel = dyn_cast<rt::KernelOp>(op);
-            kernel && isGemm(kernel) &&
-            !llvm::is_contained(kernel.getInputs(), q))
-          return;
+    if (!rt::dualCastPays(cast, twin, x, q))
+      return;
     Operation *qTDef = qT.getDefiningOp();
     if (qTDef && cast->isBeforeInBlock(qTDef)) {
       if (!isa<rt::AllocOp>(qTDef))
@@ -121,21 +105,6 @@ private:
       reshape.erase();
     ++fused;
     fuseBiasGradient(dual, /*xDtypeAt=*/5);
-  }
-
-  // Whether x is an rt.alloc that nothing but `twin` uses after `cast`, so
-  // that its buffer is free once the dual cast has read it.
-  static bool onlyTwinReadsAfter(rt::KernelOp cast, rt::KernelOp twin,
-                                 Value x) {
-    Value root = rt::rootBuffer(x);
-    if (!root.getDefiningOp<rt::AllocOp>())
-      return false;
-    for (Value view : rt::viewsOf(root))
-      for (Operation *user : view.getUsers())
-        if (!isa<rt::ReshapeOp>(user) && user != twin.getOperation() &&
-            cast->isBeforeInBlock(user))
-          return false;
-    return true;
   }
 
   // cast = quantize_fp8_dual(x) -> q, qT, or quantize_fp8_transposed(x) ->

@@ -1,7 +1,7 @@
 // Small queries on rt.kernel ops and buffers shared by the rt-level fusion
 // passes (rt-fuse-gemm-epilogue, rt-fuse-add-layernorm, rt-fuse-classifier,
-// rt-fuse-dual-cast, rt-fuse-grad-accumulation, rt-fuse-cast-scale,
-// rt-batch-fp8-state-updates, rt-batch-fp8-state-scales).
+// rt-fuse-dual-cast, rt-fuse-delayed-dual-cast, rt-fuse-grad-accumulation,
+// rt-fuse-cast-scale, rt-batch-fp8-state-updates, rt-batch-fp8-state-scales).
 #ifndef GPTC_COMPILER_TRANSFORMS_RTKERNELQUERIES_H
 #define GPTC_COMPILER_TRANSFORMS_RTKERNELQUERIES_H
 
@@ -178,6 +178,65 @@ inline KernelOp foldFollowingAmax(KernelOp producer, unsigned outIndex,
   amax.erase();
   producer.erase();
   return fused;
+}
+
+// Whether two buffers are the same bytes: one root buffer, or views of one
+// arena at one offset with one size (two rt.view ops of a shared amax
+// history, say).
+inline bool sameBytes(mlir::Value a, mlir::Value b) {
+  mlir::Value rootA = rootBuffer(a), rootB = rootBuffer(b);
+  if (rootA == rootB)
+    return true;
+  auto viewA = rootA.getDefiningOp<ViewOp>();
+  auto viewB = rootB.getDefiningOp<ViewOp>();
+  return viewA && viewB && viewA.getArenaAttr() == viewB.getArenaAttr() &&
+         viewA.getOffset() == viewB.getOffset() &&
+         viewA.getSizeInBytes() == viewB.getSizeInBytes();
+}
+
+// Whether `op` is a GEMM kernel (bf16 or FP8, any fused form).
+inline bool isGemm(KernelOp op) {
+  llvm::StringRef name = op.getKernel();
+  return name.starts_with("matmul") || name.starts_with("scaled_matmul");
+}
+
+// Whether making `twin`'s transposed FP8 copy of x where `cast` makes the
+// row-major copy q (one read of x instead of two) keeps no buffer alive
+// that the pair did not already hold:
+// - nothing but `twin` reads x after `cast` (a forward activation the
+//   backward reads only for grad_weight): the transposed copy, one byte an
+//   element, is held instead of x;
+// - or only GEMMs reading q lie between (an output gradient's two casts);
+// - or x is a parameter that nothing in the function writes: its
+//   transposed copy is held from the forward to the backward in place of a
+//   second read of the f32 weight, one byte a parameter.
+inline bool dualCastPays(KernelOp cast, KernelOp twin, mlir::Value x,
+                         mlir::Value q) {
+  mlir::Value root = rootBuffer(x);
+  if (root.getDefiningOp<AllocOp>()) {
+    bool onlyTwinAfter = true;
+    for (mlir::Value view : viewsOf(root))
+      for (mlir::Operation *user : view.getUsers())
+        if (!mlir::isa<ReshapeOp>(user) && user != twin.getOperation() &&
+            cast->isBeforeInBlock(user))
+          onlyTwinAfter = false;
+    if (onlyTwinAfter)
+      return true;
+  }
+  if (auto view = root.getDefiningOp<ViewOp>();
+      view && view.getArena() == "params") {
+    bool written = false;
+    for (mlir::Operation &op : *cast->getBlock())
+      written |= touches(&op, x, /*reads=*/false);
+    if (!written)
+      return true;
+  }
+  for (mlir::Operation *op = cast->getNextNode(); op != twin.getOperation();
+       op = op->getNextNode())
+    if (auto kernel = mlir::dyn_cast<KernelOp>(op);
+        kernel && isGemm(kernel) && !llvm::is_contained(kernel.getInputs(), q))
+      return false;
+  return true;
 }
 
 } // namespace gptc::rt

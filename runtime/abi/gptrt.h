@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below or the manifest's meaning changes. */
-#define GPTRT_ABI_VERSION 34
+#define GPTRT_ABI_VERSION 35
 
 typedef struct gptrt_context gptrt_context;
 
@@ -471,6 +471,23 @@ void gptrt_state_quantize_fp8_transposed_bgrad(
     void *db, float *scale, int64_t rows, int64_t cols, int64_t format,
     int64_t stat_slot, int64_t x_dtype, int64_t db_dtype,
     int64_t history_length, double fp8_max, int64_t margin,
+    int64_t power_of_two, double eps, int64_t most_recent);
+/* Both delayed-scaling casts of x at the one scale of its amax history, as
+ * gptrt_quantize_fp8_dual(_bgrad) at the scale gptrt_fp8_state_scale makes
+ * (stored in scale[0]): the row-major copy a forward or grad_input GEMM
+ * reads and the transposed one of the grad_weight GEMM, when both casts
+ * read one history (rt-fuse-delayed-dual-cast). */
+void gptrt_state_quantize_fp8_dual(
+    gptrt_context *ctx, const void *x, const float *history, uint8_t *q,
+    uint8_t *q_t, float *scale, int64_t rows, int64_t cols, int64_t format,
+    int64_t stat_slot, int64_t stat_slot_t, int64_t x_dtype,
+    int64_t history_length, double fp8_max, int64_t margin,
+    int64_t power_of_two, double eps, int64_t most_recent);
+void gptrt_state_quantize_fp8_dual_bgrad(
+    gptrt_context *ctx, const void *x, const float *history, uint8_t *q,
+    uint8_t *q_t, void *db, float *scale, int64_t rows, int64_t cols,
+    int64_t format, int64_t stat_slot, int64_t stat_slot_t, int64_t x_dtype,
+    int64_t db_dtype, int64_t history_length, double fp8_max, int64_t margin,
     int64_t power_of_two, double eps, int64_t most_recent);
 /* c = op(a) op(b) / (scale_a[0] * scale_b[0]) on FP8 codes (decoded
  * exactly, accumulated in f32); layouts and strides as gptrt_matmul. c is

@@ -860,6 +860,32 @@ GPTRT_EXPORT void gptrt_state_quantize_fp8_transposed_bgrad(
                statSlot, xDtype, dbDtype, &scaleArgs);
 }
 
+GPTRT_EXPORT void gptrt_state_quantize_fp8_dual(
+    gptrt_context *ctx, const void *xData, const float *history, uint8_t *q,
+    uint8_t *qT, float *scale, int64_t rows, int64_t cols, int64_t format,
+    int64_t statSlot, int64_t statSlotT, int64_t xDtype, int64_t length,
+    double fp8Max, int64_t margin, int64_t powerOfTwo, double eps,
+    int64_t mostRecent) {
+  const CastScaleArgs scaleArgs = CastScaleArgs::fromHistory(
+      history, scale, length, fp8Max, margin, powerOfTwo, eps, mostRecent);
+  quantizeDual(ctx, "gptrt_state_quantize_fp8_dual", xData, scale, q, qT,
+               /*db=*/nullptr, rows, cols, format, statSlot, statSlotT, xDtype,
+               /*dbDtype=*/0, &scaleArgs);
+}
+
+GPTRT_EXPORT void gptrt_state_quantize_fp8_dual_bgrad(
+    gptrt_context *ctx, const void *xData, const float *history, uint8_t *q,
+    uint8_t *qT, void *db, float *scale, int64_t rows, int64_t cols,
+    int64_t format, int64_t statSlot, int64_t statSlotT, int64_t xDtype,
+    int64_t dbDtype, int64_t length, double fp8Max, int64_t margin,
+    int64_t powerOfTwo, double eps, int64_t mostRecent) {
+  const CastScaleArgs scaleArgs = CastScaleArgs::fromHistory(
+      history, scale, length, fp8Max, margin, powerOfTwo, eps, mostRecent);
+  quantizeDual(ctx, "gptrt_state_quantize_fp8_dual_bgrad", xData, scale, q, qT,
+               db, rows, cols, format, statSlot, statSlotT, xDtype, dbDtype,
+               &scaleArgs);
+}
+
 GPTRT_EXPORT void gptrt_scaled_matmul(
     gptrt_context *ctx, const uint8_t *a, const uint8_t *b,
     const float *scaleA, const float *scaleB, void *c, int64_t batch,
@@ -3012,6 +3038,8 @@ const std::vector<AbiSymbol> &abiSymbols() {
       GPTRT_SYM(gptrt_state_quantize_fp8),
       GPTRT_SYM(gptrt_state_quantize_fp8_transposed),
       GPTRT_SYM(gptrt_state_quantize_fp8_transposed_bgrad),
+      GPTRT_SYM(gptrt_state_quantize_fp8_dual),
+      GPTRT_SYM(gptrt_state_quantize_fp8_dual_bgrad),
       GPTRT_SYM(gptrt_quantize_fp8_transposed_bgrad),
       GPTRT_SYM(gptrt_global_norm),
       GPTRT_SYM(gptrt_clip_scale),

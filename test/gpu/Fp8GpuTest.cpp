@@ -438,6 +438,18 @@ TEST_F(GpuTest, ScaleQuantizeMatchesCpu) {
           g(), devX, devHistory, sqB, sdb, s3, rows, cols, GPTRT_FP8_E4M3, -1,
           GPTRT_DTYPE_BF16, GPTRT_DTYPE_F32_ACCUMULATE, length, 448.0, 0, 0,
           1e-12, mostRecent);
+      // Both copies from one history (rt-fuse-delayed-dual-cast).
+      uint8_t *dq = alloc<uint8_t>(n), *dqT = alloc<uint8_t>(n),
+              *dqB = alloc<uint8_t>(n), *dqBT = alloc<uint8_t>(n);
+      float *ddb = upload(std::vector<float>(cols, 0.5f));
+      float *s5 = poisonedScale(), *s6 = poisonedScale();
+      gptrt_state_quantize_fp8_dual(
+          g(), devX, devHistory, dq, dqT, s5, rows, cols, GPTRT_FP8_E4M3, -1,
+          -1, GPTRT_DTYPE_BF16, length, 448.0, 0, 0, 1e-12, mostRecent);
+      gptrt_state_quantize_fp8_dual_bgrad(
+          g(), devX, devHistory, dqB, dqBT, ddb, s6, rows, cols, GPTRT_FP8_E4M3,
+          -1, -1, GPTRT_DTYPE_BF16, GPTRT_DTYPE_F32_ACCUMULATE, length, 448.0,
+          0, 0, 1e-12, mostRecent);
       expectOk();
       std::vector<uint8_t> cq(n), cqT(n), cqB(n);
       std::vector<float> cdb(cols, 0.5f);
@@ -462,6 +474,13 @@ TEST_F(GpuTest, ScaleQuantizeMatchesCpu) {
       EXPECT_EQ(download(sqT, n), cqT);
       EXPECT_EQ(download(sqB, n), cqB);
       EXPECT_EQ(download(sdb, cols), cdb);
+      EXPECT_EQ(download(s5, 1)[0], c1);
+      EXPECT_EQ(download(s6, 1)[0], c1);
+      EXPECT_EQ(download(dq, n), cq);
+      EXPECT_EQ(download(dqT, n), cqT);
+      EXPECT_EQ(download(dqB, n), cq);
+      EXPECT_EQ(download(dqBT, n), cqT);
+      EXPECT_EQ(download(ddb, cols), cdb);
       // No rows: no cast kernel, the scale stored all the same.
       float *s4 = poisonedScale();
       gptrt_state_quantize_fp8_transposed(

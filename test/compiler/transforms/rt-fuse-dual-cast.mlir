@@ -189,3 +189,35 @@ func.func @transposed_bias_gradient() {
   rt.kernel "reduce_rows" ins(%g : memref<32x64xbf16>) outs(%db : memref<64xf32>) consts [32, 64, 2, 1]
   return
 }
+
+// -----
+
+// A parameter that nothing in the entry point writes, cast for the forward
+// and (after other GEMMs) transposed for grad_input with one scale: both
+// copies where the first cast was, the transposed one held in place of a
+// second read of the f32 weight.
+rt.arena @params params size = 12288
+// CHECK-LABEL: func.func @weight
+// CHECK: rt.kernel "quantize_fp8_dual" ins(%{{.*}}, %{{.*}} : memref<48x64xf32>, memref<f32>) outs(%[[Q:.*]], %[[WT:.*]] : memref<48x64xf8E4M3FN>, memref<64x48xf8E4M3FN>) consts [48, 64, 0, -1, -1, 1]
+// CHECK: rt.kernel "scaled_matmul" ins(%{{.*}}, %[[Q]],
+// CHECK-NOT: quantize_fp8_transposed
+// CHECK: rt.kernel "scaled_matmul" ins(%{{.*}}, %[[WT]],
+func.func @weight() {
+  %s = rt.alloc : memref<f32>
+  %w = rt.view @params[0] : memref<48x64xf32>
+  %q = rt.alloc : memref<48x64xf8E4M3FN>
+  rt.kernel "quantize_fp8" ins(%w, %s : memref<48x64xf32>, memref<f32>) outs(%q : memref<48x64xf8E4M3FN>) consts [3072, 0, -1, 1]
+  %x = rt.alloc : memref<32x64xf8E4M3FN>
+  %y = rt.alloc : memref<32x48xbf16>
+  rt.kernel "scaled_matmul" ins(%x, %q, %s, %s : memref<32x64xf8E4M3FN>, memref<48x64xf8E4M3FN>, memref<f32>, memref<f32>) outs(%y : memref<32x48xbf16>) consts [1, 32, 48, 64, 0, 1, 0, 0, 0, 0, 0, 1, 2]
+  %a = rt.alloc : memref<32x48xf8E4M3FN>
+  %b = rt.alloc : memref<16x48xf8E4M3FN>
+  %z = rt.alloc : memref<32x16xbf16>
+  rt.kernel "scaled_matmul" ins(%a, %b, %s, %s : memref<32x48xf8E4M3FN>, memref<16x48xf8E4M3FN>, memref<f32>, memref<f32>) outs(%z : memref<32x16xbf16>) consts [1, 32, 16, 48, 0, 1, 0, 0, 0, 0, 0, 1, 2]
+  %wt = rt.alloc : memref<64x48xf8E4M3FN>
+  rt.kernel "quantize_fp8_transposed" ins(%w, %s : memref<48x64xf32>, memref<f32>) outs(%wt : memref<64x48xf8E4M3FN>) consts [48, 64, 0, -1, 1]
+  %dy = rt.alloc : memref<32x48xf8E5M2>
+  %dx = rt.alloc : memref<32x64xbf16>
+  rt.kernel "scaled_matmul" ins(%dy, %wt, %s, %s : memref<32x48xf8E5M2>, memref<64x48xf8E4M3FN>, memref<f32>, memref<f32>) outs(%dx : memref<32x64xbf16>) consts [1, 32, 64, 48, 0, 1, 0, 0, 0, 1, 0, 0, 2]
+  return
+}

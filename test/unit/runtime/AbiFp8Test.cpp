@@ -995,13 +995,32 @@ TEST_F(AbiFp8Test, StateQuantizeIsTheStateScaleThenTheCast) {
           h, x.data(), history.data(), qBGot.data(), dbGot.data(), &gotB, rows,
           cols, GPTRT_FP8_E4M3, -1, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, length,
           448.0, 0, 0, 1e-12, mostRecent);
+      // Both copies from one history (rt-fuse-delayed-dual-cast).
+      float gotD = -1, gotDB = -1;
+      std::vector<uint8_t> qDGot(n, 0xDD), qDTGot(n, 0xDD), qDBGot(n, 0xDD),
+          qDBTGot(n, 0xDD);
+      std::vector<float> dbDGot(cols, -3.0f);
+      gptrt_state_quantize_fp8_dual(h, x.data(), history.data(), qDGot.data(),
+                                    qDTGot.data(), &gotD, rows, cols,
+                                    GPTRT_FP8_E4M3, -1, -1, GPTRT_DTYPE_F32,
+                                    length, 448.0, 0, 0, 1e-12, mostRecent);
+      gptrt_state_quantize_fp8_dual_bgrad(
+          h, x.data(), history.data(), qDBGot.data(), qDBTGot.data(),
+          dbDGot.data(), &gotDB, rows, cols, GPTRT_FP8_E4M3, -1, -1,
+          GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, length, 448.0, 0, 0, 1e-12,
+          mostRecent);
       ASSERT_FALSE(ctx.failed()) << ctx.error();
-      for (float s : {got, gotT, gotB})
+      for (float s : {got, gotT, gotB, gotD, gotDB})
         EXPECT_EQ(std::memcmp(&s, &want, 4), 0) << s << " vs " << want;
       EXPECT_EQ(qGot, q);
       EXPECT_EQ(qTGot, qT);
       EXPECT_EQ(qBGot, qT);
       EXPECT_EQ(dbGot, db);
+      EXPECT_EQ(qDGot, q);
+      EXPECT_EQ(qDTGot, qT);
+      EXPECT_EQ(qDBGot, q);
+      EXPECT_EQ(qDBTGot, qT);
+      EXPECT_EQ(dbDGot, db);
     }
   std::vector<uint8_t> q(n);
   float scale = 0;
@@ -1009,6 +1028,14 @@ TEST_F(AbiFp8Test, StateQuantizeIsTheStateScaleThenTheCast) {
                            n, GPTRT_FP8_E4M3, -1, GPTRT_DTYPE_F32, 0, 448.0, 0,
                            0, 1e-12, 0);
   EXPECT_THAT(ctx.error(), ::testing::HasSubstr("history_length 0"));
+  ctx.clearError();
+  std::vector<uint8_t> qT(n);
+  gptrt_state_quantize_fp8_dual(
+      h, x.data(), histories[1].data(), q.data(), qT.data(), &scale, rows, cols,
+      GPTRT_FP8_E4M3, -1, -1, GPTRT_DTYPE_F32, -2, 448.0, 0, 0, 1e-12, 0);
+  EXPECT_THAT(ctx.error(),
+              ::testing::HasSubstr("gptrt_state_quantize_fp8_dual"));
+  EXPECT_THAT(ctx.error(), ::testing::HasSubstr("history_length -2"));
   ctx.clearError();
 }
 
