@@ -298,6 +298,17 @@ int gptcMain(int argc, char **argv) {
                      "=false keeps the separate updates, with the same "
                      "numbers"),
       llvm::cl::init(true), llvm::cl::cat(category));
+  llvm::cl::opt<bool> hoistTransposedCasts(
+      "hoist-transposed-casts",
+      llvm::cl::desc("Make each transposed FP8 cast that is the last reader "
+                     "of its tensor right after the tensor's producer "
+                     "(rt-hoist-transposed-casts; default true): under "
+                     "fp8-delayed a layernorm's or GELU's output then dies "
+                     "in the forward and its transposed FP8 copy, half the "
+                     "bytes, is kept for the backward. =false keeps the "
+                     "casts where the backward needs them, with the same "
+                     "numbers"),
+      llvm::cl::init(true), llvm::cl::cat(category));
   llvm::cl::opt<bool> batchFp8StateScales(
       "batch-fp8-state-scales",
       llvm::cl::desc("Make fp8-delayed's scales at the start of each step, "
@@ -556,6 +567,8 @@ int gptcMain(int argc, char **argv) {
         lower.addPass(createRtBatchFp8StateUpdates());
       if (fuseDualCasts)
         lower.addPass(createRtFuseDelayedDualCast());
+      if (hoistTransposedCasts)
+        lower.addPass(createRtHoistTransposedCasts());
       if (batchFp8StateScales)
         lower.addPass(createRtBatchFp8StateScales());
       if (batchAdamw)

@@ -748,6 +748,35 @@ def RtBatchFp8StateUpdates
   ];
 }
 
+def RtHoistTransposedCasts
+    : Pass<"rt-hoist-transposed-casts", "::mlir::ModuleOp"> {
+  let summary = "Makes a tensor's last transposed FP8 cast right after its producer";
+  let description = [{
+    Runs after rt-fuse-delayed-dual-cast, before rt-plan-memory. Under
+    delayed scaling a forward activation that the backward reads only to
+    cast it transposed for grad_weight (a layernorm's or GELU's output)
+    has its row-major FP8 copy made by its producer's fused cast, and its
+    transposed copy (`state_quantize_fp8_transposed`) made in the backward:
+    its bf16 values, two bytes an element, stay alive through the whole
+    step for that one read. A transposed FP8 cast (any `*quantize*_transposed*`
+    kernel) whose input buffer (an rt.alloc) nothing else reads after its
+    producer -- the last kernel before it that writes the buffer -- moves
+    to just after the producer, when its other inputs (scale, amax
+    history) already hold their values there and nothing in between uses
+    its outputs: the buffer then dies with the producer and the FP8
+    transposed copy, one byte an element, is what lives until the backward.
+    The same kernels with the same inputs, so the same numbers; on a GPU
+    the cast reads the tensor right after it was written (from L2 when it
+    fits). A backward gradient's transposed cast (with its bias gradient)
+    moves in front of the grad_input GEMM the same way.
+    `gptc --hoist-transposed-casts=false` leaves this pass out.
+  }];
+  let dependentDialects = ["::gptc::rt::RtDialect"];
+  let statistics = [
+    Statistic<"hoisted", "hoisted", "transposed casts moved to their producer">,
+  ];
+}
+
 def RtBatchFp8StateScales
     : Pass<"rt-batch-fp8-state-scales", "::mlir::ModuleOp"> {
   let summary = "Makes delayed scaling's scales in a few kernels at the start of a step";

@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """fp8-fuse-amax, fp8-fuse-cast, fp8-transpose-casts, fp8-reuse-scales,
 rt-fuse-dual-cast, rt-fuse-cast-scale, rt-batch-fp8-state-updates,
-rt-fuse-delayed-dual-cast and rt-batch-fp8-state-scales change where amaxes, scales, FP8 casts and amax
+rt-fuse-delayed-dual-cast, rt-hoist-transposed-casts and
+rt-batch-fp8-state-scales change where amaxes, scales, FP8 casts and amax
 histories are computed (and which copy of a forward activation the
 backward keeps),
 never their values: the tiny GPT compiled with all of them, without the
 fusions (--fp8-fusion=false --fuse-dual-casts=false
 --fuse-classifier=false --fuse-qkv-attention=false
 --fuse-cast-scales=false --batch-fp8-state-updates=false
---batch-fp8-state-scales=false, which also keep
+--batch-fp8-state-scales=false --hoist-transposed-casts=false, which also keep
 the bias gradients, the amaxes of the logits' gradient and the attention
 output, the scale kernels and the history updates apart)
 and without the layout passes (--fp8-transpose-casts=false
@@ -39,7 +40,8 @@ def main():
                               "--fuse-qkv-attention=false",
                               "--fuse-cast-scales=false",
                               "--batch-fp8-state-updates=false",
-                              "--batch-fp8-state-scales=false"],
+                              "--batch-fp8-state-scales=false",
+                              "--hoist-transposed-casts=false"],
                     "layout-off": ["--fp8-transpose-casts=false",
                                    "--fp8-reuse-scales=false"]}
         not_tn, rts = {}, {}
@@ -111,6 +113,19 @@ def main():
                                         or not updates["true"] < updates["false"]):
             failures.append("fp8-delayed: no history update batched (%d separate, "
                             "%d without the pass)" % (updates["true"], updates["false"]))
+        # Delayed scaling: the transposed casts of the forward activations
+        # the backward reads only for grad_weight run right after their
+        # producers (rt-hoist-transposed-casts).
+        if policy == "fp8-delayed":
+            def hoisted(rt):
+                train = rt.split("func.func @train_step")[1].split("func.func @")[0]
+                names = re.findall(r'rt\.kernel "(\w+)"', train)
+                return sum(1 for a, b in zip(names, names[1:])
+                           if a.endswith("_fwd_cast") and b == "state_quantize_fp8_transposed")
+            if hoisted(rts["true"]) == 0 or hoisted(rts["false"]) != 0:
+                failures.append("fp8-delayed: transposed casts right after their "
+                                "producers %d (%d without the pass)" % (
+                                    hoisted(rts["true"]), hoisted(rts["false"])))
         # Delayed scaling: the scales the casts do not make themselves are
         # made at the start of train_step (rt-batch-fp8-state-scales).
         if policy == "fp8-delayed":
