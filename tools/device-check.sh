@@ -34,7 +34,7 @@ if [[ "${1:-}" == "--pack" ]]; then
   pack=$build/devcheck-files
   rm -rf "$pack" "$dest"
   mkdir -p "$pack/bin" "$pack/lib" "$pack/artifacts" "$pack/data"
-  for b in gpu-tests runtime-cuda-parity-tests gptrun attention-bench; do
+  for b in gpu-tests runtime-cuda-parity-tests gptrun attention-bench gemm-bench; do
     [[ -x $build/bin/$b ]] || { echo "device-check: $build/bin/$b is missing: build it first (ninja -C $build $b)"; exit 1; }
     cp "$build/bin/$b" "$pack/bin/"
   done
@@ -407,6 +407,52 @@ else
     --micro-batch "$bench_micro_batch"
   rc=$?
   bench_row bench-torch-attention "$out/bench-torch-attention.log" $rc attention_note
+fi
+
+# gptc's side of the per-GEMM table (tools/bench/gemm_bench.cpp): the same
+# 124M and 774M shapes through our cuBLASLt path, bf16 against FP8 in the
+# layouts train_step uses; the note gives FP8's speed-up over our bf16 and,
+# when PyTorch's table ran above, PyTorch's time over ours per precision
+# (geometric means per config; above 1 means ours is faster).
+gemm_compare_note() {
+  "$bench_python" - "$1" "$2" <<'EOF'
+import json, math, sys
+def rows(path):
+    try:
+        return [json.loads(line[len("RESULT "):]) for line in open(path) if line.startswith("RESULT ")]
+    except OSError:
+        return []
+ours, torch = rows(sys.argv[1]), {(r["config"], r["name"]): r for r in rows(sys.argv[2])}
+def geomean(values):
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+parts = []
+for config in dict.fromkeys(r["config"] for r in ours):
+    mine = [r for r in ours if r["config"] == config]
+    part = "%s fp8 %.2fx bf16 (%.2fx with cast)" % (
+        config, geomean([r["bf16_us"] / r["fp8_us"] for r in mine]),
+        geomean([r["bf16_us"] / r["fp8_with_cast_us"] for r in mine]))
+    both = [(r, torch[(config, r["name"])]) for r in mine if (config, r["name"]) in torch]
+    if both:
+        part += ", torch/ours bf16 %.2f fp8 %.2f" % (
+            geomean([t["bf16_us"] / r["bf16_us"] for r, t in both]),
+            geomean([t["fp8_us"] / r["fp8_us"] for r, t in both]))
+    parts.append(part)
+print("; ".join(parts) + " (geomean of %d GEMMs; max rel err %.3f)" % (
+    len(ours), max(r["rel_err"] for r in ours)))
+EOF
+}
+name=bench-gptc-gemm
+if [[ ! -x $pack/bin/gemm-bench ]]; then
+  record "$name" FAIL "gemm-bench not packed: rerun tools/device-check.sh --pack"
+else
+  run_step "$name" 60 "$name.log" "$pack/bin/gemm-bench" --configs 124m,774m \
+    --micro-batch "$bench_micro_batch"
+  rc=$?
+  if [[ $rc == 0 ]] && grep -q '^RESULT ' "$out/$name.log"; then
+    record "$name" PASS "$(gemm_compare_note "$out/$name.log" "$out/bench-torch-gemm.log" 2>&1 | tail -n 1)"
+  else
+    record_failed "$name" $rc "$out/$name.log"
+  fi
 fi
 
 # gptc's attention kernels at the same shape (GPT-2 124M: micro-batch x 12

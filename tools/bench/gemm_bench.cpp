@@ -1,0 +1,337 @@
+// gemm-bench: times the GEMMs of one GPT-2 training step through gptc's
+// runtime -- bf16 against FP8, each in the layout and form gptc's
+// train_step calls it -- the gptc side of device-check's per-GEMM table
+// (tools/bench/torch_gpt2.py --gemm-table times the same shapes through
+// PyTorch).
+//
+//   gemm-bench --configs 124m,774m --micro-batch 16
+//
+// For each linear layer (qkv, attn.proj, fc, mlp.proj, lm_head) over
+// M = micro-batch x seq tokens, its three GEMMs:
+//   fwd    bf16: gptrt_matmul_bf16 (x, W^T) -> bf16
+//          fp8:  gptrt_scaled_matmul E4M3 x E4M3, fast accumulation -> bf16
+//   dgrad  bf16: gptrt_matmul_bf16 (dy, W) -> bf16
+//          fp8:  gptrt_scaled_matmul E5M2 x E4M3 -> bf16
+//   wgrad  bf16: gptrt_matmul_bf16_accumulate (dy^T, x) into f32
+//          fp8:  gptrt_scaled_matmul_accumulate E5M2 x E4M3 into f32
+// FP8 operands are K-contiguous ("TN"), as gptc's casts make them; the
+// epilogues (bias, GELU, bias gradient) are left out on both sides.
+// "+cast" adds what casting both operands from bf16 costs when nothing is
+// fused: gptrt_amax and gptrt_scale_quantize_fp8 of each (torch's +cast
+// column does the same). rel err: |fp8 - bf16| / |bf16| of the first rows
+// of the fwd-layout product, a few % from FP8 rounding; about 1.4 would
+// mean wrong operands. Inputs N(0, 1) from a fixed seed. Each time is the
+// median over --repeats of a batch of calls (about 10 ms of GEMMs, at most
+// 200 calls) between two device synchronisations, per call.
+//
+// Prints a table and one `RESULT {json}` per GEMM (the fields of
+// torch_gpt2.py's); exit 0, 1 on a kernel error or a bad product, 2
+// refused (bad flags, or no GPU for --device cuda).
+#include "runtime/abi/gptrt.h"
+#include "runtime/core/Context.h"
+#include "runtime/cpu/Bf16.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace {
+
+using gptrt::Context;
+
+struct Options {
+  std::string device = "cuda", configs = "124m,774m";
+  int64_t microBatch = 16;
+  int iters = 0, repeats = 3; // iters 0: sized per shape
+};
+
+struct Config {
+  const char *name;
+  int64_t width, seq;
+};
+
+// GPT-2's widths (as torch_gpt2.py's CONFIGS) and the padded vocabulary
+// gptc's models use for lm_head.
+const Config kConfigs[] = {
+    {"tiny", 128, 64}, {"124m", 768, 1024}, {"774m", 1280, 1024}};
+constexpr int64_t kPaddedVocab = 50304;
+
+struct Gemm {
+  std::string config, name;
+  int64_t m, n, k;
+  enum Kind { Fwd, Dgrad, Wgrad } kind;
+};
+
+[[noreturn]] void refuse(const std::string &why, int code = 2) {
+  std::fprintf(stderr, "gemm-bench: %s\n", why.c_str());
+  std::exit(code);
+}
+
+int64_t positive(const std::string &flag, const char *text) {
+  char *end = nullptr;
+  long long v = std::strtoll(text, &end, 10);
+  if (!end || *end || v <= 0)
+    refuse(flag + " '" + text + "': expected a positive integer");
+  return v;
+}
+
+Options parse(int argc, char **argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (i + 1 >= argc)
+      refuse(flag + " needs a value (see the header of gemm_bench.cpp)");
+    const char *value = argv[++i];
+    if (flag == "--device")
+      o.device = value;
+    else if (flag == "--configs")
+      o.configs = value;
+    else if (flag == "--micro-batch")
+      o.microBatch = positive(flag, value);
+    else if (flag == "--iters")
+      o.iters = int(positive(flag, value));
+    else if (flag == "--repeats")
+      o.repeats = int(positive(flag, value));
+    else
+      refuse("unknown flag " + flag +
+             "; expected --device, --configs, "
+             "--micro-batch, --iters or --repeats");
+  }
+  if (o.device != "cuda" && o.device != "cpu")
+    refuse("--device '" + o.device + "': expected cuda or cpu");
+  return o;
+}
+
+// Every linear layer's three GEMMs, out (m, n) = a (m, k) b (k, n), in
+// torch_gpt2.py's gemm_shapes order and names.
+std::vector<Gemm> gemmsOf(const Options &o) {
+  std::vector<Gemm> gemms;
+  std::stringstream list(o.configs);
+  std::string name;
+  while (std::getline(list, name, ',')) {
+    const Config *config = nullptr;
+    for (const Config &c : kConfigs)
+      if (name == c.name)
+        config = &c;
+    if (!config)
+      refuse("--configs: '" + name +
+             "' is not a config; expected some of "
+             "tiny,124m,774m");
+    const int64_t c = config->width, m = o.microBatch * config->seq;
+    const struct {
+      const char *name;
+      int64_t out, in;
+    } linears[] = {{"qkv", 3 * c, c},
+                   {"attn.proj", c, c},
+                   {"fc", 4 * c, c},
+                   {"mlp.proj", c, 4 * c},
+                   {"lm_head", kPaddedVocab, c}};
+    for (const auto &l : linears) {
+      gemms.push_back(
+          {name, std::string(l.name) + ".fwd", m, l.out, l.in, Gemm::Fwd});
+      gemms.push_back(
+          {name, std::string(l.name) + ".dgrad", m, l.in, l.out, Gemm::Dgrad});
+      gemms.push_back(
+          {name, std::string(l.name) + ".wgrad", l.out, l.in, m, Gemm::Wgrad});
+    }
+  }
+  return gemms;
+}
+
+size_t aligned(size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+// Microseconds per call: the median over `repeats` of `iters` calls.
+double timeCalls(Context &ctx, int iters, int repeats,
+                 const std::function<void()> &call) {
+  call(); // warm-up: cuBLASLt plans, scratch
+  ctx.synchronize();
+  std::vector<double> us;
+  for (int r = 0; r < repeats; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < iters; ++i)
+      call();
+    ctx.synchronize();
+    const std::chrono::duration<double, std::micro> took =
+        std::chrono::steady_clock::now() - start;
+    us.push_back(took.count() / iters);
+  }
+  std::sort(us.begin(), us.end());
+  return us[us.size() / 2];
+}
+
+// The buffers of the largest GEMM, carved out of one arena.
+struct Buffers {
+  uint16_t *a, *b;     // bf16 operands: a (m, k) and b (n, k) elements
+  uint8_t *a8, *b8;    // their FP8 codes
+  void *c;             // the product: f32 or bf16, m x n
+  float *cRef, *cFp8;  // the error check's two f32 products
+  float *amax, *scale; // [a, b] each
+};
+
+} // namespace
+
+int main(int argc, char **argv) {
+  const Options o = parse(argc, argv);
+  const std::vector<Gemm> gemms = gemmsOf(o);
+  // The error check multiplies the first rows only.
+  constexpr int64_t kCheckRows = 256;
+  size_t maxA = 0, maxB = 0, maxC = 0, maxCheck = 0;
+  for (const Gemm &g : gemms) {
+    maxA = std::max(maxA, size_t(g.m * g.k));
+    maxB = std::max(maxB, size_t(g.n * g.k));
+    maxC = std::max(maxC, size_t(g.m * g.n));
+    maxCheck = std::max(maxCheck, size_t(std::min(g.m, kCheckRows) * g.n));
+  }
+  const size_t bytes = aligned(2 * maxA) + aligned(2 * maxB) + aligned(maxA) +
+                       aligned(maxB) + aligned(4 * maxC) +
+                       2 * aligned(4 * maxCheck) + 2 * aligned(16);
+  int failures = 0;
+  try {
+    Context ctx(gptrt::parseDevice(o.device), {{"bench", bytes, 256}});
+    char *p = static_cast<char *>(ctx.arenaBase(0));
+    auto take = [&](size_t size) {
+      char *at = p;
+      p += aligned(size);
+      return at;
+    };
+    Buffers buf;
+    buf.a = reinterpret_cast<uint16_t *>(take(2 * maxA));
+    buf.b = reinterpret_cast<uint16_t *>(take(2 * maxB));
+    buf.a8 = reinterpret_cast<uint8_t *>(take(maxA));
+    buf.b8 = reinterpret_cast<uint8_t *>(take(maxB));
+    buf.c = take(4 * maxC);
+    buf.cRef = reinterpret_cast<float *>(take(4 * maxCheck));
+    buf.cFp8 = reinterpret_cast<float *>(take(4 * maxCheck));
+    buf.amax = reinterpret_cast<float *>(take(16));
+    buf.scale = reinterpret_cast<float *>(take(16));
+    {
+      std::mt19937 rng(1234);
+      std::normal_distribution<float> normal;
+      std::vector<uint16_t> host(std::max(maxA, maxB));
+      for (uint16_t *dest : {buf.a, buf.b}) {
+        const size_t n = dest == buf.a ? maxA : maxB;
+        for (size_t i = 0; i < n; ++i)
+          host[i] = gptrt::cpu::floatToBf16(normal(rng));
+        ctx.copyIn(dest, host.data(), 2 * n);
+      }
+    }
+    gptrt_context *h = ctx.handle();
+    std::printf("GEMMs of one training step (M = micro-batch %lld x seq) "
+                "through gptc's runtime on %s; microseconds per GEMM\n",
+                (long long)o.microBatch, o.device.c_str());
+    std::printf("%-6s %-16s %7s %7s %7s %10s %10s %10s %7s %7s %9s\n", "config",
+                "gemm", "m", "n", "k", "bf16 us", "fp8 us", "+cast us", "fp8 x",
+                "+cast x", "rel err");
+    for (const Gemm &g : gemms) {
+      const int64_t formatA =
+          g.kind == Gemm::Fwd ? GPTRT_FP8_E4M3 : GPTRT_FP8_E5M2;
+      const double fp8MaxA = formatA == GPTRT_FP8_E4M3 ? 448.0 : 57344.0;
+      const int64_t fastAccum = g.kind == Gemm::Fwd ? 1 : 0;
+      // Amax, scale and cast of both operands: the codes the FP8 GEMM
+      // reads, and the +cast column's extra work.
+      auto cast = [&] {
+        gptrt_amax(h, buf.a, buf.amax, g.m * g.k, GPTRT_DTYPE_BF16);
+        gptrt_scale_quantize_fp8(h, buf.a, buf.amax, buf.a8, buf.scale,
+                                 g.m * g.k, formatA, -1, GPTRT_DTYPE_BF16,
+                                 fp8MaxA, 0, 0, 1e-12);
+        gptrt_amax(h, buf.b, buf.amax + 1, g.n * g.k, GPTRT_DTYPE_BF16);
+        gptrt_scale_quantize_fp8(h, buf.b, buf.amax + 1, buf.b8, buf.scale + 1,
+                                 g.n * g.k, GPTRT_FP8_E4M3, -1,
+                                 GPTRT_DTYPE_BF16, 448.0, 0, 0, 1e-12);
+      };
+      cast();
+      // gptc's layouts: bf16 fwd (0, 1), dgrad (0, 0), wgrad (1, 0) into
+      // the f32 gradient; every FP8 GEMM (0, 1).
+      auto bf16 = [&] {
+        if (g.kind == Gemm::Wgrad)
+          gptrt_matmul_bf16_accumulate(h, buf.a, buf.b,
+                                       static_cast<float *>(buf.c), 1, g.m, g.n,
+                                       g.k, 1, 0, 0, 0, 0);
+        else
+          gptrt_matmul_bf16(h, buf.a, buf.b, buf.c, 1, g.m, g.n, g.k, 0,
+                            g.kind == Gemm::Fwd ? 1 : 0, 0, 0, 0,
+                            GPTRT_DTYPE_BF16);
+      };
+      auto fp8 = [&] {
+        if (g.kind == Gemm::Wgrad)
+          gptrt_scaled_matmul_accumulate(
+              h, buf.a8, buf.b8, buf.scale, buf.scale + 1,
+              static_cast<float *>(buf.c), 1, g.m, g.n, g.k, 0, 1, 0, 0, 0,
+              formatA, GPTRT_FP8_E4M3, fastAccum);
+        else
+          gptrt_scaled_matmul(h, buf.a8, buf.b8, buf.scale, buf.scale + 1,
+                              buf.c, 1, g.m, g.n, g.k, 0, 1, 0, 0, 0, formatA,
+                              GPTRT_FP8_E4M3, fastAccum, GPTRT_DTYPE_BF16);
+      };
+      // The check: the first rows of a b^T in bf16 and in FP8, both f32.
+      const int64_t rows = std::min(g.m, kCheckRows);
+      gptrt_matmul_bf16(h, buf.a, buf.b, buf.cRef, 1, rows, g.n, g.k, 0, 1, 0,
+                        0, 0, GPTRT_DTYPE_F32);
+      gptrt_scaled_matmul(h, buf.a8, buf.b8, buf.scale, buf.scale + 1, buf.cFp8,
+                          1, rows, g.n, g.k, 0, 1, 0, 0, 0, formatA,
+                          GPTRT_FP8_E4M3, fastAccum, GPTRT_DTYPE_F32);
+      std::vector<float> ref(size_t(rows * g.n)), got(ref.size());
+      ctx.copyOut(ref.data(), buf.cRef, 4 * ref.size());
+      ctx.copyOut(got.data(), buf.cFp8, 4 * got.size());
+      if (ctx.failed())
+        refuse(g.config + " " + g.name + ": " + ctx.error(), 1);
+      double diff = 0, norm = 0;
+      for (size_t i = 0; i < ref.size(); ++i) {
+        diff += double(got[i] - ref[i]) * (got[i] - ref[i]);
+        norm += double(ref[i]) * ref[i];
+      }
+      const double relErr = std::sqrt(diff / norm);
+      // About 10 ms of GEMMs per measurement at 500 TFLOP/s.
+      const double flops = 2.0 * g.m * g.n * g.k;
+      const int iters =
+          o.iters ? o.iters
+                  : int(std::clamp(std::round(5e12 / flops), 5.0, 200.0));
+      const double bf16Us = timeCalls(ctx, iters, o.repeats, bf16);
+      const double fp8Us = timeCalls(ctx, iters, o.repeats, fp8);
+      const double castUs = timeCalls(ctx, iters, o.repeats, [&] {
+        cast();
+        fp8();
+      });
+      if (ctx.failed())
+        refuse(g.config + " " + g.name + ": " + ctx.error(), 1);
+      const bool bad = !std::isfinite(relErr) || relErr > 0.2;
+      failures += bad;
+      std::printf("%-6s %-16s %7lld %7lld %7lld %10.1f %10.1f %10.1f %7.2f "
+                  "%7.2f %9.2e%s\n",
+                  g.config.c_str(), g.name.c_str(), (long long)g.m,
+                  (long long)g.n, (long long)g.k, bf16Us, fp8Us, castUs,
+                  bf16Us / fp8Us, bf16Us / castUs, relErr,
+                  bad ? "  <- FP8 product off: wrong operands or scales" : "");
+      std::printf("RESULT {\"framework\": \"gptc\", \"kind\": \"gemm\", "
+                  "\"device\": \"%s\", \"config\": \"%s\", \"name\": "
+                  "\"%s\", \"m\": %lld, \"n\": %lld, \"k\": %lld, "
+                  "\"bf16_us\": %.2f, \"fp8_us\": %.2f, "
+                  "\"fp8_with_cast_us\": %.2f, \"rel_err\": %.3e}\n",
+                  o.device.c_str(), g.config.c_str(), g.name.c_str(),
+                  (long long)g.m, (long long)g.n, (long long)g.k, bf16Us, fp8Us,
+                  castUs, relErr);
+      std::fflush(stdout);
+    }
+  } catch (const std::exception &e) {
+    const std::string what = e.what();
+    const bool noGpu =
+        what.find("no CUDA device") != std::string::npos ||
+        what.find("not built into this runtime") != std::string::npos;
+    refuse(what, noGpu ? 2 : 1);
+  }
+  if (failures)
+    refuse(std::to_string(failures) +
+               " FP8 products more than 20% off the bf16 ones (rel err "
+               "column)",
+           1);
+  return 0;
+}
