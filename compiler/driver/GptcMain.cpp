@@ -284,9 +284,11 @@ int gptcMain(int argc, char **argv) {
                      "(current scaling) or the amax history (delayed) "
                      "themselves instead of separate scale_from_amax / "
                      "fp8_state_scale kernels (rt-fuse-cast-scale; default "
-                     "true): one launch fewer per such operand on a GPU. "
-                     "=false keeps the scale kernels, with the same "
-                     "numbers"),
+                     "true): one launch fewer per such operand on a GPU; "
+                     "under fp8-rowwise a cast along rows makes its "
+                     "amaxes, scales and codes in one kernel "
+                     "(rt-fuse-rowwise-cast). =false keeps the scale "
+                     "kernels, with the same numbers"),
       llvm::cl::init(true), llvm::cl::cat(category));
   llvm::cl::opt<bool> batchFp8StateUpdates(
       "batch-fp8-state-updates",
@@ -561,8 +563,10 @@ int gptcMain(int argc, char **argv) {
         lower.addPass(createRtFuseGradAccumulation());
       if (cacheWeightCasts)
         lower.addPass(createRtCacheWeightCasts());
-      if (fuseCastScales)
+      if (fuseCastScales) {
         lower.addPass(createRtFuseCastScale());
+        lower.addPass(createRtFuseRowwiseCast());
+      }
       if (batchFp8StateUpdates)
         lower.addPass(createRtBatchFp8StateUpdates());
       if (fuseDualCasts)

@@ -710,6 +710,30 @@ def RtFuseCastScale : Pass<"rt-fuse-cast-scale", "::mlir::ModuleOp"> {
   ];
 }
 
+def RtFuseRowwiseCast : Pass<"rt-fuse-rowwise-cast", "::mlir::ModuleOp"> {
+  let summary = "Makes a rowwise FP8 cast's amaxes, scales and codes in one kernel";
+  let description = [{
+    Runs after rt-cache-weight-casts, before rt-plan-memory. fp8-rowwise
+    casts each operand scaled along its rows with three kernels:
+    `amax_rows` (one amax a row), `row_scales` (a scale per amax) and
+    `quantize_rows` (the codes), two reads of the tensor and, on a GPU,
+    three launches with dependent waits. When the three work on one tensor
+    (the same bytes, rows, columns and dtype), nothing changes it from the
+    amax on, and nothing but `row_scales` reads the amaxes and nothing but
+    the cast the scales before the cast, they become one
+    `amax_quantize_rows` where the cast was, writing the amaxes, the
+    scales and the codes exactly as the three kernels do (on a GPU a warp
+    per row: the row's amax, its scale, then its codes from the row still
+    in cache). Casts scaled along columns (the transposed grad_weight
+    operands, whose amaxes span all rows) keep their three kernels.
+    `gptc --fuse-cast-scales=false` leaves this pass out.
+  }];
+  let dependentDialects = ["::gptc::rt::RtDialect"];
+  let statistics = [
+    Statistic<"fusedCasts", "fused-casts", "rowwise casts made in one kernel">,
+  ];
+}
+
 def RtBatchFp8StateUpdates
     : Pass<"rt-batch-fp8-state-updates", "::mlir::ModuleOp"> {
   let summary = "Updates delayed scaling's amax histories in a few kernels at the end of a step";

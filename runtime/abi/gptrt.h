@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below or the manifest's meaning changes. */
-#define GPTRT_ABI_VERSION 35
+#define GPTRT_ABI_VERSION 36
 
 typedef struct gptrt_context gptrt_context;
 
@@ -530,6 +530,16 @@ void gptrt_quantize_rows(gptrt_context *ctx, const void *x,
                          const float *scales, uint8_t *q, int64_t rows,
                          int64_t cols, int64_t along_cols, int64_t format,
                          int64_t stat_slot, int64_t x_dtype);
+/* gptrt_amax_rows, gptrt_row_scales and gptrt_quantize_rows of x along its
+ * rows (along_cols 0) in one call (rt-fuse-rowwise-cast): amax[r],
+ * scales[r] and the codes exactly as the three calls make them; on a GPU
+ * one kernel, a warp per row, that reads the row for its amax and again,
+ * from cache, for its codes. */
+void gptrt_amax_quantize_rows(gptrt_context *ctx, const void *x, float *amax,
+                              float *scales, uint8_t *q, int64_t rows,
+                              int64_t cols, int64_t format, int64_t stat_slot,
+                              int64_t x_dtype, double fp8_max, int64_t margin,
+                              int64_t power_of_two, double eps);
 /* The same codes written transposed, q[c * rows + r] (fp8-transpose-casts
  * on a rowwise cast), each scaled by x's row r (or column c). */
 void gptrt_quantize_rows_transposed(gptrt_context *ctx, const void *x,

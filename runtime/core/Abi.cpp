@@ -1021,6 +1021,35 @@ GPTRT_EXPORT void gptrt_quantize_rows(gptrt_context *ctx, const void *xData,
 }
 
 GPTRT_EXPORT void
+gptrt_amax_quantize_rows(gptrt_context *ctx, const void *xData, float *amax,
+                         float *scales, uint8_t *q, int64_t rows, int64_t cols,
+                         int64_t format, int64_t statSlot, int64_t xDtype,
+                         double fp8Max, int64_t margin, int64_t powerOfTwo,
+                         double eps) {
+  guarded(
+      ctx, "gptrt_amax_quantize_rows",
+      [&](Context &) {
+        requireNonNegative(rows, "rows");
+        requireNonNegative(cols, "cols");
+        requireFormat(format);
+        gptrt_amax_rows(ctx, xData, amax, rows, cols, /*alongCols=*/0, xDtype);
+        gptrt_row_scales(ctx, amax, scales, rows, fp8Max, margin, powerOfTwo,
+                         eps);
+        gptrt_quantize_rows(ctx, xData, scales, q, rows, cols, /*alongCols=*/0,
+                            format, statSlot, xDtype);
+      },
+      [&](Context &c, Gpu &g) {
+        if (statSlot >= 0 && c.collectingFp8Stats())
+          throw std::runtime_error(
+              "FP8 statistics of rowwise casts are not collected on CUDA yet: "
+              "run without --fp8-stats-every, or on --device cpu");
+        requireStorageDtype(xDtype, "x_dtype");
+        g.amaxQuantizeRows(xData, xDtype, amax, scales, q, rows, cols, format,
+                           fp8Max, margin, powerOfTwo != 0, eps);
+      });
+}
+
+GPTRT_EXPORT void
 gptrt_quantize_rows_transposed(gptrt_context *ctx, const void *xData,
                                const float *scales, uint8_t *q, int64_t rows,
                                int64_t cols, int64_t alongCols, int64_t format,
@@ -3040,6 +3069,7 @@ const std::vector<AbiSymbol> &abiSymbols() {
       GPTRT_SYM(gptrt_state_quantize_fp8_transposed_bgrad),
       GPTRT_SYM(gptrt_state_quantize_fp8_dual),
       GPTRT_SYM(gptrt_state_quantize_fp8_dual_bgrad),
+      GPTRT_SYM(gptrt_amax_quantize_rows),
       GPTRT_SYM(gptrt_quantize_fp8_transposed_bgrad),
       GPTRT_SYM(gptrt_global_norm),
       GPTRT_SYM(gptrt_clip_scale),

@@ -302,6 +302,12 @@ public:
   virtual void quantizeRows(const void *x, int64_t xDtype,
                             const float *scales, uint8_t *q, int64_t rows,
                             int64_t cols, bool alongCols, int64_t format) = 0;
+  // amaxRows, rowScales and quantizeRows along x's rows in one kernel.
+  virtual void amaxQuantizeRows(const void *x, int64_t xDtype, float *amax,
+                                float *scales, uint8_t *q, int64_t rows,
+                                int64_t cols, int64_t format, double fp8Max,
+                                int64_t margin, bool powerOfTwo,
+                                double eps) = 0;
   // The same codes, transposed (q is cols x rows).
   virtual void quantizeRowsTransposed(const void *x, int64_t xDtype,
                                       const float *scales, uint8_t *q,

@@ -198,6 +198,10 @@ public:
   void quantizeRows(const void *x, int64_t xDtype, const float *scales,
                     uint8_t *q, int64_t rows, int64_t cols, bool alongCols,
                     int64_t format) override;
+  void amaxQuantizeRows(const void *x, int64_t xDtype, float *amax,
+                        float *scales, uint8_t *q, int64_t rows, int64_t cols,
+                        int64_t format, double fp8Max, int64_t margin,
+                        bool powerOfTwo, double eps) override;
   void quantizeRowsTransposed(const void *x, int64_t xDtype,
                               const float *scales, uint8_t *q, int64_t rows,
                               int64_t cols, bool alongCols,

@@ -323,6 +323,36 @@ __global__ void quantizeRowsKernel(const void *x, bool bf16,
   }
 }
 
+// amaxEachRowKernel, rowScalesKernel and quantizeRowsKernel (along rows) in
+// one pass: a warp per row takes the row's amax (the same bit-order max, so
+// a NaN wins), makes its scale with scaleOf, stores both, and casts the
+// row, which it reads a second time from cache rather than from memory
+// after two more launches.
+template <__nv_fp8_interpretation_t Format>
+__global__ void amaxQuantizeRowsKernel(const void *x, bool bf16, float *amax,
+                                       float *scales, uint8_t *q, int64_t rows,
+                                       int64_t cols, float fp8Max, int margin,
+                                       bool powerOfTwo, float eps) {
+  const int lane = threadIdx.x % 32;
+  const int64_t warps = int64_t(gridDim.x) * (blockDim.x / 32);
+  // Every lane of a warp has the same row: the shuffles see the whole warp.
+  for (int64_t r = blockIdx.x * int64_t(blockDim.x / 32) + threadIdx.x / 32;
+       r < rows; r += warps) {
+    const int64_t base = r * cols;
+    unsigned m = 0;
+    for (int64_t c = lane; c < cols; c += 32)
+      m = max(m, __float_as_uint(fabsf(valueAt(x, bf16, base + c))));
+    const float a = __uint_as_float(warpMax(m));
+    const float s = scaleOf(a, fp8Max, margin, powerOfTwo, eps);
+    if (lane == 0) {
+      amax[r] = a;
+      scales[r] = s;
+    }
+    for (int64_t c = lane; c < cols; c += 32)
+      q[base + c] = toFp8<Format>(__fmul_rn(valueAt(x, bf16, base + c), s));
+  }
+}
+
 // How unscaleRowwiseKernel stores each quotient.
 enum class RowwiseStore { kF32, kBf16, kAddToF32 };
 
@@ -594,6 +624,30 @@ void DeviceImpl::quantizeRows(const void *x, int64_t xDtype,
     quantizeRowsKernel<__NV_E5M2><<<gridFor(n), 256, 0, stream_>>>(
         x, bf16, scales, q, rows, cols, alongCols);
   checkLaunch("gptrt_quantize_rows");
+}
+
+void DeviceImpl::amaxQuantizeRows(const void *x, int64_t xDtype, float *amax,
+                                  float *scales, uint8_t *q, int64_t rows,
+                                  int64_t cols, int64_t format, double fp8Max,
+                                  int64_t margin, bool powerOfTwo, double eps) {
+  const bool bf16 = xDtype == GPTRT_DTYPE_BF16;
+  requireFormat(format);
+  if (rows < 0 || cols < 0)
+    throw std::invalid_argument("rows, cols = " + std::to_string(rows) + ", " +
+                                std::to_string(cols) + ", expected >= 0");
+  if (rows == 0)
+    return;
+  // Eight rows (warps) a block; a grid-stride loop beyond 65535 blocks.
+  const int64_t blocks = std::min<int64_t>((rows + 7) / 8, 65535);
+  if (format == GPTRT_FP8_E4M3)
+    amaxQuantizeRowsKernel<__NV_E4M3><<<unsigned(blocks), 256, 0, stream_>>>(
+        x, bf16, amax, scales, q, rows, cols, float(fp8Max), int(margin),
+        powerOfTwo, float(eps));
+  else
+    amaxQuantizeRowsKernel<__NV_E5M2><<<unsigned(blocks), 256, 0, stream_>>>(
+        x, bf16, amax, scales, q, rows, cols, float(fp8Max), int(margin),
+        powerOfTwo, float(eps));
+  checkLaunch("gptrt_amax_quantize_rows");
 }
 
 void DeviceImpl::quantizeRowsTransposed(const void *x, int64_t xDtype,

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """fp8-fuse-amax, fp8-fuse-cast, fp8-transpose-casts, fp8-reuse-scales,
 rt-fuse-dual-cast, rt-fuse-cast-scale, rt-batch-fp8-state-updates,
-rt-fuse-delayed-dual-cast, rt-hoist-transposed-casts and
-rt-batch-fp8-state-scales change where amaxes, scales, FP8 casts and amax
+rt-fuse-delayed-dual-cast, rt-hoist-transposed-casts,
+rt-batch-fp8-state-scales and rt-fuse-rowwise-cast change where amaxes, scales, FP8 casts and amax
 histories are computed (and which copy of a forward activation the
 backward keeps),
 never their values: the tiny GPT compiled with all of them, without the
@@ -16,7 +16,7 @@ and without the layout passes (--fp8-transpose-casts=false
 --fp8-reuse-scales=false) trains to bit-identical losses (every f32 digit
 in the log) and identical per-cast FP8 statistics, for current
 (tensorwise) and delayed scaling; fp8-rowwise trains to the same losses
-with and without transposed casts. Also checks that each pass really acted
+with and without transposed casts and its fused rowwise casts. Also checks that each pass really acted
 (gptc --emit=rt): fewer separate amax kernels with fusion and again with
 shared scales, and every FP8 GEMM reading K-contiguous operands ("TN",
 the layout Hopper's FP8 tensor cores take) once casts are transposed."""
@@ -186,14 +186,17 @@ def main():
                            kernels["true"][3], fused[-1]["loss"]))
     # Rowwise casts are transposed too (their scales follow their rows):
     # the same losses with and without, and every rowwise GEMM "TN".
-    rowwise = {}
-    for transpose in ("true", "false"):
+    rowwise, rowwise_rt = {}, {}
+    for transpose in ("true", "false", "unfused"):
         art = "%s/fp8-rowwise-%s.so" % (work, transpose)
         flags = [args.model, "--precision=fp8-rowwise",
-                 "--fp8-transpose-casts=" + transpose]
+                 "--fp8-transpose-casts=" + ("false" if transpose == "false" else "true")]
+        if transpose == "unfused":
+            flags.append("--fuse-cast-scales=false")
         subprocess.run([args.gptc, *flags, "-o", art], check=True)
         rt = subprocess.run([args.gptc, *flags, "--emit=rt", "-o", "-"],
                             check=True, capture_output=True, text=True).stdout
+        rowwise_rt[transpose] = rt
         flags_ab = re.findall(r'rt\.kernel "scaled_matmul_rowwise" .* consts \[\d+, \d+, \d+, \d+, (\d), (\d)', rt)
         log = art + ".jsonl"
         subprocess.run([args.gptrun, art, "--data", work + "/data/train_*.bin",
@@ -202,14 +205,24 @@ def main():
         with open(log) as f:
             rowwise[transpose] = ([json.loads(line)["loss"] for line in f],
                                   sum(1 for a, b in flags_ab if a != "0" or b != "1"))
+    # A cast along rows makes its amaxes, scales and codes in one kernel
+    # (rt-fuse-rowwise-cast): the same losses, three kernels fewer each.
+    fused_rows = rowwise_rt["true"].count('rt.kernel "amax_quantize_rows"')
+    if (rowwise["true"][0] != rowwise["unfused"][0] or fused_rows == 0
+            or 'amax_quantize_rows' in rowwise_rt["unfused"]):
+        failures.append("fp8-rowwise: %d casts along rows in one kernel; losses "
+                        "%s vs %s without" % (fused_rows, rowwise["true"][0],
+                                              rowwise["unfused"][0]))
     if rowwise["true"][0] != rowwise["false"][0]:
         failures.append("fp8-rowwise: losses differ with transposed casts: %s vs %s"
                         % (rowwise["true"][0], rowwise["false"][0]))
     if rowwise["true"][1] != 0 or rowwise["false"][1] == 0:
         failures.append("fp8-rowwise: non-TN rowwise GEMMs %d with transposed "
                         "casts, %d without" % (rowwise["true"][1], rowwise["false"][1]))
-    summary.append("fp8-rowwise: non-TN FP8 GEMMs %d -> %d, final loss %.7f both"
-                   % (rowwise["false"][1], rowwise["true"][1], rowwise["true"][0][-1]))
+    summary.append("fp8-rowwise: non-TN FP8 GEMMs %d -> %d, %d casts along "
+                   "rows in one kernel, final loss %.7f in all three"
+                   % (rowwise["false"][1], rowwise["true"][1], fused_rows,
+                      rowwise["true"][0][-1]))
     if failures:
         print("FAILED: " + "; ".join(failures))
         return 1

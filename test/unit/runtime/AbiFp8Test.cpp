@@ -461,6 +461,79 @@ TEST_F(AbiFp8Test, RowwiseAmaxScalesAndCast) {
     }
 }
 
+// rt-fuse-rowwise-cast's kernel: amax_rows, row_scales and quantize_rows
+// along rows in one call, bit for bit the three (a NaN row, a zero row, bf16
+// storage, E4M3 and E5M2, with and without power-of-two scales), the cast's
+// statistics recorded as quantize_rows records them; bad sizes and formats
+// are errors naming the value.
+TEST_F(AbiFp8Test, AmaxQuantizeRowsIsTheThreeRowwiseKernels) {
+  const int64_t rows = 37, cols = 45, n = rows * cols;
+  std::vector<float> x = randomF(n, 71, -30.0, 30.0);
+  x[3 * cols + 4] = NAN;
+  for (int64_t c = 0; c < cols; ++c)
+    x[5 * cols + c] = 0.0f;
+  std::vector<uint16_t> x16(n);
+  for (int64_t i = 0; i < n; ++i)
+    x16[i] = cpu::floatToBf16(x[i]);
+  for (int64_t dtype : {GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16})
+    for (int64_t format : {GPTRT_FP8_E4M3, GPTRT_FP8_E5M2})
+      for (int64_t powerOfTwo : {0, 1}) {
+        SCOPED_TRACE("dtype " + std::to_string(dtype) + ", format " +
+                     std::to_string(format) + ", power_of_two " +
+                     std::to_string(powerOfTwo));
+        const void *in = dtype == GPTRT_DTYPE_F32
+                             ? static_cast<const void *>(x.data())
+                             : static_cast<const void *>(x16.data());
+        const double fp8Max = format == GPTRT_FP8_E4M3 ? 448.0 : 57344.0;
+        std::vector<float> amax(rows), scales(rows);
+        std::vector<uint8_t> q(n);
+        gptrt_amax_rows(h, in, amax.data(), rows, cols, 0, dtype);
+        gptrt_row_scales(h, amax.data(), scales.data(), rows, fp8Max, 1,
+                         powerOfTwo, 1e-12);
+        gptrt_quantize_rows(h, in, scales.data(), q.data(), rows, cols, 0,
+                            format, -1, dtype);
+        std::vector<float> amaxGot(rows, -1.0f), scalesGot(rows, -1.0f);
+        std::vector<uint8_t> qGot(n, 0xDD);
+        gptrt_amax_quantize_rows(h, in, amaxGot.data(), scalesGot.data(),
+                                 qGot.data(), rows, cols, format, -1, dtype,
+                                 fp8Max, 1, powerOfTwo, 1e-12);
+        ASSERT_FALSE(ctx.failed()) << ctx.error();
+        EXPECT_EQ(std::memcmp(amaxGot.data(), amax.data(), 4 * rows), 0);
+        EXPECT_EQ(std::memcmp(scalesGot.data(), scales.data(), 4 * rows), 0);
+        EXPECT_EQ(qGot, q);
+        EXPECT_TRUE(std::isnan(amaxGot[3]));
+        EXPECT_EQ(amaxGot[5], 0.0f);
+      }
+  // The statistics slot: the same counts as quantize_rows records.
+  std::vector<float> amax(rows), scales(rows);
+  std::vector<uint8_t> q(n);
+  ctx.beginFp8Stats(2);
+  gptrt_amax_quantize_rows(h, x.data(), amax.data(), scales.data(), q.data(),
+                           rows, cols, GPTRT_FP8_E4M3, 0, GPTRT_DTYPE_F32,
+                           448.0, 0, 0, 1e-12);
+  gptrt_quantize_rows(h, x.data(), scales.data(), q.data(), rows, cols, 0,
+                      GPTRT_FP8_E4M3, 1, GPTRT_DTYPE_F32);
+  ctx.endFp8Stats();
+  ASSERT_FALSE(ctx.failed()) << ctx.error();
+  const Fp8CastStats &fused = ctx.fp8Stats()[0], &alone = ctx.fp8Stats()[1];
+  EXPECT_EQ(fused.elements, n);
+  EXPECT_EQ(fused.amax, alone.amax);
+  EXPECT_EQ(fused.scale, alone.scale);
+  EXPECT_EQ(fused.underflow, alone.underflow);
+  EXPECT_EQ(fused.saturated, alone.saturated);
+  gptrt_amax_quantize_rows(h, x.data(), amax.data(), scales.data(), q.data(),
+                           -1, cols, GPTRT_FP8_E4M3, -1, GPTRT_DTYPE_F32, 448.0,
+                           0, 0, 1e-12);
+  EXPECT_THAT(ctx.error(), ::testing::HasSubstr("gptrt_amax_quantize_rows"));
+  EXPECT_THAT(ctx.error(), ::testing::HasSubstr("rows"));
+  ctx.clearError();
+  gptrt_amax_quantize_rows(h, x.data(), amax.data(), scales.data(), q.data(),
+                           rows, cols, 9, -1, GPTRT_DTYPE_F32, 448.0, 0, 0,
+                           1e-12);
+  EXPECT_THAT(ctx.error(), ::testing::HasSubstr("format"));
+  ctx.clearError();
+}
+
 TEST_F(AbiFp8Test, DualQuantizeWritesBothLayoutsAndBothStatistics) {
   // rt-fuse-dual-cast's kernel: the row-major and the transposed cast of
   // one tensor, bit for bit those of the two kernels, each recording its
