@@ -187,12 +187,16 @@ for art in tiny tiny-fp8 tiny-rowwise; do
   if [[ ! -f $pack/artifacts/$art.so || -z $data ]]; then
     record "gptrun-$art" SKIP "artifact or data not packed"; continue
   fi
+  # The FP8 runs log their cast statistics every other step too (counted
+  # on the device, the rowwise ones included).
+  stats=()
+  [[ $art != tiny ]] && stats=(--fp8-stats-every 2)
   # The same 3 steps on the CPU first: the losses should agree closely.
   timeout 120 "$pack/bin/gptrun" "$pack/artifacts/$art.so" --device cpu \
-    --data "$pack/data/train_*.bin" --steps 3 --seed 7 \
+    --data "$pack/data/train_*.bin" --steps 3 --seed 7 "${stats[@]}" \
     --log "$out/run-$art-cpu.jsonl" >"$out/gptrun-$art-cpu.log" 2>&1
   run_step "gptrun-$art" 120 "gptrun-$art.log" "$pack/bin/gptrun" "$pack/artifacts/$art.so" \
-    --device cuda --data "$pack/data/train_*.bin" --steps 3 --seed 7 \
+    --device cuda --data "$pack/data/train_*.bin" --steps 3 --seed 7 "${stats[@]}" \
     --log "$out/run-$art-cuda.jsonl"
   rc=$?
   if [[ $rc == 0 ]]; then

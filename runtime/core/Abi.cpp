@@ -997,27 +997,29 @@ GPTRT_EXPORT void gptrt_quantize_rows(gptrt_context *ctx, const void *xData,
                                       int64_t rows, int64_t cols,
                                       int64_t alongCols, int64_t format,
                                       int64_t statSlot, int64_t xDtype) {
-  guarded(ctx, "gptrt_quantize_rows", [&](Context &c) {
-    requireNonNegative(rows, "rows");
-    requireNonNegative(cols, "cols");
-    requireFormat(format);
-    F32Staging f32(c, {{xData, xDtype, rows * cols, false, "x_dtype"}});
-    const float *x = f32[0];
-    auto scaleAt = [&](int64_t i) {
-      return alongCols ? scales[i % cols] : scales[i / cols];
-    };
-    for (int64_t i = 0; i < rows * cols; ++i)
-      q[i] = fp8Encode(x[i] * scaleAt(i), format);
-    recordCastStats(c, statSlot, x, rows * cols, scaleAt, format);
-  }, [&](Context &c, Gpu &g) {
-    if (statSlot >= 0 && c.collectingFp8Stats())
-      throw std::runtime_error(
-          "FP8 statistics of rowwise casts are not collected on CUDA yet: "
-          "run without --fp8-stats-every, or on --device cpu");
-    requireStorageDtype(xDtype, "x_dtype");
-    g.quantizeRows(xData, xDtype, scales, q, rows, cols, alongCols != 0,
-                   format);
-  });
+  guarded(
+      ctx, "gptrt_quantize_rows",
+      [&](Context &c) {
+        requireNonNegative(rows, "rows");
+        requireNonNegative(cols, "cols");
+        requireFormat(format);
+        F32Staging f32(c, {{xData, xDtype, rows * cols, false, "x_dtype"}});
+        const float *x = f32[0];
+        auto scaleAt = [&](int64_t i) {
+          return alongCols ? scales[i % cols] : scales[i / cols];
+        };
+        for (int64_t i = 0; i < rows * cols; ++i)
+          q[i] = fp8Encode(x[i] * scaleAt(i), format);
+        recordCastStats(c, statSlot, x, rows * cols, scaleAt, format);
+      },
+      [&](Context &c, Gpu &g) {
+        requireStorageDtype(xDtype, "x_dtype");
+        g.quantizeRows(xData, xDtype, scales, q, rows, cols, alongCols != 0,
+                       format);
+        if (statSlot >= 0 && c.collectingFp8Stats())
+          g.recordRowwiseCastStats(xData, xDtype, rows, cols, scales,
+                                   alongCols != 0, format, statSlot);
+      });
 }
 
 GPTRT_EXPORT void
@@ -1039,13 +1041,12 @@ gptrt_amax_quantize_rows(gptrt_context *ctx, const void *xData, float *amax,
                             format, statSlot, xDtype);
       },
       [&](Context &c, Gpu &g) {
-        if (statSlot >= 0 && c.collectingFp8Stats())
-          throw std::runtime_error(
-              "FP8 statistics of rowwise casts are not collected on CUDA yet: "
-              "run without --fp8-stats-every, or on --device cpu");
         requireStorageDtype(xDtype, "x_dtype");
         g.amaxQuantizeRows(xData, xDtype, amax, scales, q, rows, cols, format,
                            fp8Max, margin, powerOfTwo != 0, eps);
+        if (statSlot >= 0 && c.collectingFp8Stats())
+          g.recordRowwiseCastStats(xData, xDtype, rows, cols, scales,
+                                   /*alongCols=*/false, format, statSlot);
       });
 }
 
@@ -1072,15 +1073,14 @@ gptrt_quantize_rows_transposed(gptrt_context *ctx, const void *xData,
         recordCastStats(c, statSlot, x, rows * cols, scaleAt, format);
       },
       [&](Context &c, Gpu &g) {
-        if (statSlot >= 0 && c.collectingFp8Stats())
-          throw std::runtime_error(
-              "FP8 statistics of rowwise casts are not collected on CUDA yet: "
-              "run without --fp8-stats-every, or on --device cpu");
         requireNonNegative(rows, "rows");
         requireNonNegative(cols, "cols");
         requireStorageDtype(xDtype, "x_dtype");
         g.quantizeRowsTransposed(xData, xDtype, scales, q, rows, cols,
                                  alongCols != 0, format);
+        if (statSlot >= 0 && c.collectingFp8Stats())
+          g.recordRowwiseCastStats(xData, xDtype, rows, cols, scales,
+                                   alongCols != 0, format, statSlot);
       });
 }
 

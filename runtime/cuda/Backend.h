@@ -333,6 +333,13 @@ public:
   virtual void recordCastStats(const void *x, int64_t dtype, int64_t n,
                                const float *scale, int64_t format,
                                int64_t slot) = 0;
+  // The same for a rowwise cast of x (rows x cols), each value scaled by
+  // scales[its row] (or [its column], alongCols); the scale recorded is the
+  // smallest of the cast's, as the CPU logs it.
+  virtual void recordRowwiseCastStats(const void *x, int64_t dtype,
+                                      int64_t rows, int64_t cols,
+                                      const float *scales, bool alongCols,
+                                      int64_t format, int64_t slot) = 0;
   virtual void endCastStats(std::vector<CastStats> &out) = 0;
 
   // CUDA graphs of whole entry points (gptrun --cuda-graphs). captureGraph

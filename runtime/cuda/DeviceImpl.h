@@ -218,6 +218,9 @@ public:
   void recordCastStats(const void *x, int64_t dtype, int64_t n,
                        const float *scale, int64_t format,
                        int64_t slot) override;
+  void recordRowwiseCastStats(const void *x, int64_t dtype, int64_t rows,
+                              int64_t cols, const float *scales, bool alongCols,
+                              int64_t format, int64_t slot) override;
   void endCastStats(std::vector<CastStats> &out) override;
   void captureGraph(int slot, const std::function<void()> &enqueue) override;
   bool hasGraph(int slot) const override;
@@ -451,6 +454,11 @@ private:
   float *stepScalars_ = nullptr;  // 3 floats, see uploadStepScalars
   float *unitScales_ = nullptr;   // 2 floats of 1: the rowwise GEMM's
   void *castStats_ = nullptr;     // Fp8.cu's per-slot counters
+  // recordCastStats and recordRowwiseCastStats: castStatsKernel on `slot`
+  // (scaleAxis as that kernel takes it).
+  void launchCastStats(const void *x, int64_t dtype, int64_t n, int64_t cols,
+                       const float *scale, int scaleAxis, int64_t format,
+                       int64_t slot);
   size_t castStatsSlots_ = 0, castStatsCapacity_ = 0;
   std::vector<cudaGraphExec_t> graphs_;
   void dropGraphs();

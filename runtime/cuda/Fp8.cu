@@ -397,18 +397,29 @@ struct SlotCounters {
 
 // The statistics of one cast, as recordCastStats in runtime/core/Abi.cpp
 // computes them on the CPU: the same products (one rounded f32 multiply)
-// and the same conversion as castKernel.
+// and the same conversion as castKernel. scaleAxis 0: one scale, *scale;
+// 1 / 2 (rowwise): scale[the value's row] / scale[its column] of a
+// `cols`-wide x, and the slot's scale becomes the smallest of them (its
+// f32 bits atomically minimised: the scales are positive, and a NaN's bits
+// lie above the +infinity the slot starts from, so NaNs are skipped as
+// the CPU's std::min skips them).
 template <__nv_fp8_interpretation_t Format>
 __global__ void castStatsKernel(const void *x, bool bf16, int64_t n,
-                                const float *scale, SlotCounters *slot) {
-  const float s = *scale;
+                                const float *scale, int scaleAxis, int64_t cols,
+                                SlotCounters *slot) {
+  const float one = scaleAxis == 0 ? *scale : 0.0f;
   // Halfway between the largest finite value and the next power: what
   // round-to-nearest would still have brought back (OCP FP8 formats).
   const float limit = Format == __NV_E4M3 ? 464.0f : 61440.0f;
-  unsigned m = 0;
+  constexpr unsigned kInfinityBits = 0x7F800000u;
+  unsigned m = 0, smallest = kInfinityBits;
   unsigned long long zeros = 0, clamped = 0;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
+    const float s = scaleAxis == 0   ? one
+                    : scaleAxis == 1 ? scale[i / cols]
+                                     : scale[i % cols];
+    smallest = min(smallest, __float_as_uint(s));
     const float v = valueAt(x, bf16, i);
     const float magnitude = fabsf(v);
     m = max(m, __float_as_uint(magnitude));
@@ -425,10 +436,19 @@ __global__ void castStatsKernel(const void *x, bool bf16, int64_t n,
     atomicAdd(&slot->underflow, zeros);
   if (clamped)
     atomicAdd(&slot->saturated, clamped);
+  if (scaleAxis != 0 && smallest != kInfinityBits)
+    atomicMin(reinterpret_cast<unsigned *>(&slot->scale), smallest);
   if (blockIdx.x == 0 && threadIdx.x == 0) {
-    slot->scale = s;
+    if (scaleAxis == 0)
+      slot->scale = one;
     atomicAdd(&slot->elements, static_cast<unsigned long long>(n));
   }
+}
+
+// A rowwise cast's logged scale is the smallest of this cast's (the CPU
+// overwrites the slot's with it): the minimum starts from +infinity.
+__global__ void resetSlotScaleKernel(SlotCounters *slot) {
+  slot->scale = INFINITY;
 }
 
 void requireFormat(int64_t format) {
@@ -714,6 +734,24 @@ void DeviceImpl::beginCastStats(size_t slots) {
 void DeviceImpl::recordCastStats(const void *x, int64_t dtype, int64_t n,
                                  const float *scale, int64_t format,
                                  int64_t slot) {
+  launchCastStats(x, dtype, n, /*cols=*/1, scale, /*scaleAxis=*/0, format,
+                  slot);
+}
+
+void DeviceImpl::recordRowwiseCastStats(const void *x, int64_t dtype,
+                                        int64_t rows, int64_t cols,
+                                        const float *scales, bool alongCols,
+                                        int64_t format, int64_t slot) {
+  if (rows < 0 || cols < 0)
+    throw std::invalid_argument("rows, cols = " + std::to_string(rows) + ", " +
+                                std::to_string(cols) + ", expected >= 0");
+  launchCastStats(x, dtype, rows * cols, cols, scales, alongCols ? 2 : 1,
+                  format, slot);
+}
+
+void DeviceImpl::launchCastStats(const void *x, int64_t dtype, int64_t n,
+                                 int64_t cols, const float *scale,
+                                 int scaleAxis, int64_t format, int64_t slot) {
   requireFormat(format);
   if (slot < 0 || static_cast<size_t>(slot) >= castStatsSlots_)
     throw std::invalid_argument("stat_slot " + std::to_string(slot) +
@@ -727,14 +765,16 @@ void DeviceImpl::recordCastStats(const void *x, int64_t dtype, int64_t n,
     return;
   const bool bf16 = dtype == GPTRT_DTYPE_BF16;
   SlotCounters *counters = static_cast<SlotCounters *>(castStats_) + slot;
+  if (scaleAxis != 0)
+    resetSlotScaleKernel<<<1, 1, 0, stream_>>>(counters);
   unsigned blocks = gridFor(n, 512);
   blocks = blocks > 1024 ? 1024 : blocks;
   if (format == GPTRT_FP8_E4M3)
-    castStatsKernel<__NV_E4M3><<<blocks, 512, 0, stream_>>>(x, bf16, n, scale,
-                                                            counters);
+    castStatsKernel<__NV_E4M3><<<blocks, 512, 0, stream_>>>(
+        x, bf16, n, scale, scaleAxis, cols, counters);
   else
-    castStatsKernel<__NV_E5M2><<<blocks, 512, 0, stream_>>>(x, bf16, n, scale,
-                                                            counters);
+    castStatsKernel<__NV_E5M2><<<blocks, 512, 0, stream_>>>(
+        x, bf16, n, scale, scaleAxis, cols, counters);
   checkLaunch("FP8 cast statistics");
 }
 
