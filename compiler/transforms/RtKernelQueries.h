@@ -1,7 +1,8 @@
-// Small queries on rt.kernel ops and buffers shared by the rt-level fusion
-// passes (rt-fuse-gemm-epilogue, rt-fuse-add-layernorm, rt-fuse-classifier,
-// rt-fuse-dual-cast, rt-fuse-delayed-dual-cast, rt-fuse-grad-accumulation,
-// rt-fuse-cast-scale, rt-batch-fp8-state-updates, rt-batch-fp8-state-scales).
+// Small queries on rt.kernel ops and buffers shared by the rt-level passes
+// (rt-fuse-gemm-epilogue, rt-fuse-add-layernorm, rt-fuse-classifier,
+// rt-fuse-dual-cast, rt-fuse-delayed-dual-cast, rt-hoist-transposed-casts,
+// rt-fuse-grad-accumulation, rt-fuse-cast-scale, rt-fuse-rowwise-cast,
+// rt-batch-fp8-state-updates, rt-batch-fp8-state-scales).
 #ifndef GPTC_COMPILER_TRANSFORMS_RTKERNELQUERIES_H
 #define GPTC_COMPILER_TRANSFORMS_RTKERNELQUERIES_H
 
