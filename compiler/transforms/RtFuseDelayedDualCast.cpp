@@ -117,15 +117,8 @@ private:
         b, cast.getLoc(),
         bgrad ? "state_quantize_fp8_dual_bgrad" : "state_quantize_fp8_dual",
         ValueRange{x, history}, outs, /*stream=*/0, b.getArrayAttr(consts));
-    // One statistics description per FP8 output (an empty one: no slot).
-    auto statOf = [&](rt::KernelOp k) -> Attribute {
-      if (auto stat = k->getAttrOfType<DictionaryAttr>("rt.fp8_stat"))
-        return stat;
-      return b.getDictionaryAttr({});
-    };
-    if (cast->hasAttr("rt.fp8_stat") || twin->hasAttr("rt.fp8_stat"))
-      dual->setAttr("rt.fp8_stat",
-                    b.getArrayAttr({statOf(cast), statOf(twin)}));
+    if (Attribute stats = rt::dualCastStats(b, cast, twin))
+      dual->setAttr("rt.fp8_stat", stats);
     Value twinX = twin.getInputs()[0], twinHistory = twin.getInputs()[1];
     twin.erase();
     cast.erase();

@@ -88,15 +88,8 @@ private:
         b, cast.getLoc(), "quantize_fp8_dual", ValueRange{x, scale},
         ValueRange{q, qT}, /*stream=*/0,
         b.getArrayAttr({t[0], t[1], c[1], c[2], t[3], c[3]}));
-    // One statistics description per output (an empty one: no slot).
-    auto statOf = [&](rt::KernelOp k) -> Attribute {
-      if (auto stat = k->getAttrOfType<DictionaryAttr>("rt.fp8_stat"))
-        return stat;
-      return b.getDictionaryAttr({});
-    };
-    if (cast->hasAttr("rt.fp8_stat") || twin->hasAttr("rt.fp8_stat"))
-      dual->setAttr("rt.fp8_stat",
-                    b.getArrayAttr({statOf(cast), statOf(twin)}));
+    if (Attribute stats = rt::dualCastStats(b, cast, twin))
+      dual->setAttr("rt.fp8_stat", stats);
     Value twinInput = twin.getInputs()[0];
     twin.erase();
     cast.erase();

@@ -240,6 +240,21 @@ inline bool dualCastPays(KernelOp cast, KernelOp twin, mlir::Value x,
   return true;
 }
 
+// The rt.fp8_stat of a dual cast made of `cast` (row-major) and `twin`
+// (transposed): one description per FP8 output, an empty one for an output
+// without a statistics slot; null when neither had one.
+inline mlir::Attribute dualCastStats(mlir::OpBuilder &b, KernelOp cast,
+                                     KernelOp twin) {
+  if (!cast->hasAttr("rt.fp8_stat") && !twin->hasAttr("rt.fp8_stat"))
+    return {};
+  auto statOf = [&](KernelOp k) -> mlir::Attribute {
+    if (auto stat = k->getAttrOfType<mlir::DictionaryAttr>("rt.fp8_stat"))
+      return stat;
+    return b.getDictionaryAttr({});
+  };
+  return b.getArrayAttr({statOf(cast), statOf(twin)});
+}
+
 } // namespace gptc::rt
 
 #endif // GPTC_COMPILER_TRANSFORMS_RTKERNELQUERIES_H

@@ -13,6 +13,7 @@
 #include "runtime/core/Context.h"
 #include "runtime/cpu/Bf16.h"
 #include "runtime/cuda/Backend.h"
+#include "tools/bench/BenchSupport.h"
 
 #include <algorithm>
 #include <chrono>
@@ -26,8 +27,12 @@
 #include <string>
 #include <vector>
 
+const char *const kBenchName = "attention-bench";
+
 namespace {
 
+using gptc::bench::positive;
+using gptc::bench::refuse;
 using gptrt::Context;
 using gptrt::Device;
 
@@ -36,19 +41,6 @@ struct Options {
   int64_t batch = 16, seq = 1024, heads = 12, headDim = 64;
   int iters = 20, repeats = 5;
 };
-
-[[noreturn]] void refuse(const std::string &why, int code = 2) {
-  std::fprintf(stderr, "attention-bench: %s\n", why.c_str());
-  std::exit(code);
-}
-
-int64_t positive(const std::string &flag, const char *text) {
-  char *end = nullptr;
-  long long v = std::strtoll(text, &end, 10);
-  if (!end || *end || v <= 0)
-    refuse(flag + " '" + text + "': expected a positive integer");
-  return v;
-}
 
 Options parse(int argc, char **argv) {
   Options o;
@@ -92,24 +84,6 @@ Options parse(int argc, char **argv) {
   return o;
 }
 
-// Microseconds per call: the median over `repeats` of `iters` calls.
-double timeCalls(Context &ctx, const Options &o, const std::function<void()> &call) {
-  call();  // warm-up: plans, scratch, shared-memory attributes
-  ctx.synchronize();
-  std::vector<double> us;
-  for (int r = 0; r < o.repeats; ++r) {
-    const auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < o.iters; ++i)
-      call();
-    ctx.synchronize();
-    const std::chrono::duration<double, std::micro> took =
-        std::chrono::steady_clock::now() - start;
-    us.push_back(took.count() / o.iters);
-  }
-  std::sort(us.begin(), us.end());
-  return us[us.size() / 2];
-}
-
 } // namespace
 
 int main(int argc, char **argv) {
@@ -119,7 +93,7 @@ int main(int argc, char **argv) {
   const bool bf16 = o.dtype == "bf16";
   const int64_t dtype = bf16 ? GPTRT_DTYPE_BF16 : GPTRT_DTYPE_F32;
   const size_t elem = bf16 ? 2 : 4;
-  auto aligned = [](size_t bytes) { return (bytes + 255) / 256 * 256; };
+  using gptc::bench::aligned;
   // q, k, v, out, dout, dq, dk, dv, then the f32 log-sum-exp.
   const size_t tensor = aligned(size_t(n) * elem);
   const size_t bytes = 8 * tensor + aligned(size_t(rows) * sizeof(float));
@@ -149,11 +123,11 @@ int main(int argc, char **argv) {
       ctx.copyIn(t[which], host.data(), host.size());
     }
     gptrt_context *h = ctx.handle();
-    const double fwd = timeCalls(ctx, o, [&] {
+    const double fwd = gptc::bench::timeCalls(ctx, o.iters, o.repeats, [&] {
       gptrt_attention_fwd(h, t[0], t[1], t[2], t[3], lse, o.batch, o.seq,
                           width, o.heads, 1, dtype);
     });
-    const double bwd = timeCalls(ctx, o, [&] {
+    const double bwd = gptc::bench::timeCalls(ctx, o.iters, o.repeats, [&] {
       gptrt_attention_bwd(h, t[4], t[0], t[1], t[2], t[3], lse, t[5], t[6],
                           t[7], o.batch, o.seq, width, o.heads, 1, dtype);
     });
@@ -194,11 +168,7 @@ int main(int argc, char **argv) {
                 (long long)o.batch, (long long)o.seq, (long long)o.heads,
                 (long long)o.headDim, fwd, bwd);
   } catch (const std::exception &e) {
-    const std::string what = e.what();
-    const bool noGpu = what.find("no CUDA device") != std::string::npos ||
-                       what.find("not built into this runtime") !=
-                           std::string::npos;
-    refuse(what, noGpu ? 2 : 1);
+    gptc::bench::refuseError(e.what());
   }
   return 0;
 }

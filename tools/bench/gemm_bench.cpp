@@ -30,6 +30,7 @@
 #include "runtime/abi/gptrt.h"
 #include "runtime/core/Context.h"
 #include "runtime/cpu/Bf16.h"
+#include "tools/bench/BenchSupport.h"
 
 #include <algorithm>
 #include <chrono>
@@ -44,8 +45,14 @@
 #include <string>
 #include <vector>
 
+const char *const kBenchName = "gemm-bench";
+
 namespace {
 
+using gptc::bench::aligned;
+using gptc::bench::positive;
+using gptc::bench::refuse;
+using gptc::bench::timeCalls;
 using gptrt::Context;
 
 struct Options {
@@ -70,19 +77,6 @@ struct Gemm {
   int64_t m, n, k;
   enum Kind { Fwd, Dgrad, Wgrad } kind;
 };
-
-[[noreturn]] void refuse(const std::string &why, int code = 2) {
-  std::fprintf(stderr, "gemm-bench: %s\n", why.c_str());
-  std::exit(code);
-}
-
-int64_t positive(const std::string &flag, const char *text) {
-  char *end = nullptr;
-  long long v = std::strtoll(text, &end, 10);
-  if (!end || *end || v <= 0)
-    refuse(flag + " '" + text + "': expected a positive integer");
-  return v;
-}
 
 Options parse(int argc, char **argv) {
   Options o;
@@ -145,27 +139,6 @@ std::vector<Gemm> gemmsOf(const Options &o) {
     }
   }
   return gemms;
-}
-
-size_t aligned(size_t bytes) { return (bytes + 255) / 256 * 256; }
-
-// Microseconds per call: the median over `repeats` of `iters` calls.
-double timeCalls(Context &ctx, int iters, int repeats,
-                 const std::function<void()> &call) {
-  call(); // warm-up: cuBLASLt plans, scratch
-  ctx.synchronize();
-  std::vector<double> us;
-  for (int r = 0; r < repeats; ++r) {
-    const auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < iters; ++i)
-      call();
-    ctx.synchronize();
-    const std::chrono::duration<double, std::micro> took =
-        std::chrono::steady_clock::now() - start;
-    us.push_back(took.count() / iters);
-  }
-  std::sort(us.begin(), us.end());
-  return us[us.size() / 2];
 }
 
 // The buffers of the largest GEMM, carved out of one arena.
@@ -322,11 +295,7 @@ int main(int argc, char **argv) {
       std::fflush(stdout);
     }
   } catch (const std::exception &e) {
-    const std::string what = e.what();
-    const bool noGpu =
-        what.find("no CUDA device") != std::string::npos ||
-        what.find("not built into this runtime") != std::string::npos;
-    refuse(what, noGpu ? 2 : 1);
+    gptc::bench::refuseError(e.what());
   }
   if (failures)
     refuse(std::to_string(failures) +
