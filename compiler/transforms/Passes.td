@@ -693,14 +693,17 @@ def RtFuseCastScale : Pass<"rt-fuse-cast-scale", "::mlir::ModuleOp"> {
     forms: `scale_` + `quantize_fp8`, `quantize_fp8_dual`,
     `quantize_fp8_dual_bgrad` (current scaling) and `state_` +
     `quantize_fp8`, `quantize_fp8_transposed`,
-    `quantize_fp8_transposed_bgrad` (delayed). Delayed scaling records a
+    `quantize_fp8_transposed_bgrad` (delayed), and `scale_` +
+    `quantize_rows_transposed` (rowwise scaling's `row_scales`, one scale
+    per column of a grad_weight operand: a GPU block makes the scales of
+    its 32 columns). Delayed scaling records a
     weight's amax in its history between the scale and the weight's cast;
     such an `fp8_state_update` (of that history only, its amax unchanged
     until the cast) moves after the cast. The scale, codes, sums and
     statistics are those of the separate kernels bit for bit. The scales of
     delayed scaling's producer casts (`layernorm_fwd_cast`, `gelu_fwd_cast`,
-    ...) stay apart for rt-batch-fp8-state-scales; rowwise scaling's
-    `row_scales` stay separate kernels.
+    ...) stay apart for rt-batch-fp8-state-scales; rowwise casts along rows
+    are left to rt-fuse-rowwise-cast, which takes their amaxes in too.
     `gptc --fuse-cast-scales=false` leaves this pass out.
   }];
   let dependentDialects = ["::gptc::rt::RtDialect"];

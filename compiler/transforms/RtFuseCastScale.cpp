@@ -26,18 +26,27 @@ struct ScaleKind {
   unsigned scaleConsts; // its constants, after its one input
   StringRef prefix;
   ArrayRef<StringRef> casts;
+  // Its first constant is the number of scales (row_scales): the fused
+  // kernel takes it from the cast's shape instead.
+  bool countsScales = false;
 };
 
 constexpr StringRef kCurrentCasts[] = {"quantize_fp8", "quantize_fp8_dual",
                                        "quantize_fp8_dual_bgrad"};
 constexpr StringRef kDelayedCasts[] = {
     "quantize_fp8", "quantize_fp8_transposed", "quantize_fp8_transposed_bgrad"};
+// Rowwise casts along rows fuse with their amax too (rt-fuse-rowwise-cast);
+// the transposed ones along columns, whose amaxes span every row, take in
+// only their scales.
+constexpr StringRef kRowwiseCasts[] = {"quantize_rows_transposed"};
 
 // gptrt_scale_from_amax's constants: fp8_max, margin, power_of_two, eps;
-// gptrt_fp8_state_scale's: history_length, the same four, most_recent.
+// gptrt_fp8_state_scale's: history_length, the same four, most_recent;
+// gptrt_row_scales's: n and the same four.
 const ScaleKind kScaleKinds[] = {
     {"scale_from_amax", 4, "scale_", kCurrentCasts},
     {"fp8_state_scale", 6, "state_", kDelayedCasts},
+    {"row_scales", 5, "scale_", kRowwiseCasts, /*countsScales=*/true},
 };
 
 // How many constants gptrt.h gives each cast; each reads (x, scale).
@@ -48,6 +57,8 @@ std::optional<unsigned> castConstCount(StringRef kernel) {
       .Case("quantize_fp8_transposed_bgrad", 6) // ... and db_dtype
       .Case("quantize_fp8_dual", 6) // rows, cols, format, 2 slots, x_dtype
       .Case("quantize_fp8_dual_bgrad", 7) // ... and db_dtype
+      // rows, cols, along_cols, format, stat_slot, x_dtype
+      .Case("quantize_rows_transposed", 6)
       .Default(std::nullopt);
 }
 
@@ -91,6 +102,11 @@ private:
                      }) ||
         rt::touchedBetween(scaleOp, cast, scale, /*reads=*/true))
       return;
+    // One scale for each of the cast's rows (along_cols 0) or columns.
+    if (kind.countsScales &&
+        rt::constAt(scaleOp, 0) !=
+            rt::constAt(cast, rt::constAt(cast, 2) != 0 ? 1 : 0))
+      return;
     // Delayed scaling records a weight's amax (known since cast_weights) in
     // its history right after the scale is made, before the weight's cast:
     // such updates move after the cast, which then still sees the history
@@ -119,7 +135,8 @@ private:
     SmallVector<Value> outs(cast.getOutputs());
     outs.push_back(scale);
     SmallVector<Attribute> allConsts(cast.getConsts().getValue());
-    llvm::append_range(allConsts, scaleOp.getConsts().getValue());
+    llvm::append_range(allConsts, scaleOp.getConsts().getValue().drop_front(
+                                      kind.countsScales ? 1 : 0));
     auto fused = rt::KernelOp::create(
         b, cast.getLoc(), (kind.prefix + cast.getKernel()).str(),
         ValueRange{cast.getInputs()[0], amax}, outs, /*stream=*/0,

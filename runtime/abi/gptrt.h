@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below or the manifest's meaning changes. */
-#define GPTRT_ABI_VERSION 36
+#define GPTRT_ABI_VERSION 37
 
 typedef struct gptrt_context gptrt_context;
 
@@ -547,6 +547,17 @@ void gptrt_quantize_rows_transposed(gptrt_context *ctx, const void *x,
                                     int64_t rows, int64_t cols,
                                     int64_t along_cols, int64_t format,
                                     int64_t stat_slot, int64_t x_dtype);
+/* gptrt_row_scales and gptrt_quantize_rows_transposed in one call
+ * (rt-fuse-cast-scale): the scales of x's columns (along_cols 1; rows, 0)
+ * made from amax and stored in scales, then the transposed codes, each
+ * bit for bit what the two calls make. On a GPU the transposed cast's tile
+ * kernel makes its 32 columns' scales itself: one launch fewer, and the
+ * scales are never read back from memory. */
+void gptrt_scale_quantize_rows_transposed(
+    gptrt_context *ctx, const void *x, const float *amax, uint8_t *q,
+    float *scales, int64_t rows, int64_t cols, int64_t along_cols,
+    int64_t format, int64_t stat_slot, int64_t x_dtype, double fp8_max,
+    int64_t margin, int64_t power_of_two, double eps);
 /* As gptrt_scaled_matmul, with c[r, j] (r over all batch x m rows) divided
  * by scale_a[r] (rowwise_a 1, else scale_a[0]) times scale_b[j] (rowwise_b
  * 1, else scale_b[0]), in f32; a bf16 c (out_dtype) is that rounded once.

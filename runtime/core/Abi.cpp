@@ -1084,6 +1084,37 @@ gptrt_quantize_rows_transposed(gptrt_context *ctx, const void *xData,
       });
 }
 
+GPTRT_EXPORT void gptrt_scale_quantize_rows_transposed(
+    gptrt_context *ctx, const void *xData, const float *amax, uint8_t *q,
+    float *scales, int64_t rows, int64_t cols, int64_t alongCols,
+    int64_t format, int64_t statSlot, int64_t xDtype, double fp8Max,
+    int64_t margin, int64_t powerOfTwo, double eps) {
+  guarded(
+      ctx, "gptrt_scale_quantize_rows_transposed",
+      [&](Context &) {
+        requireNonNegative(rows, "rows");
+        requireNonNegative(cols, "cols");
+        requireFlag(alongCols, "along_cols");
+        requireFormat(format);
+        gptrt_row_scales(ctx, amax, scales, alongCols ? cols : rows, fp8Max,
+                         margin, powerOfTwo, eps);
+        gptrt_quantize_rows_transposed(ctx, xData, scales, q, rows, cols,
+                                       alongCols, format, statSlot, xDtype);
+      },
+      [&](Context &c, Gpu &g) {
+        requireNonNegative(rows, "rows");
+        requireNonNegative(cols, "cols");
+        requireFlag(alongCols, "along_cols");
+        requireStorageDtype(xDtype, "x_dtype");
+        g.scaleQuantizeRowsTransposed(xData, xDtype, amax, q, scales, rows,
+                                      cols, alongCols != 0, format, fp8Max,
+                                      margin, powerOfTwo != 0, eps);
+        if (statSlot >= 0 && c.collectingFp8Stats())
+          g.recordRowwiseCastStats(xData, xDtype, rows, cols, scales,
+                                   alongCols != 0, format, statSlot);
+      });
+}
+
 GPTRT_EXPORT void gptrt_scaled_matmul_rowwise(
     gptrt_context *ctx, const uint8_t *a, const uint8_t *b,
     const float *scaleA, const float *scaleB, void *c, int64_t batch,
@@ -3086,6 +3117,7 @@ const std::vector<AbiSymbol> &abiSymbols() {
       GPTRT_SYM(gptrt_row_scales),
       GPTRT_SYM(gptrt_quantize_rows),
       GPTRT_SYM(gptrt_quantize_rows_transposed),
+      GPTRT_SYM(gptrt_scale_quantize_rows_transposed),
       GPTRT_SYM(gptrt_scaled_matmul_rowwise),
       GPTRT_SYM(gptrt_scaled_matmul_rowwise_bias),
       GPTRT_SYM(gptrt_scaled_matmul_accumulate),

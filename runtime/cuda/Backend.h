@@ -313,6 +313,12 @@ public:
                                       const float *scales, uint8_t *q,
                                       int64_t rows, int64_t cols,
                                       bool alongCols, int64_t format) = 0;
+  // rowScales of amax into scales, then quantizeRowsTransposed with them,
+  // in one kernel whose blocks make their own rows' or columns' scales.
+  virtual void scaleQuantizeRowsTransposed(
+      const void *x, int64_t xDtype, const float *amax, uint8_t *q,
+      float *scales, int64_t rows, int64_t cols, bool alongCols, int64_t format,
+      double fp8Max, int64_t margin, bool powerOfTwo, double eps) = 0;
   virtual void scaledMatmulRowwise(
       const uint8_t *a, const uint8_t *b, const float *scaleA,
       const float *scaleB, const float *bias, void *c, int64_t batch, int64_t m,

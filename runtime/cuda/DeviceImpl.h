@@ -206,6 +206,12 @@ public:
                               const float *scales, uint8_t *q, int64_t rows,
                               int64_t cols, bool alongCols,
                               int64_t format) override;
+  void scaleQuantizeRowsTransposed(const void *x, int64_t xDtype,
+                                   const float *amax, uint8_t *q, float *scales,
+                                   int64_t rows, int64_t cols, bool alongCols,
+                                   int64_t format, double fp8Max,
+                                   int64_t margin, bool powerOfTwo,
+                                   double eps) override;
   void scaledMatmulRowwise(const uint8_t *a, const uint8_t *b,
                            const float *scaleA, const float *scaleB,
                            const float *bias, void *c, int64_t batch, int64_t m,
@@ -368,7 +374,9 @@ private:
   // (1) or scale[column] (2).
   // colSums, when not null, gets the sum of each 32-row tile's column in
   // row order: [tile rows, cols], gptrt_reduce_rows's first level.
-  // own (scaleAxis 0): the kernel makes the scale from an amax.
+  // own: the kernel makes the scale from an amax or a history (scaleAxis
+  // 0), or each row's / column's scale from own.amax's per row / column
+  // (1, 2; scale is then null), and stores it to own.out.
   void launchTransposedCast(const void *x, bool bf16, const float *scale,
                             uint8_t *q, int64_t rows, int64_t cols, bool e4m3,
                             unsigned *amax, uint8_t *qRowMajor = nullptr,

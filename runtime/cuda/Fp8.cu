@@ -85,6 +85,19 @@ struct CastScale {
       *own.out = s;
     return s;
   }
+
+  // Rowwise scaling's scale of row or column i: in[i], or made from
+  // own.amax[i] with rowScalesKernel's function and stored to own.out[i]
+  // by the one thread told to (gptrt_scale_quantize_rows_transposed).
+  __device__ float at(int64_t i, bool store) const {
+    if (own.amax == nullptr)
+      return in[i];
+    const float s = scaleOf(own.amax[i], float(own.fp8Max), int(own.margin),
+                            own.powerOfTwo, float(own.eps));
+    if (store)
+      own.out[i] = s;
+    return s;
+  }
 };
 
 __global__ void scaleFromAmaxKernel(const float *amax, float *out,
@@ -227,6 +240,11 @@ amaxCastTransposedKernel(const void *x, bool bf16, CastScale scale, uint8_t *q,
   const int lane = threadIdx.x % kCastTile, warp = threadIdx.x / kCastTile;
   const int warps = blockDim.x / kCastTile;
   const int64_t c0 = int64_t(blockIdx.x) * kCastTile;
+  // A scale per column: a thread's column, so its scale, is the same in
+  // every tile row (made once; stored by the first row's warp).
+  const float colScale = scaleAxis == 2 && c0 + lane < cols
+                             ? scale.at(c0 + lane, blockIdx.y == 0 && warp == 0)
+                             : 0.0f;
   const int64_t tileRows = (rows + kCastTile - 1) / kCastTile;
   unsigned m = 0;
   for (int64_t tr = blockIdx.y; tr < tileRows; tr += gridDim.y) {
@@ -236,7 +254,9 @@ amaxCastTransposedKernel(const void *x, bool bf16, CastScale scale, uint8_t *q,
       if (r < rows && c < cols) {
         const float v = valueAt(x, bf16, r * cols + c);
         m = max(m, __float_as_uint(fabsf(v)));
-        const float s = scaleAxis == 0 ? one : scale.in[scaleAxis == 1 ? r : c];
+        const float s = scaleAxis == 0   ? one
+                        : scaleAxis == 2 ? colScale
+                                         : scale.at(r, c == 0);
         const uint8_t code = toFp8<Format>(__fmul_rn(v, s));
         tile[i][lane] = code;
         if (qRowMajor != nullptr)
@@ -681,6 +701,30 @@ void DeviceImpl::quantizeRowsTransposed(const void *x, int64_t xDtype,
                        format == GPTRT_FP8_E4M3, nullptr, nullptr,
                        alongCols ? 2 : 1);
   checkLaunch("gptrt_quantize_rows_transposed");
+}
+
+void DeviceImpl::scaleQuantizeRowsTransposed(
+    const void *x, int64_t xDtype, const float *amax, uint8_t *q, float *scales,
+    int64_t rows, int64_t cols, bool alongCols, int64_t format, double fp8Max,
+    int64_t margin, bool powerOfTwo, double eps) {
+  requireFormat(format);
+  if (rows == 0 || cols == 0) {
+    // No tile to make the scales: the standalone kernel does.
+    rowScales(amax, scales, alongCols ? cols : rows, fp8Max, margin, powerOfTwo,
+              eps);
+    return;
+  }
+  ScaleFromAmax own;
+  own.amax = amax;
+  own.out = scales;
+  own.fp8Max = fp8Max;
+  own.margin = margin;
+  own.powerOfTwo = powerOfTwo;
+  own.eps = eps;
+  launchTransposedCast(x, xDtype == GPTRT_DTYPE_BF16, nullptr, q, rows, cols,
+                       format == GPTRT_FP8_E4M3, nullptr, nullptr,
+                       alongCols ? 2 : 1, nullptr, own);
+  checkLaunch("gptrt_scale_quantize_rows_transposed");
 }
 
 void DeviceImpl::scaledMatmulRowwise(

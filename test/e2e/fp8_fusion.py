@@ -207,12 +207,18 @@ def main():
                                   sum(1 for a, b in flags_ab if a != "0" or b != "1"))
     # A cast along rows makes its amaxes, scales and codes in one kernel
     # (rt-fuse-rowwise-cast): the same losses, three kernels fewer each.
+    # A transposed cast along columns makes its scales (rt-fuse-cast-scale).
     fused_rows = rowwise_rt["true"].count('rt.kernel "amax_quantize_rows"')
+    fused_cols = rowwise_rt["true"].count(
+        'rt.kernel "scale_quantize_rows_transposed"')
     if (rowwise["true"][0] != rowwise["unfused"][0] or fused_rows == 0
-            or 'amax_quantize_rows' in rowwise_rt["unfused"]):
-        failures.append("fp8-rowwise: %d casts along rows in one kernel; losses "
-                        "%s vs %s without" % (fused_rows, rowwise["true"][0],
-                                              rowwise["unfused"][0]))
+            or fused_cols == 0 or 'rt.kernel "row_scales"' in rowwise_rt["true"]
+            or 'amax_quantize_rows' in rowwise_rt["unfused"]
+            or 'scale_quantize_rows' in rowwise_rt["unfused"]):
+        failures.append("fp8-rowwise: %d casts along rows in one kernel, %d "
+                        "along columns making their scales; losses %s vs %s "
+                        "without" % (fused_rows, fused_cols, rowwise["true"][0],
+                                     rowwise["unfused"][0]))
     if rowwise["true"][0] != rowwise["false"][0]:
         failures.append("fp8-rowwise: losses differ with transposed casts: %s vs %s"
                         % (rowwise["true"][0], rowwise["false"][0]))
@@ -220,9 +226,10 @@ def main():
         failures.append("fp8-rowwise: non-TN rowwise GEMMs %d with transposed "
                         "casts, %d without" % (rowwise["true"][1], rowwise["false"][1]))
     summary.append("fp8-rowwise: non-TN FP8 GEMMs %d -> %d, %d casts along "
-                   "rows in one kernel, final loss %.7f in all three"
+                   "rows in one kernel, %d along columns making their scales, "
+                   "final loss %.7f in all three"
                    % (rowwise["false"][1], rowwise["true"][1], fused_rows,
-                      rowwise["true"][0][-1]))
+                      fused_cols, rowwise["true"][0][-1]))
     if failures:
         print("FAILED: " + "; ".join(failures))
         return 1

@@ -40,7 +40,8 @@ def main():
     casts = {"convert", "amax", "quantize_fp8", "quantize_fp8_transposed",
              "quantize_fp8_dual", "scale_quantize_fp8",
              "scale_quantize_fp8_dual", "amax_rows", "quantize_rows",
-             "quantize_rows_transposed", "amax_quantize_rows"}
+             "quantize_rows_transposed", "amax_quantize_rows",
+             "scale_quantize_rows_transposed"}
     for policy in ("bf16", "fp8-tensorwise", "fp8-delayed", "fp8-rowwise"):
         # Delayed scaling's casts read the scale train_step updates from
         # the amax history: they stay; the bf16 copies go.

@@ -261,6 +261,62 @@ TEST_F(GpuTest, TransposedRowwiseCastIsBitExact) {
   }
 }
 
+// rt-fuse-cast-scale's rowwise form: the transposed cast's tile kernel
+// makes each column's (or row's) scale from its amax, bit for bit the
+// CPU's row_scales and cast -- many tile rows and partial tiles, a NaN and
+// a zero amax, f32 and bf16 storage, both formats, power-of-two scales;
+// every scale and code written (poisoned), also with no rows to cast.
+TEST_F(GpuTest, ScaleQuantizeRowsTransposedMatchesCpu) {
+  Context cpuCtx(Device::Cpu, {});
+  const int64_t rows = 3000, cols = 77, n = rows * cols;
+  const std::vector<float> x = randn(n, 30.0f);
+  const std::vector<uint16_t> x16 = toBf16(x);
+  const float *dx = upload(x);
+  const uint16_t *dx16 = upload(x16);
+  for (int64_t along : {1, 0})
+    for (int64_t dtype : {GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16})
+      for (int64_t format : {GPTRT_FP8_E4M3, GPTRT_FP8_E5M2}) {
+        SCOPED_TRACE("along_cols " + std::to_string(along) + ", dtype " +
+                     std::to_string(dtype) + ", format " +
+                     std::to_string(format));
+        const bool f32 = dtype == GPTRT_DTYPE_F32;
+        const void *hx = f32 ? static_cast<const void *>(x.data()) : x16.data();
+        const int64_t count = along ? cols : rows;
+        std::vector<float> amax(count);
+        gptrt_amax_rows(cpuCtx.handle(), hx, amax.data(), rows, cols, along,
+                        dtype);
+        amax[1] = std::nanf("");
+        amax[3] = 0.0f;
+        const double fp8Max = format == GPTRT_FP8_E4M3 ? 448.0 : 57344.0;
+        std::vector<float> wantScales(count);
+        std::vector<uint8_t> wantQ(n);
+        gptrt_row_scales(cpuCtx.handle(), amax.data(), wantScales.data(), count,
+                         fp8Max, 0, 1, 1e-12);
+        gptrt_quantize_rows_transposed(cpuCtx.handle(), hx, wantScales.data(),
+                                       wantQ.data(), rows, cols, along, format,
+                                       -1, dtype);
+        ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
+        float *scales = alloc<float>(count);
+        uint8_t *q = alloc<uint8_t>(n);
+        gptrt_scale_quantize_rows_transposed(
+            g(), f32 ? static_cast<const void *>(dx) : dx16, upload(amax), q,
+            scales, rows, cols, along, format, -1, dtype, fp8Max, 0, 1, 1e-12);
+        expectOk();
+        const std::vector<float> gotScales = download(scales, count);
+        EXPECT_EQ(std::memcmp(gotScales.data(), wantScales.data(), 4 * count),
+                  0);
+        EXPECT_EQ(download(q, n), wantQ);
+      }
+  // No rows: the column scales are still made.
+  std::vector<float> amax(cols, 2.0f);
+  float *scales = alloc<float>(cols);
+  gptrt_scale_quantize_rows_transposed(
+      g(), dx16, upload(amax), alloc<uint8_t>(1), scales, 0, cols, 1,
+      GPTRT_FP8_E4M3, -1, GPTRT_DTYPE_BF16, 448.0, 0, 0, 1e-12);
+  expectOk();
+  EXPECT_EQ(download(scales, cols), std::vector<float>(cols, 224.0f));
+}
+
 // rt-fuse-rowwise-cast's kernel: a warp per row makes the row's amax, its
 // scale and its codes, bit for bit the CPU's three kernels -- 20000 rows of
 // a width that is not a multiple of 32, a NaN row and a zero row, f32 and

@@ -185,3 +185,37 @@ func.func @delayed_apart() {
   rt.kernel "quantize_fp8" ins(%x, %s3 : memref<32x64xbf16>, memref<f32>) outs(%q3 : memref<32x64xf8E4M3FN>) consts [2048, 0, -1, 2]
   return
 }
+
+// -----
+
+// Rowwise scaling along columns (a grad_weight operand): row_scales folds
+// into the transposed cast, which makes a scale for each of x's columns
+// and stores them after the codes for the GEMM; row_scales' count is the
+// cast's column count and is not repeated. A scale count that is not the
+// cast's (128 scales for 256 columns) stays apart.
+// CHECK-LABEL: func.func @rowwise_columns
+// CHECK-NOT: "row_scales"
+// CHECK: rt.kernel "scale_quantize_rows_transposed" ins(%[[X:.*]], %[[M:.*]] : memref<256x128xbf16>, memref<128xf32>) outs(%[[Q:.*]], %[[S:.*]] : memref<128x256xf8E4M3FN>, memref<128xf32>) consts [256, 128, 1, 0, 7, 2, 4.480000e+02, 0, 1, 9.9999999999999998E-13] {rt.fp8_stat = {gemm = "grad_weight", layer = "fc", operand = "b", slot = 7 : i64}}
+// CHECK: rt.kernel "scaled_matmul_rowwise" ins(%{{.*}}, %[[Q]], %{{.*}}, %[[S]] :
+// CHECK: rt.kernel "row_scales" ins(%{{.*}} : memref<128xf32>) outs(%[[S2:.*]] : memref<128xf32>)
+// CHECK: rt.kernel "quantize_rows_transposed" ins(%{{.*}}, %[[S2]] : memref<128x256xbf16>, memref<128xf32>)
+func.func @rowwise_columns() {
+  %x = rt.alloc : memref<256x128xbf16>
+  %m = rt.alloc : memref<128xf32>
+  rt.kernel "amax_rows" ins(%x : memref<256x128xbf16>) outs(%m : memref<128xf32>) consts [256, 128, 1, 2]
+  %s = rt.alloc : memref<128xf32>
+  rt.kernel "row_scales" ins(%m : memref<128xf32>) outs(%s : memref<128xf32>) consts [128, 4.480000e+02, 0, 1, 9.9999999999999998E-13]
+  %q = rt.alloc : memref<128x256xf8E4M3FN>
+  rt.kernel "quantize_rows_transposed" ins(%x, %s : memref<256x128xbf16>, memref<128xf32>) outs(%q : memref<128x256xf8E4M3FN>) consts [256, 128, 1, 0, 7, 2] {rt.fp8_stat = {gemm = "grad_weight", layer = "fc", operand = "b", slot = 7 : i64}}
+  %a = rt.alloc : memref<64x256xf8E5M2>
+  %sa = rt.alloc : memref<64xf32>
+  %dw = rt.alloc : memref<64x128xf32>
+  rt.kernel "scaled_matmul_rowwise" ins(%a, %q, %sa, %s : memref<64x256xf8E5M2>, memref<128x256xf8E4M3FN>, memref<64xf32>, memref<128xf32>) outs(%dw : memref<64x128xf32>) consts [1, 64, 128, 256, 0, 1, 0, 0, 0, 1, 0, 0, 1, 1, 0]
+  %y = rt.alloc : memref<128x256xbf16>
+  %m2 = rt.alloc : memref<128xf32>
+  %s2 = rt.alloc : memref<128xf32>
+  rt.kernel "row_scales" ins(%m2 : memref<128xf32>) outs(%s2 : memref<128xf32>) consts [128, 4.480000e+02, 0, 1, 9.9999999999999998E-13]
+  %q2 = rt.alloc : memref<256x128xf8E4M3FN>
+  rt.kernel "quantize_rows_transposed" ins(%y, %s2 : memref<128x256xbf16>, memref<128xf32>) outs(%q2 : memref<256x128xf8E4M3FN>) consts [128, 256, 1, 0, -1, 2]
+  return
+}

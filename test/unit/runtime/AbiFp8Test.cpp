@@ -534,6 +534,80 @@ TEST_F(AbiFp8Test, AmaxQuantizeRowsIsTheThreeRowwiseKernels) {
   ctx.clearError();
 }
 
+// rt-fuse-cast-scale's rowwise form: row_scales then the transposed cast,
+// in one call, bit for bit the two (scales per column and per row, a NaN
+// and a zero amax, bf16 storage, E4M3 and E5M2, power-of-two scales or
+// not), the cast's statistics as quantize_rows_transposed records them.
+TEST_F(AbiFp8Test, ScaleQuantizeRowsTransposedIsRowScalesThenTheCast) {
+  const int64_t rows = 37, cols = 45, n = rows * cols;
+  std::vector<float> x = randomF(n, 83, -30.0, 30.0);
+  std::vector<uint16_t> x16(n);
+  for (int64_t i = 0; i < n; ++i)
+    x16[i] = cpu::floatToBf16(x[i]);
+  for (int64_t alongCols : {1, 0})
+    for (int64_t dtype : {GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16})
+      for (int64_t format : {GPTRT_FP8_E4M3, GPTRT_FP8_E5M2})
+        for (int64_t powerOfTwo : {0, 1}) {
+          SCOPED_TRACE("along_cols " + std::to_string(alongCols) + ", dtype " +
+                       std::to_string(dtype) + ", format " +
+                       std::to_string(format) + ", power_of_two " +
+                       std::to_string(powerOfTwo));
+          const void *in = dtype == GPTRT_DTYPE_F32
+                               ? static_cast<const void *>(x.data())
+                               : static_cast<const void *>(x16.data());
+          const int64_t count = alongCols ? cols : rows;
+          std::vector<float> amax(count);
+          gptrt_amax_rows(h, in, amax.data(), rows, cols, alongCols, dtype);
+          amax[2] = NAN;
+          amax[4] = 0.0f;
+          const double fp8Max = format == GPTRT_FP8_E4M3 ? 448.0 : 57344.0;
+          std::vector<float> scales(count);
+          std::vector<uint8_t> q(n);
+          gptrt_row_scales(h, amax.data(), scales.data(), count, fp8Max, 1,
+                           powerOfTwo, 1e-12);
+          gptrt_quantize_rows_transposed(h, in, scales.data(), q.data(), rows,
+                                         cols, alongCols, format, -1, dtype);
+          std::vector<float> scalesGot(count, -1.0f);
+          std::vector<uint8_t> qGot(n, 0xDD);
+          gptrt_scale_quantize_rows_transposed(
+              h, in, amax.data(), qGot.data(), scalesGot.data(), rows, cols,
+              alongCols, format, -1, dtype, fp8Max, 1, powerOfTwo, 1e-12);
+          ASSERT_FALSE(ctx.failed()) << ctx.error();
+          EXPECT_EQ(std::memcmp(scalesGot.data(), scales.data(), 4 * count), 0);
+          EXPECT_EQ(qGot, q);
+        }
+  // The statistics slot: the same counts as the cast alone records.
+  std::vector<float> amax(cols), scales(cols);
+  std::vector<uint8_t> q(n);
+  gptrt_amax_rows(h, x.data(), amax.data(), rows, cols, 1, GPTRT_DTYPE_F32);
+  ctx.beginFp8Stats(2);
+  gptrt_scale_quantize_rows_transposed(
+      h, x.data(), amax.data(), q.data(), scales.data(), rows, cols, 1,
+      GPTRT_FP8_E5M2, 0, GPTRT_DTYPE_F32, 57344.0, 0, 0, 1e-12);
+  gptrt_quantize_rows_transposed(h, x.data(), scales.data(), q.data(), rows,
+                                 cols, 1, GPTRT_FP8_E5M2, 1, GPTRT_DTYPE_F32);
+  ctx.endFp8Stats();
+  ASSERT_FALSE(ctx.failed()) << ctx.error();
+  const Fp8CastStats &fused = ctx.fp8Stats()[0], &alone = ctx.fp8Stats()[1];
+  EXPECT_EQ(fused.elements, n);
+  EXPECT_EQ(fused.amax, alone.amax);
+  EXPECT_EQ(fused.scale, alone.scale);
+  EXPECT_EQ(fused.underflow, alone.underflow);
+  EXPECT_EQ(fused.saturated, alone.saturated);
+  gptrt_scale_quantize_rows_transposed(
+      h, x.data(), amax.data(), q.data(), scales.data(), rows, cols, 2,
+      GPTRT_FP8_E4M3, -1, GPTRT_DTYPE_F32, 448.0, 0, 0, 1e-12);
+  EXPECT_THAT(ctx.error(),
+              ::testing::HasSubstr("gptrt_scale_quantize_rows_transposed"));
+  EXPECT_THAT(ctx.error(), ::testing::HasSubstr("along_cols"));
+  ctx.clearError();
+  gptrt_scale_quantize_rows_transposed(
+      h, x.data(), amax.data(), q.data(), scales.data(), rows, -3, 1,
+      GPTRT_FP8_E4M3, -1, GPTRT_DTYPE_F32, 448.0, 0, 0, 1e-12);
+  EXPECT_THAT(ctx.error(), ::testing::HasSubstr("cols"));
+  ctx.clearError();
+}
+
 TEST_F(AbiFp8Test, DualQuantizeWritesBothLayoutsAndBothStatistics) {
   // rt-fuse-dual-cast's kernel: the row-major and the transposed cast of
   // one tensor, bit for bit those of the two kernels, each recording its
