@@ -274,8 +274,10 @@ int gptcMain(int argc, char **argv) {
       "fuse-dual-casts",
       llvm::cl::desc("Make the row-major and the transposed FP8 copy of "
                      "each output gradient -- and, under fp8-delayed, of "
-                     "each weight -- in one read (rt-fuse-dual-cast, "
-                     "rt-fuse-delayed-dual-cast; default true). =false "
+                     "each weight and of GELU's output and gradient, "
+                     "which are then never stored in bf16 -- in one read "
+                     "(rt-fuse-dual-cast, rt-fuse-delayed-dual-cast, "
+                     "rt-fuse-producer-dual-cast; default true). =false "
                      "keeps two casts, with the same codes"),
       llvm::cl::init(true), llvm::cl::cat(category));
   llvm::cl::opt<bool> fuseCastScales(
@@ -573,6 +575,8 @@ int gptcMain(int argc, char **argv) {
         lower.addPass(createRtFuseDelayedDualCast());
       if (hoistTransposedCasts)
         lower.addPass(createRtHoistTransposedCasts());
+      if (fuseDualCasts)
+        lower.addPass(createRtFuseProducerDualCast());
       if (batchFp8StateScales)
         lower.addPass(createRtBatchFp8StateScales());
       if (batchAdamw)

@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below or the manifest's meaning changes. */
-#define GPTRT_ABI_VERSION 37
+#define GPTRT_ABI_VERSION 38
 
 typedef struct gptrt_context gptrt_context;
 
@@ -696,6 +696,26 @@ void gptrt_gelu_bwd_cast(gptrt_context *ctx, const void *dout, const void *x,
                          int64_t dx_dtype, int64_t rows, int64_t cols,
                          int64_t out_dtype, int64_t format, int64_t transpose,
                          int64_t stat_slot);
+/* A GELU producer cast whose output nothing reads but the transposed cast
+ * of it (rt-fuse-producer-dual-cast, delayed scaling): amax and q exactly
+ * as gptrt_gelu_fwd_cast (transpose 0) makes them, and q_t as
+ * gptrt_quantize_fp8_transposed of that output at the same *scale
+ * (stat_slot_t its statistics); the _bgrad form also db as
+ * gptrt_quantize_fp8_transposed_bgrad makes it (db_dtype). The output
+ * itself is not an argument: on a GPU one kernel works it out from x (and
+ * dout) as it casts it and never stores it; on the CPU it is a temporary. */
+void gptrt_gelu_fwd_cast_dual(gptrt_context *ctx, const void *x,
+                              const float *scale, float *amax, uint8_t *q,
+                              uint8_t *q_t, int64_t n, int64_t x_dtype,
+                              int64_t y_dtype, int64_t rows, int64_t cols,
+                              int64_t out_dtype, int64_t format,
+                              int64_t stat_slot, int64_t stat_slot_t);
+void gptrt_gelu_bwd_cast_dual_bgrad(
+    gptrt_context *ctx, const void *dout, const void *x, const float *scale,
+    float *amax, uint8_t *q, uint8_t *q_t, void *db, int64_t n,
+    int64_t dout_dtype, int64_t x_dtype, int64_t dx_dtype, int64_t rows,
+    int64_t cols, int64_t out_dtype, int64_t format, int64_t stat_slot,
+    int64_t stat_slot_t, int64_t db_dtype);
 void gptrt_add_amax(gptrt_context *ctx, const void *a, const void *b,
                     void *sum, float *amax, int64_t outer, int64_t inner,
                     int64_t broadcast_b, int64_t a_dtype, int64_t b_dtype,

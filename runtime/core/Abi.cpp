@@ -2853,6 +2853,91 @@ GPTRT_EXPORT void gptrt_gelu_bwd_cast(
       [&] { gptrt_gelu_bwd(ctx, dout, x, dx, n, doutDtype, xDtype, dxDtype); });
 }
 
+namespace {
+// gptrt_gelu_fwd_cast_dual and gptrt_gelu_bwd_cast_dual_bgrad: on the CPU
+// the producer cast into a temporary output and the transposed cast (with
+// the bias gradient) of it; on a GPU one kernel that never stores it.
+void geluCastDual(gptrt_context *ctx, const char *fn, const void *dout,
+                  int64_t doutDtype, const void *x, int64_t xDtype,
+                  const float *scale, float *amax, uint8_t *q, uint8_t *qT,
+                  void *db, int64_t dbDtype, int64_t n, int64_t yDtype,
+                  int64_t rows, int64_t cols, int64_t outDtype, int64_t format,
+                  int64_t statSlot, int64_t statSlotT) {
+  auto validate = [&] {
+    requireNonNegative(n, "n");
+    requireNonNegative(rows, "rows");
+    requireNonNegative(cols, "cols");
+    if (rows * cols != n)
+      throw std::invalid_argument(
+          "rows * cols = " + std::to_string(rows * cols) + ", expected n = " +
+          std::to_string(n) + " (both casts cover the whole output)");
+    requireStorageDtype(yDtype, dout ? "dx_dtype" : "y_dtype");
+    if (outDtype != yDtype)
+      throw std::invalid_argument("out_dtype " + std::to_string(outDtype) +
+                                  " differs from the output's dtype " +
+                                  std::to_string(yDtype) +
+                                  ": the casts read what the producer stores");
+    requireFormat(format);
+  };
+  guarded(
+      ctx, fn,
+      [&](Context &) {
+        validate();
+        // f32 room serves a bf16 output too.
+        std::vector<float> y(static_cast<size_t>(n));
+        if (dout == nullptr)
+          gptrt_gelu_fwd_cast(ctx, x, scale, y.data(), amax, q, n, xDtype,
+                              yDtype, rows, cols, outDtype, format,
+                              /*transpose=*/0, statSlot);
+        else
+          gptrt_gelu_bwd_cast(ctx, dout, x, scale, y.data(), amax, q, n,
+                              doutDtype, xDtype, yDtype, rows, cols, outDtype,
+                              format, /*transpose=*/0, statSlot);
+        if (db == nullptr)
+          gptrt_quantize_fp8_transposed(ctx, y.data(), scale, qT, rows, cols,
+                                        format, statSlotT, outDtype);
+        else
+          gptrt_quantize_fp8_transposed_bgrad(ctx, y.data(), scale, qT, db,
+                                              rows, cols, format, statSlotT,
+                                              outDtype, dbDtype);
+      },
+      [&](Context &c, Gpu &g) {
+        validate();
+        requireStorageDtype(xDtype, "x_dtype");
+        if (dout != nullptr)
+          requireStorageDtype(doutDtype, "dout_dtype");
+        if (db != nullptr)
+          requireGradientDtype(dbDtype, "db_dtype");
+        const bool stats = c.collectingFp8Stats();
+        g.geluCastDual(dout, doutDtype, x, xDtype, outDtype, scale, amax, q, qT,
+                       db, dbDtype, rows, cols, format, stats ? statSlot : -1,
+                       stats ? statSlotT : -1);
+      });
+}
+} // namespace
+
+GPTRT_EXPORT void
+gptrt_gelu_fwd_cast_dual(gptrt_context *ctx, const void *x, const float *scale,
+                         float *amax, uint8_t *q, uint8_t *qT, int64_t n,
+                         int64_t xDtype, int64_t yDtype, int64_t rows,
+                         int64_t cols, int64_t outDtype, int64_t format,
+                         int64_t statSlot, int64_t statSlotT) {
+  geluCastDual(ctx, "gptrt_gelu_fwd_cast_dual", nullptr, 0, x, xDtype, scale,
+               amax, q, qT, nullptr, 0, n, yDtype, rows, cols, outDtype, format,
+               statSlot, statSlotT);
+}
+
+GPTRT_EXPORT void gptrt_gelu_bwd_cast_dual_bgrad(
+    gptrt_context *ctx, const void *dout, const void *x, const float *scale,
+    float *amax, uint8_t *q, uint8_t *qT, void *db, int64_t n,
+    int64_t doutDtype, int64_t xDtype, int64_t dxDtype, int64_t rows,
+    int64_t cols, int64_t outDtype, int64_t format, int64_t statSlot,
+    int64_t statSlotT, int64_t dbDtype) {
+  geluCastDual(ctx, "gptrt_gelu_bwd_cast_dual_bgrad", dout, doutDtype, x,
+               xDtype, scale, amax, q, qT, db, dbDtype, n, dxDtype, rows, cols,
+               outDtype, format, statSlot, statSlotT);
+}
+
 GPTRT_EXPORT void gptrt_add_amax(gptrt_context *ctx, const void *a,
                                  const void *b, void *sum, float *amax,
                                  int64_t outer, int64_t inner,
@@ -3138,6 +3223,8 @@ const std::vector<AbiSymbol> &abiSymbols() {
       GPTRT_SYM(gptrt_gelu_fwd_cast),
       GPTRT_SYM(gptrt_gelu_bwd_amax),
       GPTRT_SYM(gptrt_gelu_bwd_cast),
+      GPTRT_SYM(gptrt_gelu_fwd_cast_dual),
+      GPTRT_SYM(gptrt_gelu_bwd_cast_dual_bgrad),
       GPTRT_SYM(gptrt_add_amax),
       GPTRT_SYM(gptrt_add_cast),
       GPTRT_SYM(gptrt_matmul_amax),

@@ -313,6 +313,19 @@ public:
                                       const float *scales, uint8_t *q,
                                       int64_t rows, int64_t cols,
                                       bool alongCols, int64_t format) = 0;
+  // A GELU producer whose stored output nothing reads but its two FP8
+  // casts (rt-fuse-producer-dual-cast): that output -- gelu(x), or with
+  // dout gelu'(x) * dout, rounded to outDtype -- made as it is read, its
+  // amax, its codes at *scale row-major (q) and transposed (qT), and with
+  // db its column sums (gptrt_reduce_rows into dbDtype), in one pass over
+  // the producer's inputs; the output itself is never written. statSlot /
+  // statSlotT >= 0: each cast's statistics are recorded too.
+  virtual void geluCastDual(const void *dout, int64_t doutDtype, const void *x,
+                            int64_t xDtype, int64_t outDtype,
+                            const float *scale, float *amax, uint8_t *q,
+                            uint8_t *qT, void *db, int64_t dbDtype,
+                            int64_t rows, int64_t cols, int64_t format,
+                            int64_t statSlot, int64_t statSlotT) = 0;
   // rowScales of amax into scales, then quantizeRowsTransposed with them,
   // in one kernel whose blocks make their own rows' or columns' scales.
   virtual void scaleQuantizeRowsTransposed(

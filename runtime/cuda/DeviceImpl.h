@@ -6,6 +6,7 @@
 #define GPTRT_CUDA_DEVICEIMPL_H
 
 #include "runtime/cuda/Backend.h"
+#include "runtime/cuda/CastSource.cuh"
 #include "runtime/cuda/Fp8Sink.cuh"
 
 #include <cublasLt.h>
@@ -206,6 +207,11 @@ public:
                               const float *scales, uint8_t *q, int64_t rows,
                               int64_t cols, bool alongCols,
                               int64_t format) override;
+  void geluCastDual(const void *dout, int64_t doutDtype, const void *x,
+                    int64_t xDtype, int64_t outDtype, const float *scale,
+                    float *amax, uint8_t *q, uint8_t *qT, void *db,
+                    int64_t dbDtype, int64_t rows, int64_t cols, int64_t format,
+                    int64_t statSlot, int64_t statSlotT) override;
   void scaleQuantizeRowsTransposed(const void *x, int64_t xDtype,
                                    const float *amax, uint8_t *q, float *scales,
                                    int64_t rows, int64_t cols, bool alongCols,
@@ -368,7 +374,9 @@ private:
   void launchAmax(const void *x, int64_t xDtype, float *out, int64_t n,
                   cudaStream_t stream, const char *what);
   // Fp8.cu: the tiled transposed cast of castEpilogue,
-  // quantizeFp8Transposed/Dual and quantizeRowsTransposed; amax (its bits,
+  // quantizeFp8Transposed/Dual, quantizeRowsTransposed and geluCastDual,
+  // of a stored tensor or a GELU output worked out as it is read
+  // (CastSource); amax (its bits,
   // atomically maxed) may be null, with qRowMajor the codes are also
   // written untransposed, and scaleAxis picks scale[0] (0), scale[row]
   // (1) or scale[column] (2).
@@ -377,8 +385,8 @@ private:
   // own: the kernel makes the scale from an amax or a history (scaleAxis
   // 0), or each row's / column's scale from own.amax's per row / column
   // (1, 2; scale is then null), and stores it to own.out.
-  void launchTransposedCast(const void *x, bool bf16, const float *scale,
-                            uint8_t *q, int64_t rows, int64_t cols, bool e4m3,
+  void launchTransposedCast(const CastSource &x, const float *scale, uint8_t *q,
+                            int64_t rows, int64_t cols, bool e4m3,
                             unsigned *amax, uint8_t *qRowMajor = nullptr,
                             int scaleAxis = 0, float *colSums = nullptr,
                             const ScaleFromAmax &own = ScaleFromAmax{});
@@ -464,7 +472,7 @@ private:
   void *castStats_ = nullptr;     // Fp8.cu's per-slot counters
   // recordCastStats and recordRowwiseCastStats: castStatsKernel on `slot`
   // (scaleAxis as that kernel takes it).
-  void launchCastStats(const void *x, int64_t dtype, int64_t n, int64_t cols,
+  void launchCastStats(const CastSource &x, int64_t n, int64_t cols,
                        const float *scale, int scaleAxis, int64_t format,
                        int64_t slot);
   size_t castStatsSlots_ = 0, castStatsCapacity_ = 0;

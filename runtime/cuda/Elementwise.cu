@@ -4,6 +4,7 @@
 // vector accesses when every pointer allows it), grid-stride loops.
 #include "runtime/abi/gptrt.h"
 #include "runtime/cuda/DeviceImpl.h"
+#include "runtime/cuda/Gelu.cuh"
 #include "runtime/cuda/Storage.cuh"
 
 #include <cuda_bf16.h>
@@ -11,10 +12,6 @@
 namespace gptrt::cuda {
 
 namespace {
-
-// GPT-2's tanh GELU constants, as runtime/cpu/Kernels.cpp uses them.
-constexpr float kSqrt2OverPi = 0.7978845608028654f;
-constexpr float kCubic = 0.044715f;
 
 bool aligned16(const void *p) {
   return (reinterpret_cast<uintptr_t>(p) & 15) == 0;
@@ -58,18 +55,6 @@ void launchMapSink(cudaStream_t st, int64_t n, F f, const Fp8Sink &sink,
     return;
   mapSinkKernel<<<sink.cappedGrid(gridFor(n)), 256, 0, st>>>(n, f, sink);
   checkLaunch(name);
-}
-
-__device__ float gelu(float x) {
-  float u = kSqrt2OverPi * (x + kCubic * x * x * x);
-  return 0.5f * x * (1.0f + tanhf(u));
-}
-
-__device__ float geluGrad(float x) {
-  float u = kSqrt2OverPi * (x + kCubic * x * x * x);
-  float t = tanhf(u);
-  float du = kSqrt2OverPi * (1.0f + 3.0f * kCubic * x * x);
-  return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du;
 }
 
 } // namespace

@@ -230,10 +230,10 @@ __global__ void amaxCastKernel(const void *x, bool bf16, const float *scale,
 constexpr int kCastTile = 32;
 
 template <__nv_fp8_interpretation_t Format>
-__global__ void
-amaxCastTransposedKernel(const void *x, bool bf16, CastScale scale, uint8_t *q,
-                         int64_t rows, int64_t cols, unsigned *amax,
-                         uint8_t *qRowMajor, int scaleAxis, float *colSums) {
+__global__ void amaxCastTransposedKernel(CastSource x, CastScale scale,
+                                         uint8_t *q, int64_t rows, int64_t cols,
+                                         unsigned *amax, uint8_t *qRowMajor,
+                                         int scaleAxis, float *colSums) {
   __shared__ uint8_t tile[kCastTile][kCastTile + 1];
   __shared__ float values[kCastTile][kCastTile + 1]; // with colSums
   const float one = scaleAxis == 0 ? scale.value() : 0.0f;
@@ -252,7 +252,7 @@ amaxCastTransposedKernel(const void *x, bool bf16, CastScale scale, uint8_t *q,
     for (int i = warp; i < kCastTile; i += warps) {
       const int64_t r = r0 + i, c = c0 + lane;
       if (r < rows && c < cols) {
-        const float v = valueAt(x, bf16, r * cols + c);
+        const float v = x.at(r * cols + c);
         m = max(m, __float_as_uint(fabsf(v)));
         const float s = scaleAxis == 0   ? one
                         : scaleAxis == 2 ? colScale
@@ -424,8 +424,8 @@ struct SlotCounters {
 // lie above the +infinity the slot starts from, so NaNs are skipped as
 // the CPU's std::min skips them).
 template <__nv_fp8_interpretation_t Format>
-__global__ void castStatsKernel(const void *x, bool bf16, int64_t n,
-                                const float *scale, int scaleAxis, int64_t cols,
+__global__ void castStatsKernel(CastSource x, int64_t n, const float *scale,
+                                int scaleAxis, int64_t cols,
                                 SlotCounters *slot) {
   const float one = scaleAxis == 0 ? *scale : 0.0f;
   // Halfway between the largest finite value and the next power: what
@@ -440,7 +440,7 @@ __global__ void castStatsKernel(const void *x, bool bf16, int64_t n,
                     : scaleAxis == 1 ? scale[i / cols]
                                      : scale[i % cols];
     smallest = min(smallest, __float_as_uint(s));
-    const float v = valueAt(x, bf16, i);
+    const float v = x.at(i);
     const float magnitude = fabsf(v);
     m = max(m, __float_as_uint(magnitude));
     const float scaled = __fmul_rn(magnitude, s);
@@ -697,10 +697,55 @@ void DeviceImpl::quantizeRowsTransposed(const void *x, int64_t xDtype,
   requireFormat(format);
   if (rows == 0 || cols == 0)
     return;
-  launchTransposedCast(x, xDtype == GPTRT_DTYPE_BF16, scales, q, rows, cols,
-                       format == GPTRT_FP8_E4M3, nullptr, nullptr,
-                       alongCols ? 2 : 1);
+  launchTransposedCast(CastSource::stored(x, xDtype == GPTRT_DTYPE_BF16),
+                       scales, q, rows, cols, format == GPTRT_FP8_E4M3, nullptr,
+                       nullptr, alongCols ? 2 : 1);
   checkLaunch("gptrt_quantize_rows_transposed");
+}
+
+void DeviceImpl::geluCastDual(const void *dout, int64_t doutDtype,
+                              const void *x, int64_t xDtype, int64_t outDtype,
+                              const float *scale, float *amax, uint8_t *q,
+                              uint8_t *qT, void *db, int64_t dbDtype,
+                              int64_t rows, int64_t cols, int64_t format,
+                              int64_t statSlot, int64_t statSlotT) {
+  requireFormat(format);
+  if (rows < 0 || cols < 0)
+    throw std::invalid_argument("rows, cols = " + std::to_string(rows) + ", " +
+                                std::to_string(cols) + ", expected >= 0");
+  const CastSource source =
+      dout == nullptr
+          ? CastSource::geluOf(x, xDtype, outDtype)
+          : CastSource::geluGradOf(dout, doutDtype, x, xDtype, outDtype);
+  // The output is never stored, so the bias gradient cannot be summed from
+  // it afterwards: the tile kernel's column sums are always its first
+  // level (one row-order sum up to 32 rows, as reduce_rows's).
+  const int64_t tileRows = (rows + kCastTile - 1) / kCastTile;
+  float *sums =
+      db != nullptr && rows > 0
+          ? static_cast<float *>(scratch(
+                size_t(tileRows * cols + reduceRowsScratch(tileRows, cols)) *
+                4))
+          : nullptr;
+  zero(amax, sizeof(float));
+  if (rows != 0 && cols != 0) {
+    launchTransposedCast(source, scale, qT, rows, cols,
+                         format == GPTRT_FP8_E4M3,
+                         reinterpret_cast<unsigned *>(amax), q, 0, sums);
+    checkLaunch(dout == nullptr ? "gptrt_gelu_fwd_cast_dual"
+                                : "gptrt_gelu_bwd_cast_dual_bgrad");
+  }
+  if (db != nullptr) {
+    if (sums != nullptr)
+      sumRowLevels(sums, GPTRT_DTYPE_F32, tileRows, cols,
+                   sums + tileRows * cols, db, dbDtype);
+    else // no rows: reduce_rows of nothing
+      reduceRows(x, xDtype, db, dbDtype, 0, cols);
+  }
+  for (int64_t slot : {statSlot, statSlotT})
+    if (slot >= 0)
+      launchCastStats(source, rows * cols, /*cols=*/1, scale, /*scaleAxis=*/0,
+                      format, slot);
 }
 
 void DeviceImpl::scaleQuantizeRowsTransposed(
@@ -721,9 +766,9 @@ void DeviceImpl::scaleQuantizeRowsTransposed(
   own.margin = margin;
   own.powerOfTwo = powerOfTwo;
   own.eps = eps;
-  launchTransposedCast(x, xDtype == GPTRT_DTYPE_BF16, nullptr, q, rows, cols,
-                       format == GPTRT_FP8_E4M3, nullptr, nullptr,
-                       alongCols ? 2 : 1, nullptr, own);
+  launchTransposedCast(CastSource::stored(x, xDtype == GPTRT_DTYPE_BF16),
+                       nullptr, q, rows, cols, format == GPTRT_FP8_E4M3,
+                       nullptr, nullptr, alongCols ? 2 : 1, nullptr, own);
   checkLaunch("gptrt_scale_quantize_rows_transposed");
 }
 
@@ -775,11 +820,20 @@ void DeviceImpl::beginCastStats(size_t slots) {
     zero(castStats_, slots * sizeof(SlotCounters));
 }
 
+namespace {
+CastSource storedForStats(const void *x, int64_t dtype) {
+  if (dtype != GPTRT_DTYPE_F32 && dtype != GPTRT_DTYPE_BF16)
+    throw std::invalid_argument("dtype " + std::to_string(dtype) +
+                                ", expected f32 (1) or bf16 (2)");
+  return CastSource::stored(x, dtype == GPTRT_DTYPE_BF16);
+}
+} // namespace
+
 void DeviceImpl::recordCastStats(const void *x, int64_t dtype, int64_t n,
                                  const float *scale, int64_t format,
                                  int64_t slot) {
-  launchCastStats(x, dtype, n, /*cols=*/1, scale, /*scaleAxis=*/0, format,
-                  slot);
+  launchCastStats(storedForStats(x, dtype), n, /*cols=*/1, scale,
+                  /*scaleAxis=*/0, format, slot);
 }
 
 void DeviceImpl::recordRowwiseCastStats(const void *x, int64_t dtype,
@@ -789,36 +843,31 @@ void DeviceImpl::recordRowwiseCastStats(const void *x, int64_t dtype,
   if (rows < 0 || cols < 0)
     throw std::invalid_argument("rows, cols = " + std::to_string(rows) + ", " +
                                 std::to_string(cols) + ", expected >= 0");
-  launchCastStats(x, dtype, rows * cols, cols, scales, alongCols ? 2 : 1,
-                  format, slot);
+  launchCastStats(storedForStats(x, dtype), rows * cols, cols, scales,
+                  alongCols ? 2 : 1, format, slot);
 }
 
-void DeviceImpl::launchCastStats(const void *x, int64_t dtype, int64_t n,
-                                 int64_t cols, const float *scale,
-                                 int scaleAxis, int64_t format, int64_t slot) {
+void DeviceImpl::launchCastStats(const CastSource &x, int64_t n, int64_t cols,
+                                 const float *scale, int scaleAxis,
+                                 int64_t format, int64_t slot) {
   requireFormat(format);
   if (slot < 0 || static_cast<size_t>(slot) >= castStatsSlots_)
-    throw std::invalid_argument("stat_slot " + std::to_string(slot) +
-                                ", expected < " +
-                                std::to_string(castStatsSlots_) +
-                                " (the manifest's fp8_stats)");
-  if (dtype != GPTRT_DTYPE_F32 && dtype != GPTRT_DTYPE_BF16)
-    throw std::invalid_argument("dtype " + std::to_string(dtype) +
-                                ", expected f32 (1) or bf16 (2)");
+    throw std::invalid_argument(
+        "stat_slot " + std::to_string(slot) + ", expected < " +
+        std::to_string(castStatsSlots_) + " (the manifest's fp8_stats)");
   if (n <= 0)
     return;
-  const bool bf16 = dtype == GPTRT_DTYPE_BF16;
   SlotCounters *counters = static_cast<SlotCounters *>(castStats_) + slot;
   if (scaleAxis != 0)
     resetSlotScaleKernel<<<1, 1, 0, stream_>>>(counters);
   unsigned blocks = gridFor(n, 512);
   blocks = blocks > 1024 ? 1024 : blocks;
   if (format == GPTRT_FP8_E4M3)
-    castStatsKernel<__NV_E4M3><<<blocks, 512, 0, stream_>>>(
-        x, bf16, n, scale, scaleAxis, cols, counters);
+    castStatsKernel<__NV_E4M3>
+        <<<blocks, 512, 0, stream_>>>(x, n, scale, scaleAxis, cols, counters);
   else
-    castStatsKernel<__NV_E5M2><<<blocks, 512, 0, stream_>>>(
-        x, bf16, n, scale, scaleAxis, cols, counters);
+    castStatsKernel<__NV_E5M2>
+        <<<blocks, 512, 0, stream_>>>(x, n, scale, scaleAxis, cols, counters);
   checkLaunch("FP8 cast statistics");
 }
 
@@ -886,16 +935,17 @@ void DeviceImpl::castEpilogue(const void *out, int64_t dtype, int64_t rows,
       amaxCastKernel<__NV_E5M2>
           <<<blocks, 512, 0, stream_>>>(out, bf16, scale, q, n, bits);
   } else {
-    launchTransposedCast(out, bf16, scale, q, rows, cols, e4m3, bits);
+    launchTransposedCast(CastSource::stored(out, bf16), scale, q, rows, cols,
+                         e4m3, bits);
   }
   checkLaunch("fused epilogue (amax and cast)");
 }
 
-void DeviceImpl::launchTransposedCast(const void *x, bool bf16,
-                                      const float *scale, uint8_t *q,
-                                      int64_t rows, int64_t cols, bool e4m3,
-                                      unsigned *amax, uint8_t *qRowMajor,
-                                      int scaleAxis, float *colSums,
+void DeviceImpl::launchTransposedCast(const CastSource &x, const float *scale,
+                                      uint8_t *q, int64_t rows, int64_t cols,
+                                      bool e4m3, unsigned *amax,
+                                      uint8_t *qRowMajor, int scaleAxis,
+                                      float *colSums,
                                       const ScaleFromAmax &own) {
   const CastScale castScale(scale, own);
   const int64_t tileCols = (cols + kCastTile - 1) / kCastTile,
@@ -907,10 +957,10 @@ void DeviceImpl::launchTransposedCast(const void *x, bool bf16,
   dim3 grid(unsigned(tileCols), unsigned(tileRows < 65535 ? tileRows : 65535));
   if (e4m3)
     amaxCastTransposedKernel<__NV_E4M3><<<grid, 256, 0, stream_>>>(
-        x, bf16, castScale, q, rows, cols, amax, qRowMajor, scaleAxis, colSums);
+        x, castScale, q, rows, cols, amax, qRowMajor, scaleAxis, colSums);
   else
     amaxCastTransposedKernel<__NV_E5M2><<<grid, 256, 0, stream_>>>(
-        x, bf16, castScale, q, rows, cols, amax, qRowMajor, scaleAxis, colSums);
+        x, castScale, q, rows, cols, amax, qRowMajor, scaleAxis, colSums);
 }
 
 void DeviceImpl::quantizeFp8Transposed(const void *x, int64_t xDtype,
@@ -923,9 +973,9 @@ void DeviceImpl::quantizeFp8Transposed(const void *x, int64_t xDtype,
     scaleWithoutCast(own);
     return;
   }
-  launchTransposedCast(x, xDtype == GPTRT_DTYPE_BF16, scale, q, rows, cols,
-                       format == GPTRT_FP8_E4M3, nullptr, nullptr, 0, nullptr,
-                       own);
+  launchTransposedCast(CastSource::stored(x, xDtype == GPTRT_DTYPE_BF16), scale,
+                       q, rows, cols, format == GPTRT_FP8_E4M3, nullptr,
+                       nullptr, 0, nullptr, own);
   checkLaunch("gptrt_quantize_fp8_transposed");
 }
 
@@ -943,8 +993,9 @@ void DeviceImpl::quantizeFp8Dual(const void *x, int64_t xDtype,
     sums = static_cast<float *>(scratch(
         size_t(tileRows * cols + reduceRowsScratch(tileRows, cols)) * 4));
   if (rows != 0 && cols != 0) {
-    launchTransposedCast(x, xDtype == GPTRT_DTYPE_BF16, scale, qT, rows, cols,
-                         format == GPTRT_FP8_E4M3, nullptr, q, 0, sums, own);
+    launchTransposedCast(CastSource::stored(x, xDtype == GPTRT_DTYPE_BF16),
+                         scale, qT, rows, cols, format == GPTRT_FP8_E4M3,
+                         nullptr, q, 0, sums, own);
     checkLaunch("gptrt_quantize_fp8_dual");
   } else {
     scaleWithoutCast(own);

@@ -2,9 +2,10 @@
 """fp8-fuse-amax, fp8-fuse-cast, fp8-transpose-casts, fp8-reuse-scales,
 rt-fuse-dual-cast, rt-fuse-cast-scale, rt-batch-fp8-state-updates,
 rt-fuse-delayed-dual-cast, rt-hoist-transposed-casts,
-rt-batch-fp8-state-scales and rt-fuse-rowwise-cast change where amaxes, scales, FP8 casts and amax
+rt-fuse-producer-dual-cast, rt-batch-fp8-state-scales and
+rt-fuse-rowwise-cast change where amaxes, scales, FP8 casts and amax
 histories are computed (and which copy of a forward activation the
-backward keeps),
+backward keeps, or whether GELU's output is stored at all),
 never their values: the tiny GPT compiled with all of them, without the
 fusions (--fp8-fusion=false --fuse-dual-casts=false
 --fuse-classifier=false --fuse-qkv-attention=false
@@ -157,6 +158,20 @@ def main():
                                 "%d, separately %d; gradients with the bias "
                                 "gradient %d" % (len(weight_duals),
                                                  len(weight_transposed), bgrad))
+        # Delayed scaling: GELU's output and gradient are never stored in
+        # bf16, their producer writes both FP8 layouts
+        # (rt-fuse-producer-dual-cast).
+        if policy == "fp8-delayed":
+            train = rts["true"].split("func.func @train_step")[1].split("func.func @")[0]
+            gelu_duals = len(re.findall(
+                r'rt\.kernel "gelu_(?:fwd_cast_dual|bwd_cast_dual_bgrad)"', train))
+            gelu_alone = len(re.findall(r'rt\.kernel "gelu_(?:fwd|bwd)_cast"', train))
+            if gelu_duals == 0 or gelu_alone or "_cast_dual" in rts["false"]:
+                failures.append("fp8-delayed: GELU producers writing both "
+                                "layouts %d, casting once %d" % (gelu_duals,
+                                                                 gelu_alone))
+            summary.append("fp8-delayed: %d GELU producers write both FP8 "
+                           "layouts" % gelu_duals)
         if not kernels["true"][0] < kernels["layout-off"][0]:
             failures.append("%s: no amax shared (separate amax kernels %d, "
                             "%d without fp8-reuse-scales)" % (

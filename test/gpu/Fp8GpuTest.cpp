@@ -317,6 +317,105 @@ TEST_F(GpuTest, ScaleQuantizeRowsTransposedMatchesCpu) {
   EXPECT_EQ(download(scales, cols), std::vector<float>(cols, 224.0f));
 }
 
+// rt-fuse-producer-dual-cast's kernels: the GELU output (or gradient)
+// worked out inside the transposed cast's tile kernel, never stored, bit
+// for bit the GPU's producer cast followed by its transposed cast (amax,
+// both layouts, the bias gradient -- summed from tiles, one tile of rows
+// or many -- and each cast's statistics), on partial tiles, bf16 (the
+// producer's 8-wide path) and f32 storage; every output written
+// (poisoned); and the codes those of the CPU's kernels, but for the rare
+// value whose f32 GELU differs in its last bit (tanhf) at a rounding edge.
+TEST_F(GpuTest, GeluCastDualMatchesTheProducerAndTransposedCasts) {
+  Context cpuCtx(Device::Cpu, {});
+  for (int64_t rows : {1000, 20}) {
+    const int64_t cols = 200, n = rows * cols;
+    const std::vector<float> x = randn(n, 2.0f), dy = randn(n, 0.5f);
+    const std::vector<uint16_t> x16 = toBf16(x), dy16 = toBf16(dy);
+    const float scale = 60.0f;
+    const float *dScale = upload(std::vector<float>{scale});
+    for (int64_t dtype : {GPTRT_DTYPE_BF16, GPTRT_DTYPE_F32}) {
+      SCOPED_TRACE("rows " + std::to_string(rows) + ", dtype " +
+                   std::to_string(dtype));
+      const bool bf16 = dtype == GPTRT_DTYPE_BF16;
+      const void *dx = bf16 ? static_cast<const void *>(upload(x16))
+                            : static_cast<const void *>(upload(x));
+      const void *ddy = bf16 ? static_cast<const void *>(upload(dy16))
+                             : static_cast<const void *>(upload(dy));
+      const void *hx = bf16 ? static_cast<const void *>(x16.data()) : x.data();
+      const void *hdy =
+          bf16 ? static_cast<const void *>(dy16.data()) : dy.data();
+      for (bool backward : {false, true}) {
+        SCOPED_TRACE(backward ? "backward" : "forward");
+        const int64_t format = backward ? GPTRT_FP8_E5M2 : GPTRT_FP8_E4M3;
+        gpu().beginFp8Stats(4);
+        // The two kernels on the GPU, statistics in slots 2 and 3.
+        void *y = alloc<float>(n);
+        float *amax = alloc<float>(1), *amaxGot = alloc<float>(1);
+        uint8_t *q = alloc<uint8_t>(n), *qT = alloc<uint8_t>(n),
+                *qGot = alloc<uint8_t>(n), *qTGot = alloc<uint8_t>(n);
+        const std::vector<float> dbStart = randn(cols);
+        float *db = upload(dbStart), *dbGot = upload(dbStart);
+        if (backward) {
+          gptrt_gelu_bwd_cast(g(), ddy, dx, dScale, y, amax, q, n, dtype, dtype,
+                              dtype, rows, cols, dtype, format, 0, 2);
+          gptrt_quantize_fp8_transposed_bgrad(g(), y, dScale, qT, db, rows,
+                                              cols, format, 3, dtype,
+                                              GPTRT_DTYPE_F32_ACCUMULATE);
+          gptrt_gelu_bwd_cast_dual_bgrad(g(), ddy, dx, dScale, amaxGot, qGot,
+                                         qTGot, dbGot, n, dtype, dtype, dtype,
+                                         rows, cols, dtype, format, 0, 1,
+                                         GPTRT_DTYPE_F32_ACCUMULATE);
+        } else {
+          gptrt_gelu_fwd_cast(g(), dx, dScale, y, amax, q, n, dtype, dtype,
+                              rows, cols, dtype, format, 0, 2);
+          gptrt_quantize_fp8_transposed(g(), y, dScale, qT, rows, cols, format,
+                                        3, dtype);
+          gptrt_gelu_fwd_cast_dual(g(), dx, dScale, amaxGot, qGot, qTGot, n,
+                                   dtype, dtype, rows, cols, dtype, format, 0,
+                                   1);
+        }
+        expectOk();
+        // The CPU's: the same fused entry point (producer, then cast).
+        std::vector<uint8_t> cq(n), cqT(n);
+        std::vector<float> cdb = dbStart;
+        float camax = 0;
+        if (backward)
+          gptrt_gelu_bwd_cast_dual_bgrad(
+              cpuCtx.handle(), hdy, hx, &scale, &camax, cq.data(), cqT.data(),
+              cdb.data(), n, dtype, dtype, dtype, rows, cols, dtype, format, -1,
+              -1, GPTRT_DTYPE_F32_ACCUMULATE);
+        else
+          gptrt_gelu_fwd_cast_dual(cpuCtx.handle(), hx, &scale, &camax,
+                                   cq.data(), cqT.data(), n, dtype, dtype, rows,
+                                   cols, dtype, format, -1, -1);
+        ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
+        gpu().endFp8Stats();
+        EXPECT_EQ(download(amaxGot, 1), download(amax, 1));
+        const std::vector<uint8_t> gotQ = download(qGot, n),
+                                   gotQT = download(qTGot, n);
+        EXPECT_EQ(gotQ, download(q, n));
+        EXPECT_EQ(gotQT, download(qT, n));
+        EXPECT_EQ(download(dbGot, cols), download(db, cols));
+        for (int slot : {0, 1}) {
+          const Fp8CastStats &got = gpu().fp8Stats()[slot],
+                             &want = gpu().fp8Stats()[slot + 2];
+          EXPECT_EQ(got.amax, want.amax) << "slot " << slot;
+          EXPECT_EQ(got.scale, want.scale) << "slot " << slot;
+          EXPECT_EQ(got.underflow, want.underflow) << "slot " << slot;
+          EXPECT_EQ(got.saturated, want.saturated) << "slot " << slot;
+          EXPECT_EQ(got.elements, n) << "slot " << slot;
+        }
+        int64_t differ = 0;
+        for (int64_t i = 0; i < n; ++i)
+          differ += (gotQ[i] != cq[i]) + (gotQT[i] != cqT[i]);
+        EXPECT_LE(differ, n / 1000) << "codes unlike the CPU's";
+        EXPECT_NEAR(download(amaxGot, 1)[0], camax, 1e-2 * camax);
+        EXPECT_LT(relErr(download(dbGot, cols), toDouble(cdb)), 1e-2);
+      }
+    }
+  }
+}
+
 // rt-fuse-rowwise-cast's kernel: a warp per row makes the row's amax, its
 // scale and its codes, bit for bit the CPU's three kernels -- 20000 rows of
 // a width that is not a multiple of 32, a NaN row and a zero row, f32 and

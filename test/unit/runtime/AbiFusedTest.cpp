@@ -236,6 +236,106 @@ TEST_F(AbiFusedTest, FusedCastRecordsStatisticsLikeQuantize) {
   EXPECT_EQ(fused.amax, separate.amax);
 }
 
+// rt-fuse-producer-dual-cast's kernels: GELU's output (forward) or its
+// gradient (backward, with the bias gradient) cast both ways without the
+// output ever being an argument -- amax, row-major codes, transposed codes
+// and bias gradient bit for bit those of the producer cast followed by
+// the transposed cast of its stored output (bf16 and f32 storage, an
+// accumulating bias gradient), each cast's statistics in its own slot;
+// sizes that do not cover the output and disagreeing dtypes are errors.
+TEST_F(AbiFusedTest, GeluCastDualIsTheProducerCastThenTheTransposedCast) {
+  const int64_t rows = 40, cols = 24, n = rows * cols;
+  const std::vector<float> x = randomF(n, 21, -4.0, 4.0),
+                           dy = randomF(n, 22, -2.0, 2.0);
+  std::vector<uint16_t> x16(n), dy16(n);
+  for (int64_t i = 0; i < n; ++i) {
+    x16[i] = cpu::floatToBf16(x[i]);
+    dy16[i] = cpu::floatToBf16(dy[i]);
+  }
+  const float scale = 60.0f;
+  for (int64_t dtype : {GPTRT_DTYPE_BF16, GPTRT_DTYPE_F32}) {
+    SCOPED_TRACE("dtype " + std::to_string(dtype));
+    const bool bf16 = dtype == GPTRT_DTYPE_BF16;
+    const void *in = bf16 ? static_cast<const void *>(x16.data()) : x.data();
+    const void *grad =
+        bf16 ? static_cast<const void *>(dy16.data()) : dy.data();
+    std::vector<float> y(n); // room for either dtype
+    std::vector<uint8_t> q(n), qT(n), qGot(n, 0xDD), qTGot(n, 0xDD);
+    float amax = -1, amaxGot = -2;
+    // Forward, E4M3.
+    gptrt_gelu_fwd_cast(h, in, &scale, y.data(), &amax, q.data(), n, dtype,
+                        dtype, rows, cols, dtype, GPTRT_FP8_E4M3, 0, -1);
+    gptrt_quantize_fp8_transposed(h, y.data(), &scale, qT.data(), rows, cols,
+                                  GPTRT_FP8_E4M3, -1, dtype);
+    gptrt_gelu_fwd_cast_dual(h, in, &scale, &amaxGot, qGot.data(), qTGot.data(),
+                             n, dtype, dtype, rows, cols, dtype, GPTRT_FP8_E4M3,
+                             -1, -1);
+    ASSERT_FALSE(ctx.failed()) << ctx.error();
+    EXPECT_EQ(amaxGot, amax);
+    EXPECT_EQ(qGot, q);
+    EXPECT_EQ(qTGot, qT);
+    // Backward, E5M2, the bias gradient added into an f32 one.
+    std::vector<float> db(cols, 0.5f), dbGot(cols, 0.5f);
+    gptrt_gelu_bwd_cast(h, grad, in, &scale, y.data(), &amax, q.data(), n,
+                        dtype, dtype, dtype, rows, cols, dtype, GPTRT_FP8_E5M2,
+                        0, -1);
+    gptrt_quantize_fp8_transposed_bgrad(h, y.data(), &scale, qT.data(),
+                                        db.data(), rows, cols, GPTRT_FP8_E5M2,
+                                        -1, dtype, GPTRT_DTYPE_F32_ACCUMULATE);
+    gptrt_gelu_bwd_cast_dual_bgrad(h, grad, in, &scale, &amaxGot, qGot.data(),
+                                   qTGot.data(), dbGot.data(), n, dtype, dtype,
+                                   dtype, rows, cols, dtype, GPTRT_FP8_E5M2, -1,
+                                   -1, GPTRT_DTYPE_F32_ACCUMULATE);
+    ASSERT_FALSE(ctx.failed()) << ctx.error();
+    EXPECT_EQ(amaxGot, amax);
+    EXPECT_EQ(qGot, q);
+    EXPECT_EQ(qTGot, qT);
+    EXPECT_EQ(dbGot, db);
+    EXPECT_NE(db[0], 0.5f);
+  }
+  // The statistics: one slot per cast, as the two kernels record them.
+  std::vector<float> y(n);
+  std::vector<uint8_t> q(n), qT(n);
+  float amax;
+  ctx.beginFp8Stats(4);
+  gptrt_gelu_fwd_cast_dual(h, x.data(), &scale, &amax, q.data(), qT.data(), n,
+                           GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16, rows, cols,
+                           GPTRT_DTYPE_BF16, GPTRT_FP8_E4M3, 0, 1);
+  gptrt_gelu_fwd_cast(h, x.data(), &scale, y.data(), &amax, q.data(), n,
+                      GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16, rows, cols,
+                      GPTRT_DTYPE_BF16, GPTRT_FP8_E4M3, 0, 2);
+  gptrt_quantize_fp8_transposed(h, y.data(), &scale, qT.data(), rows, cols,
+                                GPTRT_FP8_E4M3, 3, GPTRT_DTYPE_BF16);
+  ctx.endFp8Stats();
+  ASSERT_FALSE(ctx.failed()) << ctx.error();
+  for (int slot : {0, 1}) {
+    const Fp8CastStats &got = ctx.fp8Stats()[slot],
+                       &want = ctx.fp8Stats()[slot + 2];
+    EXPECT_EQ(got.elements, n);
+    EXPECT_EQ(got.amax, want.amax);
+    EXPECT_EQ(got.scale, want.scale);
+    EXPECT_EQ(got.underflow, want.underflow);
+    EXPECT_EQ(got.saturated, want.saturated);
+  }
+  gptrt_gelu_fwd_cast_dual(h, x.data(), &scale, &amax, q.data(), qT.data(), n,
+                           GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, rows, cols - 1,
+                           GPTRT_DTYPE_F32, GPTRT_FP8_E4M3, -1, -1);
+  EXPECT_NE(ctx.error().find("gptrt_gelu_fwd_cast_dual: rows * cols = 920, "
+                             "expected n = 960"),
+            std::string::npos)
+      << ctx.error();
+  ctx.clearError();
+  gptrt_gelu_bwd_cast_dual_bgrad(
+      h, dy.data(), x.data(), &scale, &amax, q.data(), qT.data(), y.data(), n,
+      GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, rows, cols,
+      GPTRT_DTYPE_BF16, GPTRT_FP8_E5M2, -1, -1, GPTRT_DTYPE_F32);
+  EXPECT_NE(ctx.error().find("gptrt_gelu_bwd_cast_dual_bgrad: out_dtype 2 "
+                             "differs from the output's dtype 1"),
+            std::string::npos)
+      << ctx.error();
+  ctx.clearError();
+}
+
 TEST_F(AbiFusedTest, BadEpilogueArgumentsAreErrors) {
   float x = 1, out = 0, amax = 0;
   gptrt_gelu_fwd_amax(h, &x, &out, &amax, 1, GPTRT_DTYPE_F32, 7, 1, 1, 7);

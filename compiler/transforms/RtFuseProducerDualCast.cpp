@@ -1,0 +1,185 @@
+// rt-fuse-producer-dual-cast: under delayed scaling, a GELU producer's
+// fused FP8 cast and the transposed cast of its output -- the output's
+// only other reader -- become one kernel that writes both FP8 layouts and
+// never stores the output (see Passes.td).
+#include "compiler/transforms/Passes.h"
+#include "compiler/transforms/RtKernelQueries.h"
+
+namespace gptc {
+#define GEN_PASS_DEF_RTFUSEPRODUCERDUALCAST
+#include "compiler/transforms/Passes.h.inc"
+} // namespace gptc
+
+using namespace mlir;
+namespace rt = gptc::rt;
+
+namespace {
+
+// A producer cast, the transposed cast of its output it takes in, and the
+// fused kernel (gptrt.h's gptrt_gelu_*_cast_dual*).
+struct ProducerForm {
+  StringRef producer;
+  StringRef transposed;
+  StringRef fused;
+};
+
+const ProducerForm kForms[] = {
+    {"gelu_fwd_cast", "state_quantize_fp8_transposed", "gelu_fwd_cast_dual"},
+    {"gelu_bwd_cast", "state_quantize_fp8_transposed_bgrad",
+     "gelu_bwd_cast_dual_bgrad"},
+};
+
+// A producer cast's constants end with its epilogue's: rows, cols,
+// out_dtype, format, transpose, stat_slot. Its outputs: y, amax, q; its
+// last input: the scale.
+constexpr unsigned kEpilogueConsts = 6;
+// gptrt_fp8_state_scale's constants, which the state_ casts end with:
+// history_length, fp8_max, margin, power_of_two, eps, most_recent.
+constexpr unsigned kScaleConsts = 6;
+
+class RtFuseProducerDualCastPass
+    : public gptc::impl::RtFuseProducerDualCastBase<
+          RtFuseProducerDualCastPass> {
+public:
+  using Base::Base;
+
+  void runOnOperation() override {
+    SmallVector<std::pair<rt::KernelOp, const ProducerForm *>> producers;
+    getOperation().walk([&](rt::KernelOp op) {
+      for (const ProducerForm &form : kForms)
+        if (op.getKernel() == form.producer)
+          producers.push_back({op, &form});
+    });
+    for (auto [producer, form] : producers)
+      fuse(producer, *form);
+  }
+
+private:
+  void fuse(rt::KernelOp producer, const ProducerForm &form) {
+    const unsigned consts = producer.getConsts().size();
+    if (producer.getOutputs().size() != 3 || producer.getInputs().empty() ||
+        consts < kEpilogueConsts)
+      return;
+    const unsigned epilogue = consts - kEpilogueConsts;
+    const int64_t rows = rt::constAt(producer, epilogue),
+                  cols = rt::constAt(producer, epilogue + 1),
+                  outDtype = rt::constAt(producer, epilogue + 2),
+                  format = rt::constAt(producer, epilogue + 3);
+    if (rt::constAt(producer, epilogue + 4) != 0) // already transposed
+      return;
+    Value y = producer.getOutputs()[0], scale = producer.getInputs().back();
+    Value root = rt::rootBuffer(y);
+    if (!root.getDefiningOp<rt::AllocOp>())
+      return;
+
+    // The next kernel that reads y: the transposed cast of all of it, in
+    // the producer's format and storage, and the last reader of y.
+    rt::KernelOp cast;
+    for (Operation *op = producer->getNextNode(); op && !cast;
+         op = op->getNextNode())
+      if (rt::touches(op, root, /*reads=*/true)) {
+        cast = dyn_cast<rt::KernelOp>(op);
+        if (!cast)
+          return;
+      }
+    const bool bgrad = form.transposed.ends_with("_bgrad");
+    const unsigned castOwn = bgrad ? 6 : 5; // its constants before the scale's
+    if (!cast || cast.getKernel() != form.transposed ||
+        cast.getInputs().size() != 2 ||
+        cast.getOutputs().size() != (bgrad ? 3u : 2u) ||
+        cast.getConsts().size() != castOwn + kScaleConsts ||
+        !rt::sameBytes(cast.getInputs()[0], y) ||
+        rt::constAt(cast, 0) != rows || rt::constAt(cast, 1) != cols ||
+        rt::constAt(cast, 2) != format || rt::constAt(cast, 4) != outDtype)
+      return;
+    for (Value view : rt::viewsOf(root))
+      for (Operation *user : view.getUsers())
+        if (user != cast.getOperation() && cast->isBeforeInBlock(user) &&
+            !isa<rt::ReshapeOp>(user))
+          return;
+
+    // The producer's scale is made from the history the cast reads, by
+    // the same recipe, and the history keeps its value until the cast (the
+    // updates wait for the end of the step): the cast's own scale is the
+    // producer's, which later readers of the cast's scale then read.
+    Value history = cast.getInputs()[1], castScale = cast.getOutputs().back();
+    auto scaleOp = dyn_cast_or_null<rt::KernelOp>(lastWriter(producer, scale));
+    ArrayRef<Attribute> recipe =
+        cast.getConsts().getValue().drop_front(castOwn);
+    if (!scaleOp || scaleOp.getKernel() != "fp8_state_scale" ||
+        scaleOp.getInputs().size() != 1 || scaleOp.getOutputs().size() != 1 ||
+        scaleOp.getOutputs()[0] != scale ||
+        scaleOp.getConsts().getValue() != recipe ||
+        !rt::sameBytes(scaleOp.getInputs()[0], history) ||
+        rt::touchedBetween(scaleOp, cast, history, /*reads=*/false) ||
+        rt::mayAlias(castScale, scale))
+      return;
+    Operation *lastScaleUse = cast;
+    for (Operation *user : castScale.getUsers())
+      if (lastScaleUse->isBeforeInBlock(user))
+        lastScaleUse = user;
+    if (rt::touchedBetween(producer, lastScaleUse, scale, /*reads=*/false))
+      return;
+    // The transposed codes (and bias gradient) are written where the
+    // producer runs: nothing may use them in between.
+    for (Value out : cast.getOutputs().drop_back()) {
+      Operation *def = out.getDefiningOp();
+      if (!def || !isa<rt::AllocOp, rt::ViewOp>(def) ||
+          rt::touchedBetween(producer, cast, out, /*reads=*/true))
+        return;
+    }
+    for (Value out : cast.getOutputs().drop_back())
+      if (Operation *def = out.getDefiningOp(); producer->isBeforeInBlock(def))
+        def->moveBefore(producer);
+
+    OpBuilder b(producer);
+    SmallVector<Value> outs{producer.getOutputs()[1], producer.getOutputs()[2],
+                            cast.getOutputs()[0]};
+    if (bgrad)
+      outs.push_back(cast.getOutputs()[1]);
+    ArrayRef<Attribute> p = producer.getConsts().getValue();
+    SmallVector<Attribute> fusedConsts(p.take_front(epilogue + 4));
+    fusedConsts.push_back(p[epilogue + 5]);     // stat_slot
+    fusedConsts.push_back(cast.getConsts()[3]); // the cast's stat_slot
+    if (bgrad)
+      fusedConsts.push_back(cast.getConsts()[5]); // db_dtype
+    auto dual = rt::KernelOp::create(b, producer.getLoc(), form.fused,
+                                     producer.getInputs(), outs,
+                                     /*stream=*/0, b.getArrayAttr(fusedConsts));
+    if (Attribute stats = rt::dualCastStats(b, producer, cast))
+      dual->setAttr("rt.fp8_stat", stats);
+    Value castX = cast.getInputs()[0];
+    cast.erase();
+    producer.erase();
+    castScale.replaceAllUsesWith(scale);
+    for (Value dead : {castScale, castX, history, y})
+      eraseUnused(dead);
+    ++fused;
+  }
+
+  // The last op before `op` that writes `buffer` (or touches it without
+  // being a kernel), or null.
+  static Operation *lastWriter(Operation *op, Value buffer) {
+    for (Operation *prev = op->getPrevNode(); prev; prev = prev->getPrevNode())
+      if (rt::touches(prev, buffer, /*reads=*/false))
+        return prev;
+    return nullptr;
+  }
+
+  // Erases the definition of `value` (an rt.alloc, rt.view or rt.reshape)
+  // and of what it views, as far as nothing else uses them.
+  static void eraseUnused(Value value) {
+    Operation *def = value.getDefiningOp();
+    if (!def || !value.use_empty() ||
+        !isa<rt::AllocOp, rt::ViewOp, rt::ReshapeOp>(def))
+      return;
+    Value source;
+    if (auto reshape = dyn_cast<rt::ReshapeOp>(def))
+      source = reshape.getSource();
+    def->erase();
+    if (source)
+      eraseUnused(source);
+  }
+};
+
+} // namespace

@@ -1,0 +1,126 @@
+// RUN: gpt-opt %s -split-input-file -rt-fuse-producer-dual-cast | FileCheck %s
+
+// GELU's forward cast and, through a reshape, the transposed cast of its
+// output for grad_weight, whose scale is made from the same history by
+// the same recipe: one gelu_fwd_cast_dual where the producer was, writing
+// the amax, both layouts and no bf16 output (its buffer and the cast's
+// views go), both statistics slots kept; the grad_weight GEMM reads the
+// producer's scale.
+rt.arena @fp8_state fp8_state size = 256
+// CHECK-LABEL: func.func @gelu_fwd
+// CHECK: rt.kernel "fp8_state_scale" ins(%[[H:.*]] : memref<16xf32>) outs(%[[S:.*]] : memref<f32>)
+// CHECK-NOT: memref<4x8x64xbf16>
+// CHECK: %[[QT:.*]] = rt.alloc : memref<64x32xf8E4M3FN>
+// CHECK-NEXT: rt.kernel "gelu_fwd_cast_dual" ins(%[[X:.*]], %[[S]] : memref<4x8x64xf32>, memref<f32>) outs(%[[M:.*]], %[[Q:.*]], %[[QT]] : memref<f32>, memref<4x8x64xf8E4M3FN>, memref<64x32xf8E4M3FN>) consts [2048, 1, 2, 32, 64, 2, 0, 6, 9] {rt.fp8_stat = [{gemm = "forward", layer = "fc2", operand = "a", slot = 6 : i64}, {gemm = "grad_weight", layer = "fc2", operand = "b", slot = 9 : i64}]}
+// CHECK-NOT: state_quantize_fp8_transposed
+// CHECK: rt.kernel "scaled_matmul" ins(%{{.*}}, %[[QT]], %{{.*}}, %[[S]] :
+// CHECK-NOT: rt.view @fp8_state
+// CHECK: return
+func.func @gelu_fwd() {
+  %x = rt.alloc : memref<4x8x64xf32>
+  %h = rt.view @fp8_state[0] : memref<16xf32>
+  %s = rt.alloc : memref<f32>
+  rt.kernel "fp8_state_scale" ins(%h : memref<16xf32>) outs(%s : memref<f32>) consts [16, 4.480000e+02, 0, 0, 9.9999999999999998E-13, 0]
+  %y = rt.alloc : memref<4x8x64xbf16>
+  %m = rt.alloc : memref<f32>
+  %q = rt.alloc : memref<4x8x64xf8E4M3FN>
+  rt.kernel "gelu_fwd_cast" ins(%x, %s : memref<4x8x64xf32>, memref<f32>) outs(%y, %m, %q : memref<4x8x64xbf16>, memref<f32>, memref<4x8x64xf8E4M3FN>) consts [2048, 1, 2, 32, 64, 2, 0, 0, 6] {rt.fp8_stat = {gemm = "forward", layer = "fc2", operand = "a", slot = 6 : i64}}
+  %y2 = rt.reshape %y : memref<4x8x64xbf16> -> memref<32x64xbf16>
+  %h2 = rt.view @fp8_state[0] : memref<16xf32>
+  %qt = rt.alloc : memref<64x32xf8E4M3FN>
+  %s2 = rt.alloc : memref<f32>
+  rt.kernel "state_quantize_fp8_transposed" ins(%y2, %h2 : memref<32x64xbf16>, memref<16xf32>) outs(%qt, %s2 : memref<64x32xf8E4M3FN>, memref<f32>) consts [32, 64, 0, 9, 2, 16, 4.480000e+02, 0, 0, 9.9999999999999998E-13, 0] {rt.fp8_stat = {gemm = "grad_weight", layer = "fc2", operand = "b", slot = 9 : i64}}
+  %g = rt.alloc : memref<48x32xf8E5M2>
+  %sg = rt.alloc : memref<f32>
+  %dw = rt.alloc : memref<48x64xf32>
+  rt.kernel "scaled_matmul" ins(%g, %qt, %sg, %s2 : memref<48x32xf8E5M2>, memref<64x32xf8E4M3FN>, memref<f32>, memref<f32>) outs(%dw : memref<48x64xf32>) consts [1, 48, 64, 32, 0, 1, 0, 0, 1, 1, 0, 0, 1]
+  return
+}
+
+// -----
+
+// GELU's gradient and its transposed cast with the bias gradient: one
+// gelu_bwd_cast_dual_bgrad (the bias gradient's dtype last).
+rt.arena @fp8_state fp8_state size = 256
+// CHECK-LABEL: func.func @gelu_bwd
+// CHECK: rt.kernel "gelu_bwd_cast_dual_bgrad" ins(%{{.*}}, %{{.*}}, %[[S:.*]] : memref<32x64xbf16>, memref<32x64xbf16>, memref<f32>) outs(%{{.*}}, %{{.*}}, %{{.*}}, %[[DB:.*]] : memref<f32>, memref<32x64xf8E5M2>, memref<64x32xf8E5M2>, memref<64xf32>) consts [2048, 2, 2, 2, 32, 64, 2, 1, 4, 5, 257] {rt.fp8_stat = [{gemm = "grad_input", layer = "fc1", operand = "a", slot = 4 : i64}, {gemm = "grad_weight", layer = "fc1", operand = "a", slot = 5 : i64}]}
+// CHECK-NOT: state_quantize_fp8_transposed_bgrad
+// CHECK: return
+func.func @gelu_bwd() {
+  %dy = rt.alloc : memref<32x64xbf16>
+  %x = rt.alloc : memref<32x64xbf16>
+  %h = rt.view @fp8_state[64] : memref<16xf32>
+  %s = rt.alloc : memref<f32>
+  rt.kernel "fp8_state_scale" ins(%h : memref<16xf32>) outs(%s : memref<f32>) consts [16, 5.734400e+04, 0, 0, 9.9999999999999998E-13, 0]
+  %dx = rt.alloc : memref<32x64xbf16>
+  %m = rt.alloc : memref<f32>
+  %q = rt.alloc : memref<32x64xf8E5M2>
+  rt.kernel "gelu_bwd_cast" ins(%dy, %x, %s : memref<32x64xbf16>, memref<32x64xbf16>, memref<f32>) outs(%dx, %m, %q : memref<32x64xbf16>, memref<f32>, memref<32x64xf8E5M2>) consts [2048, 2, 2, 2, 32, 64, 2, 1, 0, 4] {rt.fp8_stat = {gemm = "grad_input", layer = "fc1", operand = "a", slot = 4 : i64}}
+  %qt = rt.alloc : memref<64x32xf8E5M2>
+  %db = rt.alloc : memref<64xf32>
+  %s2 = rt.alloc : memref<f32>
+  rt.kernel "state_quantize_fp8_transposed_bgrad" ins(%dx, %h : memref<32x64xbf16>, memref<16xf32>) outs(%qt, %db, %s2 : memref<64x32xf8E5M2>, memref<64xf32>, memref<f32>) consts [32, 64, 1, 5, 2, 257, 16, 5.734400e+04, 0, 0, 9.9999999999999998E-13, 0] {rt.fp8_stat = {gemm = "grad_weight", layer = "fc1", operand = "a", slot = 5 : i64}}
+  return
+}
+
+// -----
+
+// Left apart: the output read again after the transposed cast (@reread);
+// a scale made by another recipe (@other_recipe, margin 1); the history
+// written between the scale and the cast (@history_written).
+rt.arena @fp8_state fp8_state size = 256
+// CHECK-LABEL: func.func @reread
+// CHECK: rt.kernel "gelu_fwd_cast" ins
+// CHECK: rt.kernel "state_quantize_fp8_transposed" ins
+// CHECK-LABEL: func.func @other_recipe
+// CHECK: rt.kernel "gelu_fwd_cast" ins
+// CHECK: rt.kernel "state_quantize_fp8_transposed" ins
+// CHECK-LABEL: func.func @history_written
+// CHECK: rt.kernel "gelu_fwd_cast" ins
+// CHECK: rt.kernel "state_quantize_fp8_transposed" ins
+// CHECK-NOT: _cast_dual
+func.func @reread() {
+  %x = rt.alloc : memref<32x64xbf16>
+  %h = rt.view @fp8_state[0] : memref<16xf32>
+  %s = rt.alloc : memref<f32>
+  rt.kernel "fp8_state_scale" ins(%h : memref<16xf32>) outs(%s : memref<f32>) consts [16, 4.480000e+02, 0, 0, 9.9999999999999998E-13, 0]
+  %y = rt.alloc : memref<32x64xbf16>
+  %m = rt.alloc : memref<f32>
+  %q = rt.alloc : memref<32x64xf8E4M3FN>
+  rt.kernel "gelu_fwd_cast" ins(%x, %s : memref<32x64xbf16>, memref<f32>) outs(%y, %m, %q : memref<32x64xbf16>, memref<f32>, memref<32x64xf8E4M3FN>) consts [2048, 2, 2, 32, 64, 2, 0, 0, -1]
+  %qt = rt.alloc : memref<64x32xf8E4M3FN>
+  %s2 = rt.alloc : memref<f32>
+  rt.kernel "state_quantize_fp8_transposed" ins(%y, %h : memref<32x64xbf16>, memref<16xf32>) outs(%qt, %s2 : memref<64x32xf8E4M3FN>, memref<f32>) consts [32, 64, 0, -1, 2, 16, 4.480000e+02, 0, 0, 9.9999999999999998E-13, 0]
+  %z = rt.alloc : memref<32x64xbf16>
+  rt.kernel "add" ins(%y, %y : memref<32x64xbf16>, memref<32x64xbf16>) outs(%z : memref<32x64xbf16>) consts [2048, 1, 0, 2, 2, 2]
+  return
+}
+func.func @other_recipe() {
+  %x = rt.alloc : memref<32x64xbf16>
+  %h = rt.view @fp8_state[0] : memref<16xf32>
+  %s = rt.alloc : memref<f32>
+  rt.kernel "fp8_state_scale" ins(%h : memref<16xf32>) outs(%s : memref<f32>) consts [16, 4.480000e+02, 1, 0, 9.9999999999999998E-13, 0]
+  %y = rt.alloc : memref<32x64xbf16>
+  %m = rt.alloc : memref<f32>
+  %q = rt.alloc : memref<32x64xf8E4M3FN>
+  rt.kernel "gelu_fwd_cast" ins(%x, %s : memref<32x64xbf16>, memref<f32>) outs(%y, %m, %q : memref<32x64xbf16>, memref<f32>, memref<32x64xf8E4M3FN>) consts [2048, 2, 2, 32, 64, 2, 0, 0, -1]
+  %qt = rt.alloc : memref<64x32xf8E4M3FN>
+  %s2 = rt.alloc : memref<f32>
+  rt.kernel "state_quantize_fp8_transposed" ins(%y, %h : memref<32x64xbf16>, memref<16xf32>) outs(%qt, %s2 : memref<64x32xf8E4M3FN>, memref<f32>) consts [32, 64, 0, -1, 2, 16, 4.480000e+02, 0, 0, 9.9999999999999998E-13, 0]
+  return
+}
+func.func @history_written() {
+  %x = rt.alloc : memref<32x64xbf16>
+  %h = rt.view @fp8_state[0] : memref<16xf32>
+  %s = rt.alloc : memref<f32>
+  rt.kernel "fp8_state_scale" ins(%h : memref<16xf32>) outs(%s : memref<f32>) consts [16, 4.480000e+02, 0, 0, 9.9999999999999998E-13, 0]
+  %y = rt.alloc : memref<32x64xbf16>
+  %m = rt.alloc : memref<f32>
+  %q = rt.alloc : memref<32x64xf8E4M3FN>
+  rt.kernel "gelu_fwd_cast" ins(%x, %s : memref<32x64xbf16>, memref<f32>) outs(%y, %m, %q : memref<32x64xbf16>, memref<f32>, memref<32x64xf8E4M3FN>) consts [2048, 2, 2, 32, 64, 2, 0, 0, -1]
+  rt.kernel "fp8_state_update" ins(%m : memref<f32>) outs(%h : memref<16xf32>) consts [16]
+  %qt = rt.alloc : memref<64x32xf8E4M3FN>
+  %s2 = rt.alloc : memref<f32>
+  rt.kernel "state_quantize_fp8_transposed" ins(%y, %h : memref<32x64xbf16>, memref<16xf32>) outs(%qt, %s2 : memref<64x32xf8E4M3FN>, memref<f32>) consts [32, 64, 0, -1, 2, 16, 4.480000e+02, 0, 0, 9.9999999999999998E-13, 0]
+  return
+}
