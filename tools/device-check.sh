@@ -480,8 +480,11 @@ done
 
 # gptc side: the packed GPT-2 124M artifacts, one optimizer step per
 # micro-batch (--total-batch-tokens = micro-batch x 1024), on the packed
-# GPT-2-token shard, 10 steps; speed from the median step after 3 warm-up
-# steps. Attention is the O(T^2) baseline except in the -flash row, and
+# GPT-2-token shard, 10 steps (PyTorch's count, so the losses compare);
+# speed from the median step after 3 warm-up steps, without the 10th:
+# every runtime call of it is timed (--profile-step), its table in the
+# row's log and its three longest functions in the note, for where the
+# time goes. Attention is the O(T^2) baseline except in the -flash row, and
 # CUDA graphs are off (both wait for this run's checks); the weights are
 # cast once per step (cast_weights), as every step is one micro-step here.
 # A missing CUDA kernel shows as TODO.
@@ -490,9 +493,16 @@ gptc_note() {
 import json, statistics, sys
 log, flops, tokens, peak = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
 rows = [json.loads(line) for line in open(log)]
-ms = statistics.median(r["step_ms"] for r in rows[3:] or rows)
+timed = [r for r in rows if not r.get("profiled")]
+ms = statistics.median(r["step_ms"] for r in timed[3:] or timed)
 tps = tokens / (ms / 1e3)
-print("%.0f tok/s, %.2f ms/step, MFU %.1f%%, loss %.4f after %d steps" % (tps, ms, 100 * flops * tps / peak, rows[-1]["loss"], len(rows)))
+top = ""
+for r in rows:
+    if r.get("profile"):
+        total = sum(p["ms"] for p in r["profile"]) or 1
+        top = "; top " + ", ".join("%s %.0f%%" % (p["function"][len("gptrt_"):], 100 * p["ms"] / total)
+                                   for p in r["profile"][:3])
+print("%.0f tok/s, %.2f ms/step, MFU %.1f%%, loss %.4f after %d steps%s" % (tps, ms, 100 * flops * tps / peak, rows[-1]["loss"], len(rows), top))
 EOF
 }
 bench_peak=${BENCH_PEAK_FLOPS:-989e12}  # H100/H200 dense bf16, as torch_gpt2.py
@@ -511,8 +521,9 @@ for variant in bf16 bf16-flash fp8-tensorwise fp8-delayed; do
   tokens=$(( gptc_micro_batch * 1024 ))
   run_step "$name" 60 "$name.log" "$pack/bin/gptrun" "$art" --device cuda \
     --attention "$attention" \
-    --data "$pack/data/train_*.bin" --steps 10 --seed 7 --decay constant \
-    --total-batch-tokens "$tokens" --quiet --log "$out/$name.jsonl"
+    --data "$pack/data/train_*.bin" --steps 10 --profile-step 10 --seed 7 \
+    --decay constant --total-batch-tokens "$tokens" --quiet \
+    --log "$out/$name.jsonl"
   rc=$?
   if [[ $rc == 0 ]]; then
     record "$name" PASS "$(gptc_note "$out/$name.jsonl" "$gptc_flops" "$tokens" "$bench_peak" 2>&1 | tail -n 1)"

@@ -56,6 +56,29 @@ Context &contextOf(gptrt_context *ctx, const char *fn) {
   return Context::fromHandle(ctx);
 }
 
+// gptrun --profile-step: while the context profiles, the outermost
+// gptrt_* call is timed, however it ends. An exported function made of
+// several calls (a base kernel, then its epilogue) opens one around them,
+// so that it counts once, under its own name.
+class TimedCall {
+public:
+  TimedCall(Context &c, const char *fn) : c_(c.profiling() ? &c : nullptr) {
+    if (c_)
+      c_->enterProfiledCall(fn);
+  }
+  TimedCall(gptrt_context *ctx, const char *fn)
+      : TimedCall(contextOf(ctx, fn), fn) {}
+  ~TimedCall() {
+    if (c_)
+      c_->leaveProfiledCall();
+  }
+  TimedCall(const TimedCall &) = delete;
+  TimedCall &operator=(const TimedCall &) = delete;
+
+private:
+  Context *c_;
+};
+
 // Dispatch: `body` runs on Device::Cpu; `cudaBody(c, gpu)` on Device::Cuda.
 // A function without a CUDA body records that it has none on a Cuda
 // context: its CPU body would dereference device pointers.
@@ -67,6 +90,7 @@ void guarded(gptrt_context *ctx, const char *fn, Body &&body,
   Context &c = contextOf(ctx, fn);
   if (c.failed())
     return;
+  const TimedCall timed(c, fn);
   try {
     if (c.device() == Device::Cuda) {
       if constexpr (std::is_same_v<std::decay_t<CudaBody>, NoCudaBody>) {
@@ -2670,6 +2694,7 @@ GPTRT_EXPORT void gptrt_convert_amax(gptrt_context *ctx, const void *src,
                                      void *dst, float *amax, int64_t n,
                                      int64_t from, int64_t to, int64_t rows,
                                      int64_t cols, int64_t outDtype) {
+  const TimedCall timed(ctx, "gptrt_convert_amax");
   gptrt_convert(ctx, src, dst, n, from, to);
   finish(ctx, "gptrt_convert_amax", dst, {rows, cols, outDtype, amax});
 }
@@ -2681,6 +2706,7 @@ GPTRT_EXPORT void gptrt_convert_cast(gptrt_context *ctx, const void *src,
                                      int64_t cols, int64_t outDtype,
                                      int64_t format, int64_t transpose,
                                      int64_t statSlot) {
+  const TimedCall timed(ctx, "gptrt_convert_cast");
   gptrt_convert(ctx, src, dst, n, from, to);
   finish(ctx, "gptrt_convert_cast", dst,
          {rows, cols, outDtype, amax, scale, q, format, transpose, statSlot});
@@ -2712,6 +2738,7 @@ template <typename OnGpu, typename Base>
 void fusedProducer(gptrt_context *ctx, const char *fn, int64_t kernelDtype,
                    const void *out, int64_t elements, const Epilogue &e,
                    OnGpu onGpu, Base base) {
+  const TimedCall timed(ctx, fn);
   if (!agreeingDtypes(ctx, fn, kernelDtype, e.dtype) ||
       producedWithEpilogue(ctx, fn, out, elements, e, onGpu))
     return;
@@ -3032,6 +3059,7 @@ GPTRT_EXPORT void gptrt_matmul_amax(gptrt_context *ctx, const float *a,
                                     int64_t strideA, int64_t strideB,
                                     int64_t strideC, int64_t rows,
                                     int64_t cols, int64_t outDtype) {
+  const TimedCall timed(ctx, "gptrt_matmul_amax");
   gptrt_matmul(ctx, a, b, c, batch, m, n, k, transA, transB, strideA, strideB,
                strideC);
   finish(ctx, "gptrt_matmul_amax", c, {rows, cols, outDtype, amax});
@@ -3043,6 +3071,7 @@ GPTRT_EXPORT void gptrt_matmul_cast(
     int64_t k, int64_t transA, int64_t transB, int64_t strideA,
     int64_t strideB, int64_t strideC, int64_t rows, int64_t cols,
     int64_t outDtype, int64_t format, int64_t transpose, int64_t statSlot) {
+  const TimedCall timed(ctx, "gptrt_matmul_cast");
   gptrt_matmul(ctx, a, b, c, batch, m, n, k, transA, transB, strideA, strideB,
                strideC);
   finish(ctx, "gptrt_matmul_cast", c,
@@ -3057,6 +3086,7 @@ GPTRT_EXPORT void gptrt_scaled_matmul_amax(
     int64_t formatA, int64_t formatB, int64_t fastAccum, int64_t cDtype,
     int64_t rows,
     int64_t cols, int64_t outDtype) {
+  const TimedCall timed(ctx, "gptrt_scaled_matmul_amax");
   if (!agreeingDtypes(ctx, "gptrt_scaled_matmul_amax", cDtype, outDtype))
     return;
   gptrt_scaled_matmul(ctx, a, b, scaleA, scaleB, c, batch, m, n, k, transA,
@@ -3074,6 +3104,7 @@ GPTRT_EXPORT void gptrt_scaled_matmul_cast(
     int64_t cDtype,
     int64_t rows, int64_t cols, int64_t outDtype, int64_t format,
     int64_t transpose, int64_t statSlot) {
+  const TimedCall timed(ctx, "gptrt_scaled_matmul_cast");
   if (!agreeingDtypes(ctx, "gptrt_scaled_matmul_cast", cDtype, outDtype))
     return;
   gptrt_scaled_matmul(ctx, a, b, scaleA, scaleB, c, batch, m, n, k, transA,

@@ -185,10 +185,10 @@ void Artifact::runEntry(EntryKind kind, Context &ctx) const {
                     path_);
   // A graph replays the kernels a call enqueued, so it only stands for
   // calls whose host-side decisions are the same: none while gradients are
-  // exchanged (the exchange waits and hands buckets over) or FP8
-  // statistics are collected.
+  // exchanged (the exchange waits and hands buckets over), FP8
+  // statistics are collected or calls are timed (--profile-step).
   if (ctx.cudaGraphs() && !ctx.gradientExchange() &&
-      !ctx.collectingFp8Stats()) {
+      !ctx.collectingFp8Stats() && !ctx.profiling()) {
     cuda::Device &gpu = *ctx.cudaDevice();
     const int slot = ctx.graphSlot(reinterpret_cast<const void *>(fn),
                                    ctx.lastMicroStep());

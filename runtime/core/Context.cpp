@@ -6,6 +6,7 @@
 #include "runtime/core/OptimizerShard.h"
 #include "runtime/cuda/Backend.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -152,8 +153,10 @@ Context::Context(const gptc::manifest::Manifest &manifest, Device device)
     : Context(device, checkedSpecs(manifest, device)) {}
 
 Context::~Context() {
-  // Arenas first: their deleter needs the device still open.
+  // Arenas and events first: they need the device still open.
   arenas_.clear();
+  for (void *event : profileEvents_)
+    cuda_->deleteTimingEvent(event);
 }
 
 void *Context::arenaBase(size_t index) {
@@ -323,6 +326,61 @@ void Context::copyOut(void *hostDst, const void *arenaSrc,
     cuda_->toHost(hostDst, arenaSrc, bytes);
   else if (bytes > 0)
     std::memcpy(hostDst, arenaSrc, bytes);
+}
+
+void Context::beginProfile() {
+  profiled_.clear();
+  profileDepth_ = 0;
+  profiling_ = true;
+}
+
+namespace {
+double hostMillis() {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+} // namespace
+
+void Context::recordProfileEvent(size_t index) {
+  while (profileEvents_.size() <= index)
+    profileEvents_.push_back(cuda_->newTimingEvent());
+  cuda_->recordTimingEvent(profileEvents_[index], nullptr);
+}
+
+void Context::enterProfiledCall(const char *name) {
+  if (profileDepth_++ != 0)
+    return;
+  OpenCall call{name};
+  if (cuda_)
+    recordProfileEvent(2 * profiled_.size());
+  else
+    call.start = hostMillis();
+  profiled_.push_back(call);
+}
+
+void Context::leaveProfiledCall() {
+  if (--profileDepth_ != 0 || profiled_.empty())
+    return;
+  if (cuda_)
+    recordProfileEvent(2 * profiled_.size() - 1);
+  else
+    profiled_.back().end = hostMillis();
+}
+
+std::vector<Context::ProfiledCall> Context::endProfile() {
+  profiling_ = false;
+  std::vector<ProfiledCall> calls;
+  calls.reserve(profiled_.size());
+  for (size_t i = 0; i < profiled_.size(); ++i) {
+    const OpenCall &c = profiled_[i];
+    calls.push_back(
+        {c.name, cuda_ ? 1e3 * cuda_->secondsBetween(profileEvents_[2 * i],
+                                                     profileEvents_[2 * i + 1])
+                       : c.end - c.start});
+  }
+  profiled_.clear();
+  return calls;
 }
 
 void Context::synchronize() {

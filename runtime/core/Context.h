@@ -201,6 +201,24 @@ public:
   bool collectingFp8Stats() const { return collectFp8Stats_; }
   std::vector<Fp8CastStats> &fp8Stats() { return fp8Stats_; }
 
+  // Per-call timing (gptrun --profile-step): between begin and end, every
+  // outermost gptrt_* call -- one the generated code makes, not those a
+  // fused CPU kernel makes inside it -- is timed, on Cpu by the host
+  // clock, on Cuda by events recorded around it on the stream (its
+  // kernels' time while the GPU is busy, plus any wait for the host); end
+  // synchronises and returns the calls in order. Entry points run eagerly
+  // meanwhile: a graph replay has no calls to time.
+  struct ProfiledCall {
+    const char *name; // the gptrt_* function (a string literal)
+    double ms;
+  };
+  void beginProfile();
+  std::vector<ProfiledCall> endProfile();
+  bool profiling() const { return profiling_; }
+  // The gptrt_* dispatcher's hooks around each call while profiling.
+  void enterProfiledCall(const char *name);
+  void leaveProfiledCall();
+
   // Per-context scratch for kernels that need a temporary (grown, never
   // shrunk; contents unspecified).
   float *scratch(size_t count);
@@ -257,6 +275,19 @@ private:
   void uploadStepScalars();
   bool lastMicroStep_ = true;
   std::vector<Fp8CastStats> fp8Stats_;
+  bool profiling_ = false;
+  int profileDepth_ = 0;
+  // Outermost calls: name, and host start/end in ms (Cpu; on Cuda the
+  // events below).
+  struct OpenCall {
+    const char *name;
+    double start = 0, end = 0;
+  };
+  std::vector<OpenCall> profiled_;
+  // Cuda: events 2i and 2i + 1 around outermost call i, reused by later
+  // profiles.
+  std::vector<void *> profileEvents_;
+  void recordProfileEvent(size_t index);
   size_t paramsArena_ = SIZE_MAX;
   bool weightCacheCurrent_ = false;
 };

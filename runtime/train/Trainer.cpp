@@ -12,6 +12,7 @@
 #include "runtime/data/Shards.h"
 #include "runtime/dist/Communicators.h"
 #include "runtime/train/GradientBuckets.h"
+#include "runtime/train/Profile.h"
 #include "runtime/train/RankSync.h"
 #include "runtime/train/Validation.h"
 
@@ -179,6 +180,10 @@ Prepared prepare(const TrainOptions &o, const gptc::manifest::Manifest &manifest
     throw std::runtime_error("--fp8-stats-every " +
                              std::to_string(o.fp8StatsEvery) +
                              " must be >= 0 (0: no FP8 statistics)");
+  if (o.profileStep < 0 || o.profileStep > o.steps)
+    throw std::runtime_error("--profile-step " + std::to_string(o.profileStep) +
+                             " must be between 1 and --steps " +
+                             std::to_string(o.steps) + " (0: no profile)");
   if (o.fp8StatsEvery > 0 && manifest.fp8_stats_size() == 0)
     throw std::runtime_error(
         "--fp8-stats-every: " + o.artifact + " casts nothing to FP8 in "
@@ -234,6 +239,7 @@ std::string runFingerprint(const TrainOptions &o,
     << " every " << o.evalEvery << "\n"
     << "choices " << p.choices.size() << " limit " << o.choicesLimit << "\n"
     << "fp8 stats every " << o.fp8StatsEvery << "\n"
+    << "profile step " << o.profileStep << "\n"
     << "resume " << (o.resume.empty() ? "no" : "yes") << "\n";
   return f.str();
 }
@@ -406,6 +412,10 @@ float train(const TrainOptions &o, dist::Communicator &comm) {
     bool fp8Stats = o.fp8StatsEvery > 0 && step % o.fp8StatsEvery == 0;
     if (fp8Stats)
       ctx.beginFp8Stats(manifest.fp8_stats_size());
+    // Timed from the first micro-step through the optimizer step.
+    const bool profiled = step + 1 == o.profileStep;
+    if (profiled)
+      ctx.beginProfile();
     double lossSum = 0;
     for (int64_t micro = 0; micro < accumulation; ++micro) {
       ctx.setLastMicroStep(micro + 1 == accumulation);
@@ -443,6 +453,9 @@ float train(const TrainOptions &o, dist::Communicator &comm) {
     artifact.run(EntryKind::OptimizerStep, ctx);
     float norm = readScalarOutput(ctx, manifest, EntryKind::OptimizerStep,
                                   "grad_norm");
+    std::vector<ProfileRow> profile;
+    if (profiled)
+      profile = summariseProfile(ctx.endProfile());
     double stepSeconds = secondsSince(stepStart);
     if (exchange) {
       BackgroundGradientExchange::Timing t = exchange->takeTiming();
@@ -511,6 +524,11 @@ float train(const TrainOptions &o, dist::Communicator &comm) {
     if (sampling && !quiet)
       std::printf("%ssample at step %lld: %s\n", live ? "\n" : "",
                   static_cast<long long>(step + 1), sampled.c_str());
+    // Asked for by name: printed even when quiet, by the first rank.
+    if (profiled && lead)
+      std::printf(
+          "%s%s", live ? "\n" : "",
+          profileTable(profile, step + 1, ctx.cudaDevice() != nullptr).c_str());
     std::fflush(stdout);
     if (log) {
       log << "{\"step\": " << step << ", \"loss\": " << loss
@@ -528,6 +546,9 @@ float train(const TrainOptions &o, dist::Communicator &comm) {
         log << ", \"choices_acc_norm\": " << choiceAccuracy;
       if (sampling)
         log << ", \"sample\": \"" << jsonEscape(sampled) << "\"";
+      // Its step_ms includes the timing and the eager (graph-less) run.
+      if (profiled)
+        log << ", \"profiled\": true, \"profile\": " << profileJson(profile);
       log << "}\n";
       log.flush();
     }

@@ -59,6 +59,9 @@ struct TrainOptions {
   SampleOptions sample;      ///< printed after training when tokens > 0
   int64_t samplesEvery = 0;  ///< also print one every N steps (0: never)
   int64_t fp8StatsEvery = 0; ///< log FP8 cast statistics every N steps
+  /// Time every runtime call of this step (1-based, as the progress line
+  /// counts; 0: none): a table per function, and "profile" in the log.
+  int64_t profileStep = 0;
   std::string ckptDir;       ///< where checkpoints go; empty: none
   int64_t ckptEvery = 0;     ///< steps between checkpoints (and one at the end)
   int keep = 0;              ///< newest checkpoints kept; 0: all

