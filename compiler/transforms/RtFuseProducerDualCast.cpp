@@ -152,8 +152,7 @@ private:
     cast.erase();
     producer.erase();
     castScale.replaceAllUsesWith(scale);
-    for (Value dead : {castScale, castX, history, y})
-      eraseUnused(dead);
+    eraseUnused({castScale, castX, history, y});
     ++fused;
   }
 
@@ -166,19 +165,28 @@ private:
     return nullptr;
   }
 
-  // Erases the definition of `value` (an rt.alloc, rt.view or rt.reshape)
-  // and of what it views, as far as nothing else uses them.
-  static void eraseUnused(Value value) {
-    Operation *def = value.getDefiningOp();
-    if (!def || !value.use_empty() ||
-        !isa<rt::AllocOp, rt::ViewOp, rt::ReshapeOp>(def))
-      return;
-    Value source;
-    if (auto reshape = dyn_cast<rt::ReshapeOp>(def))
-      source = reshape.getSource();
-    def->erase();
-    if (source)
-      eraseUnused(source);
+  // Erases the definitions of `values` (rt.alloc, rt.view, rt.reshape)
+  // nothing uses any more, and then those of what the erased reshapes
+  // viewed, as far as nothing else uses them. Each op is looked at only
+  // while it exists: a value may be another's reshape source, or twice in
+  // the list.
+  static void eraseUnused(ArrayRef<Value> values) {
+    SmallVector<Operation *> work;
+    for (Value value : values)
+      if (Operation *def = value.getDefiningOp())
+        work.push_back(def);
+    SmallPtrSet<Operation *, 8> erased;
+    while (!work.empty()) {
+      Operation *def = work.pop_back_val();
+      if (erased.contains(def) || !def->use_empty() ||
+          !isa<rt::AllocOp, rt::ViewOp, rt::ReshapeOp>(def))
+        continue;
+      if (auto reshape = dyn_cast<rt::ReshapeOp>(def))
+        if (Operation *source = reshape.getSource().getDefiningOp())
+          work.push_back(source);
+      erased.insert(def);
+      def->erase();
+    }
   }
 };
 
