@@ -103,7 +103,8 @@ private:
     // updates wait for the end of the step): the cast's own scale is the
     // producer's, which later readers of the cast's scale then read.
     Value history = cast.getInputs()[1], castScale = cast.getOutputs().back();
-    auto scaleOp = dyn_cast_or_null<rt::KernelOp>(lastWriter(producer, scale));
+    auto scaleOp =
+        dyn_cast_or_null<rt::KernelOp>(rt::lastWriter(producer, scale));
     ArrayRef<Attribute> recipe =
         cast.getConsts().getValue().drop_front(castOwn);
     if (!scaleOp || scaleOp.getKernel() != "fp8_state_scale" ||
@@ -154,15 +155,6 @@ private:
     castScale.replaceAllUsesWith(scale);
     eraseUnused({castScale, castX, history, y});
     ++fused;
-  }
-
-  // The last op before `op` that writes `buffer` (or touches it without
-  // being a kernel), or null.
-  static Operation *lastWriter(Operation *op, Value buffer) {
-    for (Operation *prev = op->getPrevNode(); prev; prev = prev->getPrevNode())
-      if (rt::touches(prev, buffer, /*reads=*/false))
-        return prev;
-    return nullptr;
   }
 
   // Erases the definitions of `values` (rt.alloc, rt.view, rt.reshape)

@@ -51,14 +51,14 @@ private:
         cast.getConsts().size() != 6 || rt::constAt(cast, 2) != 0)
       return;
     Value x = cast.getInputs()[0], scales = cast.getInputs()[1];
-    auto scaleOp = dyn_cast_or_null<rt::KernelOp>(lastWriter(cast, scales));
+    auto scaleOp = dyn_cast_or_null<rt::KernelOp>(rt::lastWriter(cast, scales));
     if (!scaleOp || scaleOp.getKernel() != "row_scales" ||
         scaleOp.getInputs().size() != 1 || scaleOp.getOutputs().size() != 1 ||
         scaleOp.getOutputs()[0] != scales || scaleOp.getConsts().size() != 5 ||
         rt::constAt(scaleOp, 0) != rt::constAt(cast, 0))
       return;
     Value amax = scaleOp.getInputs()[0];
-    auto amaxOp = dyn_cast_or_null<rt::KernelOp>(lastWriter(scaleOp, amax));
+    auto amaxOp = dyn_cast_or_null<rt::KernelOp>(rt::lastWriter(scaleOp, amax));
     if (!amaxOp || amaxOp.getKernel() != "amax_rows" ||
         amaxOp.getInputs().size() != 1 || amaxOp.getOutputs().size() != 1 ||
         amaxOp.getOutputs()[0] != amax || amaxOp.getConsts().size() != 4 ||
@@ -91,15 +91,6 @@ private:
     scaleOp.erase();
     amaxOp.erase();
     ++fusedCasts;
-  }
-
-  // The last kernel before `op` that writes `buffer` (or any op touching
-  // it that is not a kernel), or null.
-  static Operation *lastWriter(Operation *op, Value buffer) {
-    for (Operation *prev = op->getPrevNode(); prev; prev = prev->getPrevNode())
-      if (rt::touches(prev, buffer, /*reads=*/false))
-        return prev;
-    return nullptr;
   }
 };
 

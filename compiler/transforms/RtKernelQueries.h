@@ -1,8 +1,9 @@
 // Small queries on rt.kernel ops and buffers shared by the rt-level passes
 // (rt-fuse-gemm-epilogue, rt-fuse-add-layernorm, rt-fuse-classifier,
 // rt-fuse-dual-cast, rt-fuse-delayed-dual-cast, rt-hoist-transposed-casts,
-// rt-fuse-grad-accumulation, rt-fuse-cast-scale, rt-fuse-rowwise-cast,
-// rt-batch-fp8-state-updates, rt-batch-fp8-state-scales).
+// rt-fuse-producer-dual-cast, rt-fuse-grad-accumulation, rt-fuse-cast-scale,
+// rt-fuse-rowwise-cast, rt-batch-fp8-state-updates,
+// rt-batch-fp8-state-scales).
 #ifndef GPTC_COMPILER_TRANSFORMS_RTKERNELQUERIES_H
 #define GPTC_COMPILER_TRANSFORMS_RTKERNELQUERIES_H
 
@@ -87,6 +88,16 @@ inline bool touches(mlir::Operation *op, mlir::Value buffer, bool reads) {
   return llvm::any_of(operands, [&](mlir::Value v) {
     return mlir::isa<mlir::MemRefType>(v.getType()) && mayAlias(v, buffer);
   });
+}
+
+// The last op before `op` in its block that writes `buffer` (or touches
+// it without being a kernel), or null.
+inline mlir::Operation *lastWriter(mlir::Operation *op, mlir::Value buffer) {
+  for (mlir::Operation *prev = op->getPrevNode(); prev;
+       prev = prev->getPrevNode())
+    if (touches(prev, buffer, /*reads=*/false))
+      return prev;
+  return nullptr;
 }
 
 // Whether an op strictly between `from` and `to` (one block, `from` first;

@@ -31,6 +31,15 @@ protected:
   }
 };
 
+// A fused cast records what the separate one does: the same amax, scale,
+// underflow and saturation counts.
+void expectSameCastStats(const Fp8CastStats &got, const Fp8CastStats &want) {
+  EXPECT_EQ(got.amax, want.amax);
+  EXPECT_EQ(got.scale, want.scale);
+  EXPECT_EQ(got.underflow, want.underflow);
+  EXPECT_EQ(got.saturated, want.saturated);
+}
+
 std::vector<float> randomF(size_t n, uint64_t seed, double lo, double hi) {
   return convert<float>(randomVec(n, seed, lo, hi));
 }
@@ -286,10 +295,7 @@ TEST_F(AbiFp8Test, TransposedQuantizeIsTheCastWithRowsAndColumnsSwapped) {
               << "format " << format << " dtype " << dtype << " at " << r
               << ", " << c;
       const Fp8CastStats &a = ctx.fp8Stats()[0], &b = ctx.fp8Stats()[1];
-      EXPECT_EQ(b.amax, a.amax);
-      EXPECT_EQ(b.scale, a.scale);
-      EXPECT_EQ(b.underflow, a.underflow);
-      EXPECT_EQ(b.saturated, a.saturated);
+      expectSameCastStats(b, a);
       EXPECT_EQ(b.elements, rows * cols);
       EXPECT_GT(a.saturated, 0);
       EXPECT_GT(a.underflow, 0);
@@ -515,12 +521,8 @@ TEST_F(AbiFp8Test, AmaxQuantizeRowsIsTheThreeRowwiseKernels) {
                       GPTRT_FP8_E4M3, 1, GPTRT_DTYPE_F32);
   ctx.endFp8Stats();
   ASSERT_FALSE(ctx.failed()) << ctx.error();
-  const Fp8CastStats &fused = ctx.fp8Stats()[0], &alone = ctx.fp8Stats()[1];
-  EXPECT_EQ(fused.elements, n);
-  EXPECT_EQ(fused.amax, alone.amax);
-  EXPECT_EQ(fused.scale, alone.scale);
-  EXPECT_EQ(fused.underflow, alone.underflow);
-  EXPECT_EQ(fused.saturated, alone.saturated);
+  EXPECT_EQ(ctx.fp8Stats()[0].elements, n);
+  expectSameCastStats(ctx.fp8Stats()[0], ctx.fp8Stats()[1]);
   gptrt_amax_quantize_rows(h, x.data(), amax.data(), scales.data(), q.data(),
                            -1, cols, GPTRT_FP8_E4M3, -1, GPTRT_DTYPE_F32, 448.0,
                            0, 0, 1e-12);
@@ -588,12 +590,8 @@ TEST_F(AbiFp8Test, ScaleQuantizeRowsTransposedIsRowScalesThenTheCast) {
                                  cols, 1, GPTRT_FP8_E5M2, 1, GPTRT_DTYPE_F32);
   ctx.endFp8Stats();
   ASSERT_FALSE(ctx.failed()) << ctx.error();
-  const Fp8CastStats &fused = ctx.fp8Stats()[0], &alone = ctx.fp8Stats()[1];
-  EXPECT_EQ(fused.elements, n);
-  EXPECT_EQ(fused.amax, alone.amax);
-  EXPECT_EQ(fused.scale, alone.scale);
-  EXPECT_EQ(fused.underflow, alone.underflow);
-  EXPECT_EQ(fused.saturated, alone.saturated);
+  EXPECT_EQ(ctx.fp8Stats()[0].elements, n);
+  expectSameCastStats(ctx.fp8Stats()[0], ctx.fp8Stats()[1]);
   gptrt_scale_quantize_rows_transposed(
       h, x.data(), amax.data(), q.data(), scales.data(), rows, cols, 2,
       GPTRT_FP8_E4M3, -1, GPTRT_DTYPE_F32, 448.0, 0, 0, 1e-12);
