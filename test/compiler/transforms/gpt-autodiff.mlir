@@ -118,3 +118,41 @@ func.func @forward(%x: tensor<2x4xf32>) -> (tensor<2x4xf32> {gpt.output = "logit
 func.func @forward(%x: tensor<2xf32>) -> (tensor<2xf32> {gpt.output = "loss"}) {
   return %x : tensor<2xf32>
 }
+
+// -----
+
+// The gradient of a concatenation splits it back into equal parts only.
+gpt.param @w : tensor<4x8xf32> init <normal, std = 0.02> layer "w"
+func.func @forward(%x: tensor<4x4xf32> {gpt.input = "tokens"}, %targets: tensor<4xi32> {gpt.input = "targets"}) -> (tensor<f32> {gpt.output = "loss"}) {
+  %w = gpt.param_ref @w : tensor<4x8xf32>
+  // expected-error @+1 {{has no gradient rule for parts of different sizes; concatenate equal parts}}
+  %c = gpt.concat "cat" %w, %x along 1 : tensor<4x8xf32>, tensor<4x4xf32> -> tensor<4x12xf32>
+  %loss = gpt.cross_entropy "loss" %c, %targets {vocab_size = 12 : i64} : tensor<4x12xf32>, tensor<4xi32>
+  return %loss : tensor<f32>
+}
+
+// -----
+
+// An unused part of a split gets zeros as its gradient, which a dynamic
+// shape cannot give.
+gpt.param @w : tensor<8x24xf32> init <normal, std = 0.02> layer "w"
+func.func @forward(%x: tensor<?x8xf32> {gpt.input = "tokens"}, %targets: tensor<?xi32> {gpt.input = "targets"}) -> (tensor<f32> {gpt.output = "loss"}) {
+  %w = gpt.param_ref @w : tensor<8x24xf32>
+  %h = gpt.matmul "fc" %x, %w : tensor<?x8xf32>, tensor<8x24xf32> -> tensor<?x24xf32>
+  // expected-error @+1 {{result #1 is unused, so it has no gradient, and its dynamic shape leaves no way to build zeros; use every part of the split}}
+  %p:2 = gpt.split "parts" %h along 1 : tensor<?x24xf32> -> tensor<?x12xf32>, tensor<?x12xf32>
+  %loss = gpt.cross_entropy "loss" %p#0, %targets {vocab_size = 12 : i64} : tensor<?x12xf32>, tensor<?xi32>
+  return %loss : tensor<f32>
+}
+
+// -----
+
+// A weight broadcast over a transposed, batched a.
+gpt.param @w : tensor<4x12xf32> init <normal, std = 0.02> layer "w"
+func.func @forward(%x: tensor<2x4x8xf32> {gpt.input = "tokens"}, %targets: tensor<2x8xi32> {gpt.input = "targets"}) -> (tensor<f32> {gpt.output = "loss"}) {
+  %w = gpt.param_ref @w : tensor<4x12xf32>
+  // expected-error @+1 {{has no gradient rule for transpose_a with a broadcast 2-D b; flatten a first}}
+  %h = gpt.matmul "fc" %x, %w transpose_a : tensor<2x4x8xf32>, tensor<4x12xf32> -> tensor<2x8x12xf32>
+  %loss = gpt.cross_entropy "loss" %h, %targets {vocab_size = 12 : i64} : tensor<2x8x12xf32>, tensor<2x8xi32>
+  return %loss : tensor<f32>
+}

@@ -143,3 +143,15 @@ func.func @other_rows(%x: tensor<4x8x16xf32>, %s: tensor<f32>) -> tensor<16x32xf
   } : tensor<4x8x16xf32>, tensor<f32>, tensor<16x32xf8E4M3FN>
   return %q : tensor<16x32xf8E4M3FN>
 }
+
+// -----
+
+// Amaxes are taken of floating-point activations only.
+func.func @integer_producer() -> tensor<16xi32> {
+  // expected-error @+1 {{fuses an amax over 'i32', expected an f32 or bf16 first result}}
+  %y, %a = fp8.fused "pos" {
+    %p = gpt.arange "pos" : tensor<16xi32>
+    fp8.yield %p : tensor<16xi32>
+  } : tensor<16xi32>, tensor<f32>
+  return %y : tensor<16xi32>
+}

@@ -180,3 +180,12 @@ func.func @three_results(%a: tensor<8x16xf8E4M3FN>, %b: tensor<16x4xf8E4M3FN>, %
   %0:3 = "fp8.scaled_matmul"(%a, %b, %s, %s) <{layer = "x"}> : (tensor<8x16xf8E4M3FN>, tensor<16x4xf8E4M3FN>, tensor<f32>, tensor<f32>) -> (tensor<8x4xbf16>, tensor<f32>, tensor<f32>)
   return %0#0 : tensor<8x4xbf16>
 }
+
+// -----
+
+// A batched b (attention's second operand) has no per-column scale vector.
+func.func @rowwise_batched_b(%a: tensor<2x8x16xf8E4M3FN>, %b: tensor<2x16x4xf8E4M3FN>, %s: tensor<16xf32>, %t: tensor<4xf32>) -> tensor<2x8x4xbf16> {
+  // expected-error @+1 {{takes rowwise b scales only for a 2-D b (a weight); a batched b needs per-tensor scales}}
+  %0 = fp8.scaled_matmul "x" %a, %b scales(%s, %t) row_scales(tensor<16xf32>, tensor<4xf32>) : tensor<2x8x16xf8E4M3FN>, tensor<2x16x4xf8E4M3FN> -> tensor<2x8x4xbf16>
+  return %0 : tensor<2x8x4xbf16>
+}
