@@ -188,6 +188,14 @@ int gptcMain(int argc, char **argv) {
       llvm::cl::desc("Divide FP8 scales by 2^margin for headroom above the "
                      "amax (default 0)"),
       llvm::cl::init(0), llvm::cl::cat(category));
+  llvm::cl::opt<std::string> fp8WeightScaling(
+      "fp8-weight-scaling",
+      llvm::cl::desc("fp8-delayed: policy (default: weights keep an amax "
+                     "history too, so they are cast every micro-step) or "
+                     "current (each weight scaled from its own amax and cast "
+                     "once per optimizer step; activations and gradients "
+                     "keep their histories)"),
+      llvm::cl::init("policy"), llvm::cl::cat(category));
   llvm::cl::opt<bool> fp8FastAccum(
       "fp8-fast-accum",
       llvm::cl::desc("Forward FP8 GEMMs accumulate as Hopper's tensor cores "
@@ -511,6 +519,7 @@ int gptcMain(int argc, char **argv) {
       fp8.historyLength = fp8History;
       fp8.amaxReduction = fp8AmaxReduction;
       fp8.margin = fp8Margin;
+      fp8.weightScaling = fp8WeightScaling;
       fp8.fastAccum = fp8FastAccum;
       pm.addPass(createFp8Precision(fp8));
     }

@@ -63,6 +63,19 @@ gptc::GemmRole roleOf(gpt::GemmRole role) {
   llvm_unreachable("every gpt.matmul role is handled");
 }
 
+/// True for a parameter's value, also seen through the ops that only
+/// reshape, transpose or convert it (a tied weight, a storage cast).
+bool isParameter(Value value) {
+  while (Operation *def = value.getDefiningOp()) {
+    if (isa<gpt::ParamRefOp>(def))
+      return true;
+    if (!isa<gpt::ReshapeOp, gpt::TransposeOp, gpt::CastOp>(def))
+      return false;
+    value = def->getOperand(0);
+  }
+  return false;
+}
+
 bool matchesAny(ArrayRef<llvm::GlobPattern> globs, StringRef layer) {
   return llvm::any_of(globs, [&](const llvm::GlobPattern &glob) {
     return glob.match(layer);
@@ -106,6 +119,13 @@ public:
       module.emitError() << "fp8-precision margin=" << static_cast<int64_t>(margin)
                          << " and history=" << static_cast<int64_t>(historyLength)
                          << " must be >= 0 and >= 1";
+      return signalPassFailure();
+    }
+    if (weightScaling != "policy" && weightScaling != "current") {
+      module.emitError() << "fp8-precision weight-scaling='" << weightScaling
+                         << "' is not a choice; use policy (the policy's "
+                            "recipe) or current (weights from their own "
+                            "amax)";
       return signalPassFailure();
     }
     if (failed(compileGlobs(exclude, "exclude", excludeGlobs)) ||
@@ -307,6 +327,13 @@ private:
       operand.index = index;
       operand.isGradient = gradOperand == static_cast<int64_t>(index);
       decisions[index] = selected.decide(operand);
+      // A weight changes only at the optimizer step: its current amax is
+      // exact and, unlike a history that moves each micro-step, lets
+      // rt-cache-weight-casts cast it once per step.
+      if (weightScaling == "current" &&
+          decisions[index].scaling == Fp8Scaling::Delayed &&
+          isParameter(index ? op.getB() : op.getA()))
+        decisions[index].scaling = Fp8Scaling::Current;
       if (failed(checkDecision(op, index, decisions[index])))
         return failure();
     }

@@ -159,6 +159,15 @@ def Fp8Precision : Pass<"fp8-precision", "::mlir::ModuleOp"> {
     Option<"margin", "margin", "int64_t", "0",
            "Scales are divided by 2^margin, leaving headroom above the amax "
            "(for operands whose policy sets no margin of its own)">,
+    Option<"weightScaling", "weight-scaling", "std::string", "\"policy\"",
+           "How parameter operands (weights, looking through reshapes, "
+           "transposes and casts) are scaled where the policy chose delayed "
+           "scaling: policy (as it chose: an amax history per weight, so "
+           "the cast is redone every micro-step as the history moves) or "
+           "current (the weight's own amax, as fp8-tensorwise: exact, and "
+           "with rt-cache-weight-casts cast once per optimizer step instead "
+           "of every micro-step; activations and gradients keep their "
+           "histories)">,
     ListOption<"exclude", "exclude", "std::string",
                "Layers that stay in bf16, as names or globs ('*' any text, "
                "'?' one character), e.g. exclude=lm_head,h.0.*">,

@@ -50,13 +50,17 @@ def make_choices(val_shard, path, examples=40, context=32, completion=16):
     choicefile.write(path, out)
 
 
-def train(args, precision, steps, extra=()):
-    """Compiles and trains in `precision`; returns the JSONL records."""
-    work = os.path.join(args.work, precision)
+def train(args, variant, steps, extra=()):
+    """Compiles and trains `variant` (a precision, then any further gptc
+    flags after ':'s, e.g. fp8-delayed:--fp8-weight-scaling=current);
+    returns the JSONL records."""
+    precision, *flags = variant.split(":")
+    work = os.path.join(args.work, "".join(
+        c if c.isalnum() or c in "-_" else "_" for c in variant))
     os.makedirs(work, exist_ok=True)
     artifact = os.path.join(work, "tiny.so")
-    subprocess.run([args.gptc, args.model, "--precision=" + precision, "-o",
-                    artifact], check=True)
+    subprocess.run([args.gptc, args.model, "--precision=" + precision, *flags,
+                    "-o", artifact], check=True)
     log = os.path.join(work, "run.jsonl")
     if precision.startswith("fp8"):
         # Per-layer FP8 statistics for the plot (README's chart).
@@ -117,7 +121,8 @@ def main():
     parser.add_argument("--work", required=True)
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--compare",
-                        help="precisions, e.g. bf16,fp8-tensorwise,fp8-delayed")
+                        help="precisions, e.g. bf16,fp8-tensorwise,fp8-delayed; "
+                        "gptc flags may follow one after ':'s")
     parser.add_argument("--tolerance", type=float, default=0.03)
     args = parser.parse_args()
     os.makedirs(args.work, exist_ok=True)

@@ -5,11 +5,13 @@ step (and after anything that writes the parameters): the tiny GPT
 compiled with and without it (--cache-weight-casts=false) trains with two
 micro-steps per step, evaluates and samples to the same log, every f32
 digit of the losses, validation losses, FP8 statistics and samples equal,
-under bf16, fp8-tensorwise, fp8-delayed and fp8-rowwise. Also checks that
-the pass acted (gptc --emit=rt): train_step has fewer kernels, none of
-its converts or FP8 casts reads a parameter directly, and cast_weights
-writes a weight_cache arena (delayed scaling keeps its FP8 casts, whose
-scales train_step updates)."""
+under bf16, fp8-tensorwise, fp8-delayed (also with
+--fp8-weight-scaling=current) and fp8-rowwise. Also checks that the pass
+acted (gptc --emit=rt): train_step has fewer kernels, none of its
+converts or FP8 casts reads a parameter directly, and cast_weights writes
+a weight_cache arena (delayed scaling keeps its FP8 casts of the weights,
+whose scales train_step updates, unless the weights are scaled from their
+own amax)."""
 import json
 import re
 import subprocess
@@ -41,15 +43,21 @@ def main():
              "quantize_fp8_dual", "scale_quantize_fp8",
              "scale_quantize_fp8_dual", "amax_rows", "quantize_rows",
              "quantize_rows_transposed", "amax_quantize_rows",
-             "scale_quantize_rows_transposed"}
-    for policy in ("bf16", "fp8-tensorwise", "fp8-delayed", "fp8-rowwise"):
-        # Delayed scaling's casts read the scale train_step updates from
-        # the amax history: they stay; the bf16 copies go.
+             "scale_quantize_rows_transposed", "state_quantize_fp8",
+             "state_quantize_fp8_dual", "state_quantize_fp8_transposed"}
+    variants = (("bf16", []), ("fp8-tensorwise", []), ("fp8-delayed", []),
+                ("fp8-delayed", ["--fp8-weight-scaling=current"]),
+                ("fp8-rowwise", []))
+    for precision, extra in variants:
+        policy = precision + "".join(" " + flag for flag in extra)
+        # Delayed scaling's casts of the weights read the scale train_step
+        # updates from the amax history: they stay; the bf16 copies go.
         moved = {"convert"} if policy == "fp8-delayed" else casts
         logs, counts = {}, {}
         for cache in ("true", "false"):
-            art = "%s/%s-%s.so" % (work, policy, cache)
-            flags = [args.model, "--precision=" + policy,
+            art = "%s/%s%s-%s.so" % (work, precision,
+                                     "-current-weights" if extra else "", cache)
+            flags = [args.model, "--precision=" + precision, *extra,
                      "--cache-weight-casts=" + cache]
             subprocess.run([args.gptc, *flags, "-o", art], check=True)
             rt = subprocess.run([args.gptc, *flags, "--emit=rt", "-o", "-"],
@@ -66,7 +74,7 @@ def main():
             subprocess.run([args.gptrun, art, "--data", work + "/data/train_*.bin",
                             "--total-batch-tokens", "512", "--steps", "4",
                             "--lr", "1e-3",
-                            *(["--fp8-stats-every", "2"] if policy != "bf16"
+                            *(["--fp8-stats-every", "2"] if precision != "bf16"
                               else []),
                             "--val-data", work + "/data/val_*.bin",
                             "--eval-every", "2", "--val-tokens", "512",
