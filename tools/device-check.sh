@@ -484,9 +484,11 @@ done
 # speed from the median step after 3 warm-up steps, without the 10th:
 # every runtime call of it is timed (--profile-step), its table in the
 # row's log and its three longest functions in the note, for where the
-# time goes. Attention is the O(T^2) baseline except in the -flash row, and
-# CUDA graphs are off (both wait for this run's checks); the weights are
-# cast once per step (cast_weights), as every step is one micro-step here.
+# time goes. Attention is the O(T^2) baseline except in the -flash row;
+# CUDA graphs are off except in the -graphs rows (both defaults wait for
+# this run's checks; the -graphs rows show the launches the graphs save
+# against the eager row of the same artifact); the weights are cast once
+# per step (cast_weights), as every step is one micro-step here.
 # A missing CUDA kernel shows as TODO.
 gptc_note() {
   "$bench_python" - "$1" "$2" "$3" "$4" <<'EOF'
@@ -508,11 +510,15 @@ EOF
 bench_peak=${BENCH_PEAK_FLOPS:-989e12}  # H100/H200 dense bf16, as torch_gpt2.py
 gptc_flops=$(cat "$pack/artifacts/gpt2.flops_per_token" 2>/dev/null)
 gptc_micro_batch=$(cat "$pack/artifacts/gpt2.micro_batch" 2>/dev/null)
-# bf16-flash: the bf16 artifact with --attention flash (FlashAttention.cu).
-for variant in bf16 bf16-flash fp8-tensorwise fp8-delayed; do
+# bf16-flash: the bf16 artifact with --attention flash (FlashAttention.cu);
+# -graphs: with --cuda-graphs on (the profiled 10th step still runs eagerly).
+for variant in bf16 bf16-flash bf16-graphs fp8-tensorwise fp8-tensorwise-graphs fp8-delayed; do
   precision=${variant%-flash}
+  precision=${precision%-graphs}
   attention=baseline
   [[ $variant == *-flash ]] && attention=flash
+  graphs=off
+  [[ $variant == *-graphs ]] && graphs=on
   name=bench-gptc-124m-$variant
   art=$pack/artifacts/gpt2-$precision.so
   if [[ ! -f $art || -z $data || -z $gptc_flops ]]; then
@@ -520,7 +526,7 @@ for variant in bf16 bf16-flash fp8-tensorwise fp8-delayed; do
   fi
   tokens=$(( gptc_micro_batch * 1024 ))
   run_step "$name" 60 "$name.log" "$pack/bin/gptrun" "$art" --device cuda \
-    --attention "$attention" \
+    --attention "$attention" --cuda-graphs "$graphs" \
     --data "$pack/data/train_*.bin" --steps 10 --profile-step 10 --seed 7 \
     --decay constant --total-batch-tokens "$tokens" --quiet \
     --log "$out/$name.jsonl"
@@ -553,10 +559,10 @@ fi
 elapsed=$(( $(date +%s) - start ))
 echo
 echo "device-check summary ($elapsed s; logs in $out)"
-printf '%-30s %-8s %s\n' STEP STATUS NOTE
+printf '%-38s %-8s %s\n' STEP STATUS NOTE
 status=0
 for i in "${!names[@]}"; do
-  printf '%-30s %-8s %s\n' "${names[$i]}" "${states[$i]}" "${notes[$i]}"
+  printf '%-38s %-8s %s\n' "${names[$i]}" "${states[$i]}" "${notes[$i]}"
   case ${states[$i]} in FAIL|TIMEOUT) status=1 ;; esac
 done
 exit $status
