@@ -111,6 +111,34 @@ void printMemory(ModuleOp module, StringRef precision, int64_t microBatch,
        << llvm::right_justify(mebibytes(arena.getSize()), 14) << "\n";
 }
 
+/// How many runtime calls (kernels and collectives) each entry point makes
+/// and how often it runs: the number fusion passes and options move, and
+/// on a GPU roughly the launches of a step.
+void printRuntimeCalls(ModuleOp module, llvm::raw_ostream &os) {
+  static const std::pair<StringRef, StringRef> entries[] = {
+      {"train_step", "each micro-step"},
+      {"cast_weights", "once per optimizer step, when the parameters changed"},
+      {"optimizer_step", "once per optimizer step"},
+      {"eval_step", "per evaluation batch"},
+      {"logits", "per sampled token"}};
+  os << "runtime calls per entry point:";
+  const char *separator = " ";
+  for (auto [name, when] : entries) {
+    auto func = module.lookupSymbol<func::FuncOp>(name);
+    if (!func || func.isExternal())
+      continue;
+    int64_t calls = 0;
+    func.walk([&](Operation *op) {
+      if (op->getDialect() && op->getDialect()->getNamespace() == "rt" &&
+          !isa<rt::ViewOp, rt::AllocOp, rt::ReshapeOp, rt::BindOp>(op))
+        ++calls;
+    });
+    os << separator << name << " " << calls << " (" << when << ")";
+    separator = ", ";
+  }
+  os << "\n";
+}
+
 } // namespace
 
 int gptcMain(int argc, char **argv) {
@@ -602,6 +630,7 @@ int gptcMain(int argc, char **argv) {
         seq = t.getInt();
     printMemory(work, precision, batch, seq, reportStream);
     printGradientBuckets(work, reportStream);
+    printRuntimeCalls(work, reportStream);
   }
   if (report)
     llvm::outs() << reportText << precisionTable;
