@@ -294,6 +294,21 @@ int main(int argc, char **argv) {
                   castUs, relErr);
       std::fflush(stdout);
     }
+    // gptrt_scaled_matmul launches a one-thread kernel in front of each
+    // FP8 GEMM (cuBLASLt multiplies by the reciprocals of our scales): a
+    // one-thread kernel back to back is what that costs, eagerly.
+    const double launchUs =
+        timeCalls(ctx, o.iters ? o.iters : 200, o.repeats, [&] {
+          gptrt_scale_from_amax(h, buf.amax, buf.scale + 2, 448.0, 0, 0, 1e-12);
+        });
+    if (ctx.failed())
+      refuse("one-thread kernel: " + ctx.error(), 1);
+    std::printf("one-thread kernel (as the scale reciprocals in front of "
+                "each FP8 GEMM): %.2f us per call\n",
+                launchUs);
+    std::printf("RESULT {\"framework\": \"gptc\", \"kind\": \"launch\", "
+                "\"device\": \"%s\", \"one_thread_kernel_us\": %.2f}\n",
+                o.device.c_str(), launchUs);
   } catch (const std::exception &e) {
     gptc::bench::refuseError(e.what());
   }
