@@ -14,7 +14,7 @@
 /// Bumped whenever GptcPrecisionPluginInfo, PrecisionPolicy, GemmOperand,
 /// PrecisionDecision or PolicyRegistry change in a way a built plugin would
 /// notice.
-#define GPTC_PRECISION_PLUGIN_API_VERSION 1
+#define GPTC_PRECISION_PLUGIN_API_VERSION 2
 
 /// The entry point's name, for dlsym.
 #define GPTC_PRECISION_PLUGIN_ENTRY "gptcPrecisionPluginInfo"

@@ -55,6 +55,11 @@ struct GemmOperand {
   unsigned index = 0;
   /// True for the incoming gradient of a backward GEMM (gpt.grad_operand).
   bool isGradient = false;
+  /// True for a parameter (a weight), also seen through reshapes,
+  /// transposes and casts: it changes only at the optimizer step, so its
+  /// current amax is exact and its casts can be made once per step.
+  /// (Added in plugin API 2.)
+  bool isParameter = false;
   /// The GEMM multiplies an M x K by a K x N matrix.
   int64_t m = 0, n = 0, k = 0;
   /// N of a layer named "h.N.*" (a transformer block), and the number of

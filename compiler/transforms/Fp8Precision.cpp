@@ -326,13 +326,13 @@ private:
     for (unsigned index : {0u, 1u}) {
       operand.index = index;
       operand.isGradient = gradOperand == static_cast<int64_t>(index);
+      operand.isParameter = isParameter(index ? op.getB() : op.getA());
       decisions[index] = selected.decide(operand);
       // A weight changes only at the optimizer step: its current amax is
       // exact and, unlike a history that moves each micro-step, lets
       // rt-cache-weight-casts cast it once per step.
-      if (weightScaling == "current" &&
-          decisions[index].scaling == Fp8Scaling::Delayed &&
-          isParameter(index ? op.getB() : op.getA()))
+      if (weightScaling == "current" && operand.isParameter &&
+          decisions[index].scaling == Fp8Scaling::Delayed)
         decisions[index].scaling = Fp8Scaling::Current;
       if (failed(checkDecision(op, index, decisions[index])))
         return failure();

@@ -22,7 +22,7 @@ public:
       return PrecisionDecision::fp8(Fp8Format::E5M2, Fp8Scaling::Current);
     // Weights of attn.proj delayed, with their own recipe; activations current.
     if (layer.ends_with(".attn.proj") && operand.role == GemmRole::Forward &&
-        operand.index == 1) {
+        operand.isParameter) {
       PrecisionDecision decision =
           PrecisionDecision::fp8(Fp8Format::E4M3, Fp8Scaling::Delayed);
       decision.amaxHistory = 8;
