@@ -815,26 +815,32 @@ def RtHoistTransposedCasts
 
 def RtFuseProducerDualCast
     : Pass<"rt-fuse-producer-dual-cast", "::mlir::ModuleOp"> {
-  let summary = "Lets a GELU producer write both FP8 layouts of an output nothing else reads";
+  let summary = "Lets a GELU or layernorm producer write both FP8 layouts of an output nothing else reads";
   let description = [{
     Runs after rt-hoist-transposed-casts, before rt-batch-fp8-state-scales
-    and rt-plan-memory. Under delayed scaling GELU's output (forward) and
-    its gradient (backward) are cast to FP8 by their producer
-    (`gelu_fwd_cast`, `gelu_bwd_cast`: the row-major codes for the next
-    GEMM) and once more, transposed, for grad_weight
+    and rt-plan-memory. Under delayed scaling GELU's output (forward), its
+    gradient (backward) and the layernorms' outputs (forward) are cast to
+    FP8 by their producer (`gelu_fwd_cast`, `gelu_bwd_cast`,
+    `layernorm_fwd_cast`, `add_layernorm_fwd_cast`: the row-major codes
+    for the next GEMM) and once more, transposed, for grad_weight
     (`state_quantize_fp8_transposed`, `_bgrad` with the bias gradient):
     the bf16 output is written for that one read. When the transposed cast
     is the next and last reader of all of the output, in the producer's
-    format and dtype, and its scale is the producer's -- the producer's
+    format and dtype (for the layernorms: of its rows x width as they
+    are), and its scale is the producer's -- the producer's
     `fp8_state_scale` reads the same history with the same recipe, and
     nothing writes the history before the cast -- the pair becomes
-    `gelu_fwd_cast_dual` (`gelu_bwd_cast_dual_bgrad`) where the producer
-    was: on a GPU one 32 x 32-tile kernel that works the GELU output out
-    of the producer's inputs and writes its amax, both FP8 layouts (and
-    the bias gradient's tile sums), never the output itself; later readers
-    of the cast's scale read the producer's. Each copy keeps its
-    statistics slot (`rt.fp8_stat` becomes an array). The amax, codes and
-    sums are those of the two kernels bit for bit.
+    `gelu_fwd_cast_dual` (`gelu_bwd_cast_dual_bgrad`,
+    `layernorm_fwd_cast_dual`, `add_layernorm_fwd_cast_dual`) where the
+    producer was. On a GPU the GELU forms are one 32 x 32-tile kernel that
+    works the GELU output out of the producer's inputs and writes its
+    amax, both FP8 layouts (and the bias gradient's tile sums); the
+    layernorm forms run the layernorm kernel without its output store and
+    transpose its codes (a byte per element read instead of the output's
+    two). The output itself is never written; later readers of the cast's
+    scale read the producer's. Each copy keeps its statistics slot
+    (`rt.fp8_stat` becomes an array). The amax, codes and sums are those
+    of the two kernels bit for bit.
     `gptc --fuse-dual-casts=false` leaves this pass out too.
   }];
   let dependentDialects = ["::gptc::rt::RtDialect"];

@@ -1,7 +1,7 @@
-// rt-fuse-producer-dual-cast: under delayed scaling, a GELU producer's
-// fused FP8 cast and the transposed cast of its output -- the output's
-// only other reader -- become one kernel that writes both FP8 layouts and
-// never stores the output (see Passes.td).
+// rt-fuse-producer-dual-cast: under delayed scaling, a GELU or layernorm
+// producer's fused FP8 cast and the transposed cast of its output -- the
+// output's only other reader -- become one call that writes both FP8
+// layouts and never stores the output (see Passes.td).
 #include "compiler/transforms/Passes.h"
 #include "compiler/transforms/RtKernelQueries.h"
 
@@ -16,22 +16,37 @@ namespace rt = gptc::rt;
 namespace {
 
 // A producer cast, the transposed cast of its output it takes in, and the
-// fused kernel (gptrt.h's gptrt_gelu_*_cast_dual*).
+// fused kernel (gptrt.h's gptrt_*_cast_dual*). The producer's outputs end
+// with amax and q; y is output `yIndex` of `outputs`.
 struct ProducerForm {
   StringRef producer;
   StringRef transposed;
   StringRef fused;
+  unsigned outputs;
+  unsigned yIndex;
+  // The layernorms' output is rows x width, their first two constants:
+  // the fused call drops the epilogue's rows, cols and out_dtype (which
+  // must repeat them and y_dtype) and its transpose.
+  bool rowsOfTheProducer;
 };
 
 const ProducerForm kForms[] = {
-    {"gelu_fwd_cast", "state_quantize_fp8_transposed", "gelu_fwd_cast_dual"},
+    {"gelu_fwd_cast", "state_quantize_fp8_transposed", "gelu_fwd_cast_dual", 3,
+     0, false},
     {"gelu_bwd_cast", "state_quantize_fp8_transposed_bgrad",
-     "gelu_bwd_cast_dual_bgrad"},
+     "gelu_bwd_cast_dual_bgrad", 3, 0, false},
+    // outputs y, mean, rstd, amax, q; constants rows, width, eps, x_dtype,
+    // y_dtype, then the epilogue's.
+    {"layernorm_fwd_cast", "state_quantize_fp8_transposed",
+     "layernorm_fwd_cast_dual", 5, 0, true},
+    // outputs x, y, mean, rstd, amax, q; constants rows, width, eps,
+    // a_dtype, b_dtype, x_dtype, y_dtype, then the epilogue's.
+    {"add_layernorm_fwd_cast", "state_quantize_fp8_transposed",
+     "add_layernorm_fwd_cast_dual", 6, 1, true},
 };
 
 // A producer cast's constants end with its epilogue's: rows, cols,
-// out_dtype, format, transpose, stat_slot. Its outputs: y, amax, q; its
-// last input: the scale.
+// out_dtype, format, transpose, stat_slot. Its last input: the scale.
 constexpr unsigned kEpilogueConsts = 6;
 // gptrt_fp8_state_scale's constants, which the state_ casts end with:
 // history_length, fp8_max, margin, power_of_two, eps, most_recent.
@@ -57,8 +72,8 @@ public:
 private:
   void fuse(rt::KernelOp producer, const ProducerForm &form) {
     const unsigned consts = producer.getConsts().size();
-    if (producer.getOutputs().size() != 3 || producer.getInputs().empty() ||
-        consts < kEpilogueConsts)
+    if (producer.getOutputs().size() != form.outputs ||
+        producer.getInputs().empty() || consts < kEpilogueConsts)
       return;
     const unsigned epilogue = consts - kEpilogueConsts;
     const int64_t rows = rt::constAt(producer, epilogue),
@@ -67,7 +82,14 @@ private:
                   format = rt::constAt(producer, epilogue + 3);
     if (rt::constAt(producer, epilogue + 4) != 0) // already transposed
       return;
-    Value y = producer.getOutputs()[0], scale = producer.getInputs().back();
+    // y_dtype: the constant before the epilogue's.
+    if (form.rowsOfTheProducer &&
+        (epilogue < 5 || rt::constAt(producer, 0) != rows ||
+         rt::constAt(producer, 1) != cols ||
+         rt::constAt(producer, epilogue - 1) != outDtype))
+      return;
+    Value y = producer.getOutputs()[form.yIndex],
+          scale = producer.getInputs().back();
     Value root = rt::rootBuffer(y);
     if (!root.getDefiningOp<rt::AllocOp>())
       return;
@@ -134,12 +156,17 @@ private:
         def->moveBefore(producer);
 
     OpBuilder b(producer);
-    SmallVector<Value> outs{producer.getOutputs()[1], producer.getOutputs()[2],
-                            cast.getOutputs()[0]};
+    SmallVector<Value> outs;
+    for (auto [i, out] : llvm::enumerate(producer.getOutputs()))
+      if (i != form.yIndex)
+        outs.push_back(out);
+    outs.push_back(cast.getOutputs()[0]);
     if (bgrad)
       outs.push_back(cast.getOutputs()[1]);
     ArrayRef<Attribute> p = producer.getConsts().getValue();
-    SmallVector<Attribute> fusedConsts(p.take_front(epilogue + 4));
+    SmallVector<Attribute> fusedConsts(
+        p.take_front(form.rowsOfTheProducer ? epilogue : epilogue + 3));
+    fusedConsts.push_back(p[epilogue + 3]);     // format
     fusedConsts.push_back(p[epilogue + 5]);     // stat_slot
     fusedConsts.push_back(cast.getConsts()[3]); // the cast's stat_slot
     if (bgrad)

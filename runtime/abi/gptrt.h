@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below or the manifest's meaning changes. */
-#define GPTRT_ABI_VERSION 38
+#define GPTRT_ABI_VERSION 39
 
 typedef struct gptrt_context gptrt_context;
 
@@ -677,6 +677,26 @@ void gptrt_add_layernorm_fwd_cast(
     double eps, int64_t a_dtype, int64_t b_dtype, int64_t x_dtype,
     int64_t y_dtype, int64_t out_rows, int64_t out_cols, int64_t out_dtype,
     int64_t format, int64_t transpose, int64_t stat_slot);
+/* A layernorm producer cast whose output nothing reads but the transposed
+ * cast of it (rt-fuse-producer-dual-cast, delayed scaling): mean, rstd,
+ * amax and q exactly as gptrt_layernorm_fwd_cast (the output rows x width,
+ * out_dtype y_dtype, transpose 0) makes them, and q_t as
+ * gptrt_quantize_fp8_transposed of that output at the same *scale
+ * (stat_slot_t its statistics); the _add form also stores x = a + b as
+ * gptrt_add_layernorm_fwd_cast does. The output itself is not an
+ * argument: on a GPU it is never stored and q_t is q transposed (the same
+ * codes); on the CPU it is a temporary. */
+void gptrt_layernorm_fwd_cast_dual(
+    gptrt_context *ctx, const void *x, const float *w, const float *b,
+    const float *scale, float *mean, float *rstd, float *amax, uint8_t *q,
+    uint8_t *q_t, int64_t rows, int64_t width, double eps, int64_t x_dtype,
+    int64_t y_dtype, int64_t format, int64_t stat_slot, int64_t stat_slot_t);
+void gptrt_add_layernorm_fwd_cast_dual(
+    gptrt_context *ctx, const void *a, const void *b, const float *w,
+    const float *bias, const float *scale, void *x, float *mean, float *rstd,
+    float *amax, uint8_t *q, uint8_t *q_t, int64_t rows, int64_t width,
+    double eps, int64_t a_dtype, int64_t b_dtype, int64_t x_dtype,
+    int64_t y_dtype, int64_t format, int64_t stat_slot, int64_t stat_slot_t);
 void gptrt_gelu_fwd_amax(gptrt_context *ctx, const void *x, void *y,
                          float *amax, int64_t n, int64_t x_dtype,
                          int64_t y_dtype, int64_t rows, int64_t cols,

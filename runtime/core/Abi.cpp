@@ -2823,6 +2823,82 @@ GPTRT_EXPORT void gptrt_add_layernorm_fwd_cast(
       });
 }
 
+namespace {
+// gptrt_layernorm_fwd_cast_dual and its _add form (`a` non-null): on the
+// CPU the producer cast into a temporary output and the transposed cast
+// of it; on a GPU the producer kernel without its output, then its codes
+// transposed.
+void layerNormCastDual(gptrt_context *ctx, const char *fn, const void *a,
+                       const void *b, int64_t aDtype, int64_t bDtype, void *x,
+                       int64_t xDtype, const float *w, const float *bias,
+                       const float *scale, float *mean, float *rstd,
+                       float *amax, uint8_t *q, uint8_t *qT, int64_t rows,
+                       int64_t width, double eps, int64_t yDtype,
+                       int64_t format, int64_t statSlot, int64_t statSlotT) {
+  auto validate = [&] {
+    requireNonNegative(rows, "rows");
+    requireNonNegative(width, "width");
+    requireStorageDtype(xDtype, "x_dtype");
+    requireStorageDtype(yDtype, "y_dtype");
+    if (a) {
+      requireStorageDtype(aDtype, "a_dtype");
+      requireStorageDtype(bDtype, "b_dtype");
+    }
+    requireFormat(format);
+    requireAmax(amax);
+  };
+  guarded(
+      ctx, fn,
+      [&](Context &) {
+        validate();
+        // f32 room serves a bf16 output too.
+        std::vector<float> y(static_cast<size_t>(rows * width));
+        if (a)
+          gptrt_add_layernorm_fwd_cast(
+              ctx, a, b, w, bias, scale, x, y.data(), mean, rstd, amax, q, rows,
+              width, eps, aDtype, bDtype, xDtype, yDtype, rows, width, yDtype,
+              format, /*transpose=*/0, statSlot);
+        else
+          gptrt_layernorm_fwd_cast(ctx, x, w, bias, scale, y.data(), mean, rstd,
+                                   amax, q, rows, width, eps, xDtype, yDtype,
+                                   rows, width, yDtype, format,
+                                   /*transpose=*/0, statSlot);
+        gptrt_quantize_fp8_transposed(ctx, y.data(), scale, qT, rows, width,
+                                      format, statSlotT, yDtype);
+      },
+      [&](Context &c, Gpu &g) {
+        validate();
+        const bool stats = c.collectingFp8Stats();
+        g.layerNormCastDual(a, aDtype, b, bDtype, x, xDtype, w, bias, yDtype,
+                            mean, rstd, rows, width, static_cast<float>(eps),
+                            {amax, scale, q, format}, qT, stats ? statSlot : -1,
+                            stats ? statSlotT : -1);
+      });
+}
+} // namespace
+
+GPTRT_EXPORT void gptrt_layernorm_fwd_cast_dual(
+    gptrt_context *ctx, const void *x, const float *w, const float *b,
+    const float *scale, float *mean, float *rstd, float *amax, uint8_t *q,
+    uint8_t *qT, int64_t rows, int64_t width, double eps, int64_t xDtype,
+    int64_t yDtype, int64_t format, int64_t statSlot, int64_t statSlotT) {
+  layerNormCastDual(ctx, "gptrt_layernorm_fwd_cast_dual", nullptr, nullptr, 0,
+                    0, const_cast<void *>(x), xDtype, w, b, scale, mean, rstd,
+                    amax, q, qT, rows, width, eps, yDtype, format, statSlot,
+                    statSlotT);
+}
+
+GPTRT_EXPORT void gptrt_add_layernorm_fwd_cast_dual(
+    gptrt_context *ctx, const void *a, const void *b, const float *w,
+    const float *bias, const float *scale, void *x, float *mean, float *rstd,
+    float *amax, uint8_t *q, uint8_t *qT, int64_t rows, int64_t width,
+    double eps, int64_t aDtype, int64_t bDtype, int64_t xDtype, int64_t yDtype,
+    int64_t format, int64_t statSlot, int64_t statSlotT) {
+  layerNormCastDual(ctx, "gptrt_add_layernorm_fwd_cast_dual", a, b, aDtype,
+                    bDtype, x, xDtype, w, bias, scale, mean, rstd, amax, q, qT,
+                    rows, width, eps, yDtype, format, statSlot, statSlotT);
+}
+
 GPTRT_EXPORT void gptrt_gelu_fwd_amax(gptrt_context *ctx, const void *x,
                                       void *y, float *amax, int64_t n,
                                       int64_t xDtype, int64_t yDtype,
@@ -3254,6 +3330,8 @@ const std::vector<AbiSymbol> &abiSymbols() {
       GPTRT_SYM(gptrt_gelu_fwd_cast),
       GPTRT_SYM(gptrt_gelu_bwd_amax),
       GPTRT_SYM(gptrt_gelu_bwd_cast),
+      GPTRT_SYM(gptrt_layernorm_fwd_cast_dual),
+      GPTRT_SYM(gptrt_add_layernorm_fwd_cast_dual),
       GPTRT_SYM(gptrt_gelu_fwd_cast_dual),
       GPTRT_SYM(gptrt_gelu_bwd_cast_dual_bgrad),
       GPTRT_SYM(gptrt_add_amax),

@@ -196,6 +196,20 @@ public:
                                    void *out, int64_t outDtype, float *mean,
                                    float *rstd, int64_t rows, int64_t width,
                                    float eps, const Fp8Epilogue &fp8) = 0;
+  // A layernorm (with `a`: of x = a + b, stored at x, as
+  // addLayerNormForward) whose output nothing reads but its two FP8 casts
+  // (rt-fuse-producer-dual-cast): fp8's amax and row-major codes as the
+  // _cast form makes them, the output itself never stored, and qT those
+  // codes transposed to width x rows -- the transposed cast at the same
+  // scale, bit for bit. statSlot / statSlotT >= 0: each cast's statistics
+  // are recorded too (from the output, then kept in scratch).
+  virtual void layerNormCastDual(const void *a, int64_t aDtype, const void *b,
+                                 int64_t bDtype, void *x, int64_t xDtype,
+                                 const float *w, const float *bias,
+                                 int64_t outDtype, float *mean, float *rstd,
+                                 int64_t rows, int64_t width, float eps,
+                                 const Fp8Epilogue &fp8, uint8_t *qT,
+                                 int64_t statSlot, int64_t statSlotT) = 0;
   // With a residual (gptrt_layernorm_bwd_add), dx rounded to dxDtype is
   // added to it and the sum stored at dx as residual.sumDtype. fp8: the
   // epilogue of the values stored at dx (_amax, _cast).

@@ -207,6 +207,12 @@ public:
                               const float *scales, uint8_t *q, int64_t rows,
                               int64_t cols, bool alongCols,
                               int64_t format) override;
+  void layerNormCastDual(const void *a, int64_t aDtype, const void *b,
+                         int64_t bDtype, void *x, int64_t xDtype,
+                         const float *w, const float *bias, int64_t outDtype,
+                         float *mean, float *rstd, int64_t rows, int64_t width,
+                         float eps, const Fp8Epilogue &fp8, uint8_t *qT,
+                         int64_t statSlot, int64_t statSlotT) override;
   void geluCastDual(const void *dout, int64_t doutDtype, const void *x,
                     int64_t xDtype, int64_t outDtype, const float *scale,
                     float *amax, uint8_t *q, uint8_t *qT, void *db,
@@ -367,6 +373,10 @@ private:
   // leaving the gaps between them alone.
   void zeroBatches(void *c, size_t elementBytes, int64_t batch, int64_t count,
                    int64_t stride);
+  // Gemm.cu: dst[b] = src[b] transposed, for `batch` matrices of rows x
+  // cols bytes (src's srcStride bytes apart; dst packed) -- FP8 codes.
+  void transposeBytes(const uint8_t *src, uint8_t *dst, int64_t rows,
+                      int64_t cols, int64_t batch, int64_t srcStride);
   // Fp8.cu: the device form of an Fp8Epilogue for a producer kernel, its
   // amax zeroed on the stream first (inactive without an amax).
   Fp8Sink sinkFor(const Fp8Epilogue &fp8);

@@ -487,6 +487,19 @@ void DeviceImpl::matmulBf16Dgelu(const uint16_t *a, const uint16_t *b,
   geluBackward(dg, dgDtype, pre, preDtype, dx, dxDtype, count);
 }
 
+void DeviceImpl::transposeBytes(const uint8_t *src, uint8_t *dst, int64_t rows,
+                                int64_t cols, int64_t batch,
+                                int64_t srcStride) {
+  if (rows <= 0 || cols <= 0 || batch <= 0)
+    return;
+  const dim3 threads(32, 8);
+  const dim3 grid(unsigned((cols + 31) / 32), unsigned((rows + 31) / 32),
+                  unsigned(batch));
+  transposeBytesKernel<<<grid, threads, 0, stream_>>>(src, dst, rows, cols,
+                                                      srcStride);
+  checkLaunch("transposing FP8 codes");
+}
+
 void DeviceImpl::scaledMatmul(const uint8_t *a, const uint8_t *b,
                               const float *scaleA, const float *scaleB, void *c,
                               int64_t batch, int64_t m, int64_t n, int64_t k,
@@ -577,22 +590,13 @@ bool DeviceImpl::scaledGemm(const uint8_t *a, const uint8_t *b,
     uint8_t *tmp = static_cast<uint8_t *>(
         grow(fp8Operands_, offB + bytesB + 256, size_t(1) << 20,
              "FP8 GEMM operand buffer"));
-    dim3 threads(32, 8);
     if (moveA) {  // stored [k, m] per batch -> [m, k]
-      dim3 grid(unsigned((m + 31) / 32), unsigned((k + 31) / 32),
-                unsigned(batch));
-      transposeBytesKernel<<<grid, threads, 0, stream_>>>(a, tmp, k, m,
-                                                          strideA);
-      checkLaunch("gptrt_scaled_matmul (transpose a)");
+      transposeBytes(a, tmp, k, m, batch, strideA);
       aT = tmp;
       sA = m * k;
     }
     if (moveB) {  // stored [k, n] per batch -> [n, k]
-      dim3 grid(unsigned((n + 31) / 32), unsigned((k + 31) / 32),
-                unsigned(bBatches));
-      transposeBytesKernel<<<grid, threads, 0, stream_>>>(b, tmp + offB, k,
-                                                          n, strideB);
-      checkLaunch("gptrt_scaled_matmul (transpose b)");
+      transposeBytes(b, tmp + offB, k, n, bBatches, strideB);
       bT = tmp + offB;
       sB = strideB == 0 ? 0 : n * k;
     }

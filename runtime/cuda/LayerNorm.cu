@@ -32,7 +32,8 @@ constexpr int64_t kMaxRowVectors = 32 * kMaxLaneVectors;
 // of x (j = threadIdx.x, + blockDim.x, ...): a second pass for the variance
 // as the CPU reference does (E[x^2] - E[x]^2 cancels badly when |mean| >>
 // std), then the output; the row is re-read from L2/L1, each thread
-// reading only its own elements.
+// reading only its own elements. An output without data is only fed to
+// the sink (layerNormCastDual).
 __device__ void finishLayerNormRow(float sum, Storage x, const float *w,
                                    const float *b, Storage out, float *mean,
                                    float *rstd, int64_t r, int64_t width,
@@ -50,7 +51,8 @@ __device__ void finishLayerNormRow(float sum, Storage x, const float *w,
   unsigned m = 0;
   for (int64_t j = threadIdx.x; j < width; j += blockDim.x) {
     const float y = out.rounded((x.load(row + j) - mu) * s * w[j] + b[j]);
-    out.store(row + j, y);
+    if (out.data)
+      out.store(row + j, y);
     sink.put(m, row + j, y, scale);
   }
   sink.finish(m);
@@ -100,8 +102,9 @@ __device__ void loadWeights8(const float *w, int64_t c, float (&v)[8]) {
 // layerNormForwardKernel / addLayerNormForwardKernel for vector rows, a
 // warp per row with the row in registers (kVecs vectors per lane): the
 // statistics by warp shuffles, the variance as a second pass over the
-// registers, the output in 16-byte stores. With kAdd, x = a + b is stored
-// and its rounded values make the row.
+// registers, the output in 16-byte stores (none without out.data: only
+// the sink takes it). With kAdd, x = a + b is stored and its rounded
+// values make the row.
 template <int kVecs, bool kAdd>
 __global__ void
 layerNormForwardRowsKernel(Storage a, Storage b, Storage x, const float *w,
@@ -161,7 +164,8 @@ layerNormForwardRowsKernel(Storage a, Storage b, Storage x, const float *w,
         y[i] = out.rounded((v[k][i] - mu) * s * wv[i] + bv[i]);
         sink.put(m, row + c + i, y[i], scale);
       }
-      out.store8(row + c, y);
+      if (out.data)
+        out.store8(row + c, y);
     }
     if (lane == 0) {
       mean[r] = mu;
@@ -448,6 +452,35 @@ void DeviceImpl::addLayerNormForward(const void *a, int64_t aDtype,
         Storage(out, outDtype), mean, rstd, width, eps, sink);
   }
   checkLaunch("gptrt_add_layernorm_fwd");
+}
+
+void DeviceImpl::layerNormCastDual(const void *a, int64_t aDtype, const void *b,
+                                   int64_t bDtype, void *x, int64_t xDtype,
+                                   const float *w, const float *bias,
+                                   int64_t outDtype, float *mean, float *rstd,
+                                   int64_t rows, int64_t width, float eps,
+                                   const Fp8Epilogue &fp8, uint8_t *qT,
+                                   int64_t statSlot, int64_t statSlotT) {
+  // The statistics read the output's values, which only a logging step
+  // (run eagerly, never captured) stores, into scratch.
+  const int64_t n = rows * width;
+  void *y = nullptr;
+  if (statSlot >= 0 || statSlotT >= 0)
+    y = scratch(size_t(n) * (outDtype == GPTRT_DTYPE_BF16 ? sizeof(uint16_t)
+                                                          : sizeof(float)));
+  if (a)
+    addLayerNormForward(a, aDtype, b, bDtype, w, bias, x, xDtype, y, outDtype,
+                        mean, rstd, rows, width, eps, fp8);
+  else
+    layerNormForwardFp8(x, xDtype, w, bias, y, outDtype, mean, rstd, rows,
+                        width, eps, fp8);
+  for (int64_t slot : {statSlot, statSlotT})
+    if (slot >= 0)
+      recordCastStats(y, outDtype, n, fp8.scale, fp8.format, slot);
+  // Both layouts hold the same codes: the transposed cast at the same
+  // scale is the row-major codes transposed, a byte per element read
+  // instead of the stored output's two or four.
+  transposeBytes(fp8.q, qT, rows, width, /*batch=*/1, /*srcStride=*/0);
 }
 
 void DeviceImpl::layerNormBackward(const void *dout, int64_t doutDtype,

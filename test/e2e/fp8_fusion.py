@@ -5,7 +5,8 @@ rt-fuse-delayed-dual-cast, rt-hoist-transposed-casts,
 rt-fuse-producer-dual-cast, rt-batch-fp8-state-scales and
 rt-fuse-rowwise-cast change where amaxes, scales, FP8 casts and amax
 histories are computed (and which copy of a forward activation the
-backward keeps, or whether GELU's output is stored at all),
+backward keeps, or whether GELU's and the layernorms' outputs are stored
+at all),
 never their values: the tiny GPT compiled with all of them, without the
 fusions (--fp8-fusion=false --fuse-dual-casts=false
 --fuse-classifier=false --fuse-qkv-attention=false
@@ -116,13 +117,16 @@ def main():
                             "%d without the pass)" % (updates["true"], updates["false"]))
         # Delayed scaling: the transposed casts of the forward activations
         # the backward reads only for grad_weight run right after their
-        # producers (rt-hoist-transposed-casts).
+        # producers (rt-hoist-transposed-casts), or within them once
+        # rt-fuse-producer-dual-cast joined the two (the forward _dual
+        # producers).
         if policy == "fp8-delayed":
             def hoisted(rt):
                 train = rt.split("func.func @train_step")[1].split("func.func @")[0]
                 names = re.findall(r'rt\.kernel "(\w+)"', train)
                 return sum(1 for a, b in zip(names, names[1:])
-                           if a.endswith("_fwd_cast") and b == "state_quantize_fp8_transposed")
+                           if a.endswith("_fwd_cast") and b == "state_quantize_fp8_transposed") + \
+                    sum(1 for a in names if a.endswith("_fwd_cast_dual"))
             if hoisted(rts["true"]) == 0 or hoisted(rts["false"]) != 0:
                 failures.append("fp8-delayed: transposed casts right after their "
                                 "producers %d (%d without the pass)" % (
@@ -158,20 +162,24 @@ def main():
                                 "%d, separately %d; gradients with the bias "
                                 "gradient %d" % (len(weight_duals),
                                                  len(weight_transposed), bgrad))
-        # Delayed scaling: GELU's output and gradient are never stored in
-        # bf16, their producer writes both FP8 layouts
-        # (rt-fuse-producer-dual-cast).
+        # Delayed scaling: GELU's output and gradient and the layernorms'
+        # outputs are never stored in bf16, their producer writes both FP8
+        # layouts (rt-fuse-producer-dual-cast).
         if policy == "fp8-delayed":
             train = rts["true"].split("func.func @train_step")[1].split("func.func @")[0]
-            gelu_duals = len(re.findall(
-                r'rt\.kernel "gelu_(?:fwd_cast_dual|bwd_cast_dual_bgrad)"', train))
-            gelu_alone = len(re.findall(r'rt\.kernel "gelu_(?:fwd|bwd)_cast"', train))
-            if gelu_duals == 0 or gelu_alone or "_cast_dual" in rts["false"]:
-                failures.append("fp8-delayed: GELU producers writing both "
-                                "layouts %d, casting once %d" % (gelu_duals,
-                                                                 gelu_alone))
-            summary.append("fp8-delayed: %d GELU producers write both FP8 "
-                           "layouts" % gelu_duals)
+            for producers, dual_re, alone_re in (
+                    ("GELU", r'gelu_(?:fwd_cast_dual|bwd_cast_dual_bgrad)',
+                     r'gelu_(?:fwd|bwd)_cast'),
+                    ("layernorm", r'(?:add_)?layernorm_fwd_cast_dual',
+                     r'(?:add_)?layernorm_fwd_cast')):
+                duals = len(re.findall(r'rt\.kernel "%s"' % dual_re, train))
+                alone = len(re.findall(r'rt\.kernel "%s"' % alone_re, train))
+                if duals == 0 or alone or "_cast_dual" in rts["false"]:
+                    failures.append("fp8-delayed: %s producers writing both "
+                                    "layouts %d, casting once %d" % (
+                                        producers, duals, alone))
+                summary.append("fp8-delayed: %d %s producers write both FP8 "
+                               "layouts" % (duals, producers))
         if not kernels["true"][0] < kernels["layout-off"][0]:
             failures.append("%s: no amax shared (separate amax kernels %d, "
                             "%d without fp8-reuse-scales)" % (

@@ -416,6 +416,123 @@ TEST_F(GpuTest, GeluCastDualMatchesTheProducerAndTransposedCasts) {
   }
 }
 
+// rt-fuse-producer-dual-cast's layernorm forms: the layernorm (and the
+// residual add in front) without its output stored, its codes transposed
+// for the second layout -- bit for bit the GPU's producer cast followed
+// by the transposed cast of its stored output (mean, rstd, the stored sum,
+// amax, both layouts, each cast's statistics), on the vector path (width
+// 768) and the scalar one (100), rows that leave partial 32 x 32 tiles,
+// bf16 and f32 storage, both formats; every output written (poisoned);
+// and the CPU's fused entry point within a code's rounding.
+TEST_F(GpuTest, LayerNormCastDualMatchesTheProducerAndTransposedCasts) {
+  Context cpuCtx(Device::Cpu, {});
+  for (int64_t width : {768, 100}) {
+    const int64_t rows = 1000, n = rows * width;
+    const std::vector<float> a = randn(n, 2.0f), r = randn(n, 0.5f),
+                             w = randn(width, 0.3f), b = randn(width, 0.1f);
+    const std::vector<uint16_t> a16 = toBf16(a), r16 = toBf16(r);
+    const float scale = 40.0f;
+    const float *dScale = upload(std::vector<float>{scale});
+    const float *dw = upload(w), *db = upload(b);
+    for (int64_t dtype : {GPTRT_DTYPE_BF16, GPTRT_DTYPE_F32})
+      for (bool add : {false, true}) {
+        SCOPED_TRACE("width " + std::to_string(width) + ", dtype " +
+                     std::to_string(dtype) + (add ? ", add" : ""));
+        const bool bf16 = dtype == GPTRT_DTYPE_BF16;
+        const int64_t format = add ? GPTRT_FP8_E5M2 : GPTRT_FP8_E4M3;
+        const size_t elem = bf16 ? 2 : 4;
+        const void *da = bf16 ? static_cast<const void *>(upload(a16))
+                              : static_cast<const void *>(upload(a));
+        const void *dr = bf16 ? static_cast<const void *>(upload(r16))
+                              : static_cast<const void *>(upload(r));
+        gpu().beginFp8Stats(4);
+        // The two kernels on the GPU (statistics in slots 2 and 3), then
+        // the fused one (0 and 1).
+        void *y = alloc<float>(n), *x = alloc<float>(n),
+             *xGot = alloc<float>(n);
+        float *mean = alloc<float>(rows), *rstd = alloc<float>(rows),
+              *meanGot = alloc<float>(rows), *rstdGot = alloc<float>(rows),
+              *amax = alloc<float>(1), *amaxGot = alloc<float>(1);
+        uint8_t *q = alloc<uint8_t>(n), *qT = alloc<uint8_t>(n),
+                *qGot = alloc<uint8_t>(n), *qTGot = alloc<uint8_t>(n);
+        if (add) {
+          gptrt_add_layernorm_fwd_cast(g(), da, dr, dw, db, dScale, x, y, mean,
+                                       rstd, amax, q, rows, width, 1e-5, dtype,
+                                       dtype, dtype, dtype, rows, width, dtype,
+                                       format, 0, 2);
+          gptrt_add_layernorm_fwd_cast_dual(g(), da, dr, dw, db, dScale, xGot,
+                                            meanGot, rstdGot, amaxGot, qGot,
+                                            qTGot, rows, width, 1e-5, dtype,
+                                            dtype, dtype, dtype, format, 0, 1);
+        } else {
+          gptrt_layernorm_fwd_cast(g(), da, dw, db, dScale, y, mean, rstd, amax,
+                                   q, rows, width, 1e-5, dtype, dtype, rows,
+                                   width, dtype, format, 0, 2);
+          gptrt_layernorm_fwd_cast_dual(
+              g(), da, dw, db, dScale, meanGot, rstdGot, amaxGot, qGot, qTGot,
+              rows, width, 1e-5, dtype, dtype, format, 0, 1);
+        }
+        gptrt_quantize_fp8_transposed(g(), y, dScale, qT, rows, width, format,
+                                      3, dtype);
+        expectOk();
+        gpu().endFp8Stats();
+        const std::vector<uint8_t> gotQ = download(qGot, n),
+                                   gotQT = download(qTGot, n);
+        EXPECT_EQ(gotQ, download(q, n));
+        EXPECT_EQ(gotQT, download(qT, n));
+        EXPECT_EQ(download(amaxGot, 1), download(amax, 1));
+        EXPECT_EQ(download(meanGot, rows), download(mean, rows));
+        EXPECT_EQ(download(rstdGot, rows), download(rstd, rows));
+        if (add) {
+          const std::vector<uint8_t> gotX =
+                                         download(static_cast<uint8_t *>(xGot),
+                                                  n * elem),
+                                     wantX = download(static_cast<uint8_t *>(x),
+                                                      n * elem);
+          EXPECT_EQ(gotX, wantX);
+        }
+        for (int slot : {0, 1}) {
+          const Fp8CastStats &got = gpu().fp8Stats()[slot],
+                             &want = gpu().fp8Stats()[slot + 2];
+          EXPECT_EQ(got.amax, want.amax) << "slot " << slot;
+          EXPECT_EQ(got.scale, want.scale) << "slot " << slot;
+          EXPECT_EQ(got.underflow, want.underflow) << "slot " << slot;
+          EXPECT_EQ(got.saturated, want.saturated) << "slot " << slot;
+          EXPECT_EQ(got.elements, n) << "slot " << slot;
+        }
+        // The CPU's fused entry point: codes equal but where the GPU's
+        // rsqrtf and summation order move a value across a rounding edge.
+        std::vector<uint8_t> cq(n), cqT(n);
+        std::vector<float> cx(n), cmean(rows), crstd(rows);
+        float camax = 0;
+        const void *ha =
+            bf16 ? static_cast<const void *>(a16.data()) : a.data();
+        const void *hr =
+            bf16 ? static_cast<const void *>(r16.data()) : r.data();
+        if (add)
+          gptrt_add_layernorm_fwd_cast_dual(
+              cpuCtx.handle(), ha, hr, w.data(), b.data(), &scale, cx.data(),
+              cmean.data(), crstd.data(), &camax, cq.data(), cqT.data(), rows,
+              width, 1e-5, dtype, dtype, dtype, dtype, format, -1, -1);
+        else
+          gptrt_layernorm_fwd_cast_dual(
+              cpuCtx.handle(), ha, w.data(), b.data(), &scale, cmean.data(),
+              crstd.data(), &camax, cq.data(), cqT.data(), rows, width, 1e-5,
+              dtype, dtype, format, -1, -1);
+        ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
+        int64_t differ = 0;
+        for (int64_t i = 0; i < n; ++i)
+          differ += (gotQ[i] != cq[i]) + (gotQT[i] != cqT[i]);
+        EXPECT_LE(differ, n / 100) << "codes unlike the CPU's";
+        for (int64_t row = 0; row < rows; ++row)
+          for (int64_t col = 0; col < width; ++col)
+            ASSERT_EQ(gotQT[col * rows + row], gotQ[row * width + col])
+                << "row " << row << ", col " << col;
+        EXPECT_NEAR(download(amaxGot, 1)[0], camax, 1e-2 * camax);
+      }
+  }
+}
+
 // rt-fuse-rowwise-cast's kernel: a warp per row makes the row's amax, its
 // scale and its codes, bit for bit the CPU's three kernels -- 20000 rows of
 // a width that is not a multiple of 32, a NaN row and a zero row, f32 and

@@ -65,6 +65,103 @@ func.func @gelu_bwd() {
 
 // -----
 
+// The layernorms: layernorm_fwd_cast through a reshape, and the residual
+// add in front (add_layernorm_fwd_cast, whose sum x stays an output): one
+// layernorm_fwd_cast_dual / add_layernorm_fwd_cast_dual without the bf16
+// output, its constants the producer's own (rows, width, eps, dtypes),
+// then format and both statistics slots; the GEMM reads the producer's
+// scale.
+rt.arena @fp8_state fp8_state size = 256
+// CHECK-LABEL: func.func @layernorm_fwd
+// CHECK: rt.kernel "fp8_state_scale" ins(%{{.*}} : memref<16xf32>) outs(%[[S:.*]] : memref<f32>)
+// CHECK-NOT: memref<4x8x64xbf16>
+// CHECK: %[[QT:.*]] = rt.alloc : memref<64x32xf8E4M3FN>
+// CHECK-NEXT: rt.kernel "layernorm_fwd_cast_dual" ins(%{{.*}}, %{{.*}}, %{{.*}}, %[[S]] : memref<4x8x64xbf16>, memref<64xf32>, memref<64xf32>, memref<f32>) outs(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[QT]] : memref<4x8xf32>, memref<4x8xf32>, memref<f32>, memref<4x8x64xf8E4M3FN>, memref<64x32xf8E4M3FN>) consts [32, 64, 1.000000e-05, 2, 2, 0, 3, 7] {rt.fp8_stat = [{gemm = "forward", layer = "h.0.attn.qkv", operand = "a", slot = 3 : i64}, {gemm = "grad_weight", layer = "h.0.attn.qkv", operand = "b", slot = 7 : i64}]}
+// CHECK-NOT: state_quantize_fp8_transposed
+// CHECK: rt.kernel "scaled_matmul" ins(%{{.*}}, %[[QT]], %{{.*}}, %[[S]] :
+// CHECK: return
+func.func @layernorm_fwd() {
+  %x = rt.alloc : memref<4x8x64xbf16>
+  %w = rt.alloc : memref<64xf32>
+  %b = rt.alloc : memref<64xf32>
+  %h = rt.view @fp8_state[0] : memref<16xf32>
+  %s = rt.alloc : memref<f32>
+  rt.kernel "fp8_state_scale" ins(%h : memref<16xf32>) outs(%s : memref<f32>) consts [16, 4.480000e+02, 0, 0, 9.9999999999999998E-13, 0]
+  %y = rt.alloc : memref<4x8x64xbf16>
+  %mean = rt.alloc : memref<4x8xf32>
+  %rstd = rt.alloc : memref<4x8xf32>
+  %m = rt.alloc : memref<f32>
+  %q = rt.alloc : memref<4x8x64xf8E4M3FN>
+  rt.kernel "layernorm_fwd_cast" ins(%x, %w, %b, %s : memref<4x8x64xbf16>, memref<64xf32>, memref<64xf32>, memref<f32>) outs(%y, %mean, %rstd, %m, %q : memref<4x8x64xbf16>, memref<4x8xf32>, memref<4x8xf32>, memref<f32>, memref<4x8x64xf8E4M3FN>) consts [32, 64, 1.0e-5, 2, 2, 32, 64, 2, 0, 0, 3] {rt.fp8_stat = {gemm = "forward", layer = "h.0.attn.qkv", operand = "a", slot = 3 : i64}}
+  %y2 = rt.reshape %y : memref<4x8x64xbf16> -> memref<32x64xbf16>
+  %qt = rt.alloc : memref<64x32xf8E4M3FN>
+  %s2 = rt.alloc : memref<f32>
+  rt.kernel "state_quantize_fp8_transposed" ins(%y2, %h : memref<32x64xbf16>, memref<16xf32>) outs(%qt, %s2 : memref<64x32xf8E4M3FN>, memref<f32>) consts [32, 64, 0, 7, 2, 16, 4.480000e+02, 0, 0, 9.9999999999999998E-13, 0] {rt.fp8_stat = {gemm = "grad_weight", layer = "h.0.attn.qkv", operand = "b", slot = 7 : i64}}
+  %g = rt.alloc : memref<192x32xf8E5M2>
+  %sg = rt.alloc : memref<f32>
+  %dw = rt.alloc : memref<192x64xf32>
+  rt.kernel "scaled_matmul" ins(%g, %qt, %sg, %s2 : memref<192x32xf8E5M2>, memref<64x32xf8E4M3FN>, memref<f32>, memref<f32>) outs(%dw : memref<192x64xf32>) consts [1, 192, 64, 32, 0, 1, 0, 0, 1, 1, 0, 0, 1]
+  return
+}
+// CHECK-LABEL: func.func @add_layernorm_fwd
+// CHECK: rt.kernel "add_layernorm_fwd_cast_dual" ins(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<32x64xbf16>, memref<32x64xbf16>, memref<64xf32>, memref<64xf32>, memref<f32>) outs(%[[X:.*]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<32x64xbf16>, memref<32xf32>, memref<32xf32>, memref<f32>, memref<32x64xf8E4M3FN>, memref<64x32xf8E4M3FN>) consts [32, 64, 1.000000e-05, 2, 2, 2, 2, 0, -1, -1]
+// CHECK-NOT: state_quantize_fp8_transposed
+// CHECK: rt.kernel "add" ins(%[[X]], %[[X]]
+func.func @add_layernorm_fwd() {
+  %a = rt.alloc : memref<32x64xbf16>
+  %r = rt.alloc : memref<32x64xbf16>
+  %w = rt.alloc : memref<64xf32>
+  %b = rt.alloc : memref<64xf32>
+  %h = rt.view @fp8_state[0] : memref<16xf32>
+  %s = rt.alloc : memref<f32>
+  rt.kernel "fp8_state_scale" ins(%h : memref<16xf32>) outs(%s : memref<f32>) consts [16, 4.480000e+02, 0, 0, 9.9999999999999998E-13, 0]
+  %x = rt.alloc : memref<32x64xbf16>
+  %y = rt.alloc : memref<32x64xbf16>
+  %mean = rt.alloc : memref<32xf32>
+  %rstd = rt.alloc : memref<32xf32>
+  %m = rt.alloc : memref<f32>
+  %q = rt.alloc : memref<32x64xf8E4M3FN>
+  rt.kernel "add_layernorm_fwd_cast" ins(%a, %r, %w, %b, %s : memref<32x64xbf16>, memref<32x64xbf16>, memref<64xf32>, memref<64xf32>, memref<f32>) outs(%x, %y, %mean, %rstd, %m, %q : memref<32x64xbf16>, memref<32x64xbf16>, memref<32xf32>, memref<32xf32>, memref<f32>, memref<32x64xf8E4M3FN>) consts [32, 64, 1.0e-5, 2, 2, 2, 2, 32, 64, 2, 0, 0, -1]
+  %qt = rt.alloc : memref<64x32xf8E4M3FN>
+  %s2 = rt.alloc : memref<f32>
+  rt.kernel "state_quantize_fp8_transposed" ins(%y, %h : memref<32x64xbf16>, memref<16xf32>) outs(%qt, %s2 : memref<64x32xf8E4M3FN>, memref<f32>) consts [32, 64, 0, -1, 2, 16, 4.480000e+02, 0, 0, 9.9999999999999998E-13, 0]
+  %z = rt.alloc : memref<32x64xbf16>
+  rt.kernel "add" ins(%x, %x : memref<32x64xbf16>, memref<32x64xbf16>) outs(%z : memref<32x64xbf16>) consts [2048, 1, 0, 2, 2, 2]
+  return
+}
+
+// -----
+
+// Left apart: a layernorm output whose casts see it as another 2-D shape
+// than its rows x width (the transposed codes would not be the row-major
+// codes transposed).
+rt.arena @fp8_state fp8_state size = 256
+// CHECK-LABEL: func.func @layernorm_other_shape
+// CHECK: rt.kernel "layernorm_fwd_cast" ins
+// CHECK: rt.kernel "state_quantize_fp8_transposed" ins
+// CHECK-NOT: _cast_dual
+func.func @layernorm_other_shape() {
+  %x = rt.alloc : memref<32x64xbf16>
+  %w = rt.alloc : memref<64xf32>
+  %b = rt.alloc : memref<64xf32>
+  %h = rt.view @fp8_state[0] : memref<16xf32>
+  %s = rt.alloc : memref<f32>
+  rt.kernel "fp8_state_scale" ins(%h : memref<16xf32>) outs(%s : memref<f32>) consts [16, 4.480000e+02, 0, 0, 9.9999999999999998E-13, 0]
+  %y = rt.alloc : memref<32x64xbf16>
+  %mean = rt.alloc : memref<32xf32>
+  %rstd = rt.alloc : memref<32xf32>
+  %m = rt.alloc : memref<f32>
+  %q = rt.alloc : memref<32x64xf8E4M3FN>
+  rt.kernel "layernorm_fwd_cast" ins(%x, %w, %b, %s : memref<32x64xbf16>, memref<64xf32>, memref<64xf32>, memref<f32>) outs(%y, %mean, %rstd, %m, %q : memref<32x64xbf16>, memref<32xf32>, memref<32xf32>, memref<f32>, memref<32x64xf8E4M3FN>) consts [32, 64, 1.0e-5, 2, 2, 16, 128, 2, 0, 0, -1]
+  %y2 = rt.reshape %y : memref<32x64xbf16> -> memref<16x128xbf16>
+  %qt = rt.alloc : memref<128x16xf8E4M3FN>
+  %s2 = rt.alloc : memref<f32>
+  rt.kernel "state_quantize_fp8_transposed" ins(%y2, %h : memref<16x128xbf16>, memref<16xf32>) outs(%qt, %s2 : memref<128x16xf8E4M3FN>, memref<f32>) consts [16, 128, 0, -1, 2, 16, 4.480000e+02, 0, 0, 9.9999999999999998E-13, 0]
+  return
+}
+
+// -----
+
 // Left apart: the output read again after the transposed cast (@reread);
 // a scale made by another recipe (@other_recipe, margin 1); the history
 // written between the scale and the cast (@history_written).

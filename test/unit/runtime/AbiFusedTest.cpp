@@ -336,6 +336,111 @@ TEST_F(AbiFusedTest, GeluCastDualIsTheProducerCastThenTheTransposedCast) {
   ctx.clearError();
 }
 
+// rt-fuse-producer-dual-cast's layernorm kernels: the layernorm (and the
+// residual add in front of it) cast both ways without its output being an
+// argument -- statistics, amax, both layouts of codes and the stored sum
+// bit for bit those of the producer cast followed by the transposed cast
+// of its stored output (bf16 and f32 storage, both formats), each cast's
+// statistics in its own slot; a bad dtype is an error naming it.
+TEST_F(AbiFusedTest, LayerNormCastDualIsTheProducerCastThenTheTransposedCast) {
+  const int64_t rows = 37, width = 24, n = rows * width;
+  const std::vector<float> a = randomF(n, 31, -3.0, 3.0),
+                           r = randomF(n, 32, -1.0, 1.0),
+                           w = randomF(width, 33, 0.5, 1.5),
+                           b = randomF(width, 34, -0.5, 0.5);
+  std::vector<uint16_t> a16(n), r16(n);
+  for (int64_t i = 0; i < n; ++i) {
+    a16[i] = cpu::floatToBf16(a[i]);
+    r16[i] = cpu::floatToBf16(r[i]);
+  }
+  const float scale = 90.0f;
+  for (int64_t dtype : {GPTRT_DTYPE_BF16, GPTRT_DTYPE_F32})
+    for (int64_t format : {GPTRT_FP8_E4M3, GPTRT_FP8_E5M2}) {
+      SCOPED_TRACE("dtype " + std::to_string(dtype) + ", format " +
+                   std::to_string(format));
+      const bool bf16 = dtype == GPTRT_DTYPE_BF16;
+      const void *in = bf16 ? static_cast<const void *>(a16.data()) : a.data();
+      const void *res = bf16 ? static_cast<const void *>(r16.data()) : r.data();
+      std::vector<float> y(n), x(n), xGot(n, -7.0f); // room for either dtype
+      std::vector<float> mean(rows), rstd(rows), meanGot(rows, -1),
+          rstdGot(rows, -1);
+      std::vector<uint8_t> q(n), qT(n), qGot(n, 0xDD), qTGot(n, 0xDD);
+      float amax = -1, amaxGot = -2;
+      gptrt_layernorm_fwd_cast(h, in, w.data(), b.data(), &scale, y.data(),
+                               mean.data(), rstd.data(), &amax, q.data(), rows,
+                               width, 1e-5, dtype, dtype, rows, width, dtype,
+                               format, 0, -1);
+      gptrt_quantize_fp8_transposed(h, y.data(), &scale, qT.data(), rows, width,
+                                    format, -1, dtype);
+      gptrt_layernorm_fwd_cast_dual(h, in, w.data(), b.data(), &scale,
+                                    meanGot.data(), rstdGot.data(), &amaxGot,
+                                    qGot.data(), qTGot.data(), rows, width,
+                                    1e-5, dtype, dtype, format, -1, -1);
+      ASSERT_FALSE(ctx.failed()) << ctx.error();
+      EXPECT_EQ(meanGot, mean);
+      EXPECT_EQ(rstdGot, rstd);
+      EXPECT_EQ(amaxGot, amax);
+      EXPECT_GT(amax, 0.0f);
+      EXPECT_EQ(qGot, q);
+      EXPECT_EQ(qTGot, qT);
+      EXPECT_NE(qT, q); // a transposition that shows
+      // The residual add in front: x = a + r stored, then its layernorm.
+      gptrt_add_layernorm_fwd_cast(
+          h, in, res, w.data(), b.data(), &scale, x.data(), y.data(),
+          mean.data(), rstd.data(), &amax, q.data(), rows, width, 1e-5, dtype,
+          dtype, dtype, dtype, rows, width, dtype, format, 0, -1);
+      gptrt_quantize_fp8_transposed(h, y.data(), &scale, qT.data(), rows, width,
+                                    format, -1, dtype);
+      gptrt_add_layernorm_fwd_cast_dual(
+          h, in, res, w.data(), b.data(), &scale, xGot.data(), meanGot.data(),
+          rstdGot.data(), &amaxGot, qGot.data(), qTGot.data(), rows, width,
+          1e-5, dtype, dtype, dtype, dtype, format, -1, -1);
+      ASSERT_FALSE(ctx.failed()) << ctx.error();
+      EXPECT_EQ(std::memcmp(xGot.data(), x.data(), size_t(n) * (bf16 ? 2 : 4)),
+                0);
+      EXPECT_EQ(meanGot, mean);
+      EXPECT_EQ(rstdGot, rstd);
+      EXPECT_EQ(amaxGot, amax);
+      EXPECT_EQ(qGot, q);
+      EXPECT_EQ(qTGot, qT);
+    }
+  // The statistics: one slot per cast, as the two kernels record them.
+  std::vector<float> y(n), mean(rows), rstd(rows);
+  std::vector<uint8_t> q(n), qT(n);
+  float amax;
+  ctx.beginFp8Stats(4);
+  gptrt_layernorm_fwd_cast_dual(h, a.data(), w.data(), b.data(), &scale,
+                                mean.data(), rstd.data(), &amax, q.data(),
+                                qT.data(), rows, width, 1e-5, GPTRT_DTYPE_F32,
+                                GPTRT_DTYPE_BF16, GPTRT_FP8_E4M3, 0, 1);
+  gptrt_layernorm_fwd_cast(h, a.data(), w.data(), b.data(), &scale, y.data(),
+                           mean.data(), rstd.data(), &amax, q.data(), rows,
+                           width, 1e-5, GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16, rows,
+                           width, GPTRT_DTYPE_BF16, GPTRT_FP8_E4M3, 0, 2);
+  gptrt_quantize_fp8_transposed(h, y.data(), &scale, qT.data(), rows, width,
+                                GPTRT_FP8_E4M3, 3, GPTRT_DTYPE_BF16);
+  ctx.endFp8Stats();
+  ASSERT_FALSE(ctx.failed()) << ctx.error();
+  for (int slot : {0, 1}) {
+    const Fp8CastStats &got = ctx.fp8Stats()[slot],
+                       &want = ctx.fp8Stats()[slot + 2];
+    EXPECT_EQ(got.elements, n);
+    EXPECT_EQ(got.amax, want.amax);
+    EXPECT_EQ(got.scale, want.scale);
+    EXPECT_EQ(got.underflow, want.underflow);
+    EXPECT_EQ(got.saturated, want.saturated);
+  }
+  gptrt_add_layernorm_fwd_cast_dual(h, a.data(), r.data(), w.data(), b.data(),
+                                    &scale, y.data(), mean.data(), rstd.data(),
+                                    &amax, q.data(), qT.data(), rows, width,
+                                    1e-5, GPTRT_DTYPE_F32, 9, GPTRT_DTYPE_F32,
+                                    GPTRT_DTYPE_F32, GPTRT_FP8_E4M3, -1, -1);
+  EXPECT_NE(ctx.error().find("gptrt_add_layernorm_fwd_cast_dual: b_dtype 9"),
+            std::string::npos)
+      << ctx.error();
+  ctx.clearError();
+}
+
 TEST_F(AbiFusedTest, BadEpilogueArgumentsAreErrors) {
   float x = 1, out = 0, amax = 0;
   gptrt_gelu_fwd_amax(h, &x, &out, &amax, 1, GPTRT_DTYPE_F32, 7, 1, 1, 7);
