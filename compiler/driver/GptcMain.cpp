@@ -596,8 +596,10 @@ int gptcMain(int argc, char **argv) {
         lower.addPass(createRtFuseClassifier());
       if (fuseDualCasts)
         lower.addPass(createRtFuseDualCast());
-      if (fp8Fusion)
+      if (fp8Fusion) {
         lower.addPass(createRtFuseAmax());
+        lower.addPass(createRtFuseProducerCast());
+      }
       if (fuseGradAccumulation)
         lower.addPass(createRtFuseGradAccumulation());
       if (cacheWeightCasts)

@@ -574,6 +574,32 @@ def RtFuseAmax : Pass<"rt-fuse-amax", "::mlir::ModuleOp"> {
   ];
 }
 
+def RtFuseProducerCast : Pass<"rt-fuse-producer-cast", "::mlir::ModuleOp"> {
+  let summary = "Lets a producer made by an rt fusion cast its output to FP8 under delayed scaling";
+  let description = [{
+    Runs after rt-fuse-amax, before rt-fuse-cast-scale and rt-plan-memory.
+    fp8-fuse-cast folds a delayed-scaling cast into the forward producers
+    it knows (layernorm, GELU, residual add); the producers rt passes make
+    later get theirs here. When the first kernel after an `_amax` producer
+    that reads its output is a `quantize_fp8` of all of it, in its dtype,
+    whose scale comes from an `fp8_state_scale` -- a scale known before the
+    producer runs -- and that scale kernel can move in front of the
+    producer (nothing in between writes the history or touches the scale),
+    the pair becomes the producer's `_cast` form, which also writes the
+    codes (row-major) as it stores the output; the cast's statistics slot
+    moves with it. On a GPU the flash attention kernel codes its output
+    as it writes it (the baseline attention kernels cast in a second
+    pass); on the CPU it is the producer and then the cast, the same
+    numbers. Today: `attention_fwd_packed_amax` (the attention projection's
+    FP8 input) becomes `attention_fwd_packed_cast`.
+    `gptc --fp8-fusion=false` leaves this pass out, with fp8-fuse-cast.
+  }];
+  let dependentDialects = ["::gptc::rt::RtDialect"];
+  let statistics = [
+    Statistic<"fused", "fused", "casts moved into their producer">,
+  ];
+}
+
 def RtFuseGradAccumulation
     : Pass<"rt-fuse-grad-accumulation", "::mlir::ModuleOp"> {
   let summary = "Lets each weight-gradient GEMM add into the f32 gradient";

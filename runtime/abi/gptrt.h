@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below or the manifest's meaning changes. */
-#define GPTRT_ABI_VERSION 39
+#define GPTRT_ABI_VERSION 40
 
 typedef struct gptrt_context gptrt_context;
 
@@ -286,6 +286,19 @@ void gptrt_attention_fwd_packed_amax(gptrt_context *ctx, const void *qkv,
                                      int64_t batch, int64_t seq, int64_t width,
                                      int64_t heads, int64_t causal,
                                      int64_t dtype);
+/* And its _cast form (rt-fuse-producer-cast, delayed scaling: the scale is
+ * known before the attention runs): also q = fp8(out * scale[0]) as the
+ * fused epilogues below make it (rows x cols = out, out_dtype = dtype,
+ * transpose 0), the attention projection's FP8 input, coded by the flash
+ * kernel as it writes out (the baseline kernels cast in a second pass). */
+void gptrt_attention_fwd_packed_cast(gptrt_context *ctx, const void *qkv,
+                                     const float *scale, void *out, float *lse,
+                                     float *amax, uint8_t *q, int64_t batch,
+                                     int64_t seq, int64_t width, int64_t heads,
+                                     int64_t causal, int64_t dtype,
+                                     int64_t rows, int64_t cols,
+                                     int64_t out_dtype, int64_t format,
+                                     int64_t transpose, int64_t stat_slot);
 void gptrt_attention_bwd_packed(gptrt_context *ctx, const void *dout,
                                 const void *qkv, const void *out,
                                 const float *lse, void *dqkv, int64_t batch,

@@ -2125,8 +2125,8 @@ GPTRT_EXPORT void gptrt_attention_fwd_packed(
       [&](Context &, Gpu &g) {
         attentionElements(batch, seq, width);
         requireStorageDtype(dtype, "dtype");
-        g.attentionForwardPacked(qkv, out, lse, /*amax=*/nullptr, batch, seq,
-                                 width, heads, causal != 0, dtype);
+        g.attentionForwardPacked(qkv, out, lse, /*fp8=*/{}, batch, seq, width,
+                                 heads, causal != 0, dtype);
       });
 }
 
@@ -2147,8 +2147,8 @@ gptrt_attention_fwd_packed_amax(gptrt_context *ctx, const void *qkv, void *out,
         requireAmax(amax);
         attentionElements(batch, seq, width);
         requireStorageDtype(dtype, "dtype");
-        g.attentionForwardPacked(qkv, out, lse, amax, batch, seq, width, heads,
-                                 causal != 0, dtype);
+        g.attentionForwardPacked(qkv, out, lse, {amax}, batch, seq, width,
+                                 heads, causal != 0, dtype);
       });
 }
 
@@ -2747,6 +2747,27 @@ void fusedProducer(gptrt_context *ctx, const char *fn, int64_t kernelDtype,
 }
 } // namespace
 
+GPTRT_EXPORT void gptrt_attention_fwd_packed_cast(
+    gptrt_context *ctx, const void *qkv, const float *scale, void *out,
+    float *lse, float *amax, uint8_t *q, int64_t batch, int64_t seq,
+    int64_t width, int64_t heads, int64_t causal, int64_t dtype, int64_t rows,
+    int64_t cols, int64_t outDtype, int64_t format, int64_t transpose,
+    int64_t statSlot) {
+  fusedProducer(
+      ctx, "gptrt_attention_fwd_packed_cast", dtype, out, batch * seq * width,
+      {rows, cols, outDtype, amax, scale, q, format, transpose, statSlot},
+      [&](Gpu &g, const gptrt::cuda::Fp8Epilogue &fp8) {
+        attentionElements(batch, seq, width);
+        requireStorageDtype(dtype, "dtype");
+        g.attentionForwardPacked(qkv, out, lse, fp8, batch, seq, width, heads,
+                                 causal != 0, dtype);
+      },
+      [&] {
+        gptrt_attention_fwd_packed(ctx, qkv, out, lse, batch, seq, width, heads,
+                                   causal, dtype);
+      });
+}
+
 GPTRT_EXPORT void gptrt_layernorm_fwd_amax(
     gptrt_context *ctx, const void *x, const float *w, const float *b,
     void *y, float *mean, float *rstd, float *amax, int64_t rows,
@@ -3277,6 +3298,7 @@ const std::vector<AbiSymbol> &abiSymbols() {
       GPTRT_SYM(gptrt_attention_bwd),
       GPTRT_SYM(gptrt_attention_fwd_packed),
       GPTRT_SYM(gptrt_attention_fwd_packed_amax),
+      GPTRT_SYM(gptrt_attention_fwd_packed_cast),
       GPTRT_SYM(gptrt_attention_bwd_packed),
       GPTRT_SYM(gptrt_attention_bwd_packed_amax),
       GPTRT_SYM(gptrt_cross_entropy_fwd),

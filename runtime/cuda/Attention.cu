@@ -218,15 +218,16 @@ void DeviceImpl::attentionBackward(const void *dout, const void *q,
 // the unpacked graph made (copy_blocks), so the fallback costs what it
 // did.
 void DeviceImpl::attentionForwardPacked(const void *qkv, void *out, float *lse,
-                                        float *amax, int64_t batch, int64_t seq,
-                                        int64_t width, int64_t heads,
-                                        bool causal, int64_t dtype) {
+                                        const Fp8Epilogue &fp8, int64_t batch,
+                                        int64_t seq, int64_t width,
+                                        int64_t heads, bool causal,
+                                        int64_t dtype) {
   const int bytes = dtype == GPTRT_DTYPE_BF16 ? 2 : 4;
   const char *base = static_cast<const char *>(qkv);
   if (flashAttentionApplies(batch, seq, width, heads, dtype) && width % 8 == 0)
     return flashAttentionForward(base, base + width * bytes,
                                  base + 2 * width * bytes, out, lse, batch, seq,
-                                 width, heads, causal, 3 * width, amax);
+                                 width, heads, causal, 3 * width, fp8);
   const int64_t rows = batch * seq, n = rows * width;
   char *parts = static_cast<char *>(
       grow(attentionStaging_, 3 * size_t(n) * bytes, 0, "attention staging"));
@@ -235,9 +236,12 @@ void DeviceImpl::attentionForwardPacked(const void *qkv, void *out, float *lse,
                i * width, bytes);
   attentionForward(parts, parts + n * bytes, parts + 2 * n * bytes, out, lse,
                    batch, seq, width, heads, causal, dtype);
-  // The baseline kernel's warps leave early: its amax is a second pass.
-  if (amax != nullptr)
-    this->amax(out, dtype, amax, n);
+  // The baseline kernel's warps leave early: its epilogue is a second pass.
+  if (fp8.q != nullptr)
+    castEpilogue(out, dtype, rows, width, fp8.amax, fp8.scale, fp8.q,
+                 fp8.format, /*transpose=*/false);
+  else if (fp8.amax != nullptr)
+    amax(out, dtype, fp8.amax, n);
 }
 
 void DeviceImpl::attentionBackwardPacked(const void *dout, const void *qkv,

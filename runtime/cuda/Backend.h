@@ -280,11 +280,12 @@ public:
                                  bool causal, int64_t dtype) = 0;
   // The same with q, k, v (and dq, dk, dv) packed in one [batch, seq,
   // 3 width] buffer (gptrt_attention_fwd_packed / _bwd_packed).
-  // amax, when not null: gptrt_amax of out (of dqkv) as stored (_amax).
+  // fp8 (forward): the epilogue of out as stored (_amax, _cast without
+  // transpose); amax (backward), when not null: gptrt_amax of dqkv.
   virtual void attentionForwardPacked(const void *qkv, void *out, float *lse,
-                                      float *amax, int64_t batch, int64_t seq,
-                                      int64_t width, int64_t heads, bool causal,
-                                      int64_t dtype) = 0;
+                                      const Fp8Epilogue &fp8, int64_t batch,
+                                      int64_t seq, int64_t width, int64_t heads,
+                                      bool causal, int64_t dtype) = 0;
   virtual void attentionBackwardPacked(const void *dout, const void *qkv,
                                        const void *out, const float *lse,
                                        void *dqkv, float *amax, int64_t batch,

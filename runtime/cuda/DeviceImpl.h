@@ -253,9 +253,9 @@ public:
                          int64_t seq, int64_t width, int64_t heads,
                          bool causal, int64_t dtype) override;
   void attentionForwardPacked(const void *qkv, void *out, float *lse,
-                              float *amax, int64_t batch, int64_t seq,
-                              int64_t width, int64_t heads, bool causal,
-                              int64_t dtype) override;
+                              const Fp8Epilogue &fp8, int64_t batch,
+                              int64_t seq, int64_t width, int64_t heads,
+                              bool causal, int64_t dtype) override;
   void attentionBackwardPacked(const void *dout, const void *qkv,
                                const void *out, const float *lse, void *dqkv,
                                float *amax, int64_t batch, int64_t seq,
@@ -434,12 +434,13 @@ private:
                              int64_t heads, int64_t dtype) const;
   // ldQkv: the row stride of q, k, v and dq, dk, dv (width, or 3 width
   // when they are packed); out and dout have rows of width.
-  // amax, when not null: the amax of out (of dq, dk and dv) as stored,
-  // taken as it is written.
+  // fp8 (forward): the epilogue of out as stored, its amax and codes
+  // taken as it is written; amax (backward), when not null: the amax of
+  // dq, dk and dv as stored.
   void flashAttentionForward(const void *q, const void *k, const void *v,
                              void *out, float *lse, int64_t batch, int64_t seq,
                              int64_t width, int64_t heads, bool causal,
-                             int64_t ldQkv, float *amax = nullptr);
+                             int64_t ldQkv, const Fp8Epilogue &fp8 = {});
   void flashAttentionBackward(const void *dout, const void *q, const void *k,
                               const void *v, const void *out, const float *lse,
                               void *dq, void *dk, void *dv, int64_t batch,

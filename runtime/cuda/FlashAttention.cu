@@ -296,14 +296,17 @@ __global__ void __launch_bounds__(kThreads)
     gemmPV<false>(O, P, Vs, D, /*accumulate=*/true);
     __syncthreads();
   }
-  // The amax of out as stored (_amax): no codes, so no index.
+  // The amax of out as stored (_amax), and its codes in out's layout
+  // (_cast).
+  const float codeScale = sink.scaleValue();
   unsigned m = 0;
   for (int i = threadIdx.x; i < kTile * D; i += blockDim.x) {
     const int r = i / D, c = i % D;
     if (q0 + r < d.T) {
       const bf16 o = __float2bfloat16(O[r * ldO + c] / rowSum[r]);
-      out[at(d, d.C, b, h, q0 + r, c)] = o;
-      sink.put(m, 0, __bfloat162float(o), 0.0f);
+      const int64_t element = at(d, d.C, b, h, q0 + r, c);
+      out[element] = o;
+      sink.put(m, element, __bfloat162float(o), codeScale);
     }
   }
   for (int r = threadIdx.x; r < kTile; r += blockDim.x)
@@ -466,10 +469,8 @@ void DeviceImpl::flashAttentionForward(const void *q, const void *k,
                                        int64_t batch, int64_t seq,
                                        int64_t width, int64_t heads,
                                        bool causal, int64_t ldQkv,
-                                       float *amax) {
+                                       const Fp8Epilogue &fp8) {
   const FlashDims d = flashDims(batch, seq, width, heads, causal, ldQkv);
-  Fp8Epilogue fp8;
-  fp8.amax = amax;
   const Fp8Sink sink = sinkFor(fp8); // zeroes the amax first
   const size_t shared = forwardSharedBytes(d.D);
   allowSharedBytes(flashForwardKernel, shared,

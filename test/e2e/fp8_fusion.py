@@ -2,7 +2,7 @@
 """fp8-fuse-amax, fp8-fuse-cast, fp8-transpose-casts, fp8-reuse-scales,
 rt-fuse-dual-cast, rt-fuse-cast-scale, rt-batch-fp8-state-updates,
 rt-fuse-delayed-dual-cast, rt-hoist-transposed-casts,
-rt-fuse-producer-dual-cast, rt-batch-fp8-state-scales and
+rt-fuse-producer-dual-cast, rt-fuse-producer-cast, rt-batch-fp8-state-scales and
 rt-fuse-rowwise-cast change where amaxes, scales, FP8 casts and amax
 histories are computed (and which copy of a forward activation the
 backward keeps, or whether GELU's and the layernorms' outputs are stored
@@ -180,6 +180,14 @@ def main():
                                         producers, duals, alone))
                 summary.append("fp8-delayed: %d %s producers write both FP8 "
                                "layouts" % (duals, producers))
+            # The attention output coded as the attention writes it
+            # (rt-fuse-producer-cast), its scale made before it.
+            attention_casts = train.count('rt.kernel "attention_fwd_packed_cast"')
+            if attention_casts == 0 or "attention_fwd_packed_cast" in rts["false"]:
+                failures.append("fp8-delayed: attention outputs cast by the "
+                                "attention %d" % attention_casts)
+            summary.append("fp8-delayed: %d attention outputs cast by the "
+                           "attention" % attention_casts)
         if not kernels["true"][0] < kernels["layout-off"][0]:
             failures.append("%s: no amax shared (separate amax kernels %d, "
                             "%d without fp8-reuse-scales)" % (

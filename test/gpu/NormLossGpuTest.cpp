@@ -659,6 +659,23 @@ TEST_F(GpuTest, PackedAttentionMatchesCpu) {
     EXPECT_EQ(download(aOut, n), download(gOut, n));
     EXPECT_EQ(download(amax, 1), download(want, 1));
     EXPECT_GT(download(amax, 1)[0], 0.0f);
+    // _cast (rt-fuse-producer-cast): the same output bits and amax, and
+    // the codes the GPU's quantize_fp8 makes of that output (coded by the
+    // flash kernel as it writes out, a second pass after the baseline's);
+    // every code written (poisoned).
+    const float *scale = upload(std::vector<float>{29.0f});
+    uint16_t *cOut = upload(std::vector<uint16_t>(n, 0xFFFF));
+    float *cAmax = upload(std::vector<float>{std::nanf("")});
+    uint8_t *q = alloc<uint8_t>(n), *wantQ = alloc<uint8_t>(n);
+    gptrt_attention_fwd_packed_cast(
+        g(), gQkv, scale, cOut, alloc<float>(nl), cAmax, q, B, T, C, H, 1,
+        GPTRT_DTYPE_BF16, B * T, C, GPTRT_DTYPE_BF16, GPTRT_FP8_E4M3, 0, -1);
+    gptrt_quantize_fp8(g(), gOut, scale, wantQ, n, GPTRT_FP8_E4M3, -1,
+                       GPTRT_DTYPE_BF16);
+    expectOk();
+    EXPECT_EQ(download(cOut, n), download(gOut, n));
+    EXPECT_EQ(download(cAmax, 1), download(want, 1));
+    EXPECT_EQ(download(q, n), download(wantQ, n));
     // The backward's _amax: that of the packed gradient it stored (dq's
     // atomic sums may round differently from run to run, so against this
     // call's own gradient), taken by the flash kernels as they store dk,

@@ -989,6 +989,23 @@ TEST_F(AbiTest, PackedAttentionIsTheAttentionOfTheParts) {
   expectSameBits(amaxLse, lse, "lse (_amax)");
   expectSameBits(amax, wantAmax, "amax");
   EXPECT_GT(amax[0], 0.0f);
+  // _cast (rt-fuse-producer-cast): the same outputs, amax, and the codes
+  // gptrt_quantize_fp8 makes of out at the scale, in both formats.
+  for (int64_t format : {GPTRT_FP8_E4M3, GPTRT_FP8_E5M2}) {
+    const float scale = 37.0f;
+    F castOut = nanF(n), castLse = nanF(B * H * T), castAmax = nanF(1);
+    std::vector<uint8_t> q(n, 0xDD), wantQ(n, 0xEE);
+    gptrt_attention_fwd_packed_cast(h, qkv.data(), &scale, castOut.data(),
+                                    castLse.data(), castAmax.data(), q.data(),
+                                    B, T, C, H, 1, GPTRT_DTYPE_F32, B * T, C,
+                                    GPTRT_DTYPE_F32, format, 0, -1);
+    gptrt_quantize_fp8(h, out.data(), &scale, wantQ.data(), n, format, -1,
+                       GPTRT_DTYPE_F32);
+    expectSameBits(castOut, out, "out (_cast)");
+    expectSameBits(castLse, lse, "lse (_cast)");
+    expectSameBits(castAmax, wantAmax, "amax (_cast)");
+    EXPECT_EQ(q, wantQ) << "format " << format;
+  }
   F dqkv = nanF(3 * n), grad[3] = {nanF(n), nanF(n), nanF(n)};
   gptrt_attention_bwd_packed(h, dout.data(), qkv.data(), out.data(), lse.data(),
                              dqkv.data(), B, T, C, H, 1, GPTRT_DTYPE_F32);
