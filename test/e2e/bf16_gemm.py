@@ -89,10 +89,11 @@ def main():
                     r'rt\.kernel "scaled_matmul(?:_rowwise)?_bias"', train)),
                 "copies": train.count('rt.kernel "copy_blocks"'),
                 "packed attention": len(re.findall(
-                    r'rt\.kernel "attention_(?:fwd|bwd)_packed(?:_amax)?"',
+                    r'rt\.kernel "attention_(?:fwd|bwd)_packed(?:_amax|_cast)?"',
                     train)),
                 "residual adds": len(re.findall(
-                    r'rt\.kernel "add_layernorm_fwd(?:_amax|_cast)?"', train)),
+                    r'rt\.kernel "add_layernorm_fwd(?:_amax|_cast|_cast_dual)?"',
+                    train)),
                 "residual gradients": len(re.findall(
                     r'rt\.kernel "layernorm_bwd_add(?:_amax|_cast)?"', train))}
             log = art + ".jsonl"
