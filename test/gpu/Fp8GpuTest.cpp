@@ -421,12 +421,13 @@ TEST_F(GpuTest, GeluCastDualMatchesTheProducerAndTransposedCasts) {
 // for the second layout -- bit for bit the GPU's producer cast followed
 // by the transposed cast of its stored output (mean, rstd, the stored sum,
 // amax, both layouts, each cast's statistics), on the vector path (width
-// 768) and the scalar one (100), rows that leave partial 32 x 32 tiles,
+// 768) and the scalar one (100, and 50, whose codes the byte transpose
+// moves instead of the 4-byte one), rows that leave partial tiles,
 // bf16 and f32 storage, both formats; every output written (poisoned);
 // and the CPU's fused entry point within a code's rounding.
 TEST_F(GpuTest, LayerNormCastDualMatchesTheProducerAndTransposedCasts) {
   Context cpuCtx(Device::Cpu, {});
-  for (int64_t width : {768, 100}) {
+  for (int64_t width : {768, 100, 50}) {
     const int64_t rows = 1000, n = rows * width;
     const std::vector<float> a = randn(n, 2.0f), r = randn(n, 0.5f),
                              w = randn(width, 0.3f), b = randn(width, 0.1f);
