@@ -114,6 +114,31 @@ using Gpu = gptrt::cuda::Device;
 static_assert(gptrt::cuda::kAccumulateF32 == GPTRT_DTYPE_F32_ACCUMULATE,
               "the CUDA backend's accumulating dtype is gptrt.h's");
 
+// The CPU kernels' large temporaries, one buffer per purpose and thread,
+// grown and never shrunk: a fresh std::vector per call page-faulted and
+// zeroed its memory on every call (a third of an FP8 training step on the
+// CPU, by `perf record`). Contents are unspecified: each user writes all
+// it reads. A purpose is never in use twice at once -- none of the calls
+// that take one reach another call taking the same one.
+enum class Temporary {
+  GemmResult,  // addGemmResult
+  GemmProduct, // gemmThenBias, gptrt_matmul_bf16_dgelu
+  Fp8OperandA, // fp8GemmUnscaled's decoded operands
+  Fp8OperandB,
+  LayerNormDx,    // gptrt_layernorm_bwd_add's dx
+  ProducerOutput, // the _cast_dual producers' output
+  Widened,        // runEpilogue's bf16 output widened
+  Count
+};
+
+float *temporary(Temporary purpose, int64_t floats) {
+  thread_local std::vector<float> buffers[static_cast<int>(Temporary::Count)];
+  std::vector<float> &buffer = buffers[static_cast<int>(purpose)];
+  if (buffer.size() < static_cast<size_t>(floats))
+    buffer.resize(static_cast<size_t>(floats));
+  return buffer.data();
+}
+
 void requireNonNegative(int64_t v, const char *name) {
   if (v < 0)
     throw std::invalid_argument(std::string(name) + " = " + std::to_string(v) +
@@ -141,12 +166,12 @@ void requireContiguous(int64_t batch, int64_t m, int64_t n, int64_t k,
 // writes into its own buffer (the GEMMs use the context's scratch).
 template <typename Gemm>
 void addGemmResult(Context &ctx, float *c, int64_t count, Gemm &&gemm) {
-  std::vector<float> result(static_cast<size_t>(count));
-  gemm(result.data());
+  float *result = temporary(Temporary::GemmResult, count);
+  gemm(result);
   if (ctx.failed())
     return;
   for (int64_t i = 0; i < count; ++i)
-    c[i] += result[static_cast<size_t>(i)];
+    c[i] += result[i];
 }
 
 // An FP8 GEMM's bias: a vector of n floats.
@@ -172,11 +197,12 @@ void gemmThenBias(gptrt_context *ctx, const float *bias, void *c, int64_t batch,
                   int64_t m, int64_t n, int64_t outDtype, Gemm &&gemm) {
   requireBias(bias);
   const int64_t count = batch * m * n;
-  std::vector<float> product(static_cast<size_t>(
-      outDtype == GPTRT_DTYPE_BF16 ? (count + 1) / 2 : count));
-  gemm(static_cast<void *>(product.data()));
-  gptrt_add(ctx, product.data(), bias, c, batch * m, n, 1, outDtype,
-            GPTRT_DTYPE_F32, outDtype);
+  float *product =
+      temporary(Temporary::GemmProduct,
+                outDtype == GPTRT_DTYPE_BF16 ? (count + 1) / 2 : count);
+  gemm(static_cast<void *>(product));
+  gptrt_add(ctx, product, bias, c, batch * m, n, 1, outDtype, GPTRT_DTYPE_F32,
+            outDtype);
 }
 
 void requireFlag(int64_t flag, const char *name) {
@@ -671,9 +697,23 @@ void quantizeCastTransposed(gptrt_context *ctx, const char *name,
         F32Staging f32(c, {{xData, xDtype, n, false, "x_dtype"}});
         const float *x = f32[0];
         const float s = scale[0];
-        for (int64_t r = 0; r < rows; ++r)
-          for (int64_t col = 0; col < cols; ++col)
-            q[col * rows + r] = fp8Encode(x[r * cols + col] * s, format);
+        // In 64 x 64 blocks: row by row, each code of a wide row would land
+        // on its own cache line of q (the logits' gradient: 50304 of them).
+        constexpr int64_t kBlock = 64;
+        auto encodeBlocks = [&](auto encode) {
+          for (int64_t r0 = 0; r0 < rows; r0 += kBlock)
+            for (int64_t c0 = 0; c0 < cols; c0 += kBlock) {
+              const int64_t rEnd = std::min(rows, r0 + kBlock),
+                            cEnd = std::min(cols, c0 + kBlock);
+              for (int64_t col = c0; col < cEnd; ++col)
+                for (int64_t r = r0; r < rEnd; ++r)
+                  q[col * rows + r] = encode(x[r * cols + col] * s);
+            }
+        };
+        if (format == GPTRT_FP8_E4M3)
+          encodeBlocks([](float v) { return cpu::floatToE4M3(v); });
+        else
+          encodeBlocks([](float v) { return cpu::floatToE5M2(v); });
         recordCastStats(
             c, statSlot, x, n, [&](int64_t) { return s; }, format);
       },
@@ -761,13 +801,20 @@ void fp8GemmUnscaled(const uint8_t *a, const uint8_t *b, float *c,
   };
   const int64_t aElems = extent(strideA, m * k);
   const int64_t bElems = extent(strideB, n * k);
-  std::vector<float> fa(aElems), fb(bElems);
+  float *fa = temporary(Temporary::Fp8OperandA, aElems),
+        *fb = temporary(Temporary::Fp8OperandB, bElems);
+  // Every code's value, once: a table lookup per element.
+  float valueA[256], valueB[256];
+  for (int code = 0; code < 256; ++code) {
+    valueA[code] = fp8Decode(static_cast<uint8_t>(code), formatA);
+    valueB[code] = fp8Decode(static_cast<uint8_t>(code), formatB);
+  }
   for (int64_t i = 0; i < aElems; ++i)
-    fa[i] = fp8Decode(a[i], formatA);
+    fa[i] = valueA[a[i]];
   for (int64_t i = 0; i < bElems; ++i)
-    fb[i] = fp8Decode(b[i], formatB);
-  cpu::gemmBatched(c, fa.data(), fb.data(), batch, m, n, k, transA != 0,
-                   transB != 0, 0.0f, strideA, strideB, strideC);
+    fb[i] = valueB[b[i]];
+  cpu::gemmBatched(c, fa, fb, batch, m, n, k, transA != 0, transB != 0, 0.0f,
+                   strideA, strideB, strideC);
 }
 
 } // namespace
@@ -1591,12 +1638,12 @@ void layerNormBackwardThenAdd(gptrt_context *ctx, const void *dout,
   requireNonNegative(width, "width");
   requireStorageDtype(dxDtype, "dx_dtype");
   const int64_t n = rows * width;
-  std::vector<float> dx(
-      static_cast<size_t>(dxDtype == GPTRT_DTYPE_BF16 ? (n + 1) / 2 : n));
-  gptrt_layernorm_bwd(ctx, dout, x, w, mean, rstd, dx.data(), dw, db, rows,
-                      width, doutDtype, xDtype, dxDtype, dwDtype, dbDtype);
-  gptrt_add(ctx, resid, dx.data(), sum, rows, width, /*broadcast_b=*/0,
-            residDtype, dxDtype, sumDtype);
+  float *dx = temporary(Temporary::LayerNormDx,
+                        dxDtype == GPTRT_DTYPE_BF16 ? (n + 1) / 2 : n);
+  gptrt_layernorm_bwd(ctx, dout, x, w, mean, rstd, dx, dw, db, rows, width,
+                      doutDtype, xDtype, dxDtype, dwDtype, dbDtype);
+  gptrt_add(ctx, resid, dx, sum, rows, width, /*broadcast_b=*/0, residDtype,
+            dxDtype, sumDtype);
 }
 
 // gptrt_layernorm_bwd_add and its fused forms on a GPU.
@@ -1866,12 +1913,12 @@ GPTRT_EXPORT void gptrt_matmul_bf16_dgelu(
         // The product as the unfused GEMM stored it (its own buffer: the GEMM
         // uses the context's scratch), then the GELU gradient.
         const int64_t count = batch * m * n;
-        std::vector<float> dg(static_cast<size_t>(
-            dg_dtype == GPTRT_DTYPE_BF16 ? (count + 1) / 2 : count));
-        gptrt_matmul_bf16(ctx, a, b, dg.data(), batch, m, n, k, trans_a,
-                          trans_b, stride_a, stride_b, stride_c, dg_dtype);
-        gptrt_gelu_bwd(ctx, dg.data(), pre, dx, count, dg_dtype, pre_dtype,
-                       dx_dtype);
+        float *dg =
+            temporary(Temporary::GemmProduct,
+                      dg_dtype == GPTRT_DTYPE_BF16 ? (count + 1) / 2 : count);
+        gptrt_matmul_bf16(ctx, a, b, dg, batch, m, n, k, trans_a, trans_b,
+                          stride_a, stride_b, stride_c, dg_dtype);
+        gptrt_gelu_bwd(ctx, dg, pre, dx, count, dg_dtype, pre_dtype, dx_dtype);
       },
       [&](Context &, Gpu &g) {
         requireContiguous(batch, m, n, k, stride_c);
@@ -2615,13 +2662,12 @@ void runEpilogue(Context &c, const void *out, const Epilogue &e) {
   requireAmax(e.amax);
   const int64_t n = e.rows * e.cols;
   const float *x = static_cast<const float *>(out);
-  std::vector<float> widened;
   if (e.dtype == GPTRT_DTYPE_BF16) {
-    widened.resize(static_cast<size_t>(n));
+    float *widened = temporary(Temporary::Widened, n);
     const uint16_t *bits = static_cast<const uint16_t *>(out);
     for (int64_t i = 0; i < n; ++i)
       widened[i] = cpu::bf16ToFloat(bits[i]);
-    x = widened.data();
+    x = widened;
   } else if (e.dtype != GPTRT_DTYPE_F32) {
     throw std::invalid_argument("out_dtype " + std::to_string(e.dtype) +
                                 ", expected f32 (1) or bf16 (2)");
@@ -2873,19 +2919,19 @@ void layerNormCastDual(gptrt_context *ctx, const char *fn, const void *a,
       [&](Context &) {
         validate();
         // f32 room serves a bf16 output too.
-        std::vector<float> y(static_cast<size_t>(rows * width));
+        float *y = temporary(Temporary::ProducerOutput, rows * width);
         if (a)
           gptrt_add_layernorm_fwd_cast(
-              ctx, a, b, w, bias, scale, x, y.data(), mean, rstd, amax, q, rows,
-              width, eps, aDtype, bDtype, xDtype, yDtype, rows, width, yDtype,
-              format, /*transpose=*/0, statSlot);
+              ctx, a, b, w, bias, scale, x, y, mean, rstd, amax, q, rows, width,
+              eps, aDtype, bDtype, xDtype, yDtype, rows, width, yDtype, format,
+              /*transpose=*/0, statSlot);
         else
-          gptrt_layernorm_fwd_cast(ctx, x, w, bias, scale, y.data(), mean, rstd,
-                                   amax, q, rows, width, eps, xDtype, yDtype,
-                                   rows, width, yDtype, format,
+          gptrt_layernorm_fwd_cast(ctx, x, w, bias, scale, y, mean, rstd, amax,
+                                   q, rows, width, eps, xDtype, yDtype, rows,
+                                   width, yDtype, format,
                                    /*transpose=*/0, statSlot);
-        gptrt_quantize_fp8_transposed(ctx, y.data(), scale, qT, rows, width,
-                                      format, statSlotT, yDtype);
+        gptrt_quantize_fp8_transposed(ctx, y, scale, qT, rows, width, format,
+                                      statSlotT, yDtype);
       },
       [&](Context &c, Gpu &g) {
         validate();
@@ -3008,22 +3054,22 @@ void geluCastDual(gptrt_context *ctx, const char *fn, const void *dout,
       [&](Context &) {
         validate();
         // f32 room serves a bf16 output too.
-        std::vector<float> y(static_cast<size_t>(n));
+        float *y = temporary(Temporary::ProducerOutput, n);
         if (dout == nullptr)
-          gptrt_gelu_fwd_cast(ctx, x, scale, y.data(), amax, q, n, xDtype,
-                              yDtype, rows, cols, outDtype, format,
+          gptrt_gelu_fwd_cast(ctx, x, scale, y, amax, q, n, xDtype, yDtype,
+                              rows, cols, outDtype, format,
                               /*transpose=*/0, statSlot);
         else
-          gptrt_gelu_bwd_cast(ctx, dout, x, scale, y.data(), amax, q, n,
-                              doutDtype, xDtype, yDtype, rows, cols, outDtype,
-                              format, /*transpose=*/0, statSlot);
+          gptrt_gelu_bwd_cast(ctx, dout, x, scale, y, amax, q, n, doutDtype,
+                              xDtype, yDtype, rows, cols, outDtype, format,
+                              /*transpose=*/0, statSlot);
         if (db == nullptr)
-          gptrt_quantize_fp8_transposed(ctx, y.data(), scale, qT, rows, cols,
-                                        format, statSlotT, outDtype);
+          gptrt_quantize_fp8_transposed(ctx, y, scale, qT, rows, cols, format,
+                                        statSlotT, outDtype);
         else
-          gptrt_quantize_fp8_transposed_bgrad(ctx, y.data(), scale, qT, db,
-                                              rows, cols, format, statSlotT,
-                                              outDtype, dbDtype);
+          gptrt_quantize_fp8_transposed_bgrad(ctx, y, scale, qT, db, rows, cols,
+                                              format, statSlotT, outDtype,
+                                              dbDtype);
       },
       [&](Context &c, Gpu &g) {
         validate();
