@@ -114,29 +114,28 @@ using Gpu = gptrt::cuda::Device;
 static_assert(gptrt::cuda::kAccumulateF32 == GPTRT_DTYPE_F32_ACCUMULATE,
               "the CUDA backend's accumulating dtype is gptrt.h's");
 
-// The CPU kernels' large temporaries, one buffer per purpose and thread,
-// grown and never shrunk: a fresh std::vector per call page-faulted and
-// zeroed its memory on every call (a third of an FP8 training step on the
-// CPU, by `perf record`). Contents are unspecified: each user writes all
-// it reads. A purpose is never in use twice at once -- none of the calls
-// that take one reach another call taking the same one.
-enum class Temporary {
-  GemmResult,  // addGemmResult
-  GemmProduct, // gemmThenBias, gptrt_matmul_bf16_dgelu
-  Fp8OperandA, // fp8GemmUnscaled's decoded operands
+// The CPU kernels' large temporaries, each in a scratch slot of its own
+// (Context::scratch; slot 0 is the general scratch the kernels they call
+// use): a fresh std::vector per call page-faulted and zeroed its memory on
+// every call (a third of an FP8 training step on the CPU, by `perf
+// record`). Contents are unspecified: each user writes all it reads. A
+// purpose is never in use twice at once -- none of the calls that take
+// one reach another call taking the same one.
+enum class Temporary : unsigned {
+  GemmResult = 1, // addGemmResult
+  GemmProduct,    // gemmThenBias, gptrt_matmul_bf16_dgelu
+  Fp8OperandA,    // fp8GemmUnscaled's decoded operands
   Fp8OperandB,
   LayerNormDx,    // gptrt_layernorm_bwd_add's dx
   ProducerOutput, // the _cast_dual producers' output
   Widened,        // runEpilogue's bf16 output widened
-  Count
 };
+static_assert(static_cast<unsigned>(Temporary::Widened) <
+                  Context::kScratchSlots,
+              "every temporary has a scratch slot of its own");
 
-float *temporary(Temporary purpose, int64_t floats) {
-  thread_local std::vector<float> buffers[static_cast<int>(Temporary::Count)];
-  std::vector<float> &buffer = buffers[static_cast<int>(purpose)];
-  if (buffer.size() < static_cast<size_t>(floats))
-    buffer.resize(static_cast<size_t>(floats));
-  return buffer.data();
+float *temporary(Context &c, Temporary purpose, int64_t floats) {
+  return c.scratch(static_cast<size_t>(floats), static_cast<unsigned>(purpose));
 }
 
 void requireNonNegative(int64_t v, const char *name) {
@@ -166,7 +165,7 @@ void requireContiguous(int64_t batch, int64_t m, int64_t n, int64_t k,
 // writes into its own buffer (the GEMMs use the context's scratch).
 template <typename Gemm>
 void addGemmResult(Context &ctx, float *c, int64_t count, Gemm &&gemm) {
-  float *result = temporary(Temporary::GemmResult, count);
+  float *result = temporary(ctx, Temporary::GemmResult, count);
   gemm(result);
   if (ctx.failed())
     return;
@@ -198,7 +197,7 @@ void gemmThenBias(gptrt_context *ctx, const float *bias, void *c, int64_t batch,
   requireBias(bias);
   const int64_t count = batch * m * n;
   float *product =
-      temporary(Temporary::GemmProduct,
+      temporary(Context::fromHandle(ctx), Temporary::GemmProduct,
                 outDtype == GPTRT_DTYPE_BF16 ? (count + 1) / 2 : count);
   gemm(static_cast<void *>(product));
   gptrt_add(ctx, product, bias, c, batch * m, n, 1, outDtype, GPTRT_DTYPE_F32,
@@ -787,7 +786,7 @@ namespace {
 /// The CPU emulation of an FP8 GEMM before its scales are divided out: FP8
 /// codes decode exactly to f32, so an f32 GEMM of the decoded values is the
 /// FP8 product up to accumulation order.
-void fp8GemmUnscaled(const uint8_t *a, const uint8_t *b, float *c,
+void fp8GemmUnscaled(Context &ctx, const uint8_t *a, const uint8_t *b, float *c,
                      int64_t batch, int64_t m, int64_t n, int64_t k,
                      int64_t transA, int64_t transB, int64_t strideA,
                      int64_t strideB, int64_t strideC, int64_t formatA,
@@ -801,8 +800,8 @@ void fp8GemmUnscaled(const uint8_t *a, const uint8_t *b, float *c,
   };
   const int64_t aElems = extent(strideA, m * k);
   const int64_t bElems = extent(strideB, n * k);
-  float *fa = temporary(Temporary::Fp8OperandA, aElems),
-        *fb = temporary(Temporary::Fp8OperandB, bElems);
+  float *fa = temporary(ctx, Temporary::Fp8OperandA, aElems),
+        *fb = temporary(ctx, Temporary::Fp8OperandB, bElems);
   // Every code's value, once: a table lookup per element.
   float valueA[256], valueB[256];
   for (int code = 0; code < 256; ++code) {
@@ -976,8 +975,8 @@ GPTRT_EXPORT void gptrt_scaled_matmul(
     const bool narrow = outDtype == GPTRT_DTYPE_BF16;
     float *result = narrow ? ctxRef.scratch(static_cast<size_t>(cElems))
                            : static_cast<float *>(c);
-    fp8GemmUnscaled(a, b, result, batch, m, n, k, transA, transB, strideA,
-                    strideB, strideC, formatA, formatB);
+    fp8GemmUnscaled(ctxRef, a, b, result, batch, m, n, k, transA, transB,
+                    strideA, strideB, strideC, formatA, formatB);
     const float dequant = scaleA[0] * scaleB[0];
     uint16_t *out = static_cast<uint16_t *>(c);
     for (int64_t p = 0; p < batch; ++p)
@@ -1202,8 +1201,8 @@ GPTRT_EXPORT void gptrt_scaled_matmul_rowwise(
                                   " (rowwise scales index contiguous rows)");
     F32Staging f32(ctxRef, {{c, outDtype, batch * m * n, true, "out_dtype"}});
     float *result = f32[0];
-    fp8GemmUnscaled(a, b, result, batch, m, n, k, transA, transB, strideA,
-                    strideB, strideC, formatA, formatB);
+    fp8GemmUnscaled(ctxRef, a, b, result, batch, m, n, k, transA, transB,
+                    strideA, strideB, strideC, formatA, formatB);
     // Row r of all batch x m rows of c, column j: divided by a's scale of
     // its row and b's of its column (each a scalar when not rowwise).
     for (int64_t r = 0; r < batch * m; ++r)
@@ -1638,7 +1637,7 @@ void layerNormBackwardThenAdd(gptrt_context *ctx, const void *dout,
   requireNonNegative(width, "width");
   requireStorageDtype(dxDtype, "dx_dtype");
   const int64_t n = rows * width;
-  float *dx = temporary(Temporary::LayerNormDx,
+  float *dx = temporary(Context::fromHandle(ctx), Temporary::LayerNormDx,
                         dxDtype == GPTRT_DTYPE_BF16 ? (n + 1) / 2 : n);
   gptrt_layernorm_bwd(ctx, dout, x, w, mean, rstd, dx, dw, db, rows, width,
                       doutDtype, xDtype, dxDtype, dwDtype, dbDtype);
@@ -1907,14 +1906,14 @@ GPTRT_EXPORT void gptrt_matmul_bf16_dgelu(
     int64_t dg_dtype, int64_t pre_dtype, int64_t dx_dtype) {
   guarded(
       ctx, "gptrt_matmul_bf16_dgelu",
-      [&](Context &) {
+      [&](Context &c) {
         requireContiguous(batch, m, n, k, stride_c);
         requireStorageDtype(dg_dtype, "dg_dtype");
         // The product as the unfused GEMM stored it (its own buffer: the GEMM
         // uses the context's scratch), then the GELU gradient.
         const int64_t count = batch * m * n;
         float *dg =
-            temporary(Temporary::GemmProduct,
+            temporary(c, Temporary::GemmProduct,
                       dg_dtype == GPTRT_DTYPE_BF16 ? (count + 1) / 2 : count);
         gptrt_matmul_bf16(ctx, a, b, dg, batch, m, n, k, trans_a, trans_b,
                           stride_a, stride_b, stride_c, dg_dtype);
@@ -2663,7 +2662,7 @@ void runEpilogue(Context &c, const void *out, const Epilogue &e) {
   const int64_t n = e.rows * e.cols;
   const float *x = static_cast<const float *>(out);
   if (e.dtype == GPTRT_DTYPE_BF16) {
-    float *widened = temporary(Temporary::Widened, n);
+    float *widened = temporary(c, Temporary::Widened, n);
     const uint16_t *bits = static_cast<const uint16_t *>(out);
     for (int64_t i = 0; i < n; ++i)
       widened[i] = cpu::bf16ToFloat(bits[i]);
@@ -2916,10 +2915,10 @@ void layerNormCastDual(gptrt_context *ctx, const char *fn, const void *a,
   };
   guarded(
       ctx, fn,
-      [&](Context &) {
+      [&](Context &c) {
         validate();
         // f32 room serves a bf16 output too.
-        float *y = temporary(Temporary::ProducerOutput, rows * width);
+        float *y = temporary(c, Temporary::ProducerOutput, rows * width);
         if (a)
           gptrt_add_layernorm_fwd_cast(
               ctx, a, b, w, bias, scale, x, y, mean, rstd, amax, q, rows, width,
@@ -3051,10 +3050,10 @@ void geluCastDual(gptrt_context *ctx, const char *fn, const void *dout,
   };
   guarded(
       ctx, fn,
-      [&](Context &) {
+      [&](Context &c) {
         validate();
         // f32 room serves a bf16 output too.
-        float *y = temporary(Temporary::ProducerOutput, n);
+        float *y = temporary(c, Temporary::ProducerOutput, n);
         if (dout == nullptr)
           gptrt_gelu_fwd_cast(ctx, x, scale, y, amax, q, n, xDtype, yDtype,
                               rows, cols, outDtype, format,

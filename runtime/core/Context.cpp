@@ -388,10 +388,14 @@ void Context::synchronize() {
     cuda_->synchronize();
 }
 
-float *Context::scratch(size_t count) {
-  if (scratch_.size() < count)
-    scratch_.resize(count);
-  return scratch_.data();
+float *Context::scratch(size_t count, unsigned slot) {
+  if (slot >= kScratchSlots)
+    throw std::logic_error("scratch slot " + std::to_string(slot) +
+                           ", expected < " + std::to_string(kScratchSlots));
+  std::vector<float> &buffer = scratch_[slot];
+  if (buffer.size() < count)
+    buffer.resize(count);
+  return buffer.data();
 }
 
 } // namespace gptrt

@@ -220,8 +220,11 @@ public:
   void leaveProfiledCall();
 
   // Per-context scratch for kernels that need a temporary (grown, never
-  // shrunk; contents unspecified).
-  float *scratch(size_t count);
+  // shrunk; contents unspecified). `slot` picks one of kScratchSlots such
+  // buffers, for a temporary held while a nested call uses another; 0 is
+  // the general one.
+  static constexpr unsigned kScratchSlots = 8;
+  float *scratch(size_t count, unsigned slot = 0);
 
   // --- host <-> arena copies (the same on every device) ------------------
   // dst/src inside an arena (from data() or arenaBase()); the other side is
@@ -264,7 +267,7 @@ private:
   float learningRate_ = 0.0f;
   int64_t step_ = 0;
   std::string error_;
-  std::vector<float> scratch_;
+  std::vector<float> scratch_[kScratchSlots];
   bool collectFp8Stats_ = false;
   GradientExchange *exchange_ = nullptr;
   std::unique_ptr<OptimizerShard> shard_;

@@ -11,6 +11,20 @@
 namespace gptrt::gputest {
 namespace {
 
+// A dual cast's statistics (slots 0 and 1, n values each) against those
+// of the two separate casts (slots 2 and 3).
+void expectStatsOfTheSeparateCasts(const std::vector<Fp8CastStats> &stats,
+                                   int64_t n) {
+  for (int slot : {0, 1}) {
+    const Fp8CastStats &got = stats[slot], &want = stats[slot + 2];
+    EXPECT_EQ(got.amax, want.amax) << "slot " << slot;
+    EXPECT_EQ(got.scale, want.scale) << "slot " << slot;
+    EXPECT_EQ(got.underflow, want.underflow) << "slot " << slot;
+    EXPECT_EQ(got.saturated, want.saturated) << "slot " << slot;
+    EXPECT_EQ(got.elements, n) << "slot " << slot;
+  }
+}
+
 TEST_F(GpuTest, AmaxMatchesCpuAndKeepsNaN) {
   Context cpuCtx(Device::Cpu, {});
   for (int64_t n : {1, 1000, 3000017}) {
@@ -396,15 +410,7 @@ TEST_F(GpuTest, GeluCastDualMatchesTheProducerAndTransposedCasts) {
         EXPECT_EQ(gotQ, download(q, n));
         EXPECT_EQ(gotQT, download(qT, n));
         EXPECT_EQ(download(dbGot, cols), download(db, cols));
-        for (int slot : {0, 1}) {
-          const Fp8CastStats &got = gpu().fp8Stats()[slot],
-                             &want = gpu().fp8Stats()[slot + 2];
-          EXPECT_EQ(got.amax, want.amax) << "slot " << slot;
-          EXPECT_EQ(got.scale, want.scale) << "slot " << slot;
-          EXPECT_EQ(got.underflow, want.underflow) << "slot " << slot;
-          EXPECT_EQ(got.saturated, want.saturated) << "slot " << slot;
-          EXPECT_EQ(got.elements, n) << "slot " << slot;
-        }
+        expectStatsOfTheSeparateCasts(gpu().fp8Stats(), n);
         int64_t differ = 0;
         for (int64_t i = 0; i < n; ++i)
           differ += (gotQ[i] != cq[i]) + (gotQT[i] != cqT[i]);
@@ -492,15 +498,7 @@ TEST_F(GpuTest, LayerNormCastDualMatchesTheProducerAndTransposedCasts) {
                                                       n * elem);
           EXPECT_EQ(gotX, wantX);
         }
-        for (int slot : {0, 1}) {
-          const Fp8CastStats &got = gpu().fp8Stats()[slot],
-                             &want = gpu().fp8Stats()[slot + 2];
-          EXPECT_EQ(got.amax, want.amax) << "slot " << slot;
-          EXPECT_EQ(got.scale, want.scale) << "slot " << slot;
-          EXPECT_EQ(got.underflow, want.underflow) << "slot " << slot;
-          EXPECT_EQ(got.saturated, want.saturated) << "slot " << slot;
-          EXPECT_EQ(got.elements, n) << "slot " << slot;
-        }
+        expectStatsOfTheSeparateCasts(gpu().fp8Stats(), n);
         // The CPU's fused entry point: codes equal but where the GPU's
         // rsqrtf and summation order move a value across a rounding edge.
         std::vector<uint8_t> cq(n), cqT(n);

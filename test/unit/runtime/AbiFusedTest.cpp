@@ -46,6 +46,20 @@ std::vector<float> randomF(size_t n, uint64_t seed, double lo, double hi) {
   return convert<float>(randomVec(n, seed, lo, hi));
 }
 
+// A dual cast's statistics (slots 0 and 1, n values each) against those
+// of the two separate casts (slots 2 and 3).
+void expectStatsOfTheSeparateCasts(const std::vector<Fp8CastStats> &stats,
+                                   int64_t n) {
+  for (int slot : {0, 1}) {
+    const Fp8CastStats &got = stats[slot], &want = stats[slot + 2];
+    EXPECT_EQ(got.elements, n);
+    EXPECT_EQ(got.amax, want.amax);
+    EXPECT_EQ(got.scale, want.scale);
+    EXPECT_EQ(got.underflow, want.underflow);
+    EXPECT_EQ(got.saturated, want.saturated);
+  }
+}
+
 TEST_F(AbiFusedTest, ConvertToBf16WithAmaxAndTransposedCast) {
   const int64_t rows = 6, cols = 10;
   std::vector<float> x = randomF(rows * cols, 3, -50.0, 50.0);
@@ -308,15 +322,7 @@ TEST_F(AbiFusedTest, GeluCastDualIsTheProducerCastThenTheTransposedCast) {
                                 GPTRT_FP8_E4M3, 3, GPTRT_DTYPE_BF16);
   ctx.endFp8Stats();
   ASSERT_FALSE(ctx.failed()) << ctx.error();
-  for (int slot : {0, 1}) {
-    const Fp8CastStats &got = ctx.fp8Stats()[slot],
-                       &want = ctx.fp8Stats()[slot + 2];
-    EXPECT_EQ(got.elements, n);
-    EXPECT_EQ(got.amax, want.amax);
-    EXPECT_EQ(got.scale, want.scale);
-    EXPECT_EQ(got.underflow, want.underflow);
-    EXPECT_EQ(got.saturated, want.saturated);
-  }
+  expectStatsOfTheSeparateCasts(ctx.fp8Stats(), n);
   gptrt_gelu_fwd_cast_dual(h, x.data(), &scale, &amax, q.data(), qT.data(), n,
                            GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, rows, cols - 1,
                            GPTRT_DTYPE_F32, GPTRT_FP8_E4M3, -1, -1);
@@ -421,15 +427,7 @@ TEST_F(AbiFusedTest, LayerNormCastDualIsTheProducerCastThenTheTransposedCast) {
                                 GPTRT_FP8_E4M3, 3, GPTRT_DTYPE_BF16);
   ctx.endFp8Stats();
   ASSERT_FALSE(ctx.failed()) << ctx.error();
-  for (int slot : {0, 1}) {
-    const Fp8CastStats &got = ctx.fp8Stats()[slot],
-                       &want = ctx.fp8Stats()[slot + 2];
-    EXPECT_EQ(got.elements, n);
-    EXPECT_EQ(got.amax, want.amax);
-    EXPECT_EQ(got.scale, want.scale);
-    EXPECT_EQ(got.underflow, want.underflow);
-    EXPECT_EQ(got.saturated, want.saturated);
-  }
+  expectStatsOfTheSeparateCasts(ctx.fp8Stats(), n);
   gptrt_add_layernorm_fwd_cast_dual(h, a.data(), r.data(), w.data(), b.data(),
                                     &scale, y.data(), mean.data(), rstd.data(),
                                     &amax, q.data(), qT.data(), rows, width,
