@@ -271,6 +271,29 @@ else
   record gptrun-flash SKIP "artifact or data not packed"
 fi
 
+# 4c'. fp8-rowwise's GEMMs with OUTER_VEC_32F scales inside cuBLASLt
+# (--fp8-rowwise-gemm outer-vec) instead of the unscaling pass: the same
+# 3 steps of the tiny rowwise artifact within 1% of the unscaling run's
+# loss (the products differ by accumulation order only; exact scales).
+if [[ -f $pack/artifacts/tiny-rowwise.so && -n $data ]]; then
+  run_step gptrun-rowwise-outer-vec 120 gptrun-rowwise-outer-vec.log "$pack/bin/gptrun" \
+    "$pack/artifacts/tiny-rowwise.so" --device cuda --fp8-rowwise-gemm outer-vec \
+    --data "$pack/data/train_*.bin" --steps 3 --seed 7 --log "$out/run-tiny-rowwise-outer-vec.jsonl"
+  rc=$?
+  outerVec=$(lastLoss "$out/run-tiny-rowwise-outer-vec.jsonl")
+  unscale=$(lastLoss "$out/run-tiny-rowwise-cuda.jsonl")
+  if [[ $rc == 0 && -n $outerVec && -n $unscale ]] &&
+     awk -v a="$outerVec" -v b="$unscale" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 0.01 * (b < 0 ? -b : b)) }'; then
+    record gptrun-rowwise-outer-vec PASS "3 steps, loss $outerVec (unscaling pass $unscale)"
+  elif [[ $rc == 0 ]]; then
+    record gptrun-rowwise-outer-vec FAIL "loss $outerVec vs unscaling pass $unscale: more than 1% apart"
+  else
+    record_failed gptrun-rowwise-outer-vec $rc "$out/gptrun-rowwise-outer-vec.log"
+  fi
+else
+  record gptrun-rowwise-outer-vec SKIP "artifact or data not packed"
+fi
+
 # 4d. The GPU worker path: gptrun --gpus 1 launches one worker that takes
 # its GPU and joins NCCL. A GPU worker exchanges even alone (world size 1:
 # nothing crosses a wire, but the bootstrap, the bucket exchange on NCCL's
@@ -442,6 +465,15 @@ for config in dict.fromkeys(r["config"] for r in ours):
         part += ", torch/ours bf16 %.2f fp8 %.2f" % (
             geomean([t["bf16_us"] / r["bf16_us"] for r, t in both]),
             geomean([t["fp8_us"] / r["fp8_us"] for r, t in both]))
+    # fp8-rowwise's GEMM: the OUTER_VEC_32F path over the unscaling one,
+    # where cuBLASLt took it.
+    taken = [r for r in mine if r.get("outer_vec_taken")]
+    if taken:
+        part += ", rowwise outer-vec %.2fx unscale (%d of %d GEMMs taken)" % (
+            geomean([r["fp8_rowwise_us"] / r["fp8_rowwise_outer_vec_us"] for r in taken]),
+            len(taken), len(mine))
+    elif any("outer_vec_taken" in r for r in mine):
+        part += ", rowwise outer-vec refused by cuBLASLt"
     parts.append(part)
 # Each FP8 GEMM launches a one-thread kernel for its scale reciprocals:
 # 147 FP8 GEMMs per GPT-2 124M micro-step (12 blocks x 4 linears x 3 + lm_head's 3).

@@ -103,6 +103,15 @@ public:
   // kernels elsewhere; off (baseline everywhere) by default until a GPU
   // has checked the flash kernels.
   virtual void setFlashAttention(bool on) = 0;
+  // The rowwise FP8 GEMM (scaledMatmulRowwise) as one cuBLASLt call with
+  // per-row and per-column scale vectors (OUTER_VEC_32F, Hopper, cuBLAS
+  // 12.9+) where cuBLASLt offers it, instead of a unit-scale GEMM to an
+  // f32 sum and a pass dividing it by the scales; off by default until a
+  // GPU has checked it (gptrun --fp8-rowwise-gemm outer-vec).
+  virtual void setRowwiseOuterVecScales(bool on) = 0;
+  // How many rowwise GEMMs took the OUTER_VEC_32F path so far (tests check
+  // that cuBLASLt did not refuse it where it should not).
+  virtual int64_t outerVecGemms() const = 0;
   // cudaMalloc'ed and zeroed; throws naming `what` and the size on failure.
   virtual void *allocZeroed(size_t bytes, const std::string &what) = 0;
   // The function that frees what allocZeroed returned (for unique_ptr).
@@ -304,7 +313,9 @@ public:
   // FP8 rowwise scaling (gptrt.h's amax_rows, row_scales, quantize_rows,
   // scaled_matmul_rowwise), as the CPU kernels define them. The rowwise
   // GEMM is the FP8 GEMM with unit scales followed by one pass dividing
-  // element (r, j) by scaleA[r] * scaleB[j] (a scalar where not rowwise).
+  // element (r, j) by scaleA[r] * scaleB[j] (a scalar where not rowwise),
+  // or with setRowwiseOuterVecScales one GEMM multiplying by their
+  // reciprocals (exact for fp8-rowwise's power-of-two scales).
   // x (f32 or bf16, xDtype) of amaxRows and quantizeRows; c of
   // scaledMatmulRowwise f32 or bf16 (outDtype, the f32 quotient rounded);
   // with a bias (n f32, else null) the same pass then adds bias[j] to the

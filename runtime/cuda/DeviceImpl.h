@@ -67,15 +67,29 @@ struct GemmKey {
   int64_t alignAux = 0;
   // D = product + C with C = D (beta 1): an f32 D that accumulates.
   bool accumulate = false;
+  // FP8 only: the scales are vectors, one per row of our a and one per
+  // column of our b (cuBLASLt's OUTER_VEC_32F scale mode).
+  bool outerVecScales = false;
   bool operator<(const GemmKey &o) const {
     return std::tie(kind, batch, m, n, k, strideA, strideB, strideC, transA,
                     transB, formatA, formatB, alignC, alignBias, fastAccum,
-                    epilogue, alignAux, accumulate) <
+                    epilogue, alignAux, accumulate, outerVecScales) <
            std::tie(o.kind, o.batch, o.m, o.n, o.k, o.strideA, o.strideB,
                     o.strideC, o.transA, o.transB, o.formatA, o.formatB,
                     o.alignC, o.alignBias, o.fastAccum, o.epilogue, o.alignAux,
-                    o.accumulate);
+                    o.accumulate, o.outerVecScales);
   }
+};
+
+// An FP8 GEMM's operands in the TN form cuBLASLt's FP8 kernels take (see
+// Gemm.cu's file comment): a as [m, k] and b as [n, k] per batch. One
+// stored otherwise is first transposed into fp8Operands_ (a at 0, b at
+// offB, both at cudaMalloc's 256-byte alignment), which needs `bytes`.
+struct Fp8TnOperands {
+  bool moveA = false, moveB = false;
+  int64_t strideA = 0, strideB = 0; // the TN operands' batch strides
+  int64_t bBatches = 1;             // b's batches (1 when shared)
+  size_t offB = 0, bytes = 0;
 };
 
 struct GemmPlan {
@@ -96,6 +110,8 @@ public:
   std::string description() const override;
   int computeCapability() const override { return cc_; }
   void setFlashAttention(bool on) override { flashAttention_ = on; }
+  void setRowwiseOuterVecScales(bool on) override { outerVecScales_ = on; }
+  int64_t outerVecGemms() const override { return outerVecGemms_; }
   void *recordBucketEvent(int64_t bucket) override;
   void *allocZeroed(size_t bytes, const std::string &what) override;
   FreeFn freeFunction() const override;
@@ -368,6 +384,31 @@ private:
                   int64_t strideA, int64_t strideB, int64_t strideC,
                   int64_t formatA, int64_t formatB, bool fastAccum,
                   int64_t outDtype, const float *bias);
+  // Gemm.cu: scaledMatmulRowwise's product without a bias, c = the FP8
+  // product with element (r, j) divided by scaleA(r) * scaleB(j), in one
+  // cuBLASLt call with OUTER_VEC_32F scales (their reciprocals, made by a
+  // small kernel first). Returns false, having run nothing, when that is
+  // off (setRowwiseOuterVecScales), the batches do not fold into one
+  // GEMM (the scale vectors have no batch stride), k or the result is
+  // empty, or cuBLASLt has no algorithm for it (before Hopper's cuBLAS
+  // 12.9, or another architecture).
+  bool rowwiseOuterVecGemm(const uint8_t *a, const uint8_t *b,
+                           const float *scaleA, bool rowwiseA,
+                           const float *scaleB, bool rowwiseB, void *c,
+                           int64_t batch, int64_t m, int64_t n, int64_t k,
+                           bool transA, bool transB, int64_t strideA,
+                           int64_t strideB, int64_t strideC, int64_t formatA,
+                           int64_t formatB, bool fastAccum, int64_t outDtype);
+  // Gemm.cu: the FP8 GEMM key of TN operands `tn` (batch and m folded as
+  // foldSharedB does), and the move that makes those operands; aT / bT
+  // are a and b themselves where no move is needed.
+  GemmKey fp8KeyOf(const Fp8TnOperands &tn, const uint8_t *a, const uint8_t *b,
+                   const void *c, int64_t batch, int64_t m, int64_t n,
+                   int64_t k, int64_t strideC, int64_t formatA, int64_t formatB,
+                   bool fastAccum, int64_t outDtype, const void *bias) const;
+  void moveToTn(const Fp8TnOperands &tn, const uint8_t *a, const uint8_t *b,
+                int64_t batch, int64_t m, int64_t n, int64_t k, int64_t strideA,
+                int64_t strideB, const uint8_t *&aT, const uint8_t *&bT);
   // Gemm.cu: the result of a GEMM with k = 0 (an empty sum): zeros in
   // batch matrices of `count` elements of `elementBytes`, `stride` apart,
   // leaving the gaps between them alone.
@@ -451,6 +492,8 @@ private:
   int ordinal_;
   int cc_ = 0;
   bool flashAttention_ = false;
+  bool outerVecScales_ = false;            // setRowwiseOuterVecScales
+  int64_t outerVecGemms_ = 0;              // outerVecGemms
   std::vector<cudaEvent_t> bucketEvents_;  // recordBucketEvent's, by bucket
   size_t maxSharedBytesPerBlock_ = 0;  // with the opt-in attribute
   std::string name_;
@@ -477,6 +520,9 @@ private:
   GrowingBuffer attentionStaging_;
   // FP8 GEMM operands transposed into the TN layout (scaledGemm).
   GrowingBuffer fp8Operands_;
+  // rowwiseOuterVecGemm's dequantisation scales: a's rows, then b's
+  // columns.
+  GrowingBuffer rowwiseDequant_;
   GrowingBuffer scratch_;
   float *stepScalars_ = nullptr;  // 3 floats, see uploadStepScalars
   float *unitScales_ = nullptr;   // 2 floats of 1: the rowwise GEMM's

@@ -786,6 +786,15 @@ void DeviceImpl::scaledMatmulRowwise(
     throw std::logic_error("scaledMatmulRowwise: an accumulating result has "
                            "no bias");
   const int64_t total = batch * m * n;
+  // One GEMM scaled by the reciprocals, where cuBLASLt offers it; a bias
+  // is then added to the stored result as the unscaling pass below does.
+  if (rowwiseOuterVecGemm(a, b, scaleA, rowwiseA, scaleB, rowwiseB, c, batch, m,
+                          n, k, transA, transB, strideA, strideB, strideC,
+                          formatA, formatB, fastAccum, outDtype)) {
+    if (bias)
+      add(c, outDtype, bias, GPTRT_DTYPE_F32, c, outDtype, batch * m, n, true);
+    return;
+  }
   // The unit-scale product in f32: in c itself, or in scratch for a bf16
   // c or one it is added to.
   const RowwiseStore store = outDtype == GPTRT_DTYPE_BF16 ? RowwiseStore::kBf16

@@ -174,6 +174,20 @@ GemmPlan &DeviceImpl::planFor(const GemmKey &key, bool mayRefuse,
                                            CUBLASLT_MATMUL_DESC_FAST_ACCUM,
                                            &fastAccum, sizeof fastAccum),
             "set FAST_ACCUM");
+      if (key.outerVecScales) {
+        // cuBLAS's A (our b) scaled per row of its M (our columns), its B
+        // (our a) per column of its N (our rows): cublasLt.h, OUTER_VEC_32F.
+        const int32_t mode = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+        for (auto attribute : {CUBLASLT_MATMUL_DESC_A_SCALE_MODE,
+                               CUBLASLT_MATMUL_DESC_B_SCALE_MODE})
+          if (cublasLtMatmulDescSetAttribute(plan.op, attribute, &mode,
+                                             sizeof mode) !=
+              CUBLAS_STATUS_SUCCESS) {
+            // An older cuBLASLt without the attribute: no such algorithm.
+            plan.refused = true;
+            return plan;
+          }
+      }
     }
     if (key.alignBias || key.epilogue != kNoGelu) {
       // Our bias runs along c's columns, which are the rows of cuBLAS's
@@ -324,12 +338,17 @@ void DeviceImpl::runGemm(GemmPlan &plan, const GemmKey &key, const void *a,
           "set EPILOGUE_AUX_POINTER");
   if (key.kind == 2 || key.kind == 4) {
     // cuBLASLt multiplies by the scales it is given; ours divide (q = x *
-    // scale), so it gets their reciprocals, operand 1 (our b) first.
-    // Its own small buffer: scratch may hold the transposed operands.
-    float *inv = gemmScales_;
-    reciprocalKernel<<<1, 1, 0, stream_>>>(scaleB, scaleA, inv);
-    checkLaunch("gptrt_scaled_matmul (scale reciprocals)");
-    const float *inv1 = inv, *inv2 = inv + 1;
+    // scale), so it gets their reciprocals, operand 1 (our b) first:
+    // outer-vector scales come as reciprocals already; scalars are
+    // inverted here, into their own small buffer (scratch may hold the
+    // transposed operands).
+    const float *inv1 = scaleB, *inv2 = scaleA;
+    if (!key.outerVecScales) {
+      reciprocalKernel<<<1, 1, 0, stream_>>>(scaleB, scaleA, gemmScales_);
+      checkLaunch("gptrt_scaled_matmul (scale reciprocals)");
+      inv1 = gemmScales_;
+      inv2 = gemmScales_ + 1;
+    }
     check(cublasLtMatmulDescSetAttribute(plan.op,
                                          CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
                                          &inv1, sizeof inv1),
@@ -583,18 +602,11 @@ void DeviceImpl::scaledMatmulBias(const uint8_t *a, const uint8_t *b,
   add(c, outDtype, bias, GPTRT_DTYPE_F32, c, outDtype, batch * m, n, true);
 }
 
-bool DeviceImpl::scaledGemm(const uint8_t *a, const uint8_t *b,
-                            const float *scaleA, const float *scaleB, void *c,
-                            int64_t batch, int64_t m, int64_t n, int64_t k,
-                            bool transA, bool transB, int64_t strideA,
-                            int64_t strideB, int64_t strideC, int64_t formatA,
-                            int64_t formatB, bool fastAccum, int64_t outDtype,
-                            const float *bias) {
+namespace {
+
+void requireFp8Gemm(int64_t batch, int64_t m, int64_t n, int64_t k,
+                    int64_t formatA, int64_t formatB) {
   requireDims(batch, m, n, k);
-  // (An accumulating f32 D, kAccumulateF32, has no bias either.)
-  if (bias != nullptr && outDtype != GPTRT_DTYPE_BF16)
-    throw std::logic_error("scaledGemm: a bias epilogue needs a bf16 D (its "
-                           "bias is rounded to bf16, D's type)");
   for (int64_t f : {formatA, formatB})
     if (f != GPTRT_FP8_E4M3 && f != GPTRT_FP8_E5M2)
       throw std::invalid_argument("fp8 format " + std::to_string(f) +
@@ -610,6 +622,105 @@ bool DeviceImpl::scaledGemm(const uint8_t *a, const uint8_t *b,
         ", k " + std::to_string(k) +
         ", expected multiples of 16 (cuBLASLt FP8): the precision policy "
         "must keep this layer in bf16");
+}
+
+Fp8TnOperands tnOperandsOf(int64_t batch, int64_t m, int64_t n, int64_t k,
+                           bool transA, bool transB, int64_t strideA,
+                           int64_t strideB) {
+  Fp8TnOperands tn;
+  tn.moveA = transA;  // stored [k, m] per batch
+  tn.moveB = !transB; // stored [k, n] per batch
+  tn.bBatches = strideB == 0 ? 1 : batch;
+  const size_t bytesA = tn.moveA ? size_t(batch * m * k) : 0;
+  const size_t bytesB = tn.moveB ? size_t(tn.bBatches * n * k) : 0;
+  // 256-byte boundaries keep both copies aligned for cuBLASLt.
+  tn.offB = (bytesA + 255) / 256 * 256;
+  tn.bytes = tn.offB + bytesB + 256;
+  tn.strideA = tn.moveA ? m * k : strideA;
+  tn.strideB = tn.moveB ? (strideB == 0 ? 0 : n * k) : strideB;
+  return tn;
+}
+
+// out[r] = 1 / scaleA(r) for a's rows, outB[j] = 1 / scaleB(j) for b's
+// columns: the factors cuBLASLt multiplies by where our casts multiplied
+// (q = x * scale). Correctly rounded, so exact for power-of-two scales.
+__global__ void dequantVectorsKernel(const float *scaleA, bool rowwiseA,
+                                     int64_t rows, const float *scaleB,
+                                     bool rowwiseB, int64_t cols, float *outA,
+                                     float *outB) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+       i < rows + cols; i += int64_t(gridDim.x) * blockDim.x) {
+    if (i < rows)
+      outA[i] = __frcp_rn(rowwiseA ? scaleA[i] : scaleA[0]);
+    else
+      outB[i - rows] = __frcp_rn(rowwiseB ? scaleB[i - rows] : scaleB[0]);
+  }
+}
+
+} // namespace
+
+GemmKey DeviceImpl::fp8KeyOf(const Fp8TnOperands &tn, const uint8_t *a,
+                             const uint8_t *b, const void *c, int64_t batch,
+                             int64_t m, int64_t n, int64_t k, int64_t strideC,
+                             int64_t formatA, int64_t formatB, bool fastAccum,
+                             int64_t outDtype, const void *bias) const {
+  foldSharedB(batch, m, k, n, false, tn.strideA, tn.strideB, strideC);
+  // A moved operand sits at a 256-byte boundary of fp8Operands_.
+  const int64_t alignA = tn.moveA ? 256 : alignmentOf(a),
+                alignB = tn.moveB ? 256 : alignmentOf(b);
+  GemmKey key{outDtype == GPTRT_DTYPE_BF16 ? 4 : 2,
+              batch,
+              m,
+              n,
+              k,
+              tn.strideA,
+              tn.strideB,
+              strideC,
+              false,
+              true,
+              formatA | (alignA << 8),
+              formatB | (alignB << 8),
+              alignmentOf(c),
+              bias ? alignmentOf(bias) : 0};
+  key.fastAccum = fastAccum;
+  key.accumulate = outDtype == kAccumulateF32;
+  return key;
+}
+
+void DeviceImpl::moveToTn(const Fp8TnOperands &tn, const uint8_t *a,
+                          const uint8_t *b, int64_t batch, int64_t m, int64_t n,
+                          int64_t k, int64_t strideA, int64_t strideB,
+                          const uint8_t *&aT, const uint8_t *&bT) {
+  aT = a;
+  bT = b;
+  if (!tn.moveA && !tn.moveB)
+    return;
+  // Their own buffer, not scratch: callers (the rowwise GEMM's f32 sum)
+  // may hold scratch across this call.
+  uint8_t *tmp = static_cast<uint8_t *>(
+      grow(fp8Operands_, tn.bytes, size_t(1) << 20, "FP8 GEMM operand buffer"));
+  if (tn.moveA) {
+    transposeBytes(a, tmp, k, m, batch, strideA);
+    aT = tmp;
+  }
+  if (tn.moveB) {
+    transposeBytes(b, tmp + tn.offB, k, n, tn.bBatches, strideB);
+    bT = tmp + tn.offB;
+  }
+}
+
+bool DeviceImpl::scaledGemm(const uint8_t *a, const uint8_t *b,
+                            const float *scaleA, const float *scaleB, void *c,
+                            int64_t batch, int64_t m, int64_t n, int64_t k,
+                            bool transA, bool transB, int64_t strideA,
+                            int64_t strideB, int64_t strideC, int64_t formatA,
+                            int64_t formatB, bool fastAccum, int64_t outDtype,
+                            const float *bias) {
+  requireFp8Gemm(batch, m, n, k, formatA, formatB);
+  // (An accumulating f32 D, kAccumulateF32, has no bias either.)
+  if (bias != nullptr && outDtype != GPTRT_DTYPE_BF16)
+    throw std::logic_error("scaledGemm: a bias epilogue needs a bf16 D (its "
+                           "bias is rounded to bf16, D's type)");
   if (batch == 0 || m == 0 || n == 0)
     return bias == nullptr; // nothing to add the bias to either
   if (k == 0) {             // an empty sum, which cuBLASLt need not accept
@@ -624,54 +735,53 @@ bool DeviceImpl::scaledGemm(const uint8_t *a, const uint8_t *b,
   // The bias rounded to bf16, in its own buffer (scratch may hold the
   // transposed operands).
   const void *biasArg = bias ? bf16Bias(bias, n) : nullptr;
-  // Bring both operands to the TN form (see the file comment): a as
-  // [m, k] and b as [n, k], each batch contiguous, in scratch.
-  const uint8_t *aT = a, *bT = b;
-  int64_t sA = strideA, sB = strideB;
-  const bool moveA = transA, moveB = !transB;
-  const int64_t bBatches = strideB == 0 ? 1 : batch;
-  size_t bytesA = moveA ? size_t(batch * m * k) : 0;
-  size_t bytesB = moveB ? size_t(bBatches * n * k) : 0;
-  if (moveA || moveB) {
-    // 256-byte boundaries keep both copies aligned for cuBLASLt.
-    size_t offB = (bytesA + 255) / 256 * 256;
-    // Their own buffer, not scratch: callers (the rowwise GEMM's f32 sum)
-    // may hold scratch across this call.
-    uint8_t *tmp = static_cast<uint8_t *>(
-        grow(fp8Operands_, offB + bytesB + 256, size_t(1) << 20,
-             "FP8 GEMM operand buffer"));
-    if (moveA) {  // stored [k, m] per batch -> [m, k]
-      transposeBytes(a, tmp, k, m, batch, strideA);
-      aT = tmp;
-      sA = m * k;
-    }
-    if (moveB) {  // stored [k, n] per batch -> [n, k]
-      transposeBytes(b, tmp + offB, k, n, bBatches, strideB);
-      bT = tmp + offB;
-      sB = strideB == 0 ? 0 : n * k;
-    }
-  }
-  foldSharedB(batch, m, k, n, false, sA, sB, strideC);
-  GemmKey key{outDtype == GPTRT_DTYPE_BF16 ? 4 : 2,
-              batch,
-              m,
-              n,
-              k,
-              sA,
-              sB,
-              strideC,
-              false,
-              true,
-              formatA | (alignmentOf(aT) << 8),
-              formatB | (alignmentOf(bT) << 8),
-              alignmentOf(c),
-              biasArg ? alignmentOf(biasArg) : 0};
-  key.fastAccum = fastAccum;
-  key.accumulate = outDtype == kAccumulateF32;
+  const Fp8TnOperands tn =
+      tnOperandsOf(batch, m, n, k, transA, transB, strideA, strideB);
+  const GemmKey key = fp8KeyOf(tn, a, b, c, batch, m, n, k, strideC, formatA,
+                               formatB, fastAccum, outDtype, biasArg);
   GemmPlan &plan = planFor(key, /*mayRefuse=*/bias != nullptr, biasArg);
   if (plan.refused)
     return false;
+  const uint8_t *aT, *bT;
+  moveToTn(tn, a, b, batch, m, n, k, strideA, strideB, aT, bT);
   runGemm(plan, key, aT, bT, c, scaleA, scaleB, biasArg);
+  return true;
+}
+
+bool DeviceImpl::rowwiseOuterVecGemm(
+    const uint8_t *a, const uint8_t *b, const float *scaleA, bool rowwiseA,
+    const float *scaleB, bool rowwiseB, void *c, int64_t batch, int64_t m,
+    int64_t n, int64_t k, bool transA, bool transB, int64_t strideA,
+    int64_t strideB, int64_t strideC, int64_t formatA, int64_t formatB,
+    bool fastAccum, int64_t outDtype) {
+  if (!outerVecScales_)
+    return false;
+  requireFp8Gemm(batch, m, n, k, formatA, formatB);
+  if (batch == 0 || m == 0 || n == 0 || k == 0)
+    return false; // the unit-scale path's own handling of empty GEMMs
+  const Fp8TnOperands tn =
+      tnOperandsOf(batch, m, n, k, transA, transB, strideA, strideB);
+  GemmKey key = fp8KeyOf(tn, a, b, c, batch, m, n, k, strideC, formatA, formatB,
+                         fastAccum, outDtype, nullptr);
+  if (key.batch != 1)
+    return false;
+  key.outerVecScales = true;
+  GemmPlan &plan = planFor(key, /*mayRefuse=*/true);
+  if (plan.refused)
+    return false;
+  // a's rows (key.m: every batch's, folded) then, 256-byte aligned, b's
+  // columns.
+  const int64_t rows = key.m, offB = (rows + 63) / 64 * 64;
+  float *dequant = static_cast<float *>(
+      grow(rowwiseDequant_, size_t(offB + n) * sizeof(float), 65536,
+           "rowwise GEMM dequantisation scales"));
+  dequantVectorsKernel<<<gridFor(rows + n), 256, 0, stream_>>>(
+      scaleA, rowwiseA, rows, scaleB, rowwiseB, n, dequant, dequant + offB);
+  checkLaunch("gptrt_scaled_matmul_rowwise (dequantisation scales)");
+  const uint8_t *aT, *bT;
+  moveToTn(tn, a, b, batch, m, n, k, strideA, strideB, aT, bT);
+  runGemm(plan, key, aT, bT, c, dequant, dequant + offB, nullptr);
+  ++outerVecGemms_;
   return true;
 }
 

@@ -296,8 +296,10 @@ float train(const TrainOptions &o, dist::Communicator &comm) {
   const auto &manifest = artifact.manifest();
   Context ctx(manifest, parseDevice(o.device));
   ctx.setCudaGraphs(o.cudaGraphs);
-  if (cuda::Device *gpu = ctx.cudaDevice())
+  if (cuda::Device *gpu = ctx.cudaDevice()) {
     gpu->setFlashAttention(o.flashAttention);
+    gpu->setRowwiseOuterVecScales(o.rowwiseOuterVec);
+  }
   const int64_t B = manifest.micro_batch(), T = manifest.seq();
   Prepared prepared = prepare(o, manifest, rank, world);
   const int64_t batchTokens = prepared.batchTokens;

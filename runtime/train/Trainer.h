@@ -42,6 +42,8 @@ struct TrainOptions {
   bool cudaGraphs = false;  ///< --cuda-graphs on (Context::setCudaGraphs)
   /// --attention flash (cuda::Device::setFlashAttention)
   bool flashAttention = false;
+  /// --fp8-rowwise-gemm outer-vec (cuda::Device::setRowwiseOuterVecScales)
+  bool rowwiseOuterVec = false;
   std::string data;          ///< glob or directory of llm.c shards
   std::string valData;       ///< empty: no evaluation
   int64_t steps = 100;

@@ -714,6 +714,154 @@ TEST_F(GpuTest, RowwiseWithTransposedOperandsMatchesCpu) {
   EXPECT_LT(relErr(bf16Values(download(c, m * n)), bf16Values(ref)), 1.0 / 256);
 }
 
+// The rowwise GEMM as one cuBLASLt call with OUTER_VEC_32F scales
+// (setRowwiseOuterVecScales, gptrun --fp8-rowwise-gemm outer-vec): each
+// form (f32, bf16, accumulating, with a bias), layout (the forward's TN,
+// the two backward ones that move an operand) and scale kind (rows and
+// columns, rows only, columns only, non-power-of-two scales) against the
+// CPU emulation, and against the unscaling pass's result on the same
+// GPU, poisoned first. On Hopper cuBLASLt must take every call (the
+// counter); a batch that does not fold into one GEMM falls back.
+TEST_F(GpuTest, RowwiseOuterVecScalesMatchCpuAndTheUnscalingPass) {
+  struct Restore {
+    cuda::Device &d;
+    ~Restore() { d.setRowwiseOuterVecScales(false); }
+  } restore{dev()};
+  Context cpuCtx(Device::Cpu, {});
+  const int64_t m = 128, n = 96, k = 256;
+  auto codes = [&](size_t count, bool e5m2) {
+    std::vector<float> x = randn(count, 8.0f);
+    std::vector<uint8_t> q(count);
+    for (size_t i = 0; i < count; ++i)
+      q[i] = e5m2 ? cpu::floatToE5M2(x[i]) : cpu::floatToE4M3(x[i]);
+    return q;
+  };
+  auto scales = [&](int64_t count, bool powersOfTwo) {
+    std::vector<float> v(count);
+    for (float &x : v)
+      x = powersOfTwo ? std::ldexp(1.0f, int(rng_() % 9) - 2)
+                      : 0.3f + float(rng_() % 1000) / 97.0f;
+    return v;
+  };
+  const std::vector<float> bias = randn(n, 2.0f), start = randn(m * n);
+  const float *dBias = upload(bias);
+  int64_t expectedOuterVec = 0;
+  struct Layout {
+    int ta, tb;
+  };
+  for (Layout layout : {Layout{0, 1}, Layout{1, 0}, Layout{0, 0}})
+    for (int scaleKind = 0; scaleKind < 4; ++scaleKind)
+      for (int form = 0; form < 5; ++form) {
+        // form: 0 f32, 1 bf16, 2 accumulating f32, 3 bf16 + bias,
+        // 4 f32 + bias.
+        const bool rowwiseA = scaleKind != 2, rowwiseB = scaleKind != 1;
+        SCOPED_TRACE("trans_a " + std::to_string(layout.ta) + " trans_b " +
+                     std::to_string(layout.tb) + " scales " +
+                     std::to_string(scaleKind) + " form " +
+                     std::to_string(form));
+        const bool e5m2A = layout.ta == 1; // a gradient, as wgrad's
+        const std::vector<uint8_t> a = codes(m * k, e5m2A),
+                                   b = codes(n * k, false);
+        const std::vector<float> sa = scales(rowwiseA ? m : 1, scaleKind != 3),
+                                 sb = scales(rowwiseB ? n : 1, scaleKind != 3);
+        const bool bf16 = form == 1 || form == 3;
+        const int64_t dtype = bf16 ? GPTRT_DTYPE_BF16 : GPTRT_DTYPE_F32;
+        const size_t bytes = size_t(m * n) * (bf16 ? 2 : 4);
+        const int64_t fa = e5m2A ? GPTRT_FP8_E5M2 : GPTRT_FP8_E4M3;
+        const int fast = layout.ta == 0 && layout.tb == 1 ? 1 : 0;
+        auto run = [&](gptrt_context *ctx, const uint8_t *da, const uint8_t *db,
+                       const float *dsa, const float *dsb, const float *dbias,
+                       void *c) {
+          if (form == 2)
+            gptrt_scaled_matmul_rowwise_accumulate(
+                ctx, da, db, dsa, dsb, static_cast<float *>(c), 1, m, n, k,
+                layout.ta, layout.tb, 0, 0, 0, fa, GPTRT_FP8_E4M3, fast,
+                rowwiseA, rowwiseB);
+          else if (form >= 3)
+            gptrt_scaled_matmul_rowwise_bias(ctx, da, db, dsa, dsb, dbias, c, 1,
+                                             m, n, k, layout.ta, layout.tb, 0,
+                                             0, 0, fa, GPTRT_FP8_E4M3, fast,
+                                             rowwiseA, rowwiseB, dtype);
+          else
+            gptrt_scaled_matmul_rowwise(
+                ctx, da, db, dsa, dsb, c, 1, m, n, k, layout.ta, layout.tb, 0,
+                0, 0, fa, GPTRT_FP8_E4M3, fast, rowwiseA, rowwiseB, dtype);
+        };
+        // The accumulating form starts from `start`, the others poisoned.
+        std::vector<unsigned char> initial(bytes, 0xFF);
+        if (form == 2)
+          std::memcpy(initial.data(), start.data(), bytes);
+        std::vector<unsigned char> ref = initial;
+        run(cpuCtx.handle(), a.data(), b.data(), sa.data(), sb.data(),
+            bias.data(), ref.data());
+        ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
+        const uint8_t *da = upload(a), *db = upload(b);
+        const float *dsa = upload(sa), *dsb = upload(sb);
+        unsigned char *outerVec = upload(initial), *unscaled = upload(initial);
+        dev().setRowwiseOuterVecScales(true);
+        const int64_t before = dev().outerVecGemms();
+        run(g(), da, db, dsa, dsb, dBias, outerVec);
+        expectOk();
+        const bool taken = dev().outerVecGemms() == before + 1;
+        expectedOuterVec += taken;
+        if (dev().computeCapability() == 90)
+          EXPECT_TRUE(taken) << "cuBLASLt refused OUTER_VEC_32F scales on "
+                                "Hopper";
+        dev().setRowwiseOuterVecScales(false);
+        run(g(), da, db, dsa, dsb, dBias, unscaled);
+        expectOk();
+        auto values = [&](const std::vector<unsigned char> &raw) {
+          std::vector<double> v(m * n);
+          for (int64_t i = 0; i < m * n; ++i)
+            if (bf16) {
+              uint16_t code;
+              std::memcpy(&code, &raw[2 * i], 2);
+              v[i] = cpu::bf16ToFloat(code);
+            } else {
+              float f;
+              std::memcpy(&f, &raw[4 * i], 4);
+              v[i] = f;
+            }
+          return v;
+        };
+        const std::vector<double> want = values(ref),
+                                  got = values(download(outerVec, bytes)),
+                                  other = values(download(unscaled, bytes));
+        const double tol = bf16   ? kBf16Tol
+                           : fast ? kFp8FastGemmTol
+                                  : kFp8GemmTol;
+        EXPECT_LT(relErr(got, want), tol) << "outer-vec vs CPU";
+        EXPECT_LT(relErr(other, want), tol) << "unscaling pass vs CPU";
+        EXPECT_LT(relErr(got, other), tol) << "outer-vec vs unscaling pass";
+      }
+  std::printf("rowwise GEMMs through OUTER_VEC_32F scales: %lld of 60 (compute "
+              "capability %d)\n",
+              (long long)expectedOuterVec, dev().computeCapability());
+
+  // Two batches with a b each: no single GEMM, so the unscaling pass,
+  // with the same result as with the option off.
+  const int64_t batch = 2;
+  const std::vector<uint8_t> a = codes(batch * m * k, false),
+                             b = codes(batch * n * k, false);
+  const std::vector<float> sa = scales(batch * m, true), sb = scales(n, true);
+  const uint8_t *da = upload(a), *db = upload(b);
+  const float *dsa = upload(sa), *dsb = upload(sb);
+  float *on = alloc<float>(batch * m * n), *off = alloc<float>(batch * m * n);
+  dev().setRowwiseOuterVecScales(true);
+  const int64_t before = dev().outerVecGemms();
+  gptrt_scaled_matmul_rowwise(g(), da, db, dsa, dsb, on, batch, m, n, k, 0, 1,
+                              m * k, n * k, m * n, GPTRT_FP8_E4M3,
+                              GPTRT_FP8_E4M3, 0, 1, 1, GPTRT_DTYPE_F32);
+  expectOk();
+  EXPECT_EQ(dev().outerVecGemms(), before);
+  dev().setRowwiseOuterVecScales(false);
+  gptrt_scaled_matmul_rowwise(g(), da, db, dsa, dsb, off, batch, m, n, k, 0, 1,
+                              m * k, n * k, m * n, GPTRT_FP8_E4M3,
+                              GPTRT_FP8_E4M3, 0, 1, 1, GPTRT_DTYPE_F32);
+  expectOk();
+  EXPECT_EQ(download(on, batch * m * n), download(off, batch * m * n));
+}
+
 // An FP8 GEMM with k = 0 is an empty sum, as on the CPU: zeros in every
 // batch (the gaps between strided batches keep their bits), the bias alone
 // with a bias, and an accumulating c unchanged -- whether or not cuBLASLt

@@ -18,11 +18,17 @@
 // epilogues (bias, GELU, bias gradient) are left out on both sides.
 // "+cast" adds what casting both operands from bf16 costs when nothing is
 // fused: gptrt_amax and gptrt_scale_quantize_fp8 of each (torch's +cast
-// column does the same). rel err: |fp8 - bf16| / |bf16| of the first rows
-// of the fwd-layout product, a few % from FP8 rounding; about 1.4 would
-// mean wrong operands. Inputs N(0, 1) from a fixed seed. Each time is the
-// median over --repeats of a batch of calls (about 10 ms of GEMMs, at most
-// 200 calls) between two device synchronisations, per call.
+// column does the same). "rw us" is fp8-rowwise's GEMM of the same form
+// (gptrt_scaled_matmul_rowwise, or _accumulate for wgrad; a scale per row
+// of a and per column of b) as the CUDA runtime runs it by default (a
+// unit-scale GEMM to f32, then a pass dividing by the scales); "rw-ov
+// us" the same call with OUTER_VEC_32F scales inside cuBLASLt (gptrun
+// --fp8-rowwise-gemm outer-vec), "ov" after it saying whether cuBLASLt
+// took it (else that time is the unscaling path's again). rel err: |fp8 - bf16|
+// / |bf16| of the first rows of the fwd-layout product, a few % from FP8
+// rounding; about 1.4 would mean wrong operands. Inputs N(0, 1) from a fixed
+// seed. Each time is the median over --repeats of a batch of calls (about 10 ms
+// of GEMMs, at most 200 calls) between two device synchronisations, per call.
 //
 // Prints a table and one `RESULT {json}` per GEMM (the fields of
 // torch_gpt2.py's); exit 0, 1 on a kernel error or a bad product, 2
@@ -30,6 +36,7 @@
 #include "runtime/abi/gptrt.h"
 #include "runtime/core/Context.h"
 #include "runtime/cpu/Bf16.h"
+#include "runtime/cuda/Backend.h"
 #include "tools/bench/BenchSupport.h"
 
 #include <algorithm>
@@ -148,6 +155,7 @@ struct Buffers {
   void *c;             // the product: f32 or bf16, m x n
   float *cRef, *cFp8;  // the error check's two f32 products
   float *amax, *scale; // [a, b] each
+  float *rowScales;    // rowwise scales: a's rows, then b's columns
 };
 
 } // namespace
@@ -157,8 +165,10 @@ int main(int argc, char **argv) {
   const std::vector<Gemm> gemms = gemmsOf(o);
   // The error check multiplies the first rows only.
   constexpr int64_t kCheckRows = 256;
-  size_t maxA = 0, maxB = 0, maxC = 0, maxCheck = 0;
+  size_t maxA = 0, maxB = 0, maxC = 0, maxCheck = 0, maxRows = 0, maxCols = 0;
   for (const Gemm &g : gemms) {
+    maxRows = std::max(maxRows, size_t(g.m));
+    maxCols = std::max(maxCols, size_t(g.n));
     maxA = std::max(maxA, size_t(g.m * g.k));
     maxB = std::max(maxB, size_t(g.n * g.k));
     maxC = std::max(maxC, size_t(g.m * g.n));
@@ -166,7 +176,8 @@ int main(int argc, char **argv) {
   }
   const size_t bytes = aligned(2 * maxA) + aligned(2 * maxB) + aligned(maxA) +
                        aligned(maxB) + aligned(4 * maxC) +
-                       2 * aligned(4 * maxCheck) + 2 * aligned(16);
+                       2 * aligned(4 * maxCheck) + 2 * aligned(16) +
+                       aligned(4 * (maxRows + maxCols));
   int failures = 0;
   try {
     Context ctx(gptrt::parseDevice(o.device), {{"bench", bytes, 256}});
@@ -186,6 +197,7 @@ int main(int argc, char **argv) {
     buf.cFp8 = reinterpret_cast<float *>(take(4 * maxCheck));
     buf.amax = reinterpret_cast<float *>(take(16));
     buf.scale = reinterpret_cast<float *>(take(16));
+    buf.rowScales = reinterpret_cast<float *>(take(4 * (maxRows + maxCols)));
     {
       std::mt19937 rng(1234);
       std::normal_distribution<float> normal;
@@ -196,14 +208,22 @@ int main(int argc, char **argv) {
           host[i] = gptrt::cpu::floatToBf16(normal(rng));
         ctx.copyIn(dest, host.data(), 2 * n);
       }
+      // Powers of two, as fp8-rowwise's scales are.
+      std::vector<float> scales(maxRows + maxCols);
+      for (size_t i = 0; i < scales.size(); ++i)
+        scales[i] = std::ldexp(1.0f, int(i % 5) - 2);
+      ctx.copyIn(buf.rowScales, scales.data(), 4 * scales.size());
     }
+    gptrt::cuda::Device *gpu = ctx.cudaDevice();
     gptrt_context *h = ctx.handle();
     std::printf("GEMMs of one training step (M = micro-batch %lld x seq) "
                 "through gptc's runtime on %s; microseconds per GEMM\n",
                 (long long)o.microBatch, o.device.c_str());
-    std::printf("%-6s %-16s %7s %7s %7s %10s %10s %10s %7s %7s %9s\n", "config",
-                "gemm", "m", "n", "k", "bf16 us", "fp8 us", "+cast us", "fp8 x",
-                "+cast x", "rel err");
+    std::printf("%-6s %-16s %7s %7s %7s %10s %10s %10s %7s %7s %9s %10s %10s "
+                "%3s\n",
+                "config", "gemm", "m", "n", "k", "bf16 us", "fp8 us",
+                "+cast us", "fp8 x", "+cast x", "rel err", "rw us", "rw-ov us",
+                "ov");
     for (const Gemm &g : gemms) {
       const int64_t formatA =
           g.kind == Gemm::Fwd ? GPTRT_FP8_E4M3 : GPTRT_FP8_E5M2;
@@ -245,6 +265,21 @@ int main(int argc, char **argv) {
                               buf.c, 1, g.m, g.n, g.k, 0, 1, 0, 0, 0, formatA,
                               GPTRT_FP8_E4M3, fastAccum, GPTRT_DTYPE_BF16);
       };
+      // fp8-rowwise's GEMM of the same form, both CUDA paths.
+      auto rowwise = [&] {
+        const float *rowScales = buf.rowScales,
+                    *colScales = buf.rowScales + g.m;
+        if (g.kind == Gemm::Wgrad)
+          gptrt_scaled_matmul_rowwise_accumulate(
+              h, buf.a8, buf.b8, rowScales, colScales,
+              static_cast<float *>(buf.c), 1, g.m, g.n, g.k, 0, 1, 0, 0, 0,
+              formatA, GPTRT_FP8_E4M3, fastAccum, 1, 1);
+        else
+          gptrt_scaled_matmul_rowwise(h, buf.a8, buf.b8, rowScales, colScales,
+                                      buf.c, 1, g.m, g.n, g.k, 0, 1, 0, 0, 0,
+                                      formatA, GPTRT_FP8_E4M3, fastAccum, 1, 1,
+                                      GPTRT_DTYPE_BF16);
+      };
       // The check: the first rows of a b^T in bf16 and in FP8, both f32.
       const int64_t rows = std::min(g.m, kCheckRows);
       gptrt_matmul_bf16(h, buf.a, buf.b, buf.cRef, 1, rows, g.n, g.k, 0, 1, 0,
@@ -274,24 +309,38 @@ int main(int argc, char **argv) {
         cast();
         fp8();
       });
+      const double rowwiseUs = timeCalls(ctx, iters, o.repeats, rowwise);
+      double outerVecUs = rowwiseUs;
+      bool outerVecTaken = false;
+      if (gpu) {
+        gpu->setRowwiseOuterVecScales(true);
+        const int64_t before = gpu->outerVecGemms();
+        outerVecUs = timeCalls(ctx, iters, o.repeats, rowwise);
+        outerVecTaken = gpu->outerVecGemms() > before;
+        gpu->setRowwiseOuterVecScales(false);
+      }
       if (ctx.failed())
         refuse(g.config + " " + g.name + ": " + ctx.error(), 1);
       const bool bad = !std::isfinite(relErr) || relErr > 0.2;
       failures += bad;
       std::printf("%-6s %-16s %7lld %7lld %7lld %10.1f %10.1f %10.1f %7.2f "
-                  "%7.2f %9.2e%s\n",
+                  "%7.2f %9.2e %10.1f %10.1f %3s%s\n",
                   g.config.c_str(), g.name.c_str(), (long long)g.m,
                   (long long)g.n, (long long)g.k, bf16Us, fp8Us, castUs,
-                  bf16Us / fp8Us, bf16Us / castUs, relErr,
+                  bf16Us / fp8Us, bf16Us / castUs, relErr, rowwiseUs,
+                  outerVecUs, outerVecTaken ? "yes" : "no",
                   bad ? "  <- FP8 product off: wrong operands or scales" : "");
       std::printf("RESULT {\"framework\": \"gptc\", \"kind\": \"gemm\", "
                   "\"device\": \"%s\", \"config\": \"%s\", \"name\": "
                   "\"%s\", \"m\": %lld, \"n\": %lld, \"k\": %lld, "
                   "\"bf16_us\": %.2f, \"fp8_us\": %.2f, "
-                  "\"fp8_with_cast_us\": %.2f, \"rel_err\": %.3e}\n",
+                  "\"fp8_with_cast_us\": %.2f, \"rel_err\": %.3e, "
+                  "\"fp8_rowwise_us\": %.2f, \"fp8_rowwise_outer_vec_us\": "
+                  "%.2f, \"outer_vec_taken\": %s}\n",
                   o.device.c_str(), g.config.c_str(), g.name.c_str(),
                   (long long)g.m, (long long)g.n, (long long)g.k, bf16Us, fp8Us,
-                  castUs, relErr);
+                  castUs, relErr, rowwiseUs, outerVecUs,
+                  outerVecTaken ? "true" : "false");
       std::fflush(stdout);
     }
     // gptrt_scaled_matmul launches a one-thread kernel in front of each

@@ -50,6 +50,12 @@ const char *kUsage =
     "                             for bf16 with head dim a multiple of 16 up "
     "to\n"
     "                             128 (not yet run on a GPU)\n"
+    "  --fp8-rowwise-gemm unscale|outer-vec\n"
+    "                             fp8-rowwise GEMMs on CUDA (default unscale:\n"
+    "                             a unit-scale GEMM, then a pass dividing by\n"
+    "                             the scales); outer-vec scales inside\n"
+    "                             cuBLASLt (Hopper, cuBLAS 12.9+; falls back\n"
+    "                             where refused; not yet run on a GPU)\n"
     "  --cuda-graphs on|off       replay each entry point as a CUDA graph "
     "after\n"
     "                             one eager call (default off: not yet run on "
@@ -325,6 +331,13 @@ int main(int argc, char **argv) {
               usageError("--attention '" + v + "': expected baseline or flash");
             o.flashAttention = v == "flash";
           }},
+         {"--fp8-rowwise-gemm",
+          [&](const std::string &v) {
+            if (v != "unscale" && v != "outer-vec")
+              usageError("--fp8-rowwise-gemm '" + v +
+                         "': expected unscale or outer-vec");
+            o.rowwiseOuterVec = v == "outer-vec";
+          }},
          {"--cuda-graphs",
           [&](const std::string &v) {
             if (v != "on" && v != "off")
@@ -432,6 +445,10 @@ int main(int argc, char **argv) {
     if (o.flashAttention && o.device != "cuda")
       usageError("--attention flash needs --device cuda (or --gpus): the "
                  "CPU has one attention kernel");
+    if (o.rowwiseOuterVec && o.device != "cuda")
+      usageError(
+          "--fp8-rowwise-gemm outer-vec needs --device cuda (or "
+          "--gpus): it picks a cuBLASLt path, the CPU has one rowwise GEMM");
     if (o.cudaGraphs && o.device != "cuda")
       usageError("--cuda-graphs on needs --device cuda (or --gpus): graphs "
                  "replay GPU work, the CPU has none to replay");
