@@ -698,15 +698,23 @@ void quantizeCastTransposed(gptrt_context *ctx, const char *name,
         const float s = scale[0];
         // In 64 x 64 blocks: row by row, each code of a wide row would land
         // on its own cache line of q (the logits' gradient: 50304 of them).
+        // A block's rows are encoded first (contiguous, so the encoder's
+        // loop vectorizes), then its codes stored transposed.
         constexpr int64_t kBlock = 64;
         auto encodeBlocks = [&](auto encode) {
+          uint8_t tile[kBlock][kBlock];
           for (int64_t r0 = 0; r0 < rows; r0 += kBlock)
             for (int64_t c0 = 0; c0 < cols; c0 += kBlock) {
-              const int64_t rEnd = std::min(rows, r0 + kBlock),
-                            cEnd = std::min(cols, c0 + kBlock);
-              for (int64_t col = c0; col < cEnd; ++col)
-                for (int64_t r = r0; r < rEnd; ++r)
-                  q[col * rows + r] = encode(x[r * cols + col] * s);
+              const int64_t height = std::min(rows - r0, kBlock),
+                            width = std::min(cols - c0, kBlock);
+              for (int64_t i = 0; i < height; ++i) {
+                const float *row = x + (r0 + i) * cols + c0;
+                for (int64_t j = 0; j < width; ++j)
+                  tile[i][j] = encode(row[j] * s);
+              }
+              for (int64_t j = 0; j < width; ++j)
+                for (int64_t i = 0; i < height; ++i)
+                  q[(c0 + j) * rows + r0 + i] = tile[i][j];
             }
         };
         if (format == GPTRT_FP8_E4M3)

@@ -48,46 +48,48 @@ namespace fp8detail {
 inline constexpr uint8_t kNanCode = 0x7F;
 inline constexpr uint32_t kNanFloatBits = 0x7FFFFFFFu;
 
+// Branch-free (selects by masks, no early returns), so that the casts'
+// loops vectorize: the CPU runtime's FP8 emulation spends most of its
+// cast time here.
 template <int ExpBits, int ManBits, uint8_t MaxCode>
 inline uint8_t floatToFp8(float x) {
   constexpr int kBias = (1 << (ExpBits - 1)) - 1;
+  // Float mantissa bits a normal fp8 value drops.
+  constexpr int kDrop = 23 - ManBits;
+  // The float bits of the smallest normal fp8 value, 2^(1 - bias).
+  constexpr uint32_t kMinNormal = uint32_t(127 + 1 - kBias) << 23;
   const uint32_t u = floatBits(x);
-  const uint8_t sign = static_cast<uint8_t>((u >> 24) & 0x80u);
+  const uint32_t sign = (u >> 24) & 0x80u;
   const uint32_t mag = u & 0x7FFFFFFFu;
-  if (mag > 0x7F800000u)
-    return kNanCode;
-  if (mag == 0x7F800000u)
-    return static_cast<uint8_t>(sign | MaxCode);
 
-  // Significand with its implicit bit, and the unbiased float exponent;
-  // float subnormals share the exponent of the smallest normal.
-  const int floatExp = static_cast<int>(mag >> 23);
-  const uint32_t sig = (mag & 0x7FFFFFu) | (floatExp ? 0x800000u : 0u);
-  const int unbiased = (floatExp ? floatExp : 1) - 127;
-  // The fp8 exponent field this value would have; at or below 0 the fp8
-  // result is subnormal and the significand loses one more bit per step.
-  const int fp8Exp = unbiased + kBias;
-  const int drop = (23 - ManBits) + (fp8Exp < 1 ? 1 - fp8Exp : 0);
-  // sig < 2^24, so with 25 or more dropped bits it is below half an fp8
-  // unit in the last place (or exactly half with 25, which ties to 0).
-  if (drop >= 25)
-    return sign;
+  // A normal fp8 result: round the float bits to nearest even at bit kDrop
+  // (adding half a unit less one, plus the lowest kept bit, carries out of
+  // the dropped bits exactly when rounding up; a carry out of the mantissa
+  // lands in the exponent by itself), then rebias the exponent field.
+  const uint32_t rounded =
+      (mag + ((1u << (kDrop - 1)) - 1u) + ((mag >> kDrop) & 1u)) >> kDrop;
+  const uint32_t normal = rounded - (uint32_t(127 - kBias) << ManBits);
+  // A subnormal fp8 result is |x| in units of the smallest subnormal,
+  // 2^(1 - bias - ManBits), rounded to an integer: the multiply by a power
+  // of two is exact (float subnormals included), and adding then
+  // subtracting 2^23 rounds a value below 2^22 once, to nearest even (the
+  // default rounding mode; -ffast-math would fold the pair away). A carry
+  // to 1 << ManBits is exactly the smallest normal's code.
+  const float units =
+      floatFromBits(mag) *
+      floatFromBits(uint32_t(127 + kBias + ManBits - 1) << 23);
+  const uint32_t subnormal =
+      uint32_t(int32_t((units + 8388608.0f) - 8388608.0f));
 
-  uint32_t q = sig >> drop;
-  const uint32_t rem = sig & ((1u << drop) - 1u);
-  const uint32_t half = 1u << (drop - 1);
-  if (rem > half || (rem == half && (q & 1u)))
-    ++q;
-  // Normal results: q holds the implicit bit, so adding (exp - 1) << ManBits
-  // yields exp << ManBits | mantissa, and a rounding carry out of the
-  // mantissa (q == 2 << ManBits) lands in the exponent field by itself.
-  // Subnormal results: q is already the code, and a carry to 1 << ManBits is
-  // exactly the smallest normal.
-  const uint32_t code =
-      fp8Exp < 1 ? q : (static_cast<uint32_t>(fp8Exp - 1) << ManBits) + q;
+  const uint32_t subnormalMask = 0u - uint32_t(mag < kMinNormal);
+  uint32_t code = (subnormal & subnormalMask) | (normal & ~subnormalMask);
   // Codes above MaxCode are NaN (E4M3 S.1111.111), inf (E5M2) or beyond the
-  // format: all of them are the overflow that saturation turns into max.
-  return static_cast<uint8_t>(sign | (code > MaxCode ? MaxCode : code));
+  // format -- infinity included: all of them the overflow that saturation
+  // turns into max. The sign of zero is kept.
+  code = code < MaxCode ? code : MaxCode;
+  const uint32_t nanMask = 0u - uint32_t(mag > 0x7F800000u);
+  return static_cast<uint8_t>(((sign | code) & ~nanMask) |
+                              (kNanCode & nanMask));
 }
 
 template <int ExpBits, int ManBits>
