@@ -396,6 +396,59 @@ uint8_t fp8Encode(float v, int64_t format) {
   return format == GPTRT_FP8_E4M3 ? cpu::floatToE4M3(v) : cpu::floatToE5M2(v);
 }
 
+/// Calls body(encode) with the float -> FP8 conversion of `format` as a
+/// lambda of its own, so that the casts' loops over it, compiled once per
+/// format, vectorize (the conversion is branch-free: runtime/cpu/Fp8.h).
+template <typename Body> void withFp8Encoder(int64_t format, Body &&body) {
+  if (format == GPTRT_FP8_E4M3)
+    body([](float v) { return cpu::floatToE4M3(v); });
+  else
+    body([](float v) { return cpu::floatToE5M2(v); });
+}
+
+/// The codes of x (rows x cols) times its scale -- rowScales[r],
+/// colScales[c] (where not null) or `scale` -- into q, row-major, or
+/// transposed (q cols x rows). Transposed in 64 x 64 blocks, each block's
+/// rows encoded first (contiguous, so the encoder's loop vectorizes) and
+/// then stored transposed: row by row, each code of a wide row would land
+/// on its own cache line of q (the logits' gradient: 50304 of them).
+void encodeFp8(const float *x, int64_t rows, int64_t cols,
+               const float *rowScales, const float *colScales, float scale,
+               int64_t format, bool transpose, uint8_t *q) {
+  withFp8Encoder(format, [&](auto encode) {
+    // Codes of row r, columns c0 .. c0 + width, into out.
+    auto encodeRow = [&](int64_t r, int64_t c0, int64_t width, uint8_t *out) {
+      const float *row = x + r * cols + c0;
+      if (colScales) {
+        const float *s = colScales + c0;
+        for (int64_t j = 0; j < width; ++j)
+          out[j] = encode(row[j] * s[j]);
+      } else {
+        const float s = rowScales ? rowScales[r] : scale;
+        for (int64_t j = 0; j < width; ++j)
+          out[j] = encode(row[j] * s);
+      }
+    };
+    if (!transpose) {
+      for (int64_t r = 0; r < rows; ++r)
+        encodeRow(r, 0, cols, q + r * cols);
+      return;
+    }
+    constexpr int64_t kBlock = 64;
+    uint8_t tile[kBlock][kBlock];
+    for (int64_t r0 = 0; r0 < rows; r0 += kBlock)
+      for (int64_t c0 = 0; c0 < cols; c0 += kBlock) {
+        const int64_t height = std::min(rows - r0, kBlock),
+                      width = std::min(cols - c0, kBlock);
+        for (int64_t i = 0; i < height; ++i)
+          encodeRow(r0 + i, c0, width, tile[i]);
+        for (int64_t j = 0; j < width; ++j)
+          for (int64_t i = 0; i < height; ++i)
+            q[(c0 + j) * rows + r0 + i] = tile[i][j];
+      }
+  });
+}
+
 /// On steps that collect FP8 statistics, what casting x (n values) with
 /// `scale` to `format` did, accumulated into `slot` (see gptrt.h).
 template <typename ScaleAt>
@@ -661,10 +714,8 @@ void quantizeCast(gptrt_context *ctx, const char *name, const void *xData,
         requireFormat(format);
         F32Staging f32(c, {{xData, xDtype, n, false, "x_dtype"}});
         const float *x = f32[0];
-        if (format == GPTRT_FP8_E4M3)
-          cpu::quantizeE4M3(x, n, scale[0], q);
-        else
-          cpu::quantizeE5M2(x, n, scale[0], q);
+        encodeFp8(x, 1, n, nullptr, nullptr, scale[0], format,
+                  /*transpose=*/false, q);
         recordCastStats(
             c, statSlot, x, n, [&](int64_t) { return scale[0]; }, format);
       },
@@ -696,31 +747,8 @@ void quantizeCastTransposed(gptrt_context *ctx, const char *name,
         F32Staging f32(c, {{xData, xDtype, n, false, "x_dtype"}});
         const float *x = f32[0];
         const float s = scale[0];
-        // In 64 x 64 blocks: row by row, each code of a wide row would land
-        // on its own cache line of q (the logits' gradient: 50304 of them).
-        // A block's rows are encoded first (contiguous, so the encoder's
-        // loop vectorizes), then its codes stored transposed.
-        constexpr int64_t kBlock = 64;
-        auto encodeBlocks = [&](auto encode) {
-          uint8_t tile[kBlock][kBlock];
-          for (int64_t r0 = 0; r0 < rows; r0 += kBlock)
-            for (int64_t c0 = 0; c0 < cols; c0 += kBlock) {
-              const int64_t height = std::min(rows - r0, kBlock),
-                            width = std::min(cols - c0, kBlock);
-              for (int64_t i = 0; i < height; ++i) {
-                const float *row = x + (r0 + i) * cols + c0;
-                for (int64_t j = 0; j < width; ++j)
-                  tile[i][j] = encode(row[j] * s);
-              }
-              for (int64_t j = 0; j < width; ++j)
-                for (int64_t i = 0; i < height; ++i)
-                  q[(c0 + j) * rows + r0 + i] = tile[i][j];
-            }
-        };
-        if (format == GPTRT_FP8_E4M3)
-          encodeBlocks([](float v) { return cpu::floatToE4M3(v); });
-        else
-          encodeBlocks([](float v) { return cpu::floatToE5M2(v); });
+        encodeFp8(x, rows, cols, nullptr, nullptr, s, format,
+                  /*transpose=*/true, q);
         recordCastStats(
             c, statSlot, x, n, [&](int64_t) { return s; }, format);
       },
@@ -1086,8 +1114,9 @@ GPTRT_EXPORT void gptrt_quantize_rows(gptrt_context *ctx, const void *xData,
         auto scaleAt = [&](int64_t i) {
           return alongCols ? scales[i % cols] : scales[i / cols];
         };
-        for (int64_t i = 0; i < rows * cols; ++i)
-          q[i] = fp8Encode(x[i] * scaleAt(i), format);
+        encodeFp8(x, rows, cols, alongCols ? nullptr : scales,
+                  alongCols ? scales : nullptr, 0.0f, format,
+                  /*transpose=*/false, q);
         recordCastStats(c, statSlot, x, rows * cols, scaleAt, format);
       },
       [&](Context &c, Gpu &g) {
@@ -1144,10 +1173,9 @@ gptrt_quantize_rows_transposed(gptrt_context *ctx, const void *xData,
         auto scaleAt = [&](int64_t i) {
           return alongCols ? scales[i % cols] : scales[i / cols];
         };
-        for (int64_t r = 0; r < rows; ++r)
-          for (int64_t col = 0; col < cols; ++col)
-            q[col * rows + r] =
-                fp8Encode(x[r * cols + col] * scaleAt(r * cols + col), format);
+        encodeFp8(x, rows, cols, alongCols ? nullptr : scales,
+                  alongCols ? scales : nullptr, 0.0f, format,
+                  /*transpose=*/true, q);
         recordCastStats(c, statSlot, x, rows * cols, scaleAt, format);
       },
       [&](Context &c, Gpu &g) {
@@ -2684,10 +2712,8 @@ void runEpilogue(Context &c, const void *out, const Epilogue &e) {
     return;
   requireFormat(e.format);
   const float scale = e.scale[0];
-  for (int64_t r = 0; r < e.rows; ++r)
-    for (int64_t col = 0; col < e.cols; ++col)
-      e.q[e.transpose ? col * e.rows + r : r * e.cols + col] =
-          fp8Encode(x[r * e.cols + col] * scale, e.format);
+  encodeFp8(x, e.rows, e.cols, nullptr, nullptr, scale, e.format, e.transpose,
+            e.q);
   recordCastStats(c, e.statSlot, x, n, [&](int64_t) { return scale; },
                   e.format);
 }
