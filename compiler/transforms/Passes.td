@@ -508,7 +508,9 @@ def RtFuseDualCast : Pass<"rt-fuse-dual-cast", "::mlir::ModuleOp"> {
     columns from the same read (on a GPU the 32-row chunk sums of
     gptrt_reduce_rows's tree come from the cast's tiles). A transposed cast
     left alone -- delayed scaling, where the two casts' scales differ --
-    takes the bias gradient the same way (`quantize_fp8_transposed_bgrad`).
+    takes the bias gradient the same way (`quantize_fp8_transposed_bgrad`),
+    as does rowwise scaling's transposed cast of an output gradient, a
+    scale per column (`quantize_rows_transposed_bgrad`).
     `gptc --fuse-dual-casts=false` leaves this pass out.
   }];
   let dependentDialects = ["::gptc::rt::RtDialect"];
@@ -729,7 +731,8 @@ def RtFuseCastScale : Pass<"rt-fuse-cast-scale", "::mlir::ModuleOp"> {
     `quantize_fp8_dual_bgrad` (current scaling) and `state_` +
     `quantize_fp8`, `quantize_fp8_transposed`,
     `quantize_fp8_transposed_bgrad` (delayed), and `scale_` +
-    `quantize_rows_transposed` (rowwise scaling's `row_scales`, one scale
+    `quantize_rows_transposed` (and its `_bgrad`; rowwise scaling's
+    `row_scales`, one scale
     per column of a grad_weight operand: a GPU block makes the scales of
     its 32 columns). Delayed scaling records a
     weight's amax in its history between the scale and the weight's cast;

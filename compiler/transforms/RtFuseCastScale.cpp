@@ -38,7 +38,8 @@ constexpr StringRef kDelayedCasts[] = {
 // Rowwise casts along rows fuse with their amax too (rt-fuse-rowwise-cast);
 // the transposed ones along columns, whose amaxes span every row, take in
 // only their scales.
-constexpr StringRef kRowwiseCasts[] = {"quantize_rows_transposed"};
+constexpr StringRef kRowwiseCasts[] = {"quantize_rows_transposed",
+                                       "quantize_rows_transposed_bgrad"};
 
 // gptrt_scale_from_amax's constants: fp8_max, margin, power_of_two, eps;
 // gptrt_fp8_state_scale's: history_length, the same four, most_recent;
@@ -59,6 +60,7 @@ std::optional<unsigned> castConstCount(StringRef kernel) {
       .Case("quantize_fp8_dual_bgrad", 7) // ... and db_dtype
       // rows, cols, along_cols, format, stat_slot, x_dtype
       .Case("quantize_rows_transposed", 6)
+      .Case("quantize_rows_transposed_bgrad", 7) // ... and db_dtype
       .Default(std::nullopt);
 }
 

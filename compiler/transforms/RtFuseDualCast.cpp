@@ -28,16 +28,23 @@ public:
     });
     for (rt::KernelOp cast : casts)
       fuse(cast);
-    // A transposed cast left alone (delayed scaling: its own scale) still
-    // reads the whole gradient: the bias gradient joins it too.
-    SmallVector<rt::KernelOp> transposed;
+    // A transposed cast left alone (delayed scaling: its own scale;
+    // rowwise scaling: scales of its own along the other axis) still reads
+    // the whole gradient: the bias gradient joins it too.
+    SmallVector<std::pair<rt::KernelOp, unsigned>> transposed;
     getOperation().walk([&](rt::KernelOp op) {
+      // gptrt_quantize_fp8_transposed's constants: rows, cols, format,
+      // stat_slot, x_dtype; gptrt_quantize_rows_transposed's: rows, cols,
+      // along_cols, format, stat_slot, x_dtype.
       if (op.getKernel() == "quantize_fp8_transposed" &&
           op.getConsts().size() == 5)
-        transposed.push_back(op);
+        transposed.push_back({op, 4});
+      if (op.getKernel() == "quantize_rows_transposed" &&
+          op.getConsts().size() == 6)
+        transposed.push_back({op, 5});
     });
-    for (rt::KernelOp cast : transposed)
-      fuseBiasGradient(cast, /*xDtypeAt=*/4);
+    for (auto [cast, xDtypeAt] : transposed)
+      fuseBiasGradient(cast, xDtypeAt);
   }
 
 private:
@@ -100,11 +107,11 @@ private:
     fuseBiasGradient(dual, /*xDtypeAt=*/5);
   }
 
-  // cast = quantize_fp8_dual(x) -> q, qT, or quantize_fp8_transposed(x) ->
-  // qT; then reduce_rows(x) -> db (the bias gradient of the GEMM whose output
-  // gradient x is): the same kernel with a _bgrad suffix, summing x's
-  // columns from the same read. Both casts' constants start with rows,
-  // cols; xDtypeAt is where x_dtype is.
+  // cast = quantize_fp8_dual(x) -> q, qT, or quantize_fp8_transposed(x) /
+  // quantize_rows_transposed(x) -> qT; then reduce_rows(x) -> db (the bias
+  // gradient of the GEMM whose output gradient x is): the same kernel with a
+  // _bgrad suffix, summing x's columns from the same read. Both casts'
+  // constants start with rows, cols; xDtypeAt is where x_dtype is.
   void fuseBiasGradient(rt::KernelOp cast, unsigned xDtypeAt) {
     Value x = cast.getInputs()[0];
     rt::KernelOp reduce =

@@ -64,6 +64,9 @@ SmallVector<AccumulatingOutput, 2> accumulatingOutputs(StringRef kernel) {
              {{1, 5}, {2, 6}})
       // outs q, db; consts rows, cols, format, stat_slot, x_dtype, db_dtype
       .Case("quantize_fp8_transposed_bgrad", {{1, 5}})
+      // outs q, db; consts rows, cols, along_cols, format, stat_slot,
+      // x_dtype, db_dtype
+      .Case("quantize_rows_transposed_bgrad", {{1, 6}})
       // outs q, q_t, db; ..., stat_slot_t, x_dtype, db_dtype
       .Case("quantize_fp8_dual_bgrad", {{2, 6}})
       // outs c, db; the GEMM's nine, out_dtype, db_dtype (the

@@ -20,7 +20,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever a signature below or the manifest's meaning changes. */
-#define GPTRT_ABI_VERSION 40
+#define GPTRT_ABI_VERSION 41
 
 typedef struct gptrt_context gptrt_context;
 
@@ -571,6 +571,22 @@ void gptrt_scale_quantize_rows_transposed(
     float *scales, int64_t rows, int64_t cols, int64_t along_cols,
     int64_t format, int64_t stat_slot, int64_t x_dtype, double fp8_max,
     int64_t margin, int64_t power_of_two, double eps);
+/* gptrt_quantize_rows_transposed and gptrt_scale_quantize_rows_transposed
+ * with db = gptrt_reduce_rows of x (cols values, db_dtype) from the same
+ * read (rt-fuse-dual-cast: fp8-rowwise's grad_weight cast of an output
+ * gradient and that GEMM's bias gradient), as
+ * gptrt_quantize_fp8_transposed_bgrad does for one scale. */
+void gptrt_quantize_rows_transposed_bgrad(gptrt_context *ctx, const void *x,
+                                          const float *scales, uint8_t *q,
+                                          void *db, int64_t rows, int64_t cols,
+                                          int64_t along_cols, int64_t format,
+                                          int64_t stat_slot, int64_t x_dtype,
+                                          int64_t db_dtype);
+void gptrt_scale_quantize_rows_transposed_bgrad(
+    gptrt_context *ctx, const void *x, const float *amax, uint8_t *q, void *db,
+    float *scales, int64_t rows, int64_t cols, int64_t along_cols,
+    int64_t format, int64_t stat_slot, int64_t x_dtype, int64_t db_dtype,
+    double fp8_max, int64_t margin, int64_t power_of_two, double eps);
 /* As gptrt_scaled_matmul, with c[r, j] (r over all batch x m rows) divided
  * by scale_a[r] (rowwise_a 1, else scale_a[0]) times scale_b[j] (rowwise_b
  * 1, else scale_b[0]), in f32; a bf16 c (out_dtype) is that rounded once.

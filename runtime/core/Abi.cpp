@@ -1157,17 +1157,41 @@ gptrt_amax_quantize_rows(gptrt_context *ctx, const void *xData, float *amax,
       });
 }
 
-GPTRT_EXPORT void
-gptrt_quantize_rows_transposed(gptrt_context *ctx, const void *xData,
-                               const float *scales, uint8_t *q, int64_t rows,
-                               int64_t cols, int64_t alongCols, int64_t format,
-                               int64_t statSlot, int64_t xDtype) {
+namespace {
+
+/// gptrt_row_scales' arguments, for the scale_ forms of the rowwise
+/// transposed casts: the scales made from amax into out.
+struct RowScaleArgs {
+  const float *amax;
+  float *out;
+  double fp8Max;
+  int64_t margin, powerOfTwo;
+  double eps;
+};
+
+/// gptrt_quantize_rows_transposed and its forms: with scaleArgs the scales
+/// (of x's columns along_cols 1, else of its rows) are made first, into
+/// scaleArgs->out, which is then `scales`; with db, db = gptrt_reduce_rows
+/// of x as well (on a GPU from the cast's own read).
+void rowsTransposedCast(gptrt_context *ctx, const char *name, const void *xData,
+                        const RowScaleArgs *scaleArgs, const float *scales,
+                        uint8_t *q, void *db, int64_t rows, int64_t cols,
+                        int64_t alongCols, int64_t format, int64_t statSlot,
+                        int64_t xDtype, int64_t dbDtype) {
   guarded(
-      ctx, "gptrt_quantize_rows_transposed",
+      ctx, name,
       [&](Context &c) {
         requireNonNegative(rows, "rows");
         requireNonNegative(cols, "cols");
+        requireFlag(alongCols, "along_cols");
         requireFormat(format);
+        if (db)
+          requireGradientDtype(dbDtype, "db_dtype");
+        if (scaleArgs)
+          gptrt_row_scales(ctx, scaleArgs->amax, scaleArgs->out,
+                           alongCols ? cols : rows, scaleArgs->fp8Max,
+                           scaleArgs->margin, scaleArgs->powerOfTwo,
+                           scaleArgs->eps);
         F32Staging f32(c, {{xData, xDtype, rows * cols, false, "x_dtype"}});
         const float *x = f32[0];
         auto scaleAt = [&](int64_t i) {
@@ -1177,17 +1201,49 @@ gptrt_quantize_rows_transposed(gptrt_context *ctx, const void *xData,
                   alongCols ? scales : nullptr, 0.0f, format,
                   /*transpose=*/true, q);
         recordCastStats(c, statSlot, x, rows * cols, scaleAt, format);
+        if (db)
+          gptrt_reduce_rows(ctx, xData, db, rows, cols, xDtype, dbDtype);
       },
       [&](Context &c, Gpu &g) {
         requireNonNegative(rows, "rows");
         requireNonNegative(cols, "cols");
+        requireFlag(alongCols, "along_cols");
         requireStorageDtype(xDtype, "x_dtype");
-        g.quantizeRowsTransposed(xData, xDtype, scales, q, rows, cols,
-                                 alongCols != 0, format);
+        if (db)
+          requireGradientDtype(dbDtype, "db_dtype");
+        if (scaleArgs)
+          g.scaleQuantizeRowsTransposed(
+              xData, xDtype, scaleArgs->amax, q, scaleArgs->out, rows, cols,
+              alongCols != 0, format, scaleArgs->fp8Max, scaleArgs->margin,
+              scaleArgs->powerOfTwo != 0, scaleArgs->eps, db, dbDtype);
+        else
+          g.quantizeRowsTransposed(xData, xDtype, scales, q, rows, cols,
+                                   alongCols != 0, format, db, dbDtype);
         if (statSlot >= 0 && c.collectingFp8Stats())
           g.recordRowwiseCastStats(xData, xDtype, rows, cols, scales,
                                    alongCols != 0, format, statSlot);
       });
+}
+
+} // namespace
+
+GPTRT_EXPORT void
+gptrt_quantize_rows_transposed(gptrt_context *ctx, const void *xData,
+                               const float *scales, uint8_t *q, int64_t rows,
+                               int64_t cols, int64_t alongCols, int64_t format,
+                               int64_t statSlot, int64_t xDtype) {
+  rowsTransposedCast(ctx, "gptrt_quantize_rows_transposed", xData, nullptr,
+                     scales, q, /*db=*/nullptr, rows, cols, alongCols, format,
+                     statSlot, xDtype, 0);
+}
+
+GPTRT_EXPORT void gptrt_quantize_rows_transposed_bgrad(
+    gptrt_context *ctx, const void *xData, const float *scales, uint8_t *q,
+    void *db, int64_t rows, int64_t cols, int64_t alongCols, int64_t format,
+    int64_t statSlot, int64_t xDtype, int64_t dbDtype) {
+  rowsTransposedCast(ctx, "gptrt_quantize_rows_transposed_bgrad", xData,
+                     nullptr, scales, q, db, rows, cols, alongCols, format,
+                     statSlot, xDtype, dbDtype);
 }
 
 GPTRT_EXPORT void gptrt_scale_quantize_rows_transposed(
@@ -1195,30 +1251,21 @@ GPTRT_EXPORT void gptrt_scale_quantize_rows_transposed(
     float *scales, int64_t rows, int64_t cols, int64_t alongCols,
     int64_t format, int64_t statSlot, int64_t xDtype, double fp8Max,
     int64_t margin, int64_t powerOfTwo, double eps) {
-  guarded(
-      ctx, "gptrt_scale_quantize_rows_transposed",
-      [&](Context &) {
-        requireNonNegative(rows, "rows");
-        requireNonNegative(cols, "cols");
-        requireFlag(alongCols, "along_cols");
-        requireFormat(format);
-        gptrt_row_scales(ctx, amax, scales, alongCols ? cols : rows, fp8Max,
-                         margin, powerOfTwo, eps);
-        gptrt_quantize_rows_transposed(ctx, xData, scales, q, rows, cols,
-                                       alongCols, format, statSlot, xDtype);
-      },
-      [&](Context &c, Gpu &g) {
-        requireNonNegative(rows, "rows");
-        requireNonNegative(cols, "cols");
-        requireFlag(alongCols, "along_cols");
-        requireStorageDtype(xDtype, "x_dtype");
-        g.scaleQuantizeRowsTransposed(xData, xDtype, amax, q, scales, rows,
-                                      cols, alongCols != 0, format, fp8Max,
-                                      margin, powerOfTwo != 0, eps);
-        if (statSlot >= 0 && c.collectingFp8Stats())
-          g.recordRowwiseCastStats(xData, xDtype, rows, cols, scales,
-                                   alongCols != 0, format, statSlot);
-      });
+  const RowScaleArgs scaleArgs{amax, scales, fp8Max, margin, powerOfTwo, eps};
+  rowsTransposedCast(ctx, "gptrt_scale_quantize_rows_transposed", xData,
+                     &scaleArgs, scales, q, /*db=*/nullptr, rows, cols,
+                     alongCols, format, statSlot, xDtype, 0);
+}
+
+GPTRT_EXPORT void gptrt_scale_quantize_rows_transposed_bgrad(
+    gptrt_context *ctx, const void *xData, const float *amax, uint8_t *q,
+    void *db, float *scales, int64_t rows, int64_t cols, int64_t alongCols,
+    int64_t format, int64_t statSlot, int64_t xDtype, int64_t dbDtype,
+    double fp8Max, int64_t margin, int64_t powerOfTwo, double eps) {
+  const RowScaleArgs scaleArgs{amax, scales, fp8Max, margin, powerOfTwo, eps};
+  rowsTransposedCast(ctx, "gptrt_scale_quantize_rows_transposed_bgrad", xData,
+                     &scaleArgs, scales, q, db, rows, cols, alongCols, format,
+                     statSlot, xDtype, dbDtype);
 }
 
 GPTRT_EXPORT void gptrt_scaled_matmul_rowwise(
@@ -3410,7 +3457,9 @@ const std::vector<AbiSymbol> &abiSymbols() {
       GPTRT_SYM(gptrt_row_scales),
       GPTRT_SYM(gptrt_quantize_rows),
       GPTRT_SYM(gptrt_quantize_rows_transposed),
+      GPTRT_SYM(gptrt_quantize_rows_transposed_bgrad),
       GPTRT_SYM(gptrt_scale_quantize_rows_transposed),
+      GPTRT_SYM(gptrt_scale_quantize_rows_transposed_bgrad),
       GPTRT_SYM(gptrt_scaled_matmul_rowwise),
       GPTRT_SYM(gptrt_scaled_matmul_rowwise_bias),
       GPTRT_SYM(gptrt_scaled_matmul_accumulate),

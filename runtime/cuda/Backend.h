@@ -334,11 +334,14 @@ public:
                                 int64_t cols, int64_t format, double fp8Max,
                                 int64_t margin, bool powerOfTwo,
                                 double eps) = 0;
-  // The same codes, transposed (q is cols x rows).
+  // The same codes, transposed (q is cols x rows); with db (else null)
+  // also x's column sums, gptrt_reduce_rows into dbDtype, from the same
+  // read (the _bgrad forms).
   virtual void quantizeRowsTransposed(const void *x, int64_t xDtype,
                                       const float *scales, uint8_t *q,
                                       int64_t rows, int64_t cols,
-                                      bool alongCols, int64_t format) = 0;
+                                      bool alongCols, int64_t format, void *db,
+                                      int64_t dbDtype) = 0;
   // A GELU producer whose stored output nothing reads but its two FP8
   // casts (rt-fuse-producer-dual-cast): that output -- gelu(x), or with
   // dout gelu'(x) * dout, rounded to outDtype -- made as it is read, its
@@ -352,12 +355,15 @@ public:
                             uint8_t *qT, void *db, int64_t dbDtype,
                             int64_t rows, int64_t cols, int64_t format,
                             int64_t statSlot, int64_t statSlotT) = 0;
-  // rowScales of amax into scales, then quantizeRowsTransposed with them,
-  // in one kernel whose blocks make their own rows' or columns' scales.
-  virtual void scaleQuantizeRowsTransposed(
-      const void *x, int64_t xDtype, const float *amax, uint8_t *q,
-      float *scales, int64_t rows, int64_t cols, bool alongCols, int64_t format,
-      double fp8Max, int64_t margin, bool powerOfTwo, double eps) = 0;
+  // rowScales of amax into scales, then quantizeRowsTransposed with them
+  // (db as there), in one kernel whose blocks make their own rows' or
+  // columns' scales.
+  virtual void
+  scaleQuantizeRowsTransposed(const void *x, int64_t xDtype, const float *amax,
+                              uint8_t *q, float *scales, int64_t rows,
+                              int64_t cols, bool alongCols, int64_t format,
+                              double fp8Max, int64_t margin, bool powerOfTwo,
+                              double eps, void *db, int64_t dbDtype) = 0;
   virtual void scaledMatmulRowwise(
       const uint8_t *a, const uint8_t *b, const float *scaleA,
       const float *scaleB, const float *bias, void *c, int64_t batch, int64_t m,

@@ -221,8 +221,8 @@ public:
                         bool powerOfTwo, double eps) override;
   void quantizeRowsTransposed(const void *x, int64_t xDtype,
                               const float *scales, uint8_t *q, int64_t rows,
-                              int64_t cols, bool alongCols,
-                              int64_t format) override;
+                              int64_t cols, bool alongCols, int64_t format,
+                              void *db, int64_t dbDtype) override;
   void layerNormCastDual(const void *a, int64_t aDtype, const void *b,
                          int64_t bDtype, void *x, int64_t xDtype,
                          const float *w, const float *bias, int64_t outDtype,
@@ -238,8 +238,8 @@ public:
                                    const float *amax, uint8_t *q, float *scales,
                                    int64_t rows, int64_t cols, bool alongCols,
                                    int64_t format, double fp8Max,
-                                   int64_t margin, bool powerOfTwo,
-                                   double eps) override;
+                                   int64_t margin, bool powerOfTwo, double eps,
+                                   void *db, int64_t dbDtype) override;
   void scaledMatmulRowwise(const uint8_t *a, const uint8_t *b,
                            const float *scaleA, const float *scaleB,
                            const float *bias, void *c, int64_t batch, int64_t m,
@@ -441,6 +441,15 @@ private:
                             unsigned *amax, uint8_t *qRowMajor = nullptr,
                             int scaleAxis = 0, float *colSums = nullptr,
                             const ScaleFromAmax &own = ScaleFromAmax{});
+  // A bias gradient summed by a transposed cast of a stored x (rows x
+  // cols): scratch for the cast's 32-row tile sums (launchTransposedCast's
+  // colSums) and the tree above them, or null where there is no db or
+  // reduce_rows makes it alone afterwards (up to one tile of rows, where
+  // its tree is that one row-order sum anyway); then db from them.
+  float *castTileSums(const void *db, int64_t rows, int64_t cols);
+  void biasGradientAfterCast(float *sums, const void *x, int64_t xDtype,
+                             void *db, int64_t dbDtype, int64_t rows,
+                             int64_t cols);
   // The scale of an active `own` when no cast kernel runs (nothing to
   // cast): the standalone scale_from_amax kernel.
   void scaleWithoutCast(const ScaleFromAmax &own);

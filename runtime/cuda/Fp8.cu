@@ -693,14 +693,18 @@ void DeviceImpl::amaxQuantizeRows(const void *x, int64_t xDtype, float *amax,
 void DeviceImpl::quantizeRowsTransposed(const void *x, int64_t xDtype,
                                         const float *scales, uint8_t *q,
                                         int64_t rows, int64_t cols,
-                                        bool alongCols, int64_t format) {
+                                        bool alongCols, int64_t format,
+                                        void *db, int64_t dbDtype) {
   requireFormat(format);
-  if (rows == 0 || cols == 0)
-    return;
-  launchTransposedCast(CastSource::stored(x, xDtype == GPTRT_DTYPE_BF16),
-                       scales, q, rows, cols, format == GPTRT_FP8_E4M3, nullptr,
-                       nullptr, alongCols ? 2 : 1);
-  checkLaunch("gptrt_quantize_rows_transposed");
+  float *sums = castTileSums(db, rows, cols);
+  if (rows != 0 && cols != 0) {
+    launchTransposedCast(CastSource::stored(x, xDtype == GPTRT_DTYPE_BF16),
+                         scales, q, rows, cols, format == GPTRT_FP8_E4M3,
+                         nullptr, nullptr, alongCols ? 2 : 1, sums);
+    checkLaunch(db ? "gptrt_quantize_rows_transposed_bgrad"
+                   : "gptrt_quantize_rows_transposed");
+  }
+  biasGradientAfterCast(sums, x, xDtype, db, dbDtype, rows, cols);
 }
 
 void DeviceImpl::geluCastDual(const void *dout, int64_t doutDtype,
@@ -751,12 +755,13 @@ void DeviceImpl::geluCastDual(const void *dout, int64_t doutDtype,
 void DeviceImpl::scaleQuantizeRowsTransposed(
     const void *x, int64_t xDtype, const float *amax, uint8_t *q, float *scales,
     int64_t rows, int64_t cols, bool alongCols, int64_t format, double fp8Max,
-    int64_t margin, bool powerOfTwo, double eps) {
+    int64_t margin, bool powerOfTwo, double eps, void *db, int64_t dbDtype) {
   requireFormat(format);
   if (rows == 0 || cols == 0) {
     // No tile to make the scales: the standalone kernel does.
     rowScales(amax, scales, alongCols ? cols : rows, fp8Max, margin, powerOfTwo,
               eps);
+    biasGradientAfterCast(nullptr, x, xDtype, db, dbDtype, rows, cols);
     return;
   }
   ScaleFromAmax own;
@@ -766,10 +771,13 @@ void DeviceImpl::scaleQuantizeRowsTransposed(
   own.margin = margin;
   own.powerOfTwo = powerOfTwo;
   own.eps = eps;
+  float *sums = castTileSums(db, rows, cols);
   launchTransposedCast(CastSource::stored(x, xDtype == GPTRT_DTYPE_BF16),
                        nullptr, q, rows, cols, format == GPTRT_FP8_E4M3,
-                       nullptr, nullptr, alongCols ? 2 : 1, nullptr, own);
-  checkLaunch("gptrt_scale_quantize_rows_transposed");
+                       nullptr, nullptr, alongCols ? 2 : 1, sums, own);
+  checkLaunch(db ? "gptrt_scale_quantize_rows_transposed_bgrad"
+                 : "gptrt_scale_quantize_rows_transposed");
+  biasGradientAfterCast(sums, x, xDtype, db, dbDtype, rows, cols);
 }
 
 void DeviceImpl::scaledMatmulRowwise(
@@ -988,19 +996,35 @@ void DeviceImpl::quantizeFp8Transposed(const void *x, int64_t xDtype,
   checkLaunch("gptrt_quantize_fp8_transposed");
 }
 
+float *DeviceImpl::castTileSums(const void *db, int64_t rows, int64_t cols) {
+  if (db == nullptr || rows <= kCastTile || cols == 0)
+    return nullptr;
+  const int64_t tileRows = (rows + kCastTile - 1) / kCastTile;
+  return static_cast<float *>(
+      scratch(size_t(tileRows * cols + reduceRowsScratch(tileRows, cols)) * 4));
+}
+
+void DeviceImpl::biasGradientAfterCast(float *sums, const void *x,
+                                       int64_t xDtype, void *db,
+                                       int64_t dbDtype, int64_t rows,
+                                       int64_t cols) {
+  if (db == nullptr)
+    return;
+  const int64_t tileRows = (rows + kCastTile - 1) / kCastTile;
+  if (sums != nullptr)
+    sumRowLevels(sums, GPTRT_DTYPE_F32, tileRows, cols, sums + tileRows * cols,
+                 db, dbDtype);
+  else
+    reduceRows(x, xDtype, db, dbDtype, rows, cols);
+}
+
 void DeviceImpl::quantizeFp8Dual(const void *x, int64_t xDtype,
                                  const float *scale, uint8_t *q, uint8_t *qT,
                                  int64_t rows, int64_t cols, int64_t format,
                                  void *db, int64_t dbDtype,
                                  const ScaleFromAmax &own) {
   requireFormat(format);
-  // Up to one tile of rows the tree is one row-order sum: reduce_rows's.
-  const bool tileSums = db != nullptr && rows > kCastTile;
-  float *sums = nullptr;
-  const int64_t tileRows = (rows + kCastTile - 1) / kCastTile;
-  if (tileSums)
-    sums = static_cast<float *>(scratch(
-        size_t(tileRows * cols + reduceRowsScratch(tileRows, cols)) * 4));
+  float *sums = castTileSums(db, rows, cols);
   if (rows != 0 && cols != 0) {
     launchTransposedCast(CastSource::stored(x, xDtype == GPTRT_DTYPE_BF16),
                          scale, qT, rows, cols, format == GPTRT_FP8_E4M3,
@@ -1009,13 +1033,7 @@ void DeviceImpl::quantizeFp8Dual(const void *x, int64_t xDtype,
   } else {
     scaleWithoutCast(own);
   }
-  if (db == nullptr)
-    return;
-  if (tileSums)
-    sumRowLevels(sums, GPTRT_DTYPE_F32, tileRows, cols, sums + tileRows * cols,
-                 db, dbDtype);
-  else
-    reduceRows(x, xDtype, db, dbDtype, rows, cols);
+  biasGradientAfterCast(sums, x, xDtype, db, dbDtype, rows, cols);
 }
 
 } // namespace gptrt::cuda

@@ -238,18 +238,23 @@ def main():
                                   sum(1 for a, b in flags_ab if a != "0" or b != "1"))
     # A cast along rows makes its amaxes, scales and codes in one kernel
     # (rt-fuse-rowwise-cast): the same losses, three kernels fewer each.
-    # A transposed cast along columns makes its scales (rt-fuse-cast-scale).
+    # A transposed cast along columns makes its scales (rt-fuse-cast-scale),
+    # and an output gradient's sums its bias gradient (rt-fuse-dual-cast).
     fused_rows = rowwise_rt["true"].count('rt.kernel "amax_quantize_rows"')
-    fused_cols = rowwise_rt["true"].count(
-        'rt.kernel "scale_quantize_rows_transposed"')
+    fused_cols = len(re.findall(
+        r'rt\.kernel "scale_quantize_rows_transposed(_bgrad)?"', rowwise_rt["true"]))
+    rowwise_bgrad = rowwise_rt["true"].count(
+        'rt.kernel "scale_quantize_rows_transposed_bgrad"')
     if (rowwise["true"][0] != rowwise["unfused"][0] or fused_rows == 0
-            or fused_cols == 0 or 'rt.kernel "row_scales"' in rowwise_rt["true"]
+            or fused_cols == 0 or rowwise_bgrad == 0
+            or 'rt.kernel "row_scales"' in rowwise_rt["true"]
             or 'amax_quantize_rows' in rowwise_rt["unfused"]
             or 'scale_quantize_rows' in rowwise_rt["unfused"]):
         failures.append("fp8-rowwise: %d casts along rows in one kernel, %d "
-                        "along columns making their scales; losses %s vs %s "
-                        "without" % (fused_rows, fused_cols, rowwise["true"][0],
-                                     rowwise["unfused"][0]))
+                        "along columns making their scales (%d with the bias "
+                        "gradient); losses %s vs %s without"
+                        % (fused_rows, fused_cols, rowwise_bgrad,
+                           rowwise["true"][0], rowwise["unfused"][0]))
     if rowwise["true"][0] != rowwise["false"][0]:
         failures.append("fp8-rowwise: losses differ with transposed casts: %s vs %s"
                         % (rowwise["true"][0], rowwise["false"][0]))
@@ -257,10 +262,10 @@ def main():
         failures.append("fp8-rowwise: non-TN rowwise GEMMs %d with transposed "
                         "casts, %d without" % (rowwise["true"][1], rowwise["false"][1]))
     summary.append("fp8-rowwise: non-TN FP8 GEMMs %d -> %d, %d casts along "
-                   "rows in one kernel, %d along columns making their scales, "
-                   "final loss %.7f in all three"
+                   "rows in one kernel, %d along columns making their scales "
+                   "(%d with the bias gradient), final loss %.7f in all three"
                    % (rowwise["false"][1], rowwise["true"][1], fused_rows,
-                      fused_cols, rowwise["true"][0][-1]))
+                      fused_cols, rowwise_bgrad, rowwise["true"][0][-1]))
     if failures:
         print("FAILED: " + "; ".join(failures))
         return 1

@@ -331,6 +331,68 @@ TEST_F(GpuTest, ScaleQuantizeRowsTransposedMatchesCpu) {
   EXPECT_EQ(download(scales, cols), std::vector<float>(cols, 224.0f));
 }
 
+// The rowwise transposed casts with the bias gradient (fp8-rowwise's
+// grad_weight cast of an output gradient, rt-fuse-dual-cast): the codes
+// and scales of the CPU's, and the bias gradient from the cast's tiles
+// equal to the CPU's gptrt_reduce_rows bit for bit -- one tile of rows or
+// fewer (reduce_rows itself), a ragged last tile, three levels of the
+// tree; f32 (poisoned), bf16 (poisoned) and accumulated db.
+TEST_F(GpuTest, RowwiseTransposedCastsWithBiasGradientMatchCpu) {
+  Context cpuCtx(Device::Cpu, {});
+  for (int64_t rows : {int64_t(20), int64_t(1000), int64_t(40000)}) {
+    const int64_t cols = 96, n = rows * cols;
+    const std::vector<uint16_t> x16 = toBf16(randn(n, 4.0f));
+    const uint16_t *dx = upload(x16);
+    std::vector<float> amax(cols);
+    gptrt_amax_rows(cpuCtx.handle(), x16.data(), amax.data(), rows, cols, 1,
+                    GPTRT_DTYPE_BF16);
+    const float *dAmax = upload(amax);
+    const std::vector<float> dbStart = randn(cols);
+    for (int64_t dbDtype :
+         {GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16, GPTRT_DTYPE_F32_ACCUMULATE})
+      for (bool makesScales : {true, false}) {
+        SCOPED_TRACE(std::to_string(rows) + " rows, db_dtype " +
+                     std::to_string(dbDtype) +
+                     (makesScales ? ", scale_" : ", scales given"));
+        std::vector<float> wantScales(cols);
+        gptrt_row_scales(cpuCtx.handle(), amax.data(), wantScales.data(), cols,
+                         57344.0, 0, 1, 1e-12);
+        std::vector<uint8_t> wantQ(n);
+        std::vector<float> wantDb = dbStart;
+        gptrt_quantize_rows_transposed_bgrad(
+            cpuCtx.handle(), x16.data(), wantScales.data(), wantQ.data(),
+            wantDb.data(), rows, cols, 1, GPTRT_FP8_E5M2, -1, GPTRT_DTYPE_BF16,
+            dbDtype);
+        ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
+        std::vector<float> dbInitial =
+            dbDtype == GPTRT_DTYPE_F32_ACCUMULATE
+                ? dbStart
+                : std::vector<float>(cols, std::nanf(""));
+        float *db = upload(dbInitial);
+        uint8_t *q = alloc<uint8_t>(n);
+        float *scales = makesScales ? alloc<float>(cols) : upload(wantScales);
+        if (makesScales)
+          gptrt_scale_quantize_rows_transposed_bgrad(
+              g(), dx, dAmax, q, db, scales, rows, cols, 1, GPTRT_FP8_E5M2, -1,
+              GPTRT_DTYPE_BF16, dbDtype, 57344.0, 0, 1, 1e-12);
+        else
+          gptrt_quantize_rows_transposed_bgrad(g(), dx, scales, q, db, rows,
+                                               cols, 1, GPTRT_FP8_E5M2, -1,
+                                               GPTRT_DTYPE_BF16, dbDtype);
+        expectOk();
+        EXPECT_EQ(download(q, n), wantQ);
+        const std::vector<float> gotScales = download(scales, cols);
+        EXPECT_EQ(std::memcmp(gotScales.data(), wantScales.data(), 4 * cols),
+                  0);
+        // bf16: cols codes in the first half of the floats' bytes.
+        const size_t dbBytes =
+            dbDtype == GPTRT_DTYPE_BF16 ? 2 * cols : 4 * cols;
+        const std::vector<float> gotDb = download(db, cols);
+        EXPECT_EQ(std::memcmp(gotDb.data(), wantDb.data(), dbBytes), 0);
+      }
+  }
+}
+
 // rt-fuse-producer-dual-cast's kernels: the GELU output (or gradient)
 // worked out inside the transposed cast's tile kernel, never stored, bit
 // for bit the GPU's producer cast followed by its transposed cast (amax,

@@ -219,3 +219,22 @@ func.func @rowwise_columns() {
   rt.kernel "quantize_rows_transposed" ins(%y, %s2 : memref<128x256xbf16>, memref<128xf32>) outs(%q2 : memref<256x128xf8E4M3FN>) consts [128, 256, 1, 0, -1, 2]
   return
 }
+
+// -----
+
+// The same cast with the bias gradient (rt-fuse-dual-cast's _bgrad form):
+// the scales after the codes and the bias gradient.
+// CHECK-LABEL: func.func @rowwise_columns_bias_gradient
+// CHECK-NOT: "row_scales"
+// CHECK: rt.kernel "scale_quantize_rows_transposed_bgrad" ins(%{{.*}}, %{{.*}} : memref<256x128xbf16>, memref<128xf32>) outs(%{{.*}}, %{{.*}}, %{{.*}} : memref<128x256xf8E5M2>, memref<128xf32>, memref<128xf32>) consts [256, 128, 1, 1, 9, 2, 257, 5.734400e+04, 0, 1, 9.9999999999999998E-13] {rt.fp8_stat = {gemm = "grad_weight", layer = "fc", operand = "a", slot = 9 : i64}}
+func.func @rowwise_columns_bias_gradient() {
+  %x = rt.alloc : memref<256x128xbf16>
+  %m = rt.alloc : memref<128xf32>
+  rt.kernel "amax_rows" ins(%x : memref<256x128xbf16>) outs(%m : memref<128xf32>) consts [256, 128, 1, 2]
+  %s = rt.alloc : memref<128xf32>
+  rt.kernel "row_scales" ins(%m : memref<128xf32>) outs(%s : memref<128xf32>) consts [128, 5.734400e+04, 0, 1, 9.9999999999999998E-13]
+  %q = rt.alloc : memref<128x256xf8E5M2>
+  %db = rt.alloc : memref<128xf32>
+  rt.kernel "quantize_rows_transposed_bgrad" ins(%x, %s : memref<256x128xbf16>, memref<128xf32>) outs(%q, %db : memref<128x256xf8E5M2>, memref<128xf32>) consts [256, 128, 1, 1, 9, 2, 257] {rt.fp8_stat = {gemm = "grad_weight", layer = "fc", operand = "a", slot = 9 : i64}}
+  return
+}

@@ -192,6 +192,50 @@ func.func @transposed_bias_gradient() {
 
 // -----
 
+// Rowwise scaling: the grad_weight operand's transposed cast along columns
+// (a scale per column) takes the bias gradient the same way; one whose
+// reduce_rows sums another width, or whose gradient is rewritten first,
+// keeps its reduce_rows.
+// CHECK-LABEL: func.func @rowwise_transposed_bias_gradient
+// CHECK: rt.alloc : memref<64x32xf8E5M2>
+// CHECK-NEXT: %[[DB:.*]] = rt.alloc : memref<64xf32>
+// CHECK-NEXT: rt.kernel "quantize_rows_transposed_bgrad" ins(%{{.*}}, %{{.*}} : memref<32x64xbf16>, memref<64xf32>) outs(%[[QT:.*]], %[[DB]] : memref<64x32xf8E5M2>, memref<64xf32>) consts [32, 64, 1, 1, 7, 2, 1] {rt.fp8_stat = {gemm = "grad_weight", layer = "fc", operand = "a", slot = 7 : i64}}
+// CHECK: rt.kernel "scaled_matmul_rowwise" ins(%[[QT]]
+// CHECK: rt.kernel "quantize_rows_transposed" ins
+// CHECK: rt.kernel "reduce_rows" ins(%{{.*}} : memref<16x128xbf16>)
+// CHECK: rt.kernel "quantize_rows_transposed" ins
+// CHECK-NEXT: rt.kernel "fill"
+// CHECK: rt.kernel "reduce_rows" ins(%{{.*}} : memref<32x64xbf16>)
+func.func @rowwise_transposed_bias_gradient() {
+  %g = rt.alloc : memref<32x64xbf16>
+  %s = rt.alloc : memref<64xf32>
+  %qt = rt.alloc : memref<64x32xf8E5M2>
+  rt.kernel "quantize_rows_transposed" ins(%g, %s : memref<32x64xbf16>, memref<64xf32>) outs(%qt : memref<64x32xf8E5M2>) consts [32, 64, 1, 1, 7, 2] {rt.fp8_stat = {gemm = "grad_weight", layer = "fc", operand = "a", slot = 7 : i64}}
+  %x = rt.alloc : memref<48x32xf8E4M3FN>
+  %sx = rt.alloc : memref<48xf32>
+  %dw = rt.alloc : memref<64x48xf32>
+  rt.kernel "scaled_matmul_rowwise" ins(%qt, %x, %s, %sx : memref<64x32xf8E5M2>, memref<48x32xf8E4M3FN>, memref<64xf32>, memref<48xf32>) outs(%dw : memref<64x48xf32>) consts [1, 64, 48, 32, 0, 1, 0, 0, 0, 1, 0, 0, 1, 1, 1]
+  %db = rt.alloc : memref<64xf32>
+  rt.kernel "reduce_rows" ins(%g : memref<32x64xbf16>) outs(%db : memref<64xf32>) consts [32, 64, 2, 1]
+
+  %g2 = rt.alloc : memref<32x64xbf16>
+  %qt2 = rt.alloc : memref<64x32xf8E5M2>
+  rt.kernel "quantize_rows_transposed" ins(%g2, %s : memref<32x64xbf16>, memref<64xf32>) outs(%qt2 : memref<64x32xf8E5M2>) consts [32, 64, 1, 1, -1, 2]
+  %g2wide = rt.reshape %g2 : memref<32x64xbf16> -> memref<16x128xbf16>
+  %db2 = rt.alloc : memref<128xf32>
+  rt.kernel "reduce_rows" ins(%g2wide : memref<16x128xbf16>) outs(%db2 : memref<128xf32>) consts [16, 128, 2, 1]
+
+  %g3 = rt.alloc : memref<32x64xbf16>
+  %qt3 = rt.alloc : memref<64x32xf8E5M2>
+  rt.kernel "quantize_rows_transposed" ins(%g3, %s : memref<32x64xbf16>, memref<64xf32>) outs(%qt3 : memref<64x32xf8E5M2>) consts [32, 64, 1, 1, -1, 2]
+  rt.kernel "fill" outs(%g3 : memref<32x64xbf16>) consts [2048, 0.0]
+  %db3 = rt.alloc : memref<64xf32>
+  rt.kernel "reduce_rows" ins(%g3 : memref<32x64xbf16>) outs(%db3 : memref<64xf32>) consts [32, 64, 2, 1]
+  return
+}
+
+// -----
+
 // A parameter that nothing in the entry point writes, cast for the forward
 // and (after other GEMMs) transposed for grad_input with one scale: both
 // copies where the first cast was, the transposed one held in place of a

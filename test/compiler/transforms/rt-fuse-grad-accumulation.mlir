@@ -163,6 +163,25 @@ func.func @small_gradients() {
 
 // -----
 
+// fp8-rowwise's grad_weight cast with the bias gradient: its db writes into
+// the gradient as well.
+// CHECK-LABEL: func.func @rowwise_bias_gradient
+// CHECK: rt.kernel "quantize_rows_transposed_bgrad" {{.*}} outs(%{{.*}}, %{{.*}} : memref<32x256xf8E5M2>, memref<32xf32>) consts [256, 32, 1, 1, -1, 2, 257]
+// CHECK-NOT: "accumulate"
+rt.arena @grads grads size = 128
+func.func @rowwise_bias_gradient() {
+  %dy = rt.alloc : memref<256x32xbf16>
+  %s = rt.alloc : memref<32xf32>
+  %qt = rt.alloc : memref<32x256xf8E5M2>
+  %db = rt.alloc : memref<32xbf16>
+  rt.kernel "quantize_rows_transposed_bgrad" ins(%dy, %s : memref<256x32xbf16>, memref<32xf32>) outs(%qt, %db : memref<32x256xf8E5M2>, memref<32xbf16>) consts [256, 32, 1, 1, -1, 2, 2]
+  %g = rt.view @grads[0] : memref<32xf32>
+  rt.kernel "accumulate" ins(%db : memref<32xbf16>) outs(%g : memref<32xf32>) consts [32, 2]
+  return
+}
+
+// -----
+
 // Left apart: a product another kernel reads too; one accumulated only in
 // part; one whose gradient's bytes another kernel writes in between
 // (an overlapping view); a strided, non-contiguous batched result; an

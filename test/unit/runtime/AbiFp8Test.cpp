@@ -606,6 +606,68 @@ TEST_F(AbiFp8Test, ScaleQuantizeRowsTransposedIsRowScalesThenTheCast) {
   ctx.clearError();
 }
 
+// The rowwise transposed casts' _bgrad forms (rt-fuse-dual-cast with the
+// bias gradient): the codes and scales of the cast without it, and db bit
+// for bit gptrt_reduce_rows of x -- f32, bf16 and accumulated into f32 --
+// for scales per column and per row, f32 and bf16 x; a bad db_dtype is
+// named.
+TEST_F(AbiFp8Test, RowwiseTransposedCastsWithBiasGradientAddReduceRows) {
+  const int64_t rows = 70, cols = 45, n = rows * cols;
+  std::vector<float> x = randomF(n, 89, -30.0, 30.0);
+  std::vector<uint16_t> x16(n);
+  for (int64_t i = 0; i < n; ++i)
+    x16[i] = cpu::floatToBf16(x[i]);
+  const std::vector<float> start = randomF(cols, 97, -1.0, 1.0);
+  for (int64_t alongCols : {1, 0})
+    for (int64_t dtype : {GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16})
+      for (int64_t dbDtype :
+           {GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16, GPTRT_DTYPE_F32_ACCUMULATE}) {
+        SCOPED_TRACE("along_cols " + std::to_string(alongCols) + ", dtype " +
+                     std::to_string(dtype) + ", db_dtype " +
+                     std::to_string(dbDtype));
+        const void *in = dtype == GPTRT_DTYPE_F32
+                             ? static_cast<const void *>(x.data())
+                             : static_cast<const void *>(x16.data());
+        const int64_t count = alongCols ? cols : rows;
+        std::vector<float> amax(count);
+        gptrt_amax_rows(h, in, amax.data(), rows, cols, alongCols, dtype);
+        // The reference: scales, codes and the bias gradient, three calls.
+        std::vector<float> scales(count);
+        gptrt_row_scales(h, amax.data(), scales.data(), count, 57344.0, 0, 1,
+                         1e-12);
+        std::vector<uint8_t> q(n);
+        gptrt_quantize_rows_transposed(h, in, scales.data(), q.data(), rows,
+                                       cols, alongCols, GPTRT_FP8_E5M2, -1,
+                                       dtype);
+        // db: cols floats (f32, accumulated) or bf16 codes, in 4 bytes each.
+        std::vector<float> db = start, dbGot = start, dbScaled = start;
+        gptrt_reduce_rows(h, in, db.data(), rows, cols, dtype, dbDtype);
+        std::vector<uint8_t> qGot(n, 0xDD), qScaled(n, 0xDD);
+        gptrt_quantize_rows_transposed_bgrad(
+            h, in, scales.data(), qGot.data(), dbGot.data(), rows, cols,
+            alongCols, GPTRT_FP8_E5M2, -1, dtype, dbDtype);
+        std::vector<float> scalesGot(count, -1.0f);
+        gptrt_scale_quantize_rows_transposed_bgrad(
+            h, in, amax.data(), qScaled.data(), dbScaled.data(),
+            scalesGot.data(), rows, cols, alongCols, GPTRT_FP8_E5M2, -1, dtype,
+            dbDtype, 57344.0, 0, 1, 1e-12);
+        ASSERT_FALSE(ctx.failed()) << ctx.error();
+        EXPECT_EQ(qGot, q);
+        EXPECT_EQ(qScaled, q);
+        EXPECT_EQ(std::memcmp(scalesGot.data(), scales.data(), 4 * count), 0);
+        EXPECT_EQ(std::memcmp(dbGot.data(), db.data(), 4 * cols), 0);
+        EXPECT_EQ(std::memcmp(dbScaled.data(), db.data(), 4 * cols), 0);
+      }
+  std::vector<float> scales(cols, 1.0f), db(cols);
+  std::vector<uint8_t> q(n);
+  gptrt_quantize_rows_transposed_bgrad(h, x.data(), scales.data(), q.data(),
+                                       db.data(), rows, cols, 1, GPTRT_FP8_E4M3,
+                                       -1, GPTRT_DTYPE_F32, 9);
+  EXPECT_THAT(ctx.error(),
+              ::testing::HasSubstr("gptrt_quantize_rows_transposed_bgrad"));
+  ctx.clearError();
+}
+
 TEST_F(AbiFp8Test, DualQuantizeWritesBothLayoutsAndBothStatistics) {
   // rt-fuse-dual-cast's kernel: the row-major and the transposed cast of
   // one tensor, bit for bit those of the two kernels, each recording its
