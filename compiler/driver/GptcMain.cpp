@@ -20,7 +20,9 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
@@ -29,6 +31,8 @@
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/WithColor.h"
+
+#include <vector>
 
 using namespace mlir;
 
@@ -134,6 +138,26 @@ void printRuntimeCalls(ModuleOp module, llvm::raw_ostream &os) {
         ++calls;
     });
     os << separator << name << " " << calls << " (" << when << ")";
+    separator = ", ";
+  }
+  os << "\n";
+  // Which kernels a micro-step calls, most frequent first: what the
+  // fusion passes and precision options change.
+  auto train = module.lookupSymbol<func::FuncOp>("train_step");
+  if (!train || train.isExternal())
+    return;
+  llvm::StringMap<int64_t> byKernel;
+  train.walk([&](rt::KernelOp op) { ++byKernel[op.getKernel()]; });
+  std::vector<std::pair<StringRef, int64_t>> sorted;
+  for (const auto &entry : byKernel)
+    sorted.push_back({entry.getKey(), entry.getValue()});
+  llvm::sort(sorted, [](const auto &a, const auto &b) {
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  });
+  os << "train_step kernels:";
+  separator = " ";
+  for (auto [kernel, count] : sorted) {
+    os << separator << kernel << " " << count;
     separator = ", ";
   }
   os << "\n";
