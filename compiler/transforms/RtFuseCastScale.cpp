@@ -70,13 +70,9 @@ public:
   using Base::Base;
 
   void runOnOperation() override {
-    SmallVector<std::pair<rt::KernelOp, const ScaleKind *>> scales;
-    getOperation().walk([&](rt::KernelOp op) {
-      for (const ScaleKind &kind : kScaleKinds)
-        if (op.getKernel() == kind.scaleKernel)
-          scales.push_back({op, &kind});
-    });
-    for (auto [scale, kind] : scales)
+    for (auto [scale, kind] : rt::kernelsNamedBy(
+             getOperation(), kScaleKinds,
+             [](const ScaleKind &kind) { return kind.scaleKernel; }))
       fuse(scale, *kind);
   }
 

@@ -36,13 +36,9 @@ public:
   using Base::Base;
 
   void runOnOperation() override {
-    SmallVector<std::pair<rt::KernelOp, const ProducerForm *>> producers;
-    getOperation().walk([&](rt::KernelOp op) {
-      for (const ProducerForm &form : kForms)
-        if (op.getKernel() == form.amaxForm)
-          producers.push_back({op, &form});
-    });
-    for (auto [producer, form] : producers)
+    for (auto [producer, form] : rt::kernelsNamedBy(
+             getOperation(), kForms,
+             [](const ProducerForm &form) { return form.amaxForm; }))
       fuse(producer, *form);
   }
 

@@ -1,9 +1,9 @@
 // Small queries on rt.kernel ops and buffers shared by the rt-level passes
 // (rt-fuse-gemm-epilogue, rt-fuse-add-layernorm, rt-fuse-classifier,
 // rt-fuse-dual-cast, rt-fuse-delayed-dual-cast, rt-hoist-transposed-casts,
-// rt-fuse-producer-dual-cast, rt-fuse-grad-accumulation, rt-fuse-cast-scale,
-// rt-fuse-rowwise-cast, rt-batch-fp8-state-updates,
-// rt-batch-fp8-state-scales).
+// rt-fuse-producer-cast, rt-fuse-producer-dual-cast,
+// rt-fuse-grad-accumulation, rt-fuse-cast-scale, rt-fuse-rowwise-cast,
+// rt-batch-fp8-state-updates, rt-batch-fp8-state-scales).
 #ifndef GPTC_COMPILER_TRANSFORMS_RTKERNELQUERIES_H
 #define GPTC_COMPILER_TRANSFORMS_RTKERNELQUERIES_H
 
@@ -32,6 +32,21 @@ inline mlir::Operation *nextUser(mlir::Operation *from, mlir::Value value) {
         (!first || user->isBeforeInBlock(first)))
       first = user;
   return first;
+}
+
+// The kernels under `root` that one of `forms` names (nameOf(form)), each
+// with its form, in walk order: collected before any is fused, since
+// fusing erases and creates kernels.
+template <typename Form, size_t N, typename NameOf>
+llvm::SmallVector<std::pair<KernelOp, const Form *>>
+kernelsNamedBy(mlir::Operation *root, const Form (&forms)[N], NameOf nameOf) {
+  llvm::SmallVector<std::pair<KernelOp, const Form *>> found;
+  root->walk([&](KernelOp op) {
+    for (const Form &form : forms)
+      if (op.getKernel() == nameOf(form))
+        found.push_back({op, &form});
+  });
+  return found;
 }
 
 // The buffer a value views: through rt.reshape to its rt.alloc or rt.view.

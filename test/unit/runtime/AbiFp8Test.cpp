@@ -44,6 +44,14 @@ std::vector<float> randomF(size_t n, uint64_t seed, double lo, double hi) {
   return convert<float>(randomVec(n, seed, lo, hi));
 }
 
+// x's bf16 codes, rounded to nearest even.
+std::vector<uint16_t> bf16Codes(const std::vector<float> &x) {
+  std::vector<uint16_t> codes(x.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    codes[i] = cpu::floatToBf16(x[i]);
+  return codes;
+}
+
 TEST_F(AbiFp8Test, ConvertRoundsToBf16AndBack) {
   std::vector<float> x = randomF(1001, 3, -50.0, 50.0);
   std::vector<uint16_t> bf(x.size(), 0xFFFF);
@@ -272,9 +280,7 @@ TEST_F(AbiFp8Test, TransposedQuantizeIsTheCastWithRowsAndColumnsSwapped) {
   std::vector<float> x = randomF(rows * cols, 41, -30.0, 30.0);
   x[5] = 1e7f;  // saturates
   x[6] = 1e-9f; // underflows
-  std::vector<uint16_t> x16(x.size());
-  for (size_t i = 0; i < x.size(); ++i)
-    x16[i] = cpu::floatToBf16(x[i]);
+  const std::vector<uint16_t> x16 = bf16Codes(x);
   const float scale = 7.5f;
   for (int64_t format : {GPTRT_FP8_E4M3, GPTRT_FP8_E5M2}) {
     for (int64_t dtype : {GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16}) {
@@ -478,9 +484,7 @@ TEST_F(AbiFp8Test, AmaxQuantizeRowsIsTheThreeRowwiseKernels) {
   x[3 * cols + 4] = NAN;
   for (int64_t c = 0; c < cols; ++c)
     x[5 * cols + c] = 0.0f;
-  std::vector<uint16_t> x16(n);
-  for (int64_t i = 0; i < n; ++i)
-    x16[i] = cpu::floatToBf16(x[i]);
+  const std::vector<uint16_t> x16 = bf16Codes(x);
   for (int64_t dtype : {GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16})
     for (int64_t format : {GPTRT_FP8_E4M3, GPTRT_FP8_E5M2})
       for (int64_t powerOfTwo : {0, 1}) {
@@ -543,9 +547,7 @@ TEST_F(AbiFp8Test, AmaxQuantizeRowsIsTheThreeRowwiseKernels) {
 TEST_F(AbiFp8Test, ScaleQuantizeRowsTransposedIsRowScalesThenTheCast) {
   const int64_t rows = 37, cols = 45, n = rows * cols;
   std::vector<float> x = randomF(n, 83, -30.0, 30.0);
-  std::vector<uint16_t> x16(n);
-  for (int64_t i = 0; i < n; ++i)
-    x16[i] = cpu::floatToBf16(x[i]);
+  const std::vector<uint16_t> x16 = bf16Codes(x);
   for (int64_t alongCols : {1, 0})
     for (int64_t dtype : {GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16})
       for (int64_t format : {GPTRT_FP8_E4M3, GPTRT_FP8_E5M2})
@@ -614,9 +616,7 @@ TEST_F(AbiFp8Test, ScaleQuantizeRowsTransposedIsRowScalesThenTheCast) {
 TEST_F(AbiFp8Test, RowwiseTransposedCastsWithBiasGradientAddReduceRows) {
   const int64_t rows = 70, cols = 45, n = rows * cols;
   std::vector<float> x = randomF(n, 89, -30.0, 30.0);
-  std::vector<uint16_t> x16(n);
-  for (int64_t i = 0; i < n; ++i)
-    x16[i] = cpu::floatToBf16(x[i]);
+  const std::vector<uint16_t> x16 = bf16Codes(x);
   const std::vector<float> start = randomF(cols, 97, -1.0, 1.0);
   for (int64_t alongCols : {1, 0})
     for (int64_t dtype : {GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16})
@@ -676,9 +676,7 @@ TEST_F(AbiFp8Test, DualQuantizeWritesBothLayoutsAndBothStatistics) {
   std::vector<float> x = randomF(rows * cols, 61, -40.0, 40.0);
   x[7] = 1e6f;  // saturates
   x[8] = 1e-9f; // underflows
-  std::vector<uint16_t> x16(x.size());
-  for (size_t i = 0; i < x.size(); ++i)
-    x16[i] = cpu::floatToBf16(x[i]);
+  const std::vector<uint16_t> x16 = bf16Codes(x);
   const float scale = 3.5f;
   std::vector<uint8_t> q(x.size()), qT(x.size()), wantQ(x.size()),
       wantQT(x.size());
@@ -804,9 +802,7 @@ TEST_F(AbiFp8Test, TransposedRowwiseCastKeepsEachRowsScale) {
   // at q[c * rows + r], along rows and along columns, f32 and bf16.
   const int64_t rows = 9, cols = 13;
   std::vector<float> x = randomF(rows * cols, 81, -20.0, 20.0);
-  std::vector<uint16_t> x16(x.size());
-  for (size_t i = 0; i < x.size(); ++i)
-    x16[i] = cpu::floatToBf16(x[i]);
+  const std::vector<uint16_t> x16 = bf16Codes(x);
   std::vector<float> byRow = randomF(rows, 82, 1.0, 30.0),
                      byCol = randomF(cols, 83, 1.0, 30.0);
   for (int64_t along : {0, 1})
