@@ -80,26 +80,18 @@ private:
 };
 
 // Dispatch: `body` runs on Device::Cpu; `cudaBody(c, gpu)` on Device::Cuda.
-// A function without a CUDA body records that it has none on a Cuda
-// context: its CPU body would dereference device pointers.
-struct NoCudaBody {};
-
-template <typename Body, typename CudaBody = NoCudaBody>
+// Every exported function has both: the CPU body would dereference device
+// pointers, so a function without a CUDA body does not compile.
+template <typename Body, typename CudaBody>
 void guarded(gptrt_context *ctx, const char *fn, Body &&body,
-             CudaBody &&cudaBody = {}) {
+             CudaBody &&cudaBody) {
   Context &c = contextOf(ctx, fn);
   if (c.failed())
     return;
   const TimedCall timed(c, fn);
   try {
     if (c.device() == Device::Cuda) {
-      if constexpr (std::is_same_v<std::decay_t<CudaBody>, NoCudaBody>) {
-        c.recordError(std::string(fn) +
-                      " has no CUDA kernel yet: run this artifact with "
-                      "--device cpu until runtime/cuda implements it");
-      } else {
-        cudaBody(c, *c.cudaDevice());
-      }
+      cudaBody(c, *c.cudaDevice());
       return;
     }
     body(c);

@@ -195,10 +195,15 @@ void Artifact::runEntry(EntryKind kind, Context &ctx) const {
     if (!gpu.hasGraph(slot) && ctx.eagerRuns(slot)++ == 0) {
       fn(ctx.handle());  // warm-up: sizes scratch, makes the GEMM plans
     } else {
+      // A failed gptrt_* call records its error rather than throwing, and
+      // the calls after it return at once: thrown inside the capture, the
+      // error makes captureGraph abandon the partial graph, never keep it.
       if (!gpu.hasGraph(slot))
-        gpu.captureGraph(slot, [&] { fn(ctx.handle()); });
-      ctx.throwIfFailed(std::string(entryName(kind)) + " of artifact " +
-                        path_ + " (capturing its CUDA graph)");
+        gpu.captureGraph(slot, [&] {
+          fn(ctx.handle());
+          ctx.throwIfFailed(std::string(entryName(kind)) + " of artifact " +
+                            path_ + " (capturing its CUDA graph)");
+        });
       gpu.launchGraph(slot);
     }
   } else {

@@ -76,8 +76,11 @@ DeviceImpl::DeviceImpl(int ordinal) : ordinal_(ordinal) {
   uploadStepScalars(1.0f, 0.0f, 0.0f);
   const float ones[2] = {1.0f, 1.0f};
   check(cudaMalloc(&unitScales_, sizeof ones), "cudaMalloc(unit scales)");
-  check(cudaMemcpy(unitScales_, ones, sizeof ones, cudaMemcpyHostToDevice),
-        "cudaMemcpy(unit scales)");
+  // On our stream, as every later reader: a plain cudaMemcpy runs on the
+  // legacy stream, which a non-blocking stream does not wait for.
+  check(cudaMemcpyAsync(unitScales_, ones, sizeof ones, cudaMemcpyHostToDevice,
+                        stream_),
+        "cudaMemcpyAsync(unit scales)");
 }
 
 DeviceImpl::~DeviceImpl() {
@@ -100,6 +103,7 @@ DeviceImpl::~DeviceImpl() {
   cudaFree(bf16Bias_.data);
   cudaFree(attentionStaging_.data);
   cudaFree(fp8Operands_.data);
+  cudaFree(rowwiseDequant_.data);
   if (stream_)
     cudaStreamDestroy(stream_);
 }
@@ -201,13 +205,20 @@ void DeviceImpl::captureGraph(int slot, const std::function<void()> &enqueue) {
     throw;
   }
   cudaGraph_t graph = nullptr;
-  check(cudaStreamEndCapture(stream_, &graph),
-        "cudaStreamEndCapture (an operation of this entry point cannot be "
-        "captured in a CUDA graph; run without --cuda-graphs)");
+  cudaError_t status = cudaStreamEndCapture(stream_, &graph);
   cudaGraphExec_t exec = nullptr;
-  cudaError_t status = cudaGraphInstantiate(&exec, graph, 0);
-  cudaGraphDestroy(graph);
-  check(status, "cudaGraphInstantiate");
+  if (status == cudaSuccess) {
+    status = cudaGraphInstantiate(&exec, graph, 0);
+    cudaGraphDestroy(graph);
+  } else if (graph) {
+    cudaGraphDestroy(graph);
+  }
+  if (status != cudaSuccess) {
+    // Cleared, so that the next launch's check does not report it as its own.
+    cudaGetLastError();
+    check(status, "capturing a CUDA graph (an operation of this entry point "
+                  "cannot be captured; run without --cuda-graphs)");
+  }
   if (static_cast<size_t>(slot) >= graphs_.size())
     graphs_.resize(static_cast<size_t>(slot) + 1, nullptr);
   if (graphs_[slot])

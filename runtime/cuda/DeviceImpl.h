@@ -468,9 +468,12 @@ private:
   void biasStore(const float *sum, const float *bias, void *c, int64_t cDtype,
                  int64_t batch, int64_t rows, int64_t cols, int64_t strideC);
   // Gemm.cu: shared by the GEMM entry points.
-  void runGemm(GemmPlan &plan, const GemmKey &key, const void *a, const void *b,
+  // Returns false, having written nothing, only where `mayRefuse` and
+  // cublasLtMatmul reports the heuristic's algorithm not supported after all.
+  bool runGemm(GemmPlan &plan, const GemmKey &key, const void *a, const void *b,
                void *c, const float *scaleA, const float *scaleB,
-               const void *bias, const void *aux = nullptr);
+               const void *bias, const void *aux = nullptr,
+               bool mayRefuse = false);
   // The cached plan of a shape; throws when cuBLASLt has no algorithm,
   // unless `mayRefuse`, which returns a plan marked refused instead. `bias`
   // (with key.alignBias) and `aux` (with key.epilogue) are shown to the

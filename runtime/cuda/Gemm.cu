@@ -24,6 +24,9 @@
 #include "runtime/cuda/DeviceImpl.h"
 
 #include <cuda_fp8.h>
+#include <memory>
+#include <type_traits>
+#include <utility>
 
 namespace gptrt::cuda {
 
@@ -273,33 +276,36 @@ GemmPlan &DeviceImpl::planFor(const GemmKey &key, bool mayRefuse,
               "set STRIDED_BATCH_OFFSET");
       }
     }
-    cublasLtMatmulPreference_t pref = nullptr;
-    check(cublasLtMatmulPreferenceCreate(&pref), "preference");
-    uint64_t ws = workspaceBytes_;
-    cublasLtMatmulPreferenceSetAttribute(
-        pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+    cublasLtMatmulPreference_t created = nullptr;
+    check(cublasLtMatmulPreferenceCreate(&created), "preference");
+    const std::unique_ptr<std::remove_pointer_t<cublasLtMatmulPreference_t>,
+                          decltype(&cublasLtMatmulPreferenceDestroy)>
+        pref(created, &cublasLtMatmulPreferenceDestroy);
+    const uint64_t ws = workspaceBytes_;
+    check(cublasLtMatmulPreferenceSetAttribute(
+              pref.get(), CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws,
+              sizeof ws),
+          "set MAX_WORKSPACE_BYTES");
     // The key's alignment fields hold the pointers' alignments (runGemm).
+    // Unset, cuBLASLt assumes 256 bytes and may pick a kernel that faults
+    // on less, so a refused setting is an error.
     const uint32_t alignA = uint32_t(key.formatA >> 8),
-                   alignB = uint32_t(key.formatB >> 8);
-    cublasLtMatmulPreferenceSetAttribute(
-        pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &alignB,
-        sizeof alignB);
-    cublasLtMatmulPreferenceSetAttribute(
-        pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &alignA,
-        sizeof alignA);
-    const uint32_t alignC = uint32_t(key.alignC);
-    cublasLtMatmulPreferenceSetAttribute(
-        pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &alignC,
-        sizeof alignC);
-    cublasLtMatmulPreferenceSetAttribute(
-        pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &alignC,
-        sizeof alignC);
+                   alignB = uint32_t(key.formatB >> 8),
+                   alignC = uint32_t(key.alignC);
+    const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t>
+        alignments[] = {{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, alignB},
+                        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignA},
+                        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignC},
+                        {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignC}};
+    for (const auto &[attribute, bytes] : alignments)
+      check(cublasLtMatmulPreferenceSetAttribute(pref.get(), attribute, &bytes,
+                                                 sizeof bytes),
+            "set MIN_ALIGNMENT");
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
-    cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(
-        lt_, plan.op, plan.a, plan.b, plan.c, plan.c, pref, 1, &result,
-        &found);
-    cublasLtMatmulPreferenceDestroy(pref);
+    cublasStatus_t st =
+        cublasLtMatmulAlgoGetHeuristic(lt_, plan.op, plan.a, plan.b, plan.c,
+                                       plan.c, pref.get(), 1, &result, &found);
     if ((st != CUBLAS_STATUS_SUCCESS || found == 0) && mayRefuse) {
       plan.refused = true;
       return plan;
@@ -320,10 +326,10 @@ GemmPlan &DeviceImpl::planFor(const GemmKey &key, bool mayRefuse,
   return plan;
 }
 
-void DeviceImpl::runGemm(GemmPlan &plan, const GemmKey &key, const void *a,
+bool DeviceImpl::runGemm(GemmPlan &plan, const GemmKey &key, const void *a,
                          const void *b, void *c, const float *scaleA,
-                         const float *scaleB, const void *bias,
-                         const void *aux) {
+                         const float *scaleB, const void *bias, const void *aux,
+                         bool mayRefuse) {
   // beta 1 adds the product to C, which is D (an accumulating f32 D).
   const float alpha = 1.0f, beta = key.accumulate ? 1.0f : 0.0f;
   if (key.alignBias)
@@ -358,10 +364,13 @@ void DeviceImpl::runGemm(GemmPlan &plan, const GemmKey &key, const void *a,
                                          &inv2, sizeof inv2),
           "set B_SCALE_POINTER");
   }
-  check(cublasLtMatmul(lt_, plan.op, &alpha, b, plan.a, a, plan.b, &beta, c,
-                       plan.c, c, plan.c, &plan.algo, workspace_,
-                       workspaceBytes_, stream_),
-        "cublasLtMatmul");
+  const cublasStatus_t status = cublasLtMatmul(
+      lt_, plan.op, &alpha, b, plan.a, a, plan.b, &beta, c, plan.c, c, plan.c,
+      &plan.algo, workspace_, workspaceBytes_, stream_);
+  if (mayRefuse && status == CUBLAS_STATUS_NOT_SUPPORTED)
+    return false;
+  check(status, "cublasLtMatmul");
+  return true;
 }
 
 void DeviceImpl::zeroBatches(void *c, size_t elementBytes, int64_t batch,
@@ -780,7 +789,13 @@ bool DeviceImpl::rowwiseOuterVecGemm(
   checkLaunch("gptrt_scaled_matmul_rowwise (dequantisation scales)");
   const uint8_t *aT, *bT;
   moveToTn(tn, a, b, batch, m, n, k, strideA, strideB, aT, bT);
-  runGemm(plan, key, aT, bT, c, dequant, dequant + offB, nullptr);
+  // A heuristic's answer is not a promise: a refusal at the call itself
+  // falls back too (the vectors and moved operands were scratch only).
+  if (!runGemm(plan, key, aT, bT, c, dequant, dequant + offB, nullptr, nullptr,
+               /*mayRefuse=*/true)) {
+    plan.refused = true;
+    return false;
+  }
   ++outerVecGemms_;
   return true;
 }

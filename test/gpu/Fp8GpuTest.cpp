@@ -1047,16 +1047,17 @@ TEST_F(GpuTest, ProducersTakeTheirFp8EpilogueInOnePass) {
 }
 
 // FP8 cast statistics counted on the device equal the CPU's counts for the
-// same casts: two E4M3 casts into one slot (amax the max, counts summed,
-// scale the last: saturation from the first, underflow from the second),
-// an E5M2 cast of small values (underflow) into another.
+// same casts: three E4M3 casts into one slot (amax the max, counts summed,
+// scale the last, which is neither the first nor the smallest: saturation
+// from the first, underflow from the second), an E5M2 cast of small
+// values (underflow) into another.
 TEST_F(GpuTest, CastStatisticsMatchCpu) {
   Context cpuCtx(Device::Cpu, {});
   const int64_t n = 300001;
   std::vector<float> a = randn(n, 200.0f), b = randn(n, 1e-3f);
   for (int64_t i = 0; i < n; i += 101)
     a[i] = 0.0f;  // zeros are not underflow
-  const std::vector<float> scales{2.0f, 0.5f};
+  const std::vector<float> scales{2.0f, 0.5f, 1.0f};
   for (Context *c : {&gpu(), &cpuCtx})
     c->beginFp8Stats(2);
   auto cast = [&](gptrt_context *h, const float *x, const float *scale,
@@ -1068,10 +1069,13 @@ TEST_F(GpuTest, CastStatisticsMatchCpu) {
   const float *ga = upload(a), *gb = upload(b);
   const float *s0 = upload(std::vector<float>{scales[0]});
   const float *s1 = upload(std::vector<float>{scales[1]});
+  const float *s2 = upload(std::vector<float>{scales[2]});
   cast(g(), ga, s0, q, GPTRT_FP8_E4M3, 0);
   cast(g(), gb, s1, q, GPTRT_FP8_E4M3, 0);
+  cast(g(), ga, s2, q, GPTRT_FP8_E4M3, 0);
   cast(cpuCtx.handle(), a.data(), &scales[0], ref.data(), GPTRT_FP8_E4M3, 0);
   cast(cpuCtx.handle(), b.data(), &scales[1], ref.data(), GPTRT_FP8_E4M3, 0);
+  cast(cpuCtx.handle(), a.data(), &scales[2], ref.data(), GPTRT_FP8_E4M3, 0);
   cast(g(), gb, s0, q, GPTRT_FP8_E5M2, 1);
   cast(cpuCtx.handle(), b.data(), &scales[0], ref.data(), GPTRT_FP8_E5M2, 1);
   expectOk();
@@ -1089,6 +1093,7 @@ TEST_F(GpuTest, CastStatisticsMatchCpu) {
     EXPECT_GT(want.underflow + want.saturated, 0)
         << "slot " << slot << ": the data should exercise the counters";
   }
+  EXPECT_EQ(gpu().fp8Stats()[0].scale, scales[2]) << "the last cast's scale";
 }
 
 // The rowwise casts' statistics on the device (each value with its row's or

@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -56,6 +57,12 @@ protected:
       GTEST_SKIP() << "no CUDA device: " << s.why;
     ctx_ = s.ctx.get();
     ctx_->clearError();
+    // Options a test that stopped early (a failed ASSERT) may have left on
+    // in the shared context.
+    if (ctx_->collectingFp8Stats())
+      ctx_->endFp8Stats();
+    dev().setFlashAttention(false);
+    dev().setRowwiseOuterVecScales(false);
     next_ = 0;
     // Fresh inputs every run (METHOD.md); the seed is printed to replay.
     seed_ = std::random_device{}();
@@ -139,21 +146,38 @@ inline std::vector<double> bf16Values(const std::vector<uint16_t> &codes) {
   return values;
 }
 
-// ||got - ref|| / ||ref|| (||ref|| taken as 1 when it is 0); infinity if
-// got holds a NaN anywhere, so unwritten (poisoned) elements always fail.
+template <typename T> double normOf(const std::vector<T> &v) {
+  double sum = 0;
+  for (const T &x : v)
+    sum += static_cast<double>(x) * static_cast<double>(x);
+  return std::sqrt(sum);
+}
+
+// ||got - ref|| / max(||ref||, floor); infinity if got holds a NaN
+// anywhere, so unwritten (poisoned) elements always fail. `floor` is for
+// results whose terms may cancel (one element summing to nearly 0): each
+// rounding's error scales with the terms, not with their sum, so the
+// floor is the norm of the terms.
 template <typename G>
-double relErr(const std::vector<G> &got, const std::vector<double> &ref) {
+double relErrAbove(const std::vector<G> &got, const std::vector<double> &ref,
+                   double floor) {
   if (got.size() != ref.size())
     return std::numeric_limits<double>::infinity();
-  double num = 0, den = 0;
+  double num = 0;
   for (size_t i = 0; i < got.size(); ++i) {
     if (std::isnan(static_cast<double>(got[i])))
       return std::numeric_limits<double>::infinity();
     double d = static_cast<double>(got[i]) - ref[i];
     num += d * d;
-    den += ref[i] * ref[i];
   }
-  return std::sqrt(num) / (den == 0 ? 1.0 : std::sqrt(den));
+  const double den = std::max(normOf(ref), floor);
+  return std::sqrt(num) / (den == 0 ? 1.0 : den);
+}
+
+// ||got - ref|| / ||ref|| (||ref|| taken as 1 when it is 0).
+template <typename G>
+double relErr(const std::vector<G> &got, const std::vector<double> &ref) {
+  return relErrAbove(got, ref, 0.0);
 }
 
 // Tolerances of the task (norm-wise, against float64).

@@ -93,8 +93,12 @@ TEST_F(GradientCommGpuTest, ScatteredAndF32BucketsOnTheGpuEqualTheCpus) {
         << (scatter ? "reduce-scattered" : "all-reduced");
     // One rank: the sums are the values sent.
     EXPECT_EQ(std::memcmp(gpu.data(), g.data(), g.size() * sizeof(float)), 0);
-    // Timed on the stream with events: some time, less than a second.
-    EXPECT_GT(busy, 0.0);
+    // Timed on the stream with events: less than a second, and some time
+    // where the exchange copies (one rank's in-place all-reduce may leave
+    // NCCL nothing to do, and back-to-back events may read 0).
+    EXPECT_GE(busy, 0.0);
+    if (scatter)
+      EXPECT_GT(busy, 0.0);
     EXPECT_LT(busy, 1.0);
   }
 }

@@ -44,7 +44,14 @@ TEST_F(GpuTest, LayerNormForwardBackward) {
     EXPECT_LT(relErr(download(out, rows * width), o), kF32Tol);
     EXPECT_LT(relErr(download(mean, rows), m), kF32Tol);
     EXPECT_LT(relErr(download(rstd, rows), s), kF32Tol);
-    EXPECT_LT(relErr(download(gx, rows * width), rx), kF32Tol);
+    // dx is rstd (w dy - means): with 3 columns the difference may cancel,
+    // so its error is measured against the size of rstd w dy.
+    std::vector<double> dxTerms(rows * width);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < width; ++j)
+        dxTerms[r * width + j] = s[r] * wd[j] * dyd[r * width + j];
+    EXPECT_LT(relErrAbove(download(gx, rows * width), rx, normOf(dxTerms)),
+              kF32Tol);
     EXPECT_LT(relErr(download(gw, width), rw), kF32Tol);
     EXPECT_LT(relErr(download(gb, width), rb), kF32Tol);
   }
@@ -549,10 +556,24 @@ TEST_F(GpuTest, AttentionForwardBackward) {
     SCOPED_TRACE("B " + std::to_string(s.B) + " T " + std::to_string(s.T) +
                  " C " + std::to_string(s.C) + " H " + std::to_string(s.H));
     EXPECT_LT(relErr(download(out, n), o), kF32Tol);
-    EXPECT_LT(relErr(download(lse, nl), l), kF32Tol);
+    // An error of e in a log-sum-exp is a relative error of e in every
+    // probability: bounded absolutely (one score near 0 with T = 1).
+    EXPECT_LT(
+        relErrAbove(download(lse, nl), l, normOf(std::vector<double>(nl, 1.0))),
+        kF32Tol);
     EXPECT_LT(relErr(download(gq, n), rq), kF32Tol);
     EXPECT_LT(relErr(download(gk, n), rk), kF32Tol);
     EXPECT_LT(relErr(download(gv, n), rv), kF32Tol);
+    // The baseline backward has no atomics: the same gradients bit for bit
+    // when run again.
+    float *again = alloc<float>(3 * n);
+    gptrt_attention_bwd(g(), upload(dy), dq_in, dk_in, dv_in, out, lse, again,
+                        again + n, again + 2 * n, s.B, s.T, s.C, s.H, s.causal,
+                        GPTRT_DTYPE_F32);
+    expectOk();
+    EXPECT_EQ(download(again, n), download(gq, n));
+    EXPECT_EQ(download(again + n, n), download(gk, n));
+    EXPECT_EQ(download(again + 2 * n, n), download(gv, n));
   }
 }
 
