@@ -18,8 +18,10 @@
 #                   themselves are ~66 MB
 #   GPU machine: tools/device-check.sh [PACK_DIR]   (default build/devcheck)
 #                run with carry: ["build/devcheck"]; the archive is unpacked
-#                into /tmp; logs and the gtest XML go to $OUT (or
-#                /tmp/device-check) and come back.
+#                into /tmp; logs and the gtest XML go to /tmp/device-check.
+#                Only 8 files come back from a device run's $OUT, so there
+#                the script leaves two: summary.txt (the table) and
+#                devcheck-logs.tar.gz (every log), also when it is stopped.
 #
 # A step's status: PASS, FAIL, TIMEOUT, SKIP (not applicable) or INFO (a
 # measurement; never counted as a pass or a failure).
@@ -105,13 +107,29 @@ if [[ -f $pack/devcheck.tar.gz ]]; then
   pack=$unpacked
 fi
 [[ -d $pack/bin ]] || { echo "device-check: no pack at $pack: run tools/device-check.sh --pack here first and carry it"; exit 1; }
-out=${OUT:-/tmp/device-check}
-mkdir -p "$out"
+out=${DEVICE_CHECK_WORK:-/tmp/device-check}
+rm -rf "$out" && mkdir -p "$out" || { echo "device-check: cannot make $out"; exit 1; }
 start=$(date +%s)
 
-# cuBLASLt comes from the machine's CUDA 13 (too large to carry).
-cublas_dirs=/usr/local/cuda/lib64:/usr/local/cuda/lib
-py_cublas=$(python3 -c 'import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], "lib"))' 2>/dev/null || true)
+# cuBLASLt comes from the machine's CUDA 13 (541 MB: too large to carry):
+# a toolkit's lib64 / targets directory, or the pip wheels PyTorch brought
+# (nvidia-cublas 13 installs into site-packages/nvidia/cu13/lib, the CUDA
+# 12 wheels into nvidia/cublas/lib).
+cublas_dirs=/usr/local/cuda/lib64:/usr/local/cuda/targets/x86_64-linux/lib:/usr/local/cuda/lib
+py_cublas=$(python3 - 2>/dev/null <<'EOF'
+import os
+try:
+    import nvidia
+except ImportError:
+    raise SystemExit
+for root in list(nvidia.__path__):
+    for sub in ("cu13/lib", "cublas/lib"):
+        d = os.path.join(root, sub)
+        if os.path.exists(os.path.join(d, "libcublasLt.so.13")):
+            print(d)
+            raise SystemExit
+EOF
+)
 # NCCL (dlopened by GPU workers): the CUDA image's, else PyTorch's wheel.
 if [[ ! -e /usr/local/cuda/lib/libnccl.so.2 && ! -e /usr/local/cuda/lib64/libnccl.so.2 ]]; then
   py_nccl=$(python3 -c 'import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], "lib", "libnccl.so.2"))' 2>/dev/null || true)
@@ -125,10 +143,46 @@ export LD_LIBRARY_PATH=$pack/lib:$cublas_dirs${py_cublas:+:$py_cublas}${LD_LIBRA
 names=(); states=(); notes=()
 record() { names+=("$1"); states+=("$2"); notes+=("$3"); echo "== $1: $2 $3"; }
 # record_failed NAME RC LOG: a step that did not pass, TIMEOUT (rc 124) or
-# FAIL, with the exit status and the log's last line.
+# FAIL, with the exit status and the log's last line; SKIP when run_step
+# did not start it because the budget was spent (rc 200).
 record_failed() {
+  if [[ $2 == 200 ]]; then
+    record "$1" SKIP "$(tail -n 1 "$3")"
+    return
+  fi
   record "$1" "$([[ $2 == 124 ]] && echo TIMEOUT || echo FAIL)" "rc $2: $(tail -n 1 "$3" | cut -c1-110)"
 }
+
+# The table, printed last -- and written, with every log, where a device
+# run's files come back -- however the script ends: a run stopped at its
+# time limit (SIGTERM) still reports the rows it finished.
+summary() {
+  echo
+  echo "device-check summary ($(( $(date +%s) - start )) s; logs in $out${OUT:+, and in \$OUT/devcheck-logs.tar.gz})"
+  printf '%-38s %-8s %s\n' STEP STATUS NOTE
+  for i in "${!names[@]}"; do
+    printf '%-38s %-8s %s\n' "${names[$i]}" "${states[$i]}" "${notes[$i]}"
+  done
+}
+finish() {
+  trap - EXIT
+  local status=0 i
+  for i in "${!states[@]}"; do
+    case ${states[$i]} in FAIL|TIMEOUT) status=1 ;; esac
+  done
+  summary | tee "$out/summary.txt"
+  if [[ -n ${OUT:-} && -d $OUT ]]; then
+    cp "$out/summary.txt" "$OUT/summary.txt"
+    # One archive: the device returns at most 8 files of 16 MiB; a log
+    # over 4 MiB (a runaway one) stays behind.
+    (cd "$out" && find . -type f -size -4M -print0 |
+      tar --null -T - -czf "$OUT/devcheck-logs.tar.gz") ||
+      echo "device-check: could not archive the logs into \$OUT"
+  fi
+  exit $status
+}
+trap finish EXIT
+trap 'record device-check TIMEOUT "stopped by a signal after $(( $(date +%s) - start )) s"; exit 1' TERM INT
 
 # The whole run must fit the device session (DESIGN.md: under 8 minutes):
 # a step never runs past the budget, it times out instead (and says so).
@@ -138,7 +192,11 @@ budget=${DEVICE_CHECK_BUDGET:-470}
 run_step() {
   local name=$1 limit=$2 log=$out/$3; shift 3
   local left=$(( budget - ($(date +%s) - start) ))
-  (( left < 5 )) && left=5
+  if (( left < 15 )); then
+    echo "budget spent: ${left} s of the ${budget} s left, not started" >"$log"
+    echo "== $name: not started, budget spent"
+    return 200
+  fi
   if (( left < limit )); then
     echo "== $name: limited to ${left} s by the ${budget} s budget"
     limit=$left
@@ -155,7 +213,11 @@ gpu=$(nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,nohead
 record "gpu" "${gpu:+INFO}" "${gpu:-nvidia-smi gave nothing}"
 [[ -n $gpu ]] || states[-1]=FAIL
 missing=$(ldd "$pack/bin/gpu-tests" | grep "not found" | tr -s ' \t' ' ')
-[[ -z $missing ]] || record "libraries" FAIL "$missing"
+if [[ -n $missing ]]; then
+  record "libraries" FAIL "$missing"
+else
+  record "libraries" INFO "$(ldd "$pack/bin/gpu-tests" | grep -o 'libcublasLt[^ ]* => [^ ]*' | head -1)${GPTRT_NCCL_LIB:+; NCCL $GPTRT_NCCL_LIB}"
+fi
 
 # 2. Host-side FP8/bf16 parity with cuda_fp8.h (no GPU needed; cheap).
 run_step parity 120 parity.log "$pack/bin/runtime-cuda-parity-tests"
@@ -164,7 +226,7 @@ rc=$?; record "cuda-parity" "$([[ $rc == 0 ]] && echo PASS || { [[ $rc == 124 ]]
 # 3. Every CUDA kernel against the CPU reference. A skip here means the
 # binary could not open the GPU, a failure on this machine -- except the
 # NCCL tests' skip where NCCL cannot be loaded, which the row names.
-run_step gpu-tests 240 gpu-tests.log "$pack/bin/gpu-tests" --gtest_output=xml:"$out/gpu-tests.xml"
+run_step gpu-tests 150 gpu-tests.log "$pack/bin/gpu-tests" --gtest_output=xml:"$out/gpu-tests.xml"
 rc=$?
 passed=$(grep -oE '^\[  PASSED  \] [0-9]+' "$out/gpu-tests.log" | grep -oE '[0-9]+$' || echo 0)
 failed=$(grep -oE '^\[  FAILED  \] [0-9]+ test' "$out/gpu-tests.log" | grep -oE '[0-9]+' || echo 0)
@@ -203,7 +265,7 @@ for art in tiny tiny-fp8 tiny-rowwise; do
   stats=()
   [[ $art != tiny ]] && stats=(--fp8-stats-every 2)
   # The same 3 steps on the CPU first: the losses should agree closely.
-  timeout 120 "$pack/bin/gptrun" "$pack/artifacts/$art.so" --device cpu \
+  timeout 60 "$pack/bin/gptrun" "$pack/artifacts/$art.so" --device cpu \
     --data "$pack/data/train_*.bin" --steps 3 --seed 7 "${stats[@]}" \
     --log "$out/run-$art-cpu.jsonl" >"$out/gptrun-$art-cpu.log" 2>&1
   run_step "gptrun-$art" 120 "gptrun-$art.log" "$pack/bin/gptrun" "$pack/artifacts/$art.so" \
@@ -250,6 +312,7 @@ if [[ -f $pack/artifacts/tiny.so && -n $data ]]; then
   case $rc in
     0) record gpu-cpu-parity PASS "${note#PASSED: }" ;;
     77) record gpu-cpu-parity SKIP "${note#SKIPPED: }" ;;
+    200) record gpu-cpu-parity SKIP "$(tail -n 1 "$out/gpu-cpu-parity.log")" ;;
     124) record gpu-cpu-parity TIMEOUT "over the step's time" ;;
     *) record gpu-cpu-parity FAIL "${note:-rc $rc}" ;;
   esac
@@ -334,12 +397,13 @@ done
 # 5. Benchmarks (DESIGN.md section 8): GPT-2 124M tokens/s, bf16 and FP8,
 # side by side with PyTorch (+ torch.compile) in the same run.
 #
-# PyTorch side (tools/bench/torch_gpt2.py, from the pack): 124M bf16 and
-# fp8, both compiled, then bf16-vs-FP8 GEMM timings of the 124M and 774M
-# shapes. Budget about 3 minutes: torch.compile of 124M takes about a
-# minute per variant, so only 10 warm-up and 30 timed steps (about 2 s of
-# steps at 16 x 1024 tokens). The timeouts are caps for a hung or runaway
-# run, not the expected times.
+# Order, most telling first, as the budget may cut the last rows (they
+# SKIP, "budget spent"): gptc's bf16 and fp8-tensorwise rows, PyTorch's
+# 124M bf16 and fp8 (tools/bench/torch_gpt2.py, from the pack; compiled),
+# the GEMM and attention tables of both, then gptc's other variants.
+# torch.compile of 124M takes one to two minutes per variant, so only 10
+# warm-up and 30 timed steps (about 2 s of steps at 16 x 1024 tokens).
+# The timeouts are caps for a hung or runaway run, not expected times.
 # BENCH_MICRO_BATCH (sequences of 1024 tokens per step): 16 is a safe fill
 # of the H200's 141 GB for 124M, not a tuned one; raise it to find the
 # fastest fill, and give gptc the same micro-batch when its row arrives.
@@ -347,16 +411,19 @@ bench_py=$pack/bench/torch_gpt2.py
 bench_python=${BENCH_PYTHON:-python3}
 bench_micro_batch=${BENCH_MICRO_BATCH:-16}
 # A command line, not a function: run_step hands it to timeout.
-torch_python=(env LD_LIBRARY_PATH="$machine_ld_library_path" "$bench_python")
+torch_python=(env LD_LIBRARY_PATH="$machine_ld_library_path" PYTHONUNBUFFERED=1 "$bench_python")
 # The last RESULT line of a training log as "X tok/s, Y ms/step, MFU Z%, loss L".
 training_note() {
   "$bench_python" - "$1" <<'EOF'
 import json, sys
 rows = [json.loads(line[len("RESULT "):]) for line in open(sys.argv[1]) if line.startswith("RESULT ")]
 r = rows[-1]
-print("%.0f tok/s, %.2f ms/step, MFU %.1f%%, loss %.4f (micro-batch %d x %d, peak %.1f GiB)"
-      % (r["tokens_per_s"], r["step_ms"], 100 * r["mfu"], r["final_loss"], r["micro_batch"], r["seq"],
-         r["peak_mem_gib"] or 0.0))
+at = ""
+if r.get("warmup_loss") is not None:
+    at = ", %.4f after %d" % (r["warmup_loss"], r["warmup_steps"])
+print("%.0f tok/s, %.2f ms/step, MFU %.1f%%, loss %.4f after %d steps%s (micro-batch %d x %d, peak %.1f GiB)"
+      % (r["tokens_per_s"], r["step_ms"], 100 * r["mfu"], r["final_loss"], r.get("warmup_steps", 0) + r["steps"], at,
+         r["micro_batch"], r["seq"], r["peak_mem_gib"] or 0.0))
 EOF
 }
 # The GEMM table's RESULT lines as FP8 speed-ups over bf16, geometric mean per config.
@@ -402,15 +469,89 @@ EOF
 # here, so SKIP with that line. argparse's usage errors exit 2 too, but
 # print "torch_gpt2.py: error: ...": those are failures.
 bench_row() {
-  local name=$1 log=$2 rc=$3 note_fn=$4
+  local name=$1 log=$2 rc=$3 note_fn=$4 note
   if [[ $rc == 0 ]] && grep -q '^RESULT ' "$log"; then
-    record "$name" PASS "$("$note_fn" "$log" 2>&1 | tail -n 1)"
+    if note=$("$note_fn" "$log" 2>&1); then
+      record "$name" PASS "$(tail -n 1 <<<"$note")"
+    else
+      record "$name" FAIL "its RESULT does not read: $(tail -n 1 <<<"$note" | cut -c1-100)"
+    fi
   elif [[ $rc == 2 ]] && tail -n 1 "$log" | grep -q '^torch_gpt2: '; then
     record "$name" SKIP "$(tail -n 1 "$log" | cut -c1-160)"
   else
     record_failed "$name" $rc "$log"
   fi
 }
+
+# gptc side: the packed GPT-2 124M artifacts, one optimizer step per
+# micro-batch (--total-batch-tokens = micro-batch x 1024), on the packed
+# GPT-2-token shard, 10 steps (PyTorch's warm-up count, on the same
+# shard: its rows report the loss there too, so the losses compare);
+# speed from the median step after 3 warm-up steps, without the 10th:
+# every runtime call of it is timed (--profile-step), its table in the
+# row's log and its three longest functions in the note, for where the
+# time goes. Attention is the O(T^2) baseline except in the -flash row;
+# CUDA graphs are off except in the -graphs rows (both defaults wait for
+# this run's checks; the -graphs rows show the launches the graphs save
+# against the eager row of the same artifact); the weights are cast once
+# per step (cast_weights), as every step is one micro-step here. The
+# rows run in two groups: bf16 and fp8-tensorwise first (the headline
+# numbers), the variants after PyTorch's rows.
+gptc_note() {
+  "$bench_python" - "$1" "$2" "$3" "$4" <<'EOF'
+import json, statistics, sys
+log, flops, tokens, peak = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+rows = [json.loads(line) for line in open(log)]
+timed = [r for r in rows if not r.get("profiled")]
+ms = statistics.median(r["step_ms"] for r in timed[3:] or timed)
+tps = tokens / (ms / 1e3)
+top = ""
+for r in rows:
+    if r.get("profile"):
+        total = sum(p["ms"] for p in r["profile"]) or 1
+        top = "; top " + ", ".join("%s %.0f%%" % (p["function"][len("gptrt_"):], 100 * p["ms"] / total)
+                                   for p in r["profile"][:3])
+print("%.0f tok/s, %.2f ms/step, MFU %.1f%%, loss %.4f after %d steps%s" % (tps, ms, 100 * flops * tps / peak, rows[-1]["loss"], len(rows), top))
+EOF
+}
+bench_peak=${BENCH_PEAK_FLOPS:-989e12}  # H100/H200 dense bf16, as torch_gpt2.py
+gptc_flops=$(cat "$pack/artifacts/gpt2.flops_per_token" 2>/dev/null)
+gptc_micro_batch=$(cat "$pack/artifacts/gpt2.micro_batch" 2>/dev/null)
+# gptc_rows VARIANT...: bf16-flash is the bf16 artifact with --attention
+# flash (FlashAttention.cu); -graphs: with --cuda-graphs on (the profiled
+# 10th step still runs eagerly).
+gptc_rows() {
+local variant precision attention graphs name art tokens rc note
+for variant in "$@"; do
+  precision=${variant%-flash}
+  precision=${precision%-graphs}
+  attention=baseline
+  [[ $variant == *-flash ]] && attention=flash
+  graphs=off
+  [[ $variant == *-graphs ]] && graphs=on
+  name=bench-gptc-124m-$variant
+  art=$pack/artifacts/gpt2-$precision.so
+  if [[ ! -f $art || -z $data || -z $gptc_flops ]]; then
+    record "$name" FAIL "artifact, FLOPs or data not packed: rerun tools/device-check.sh --pack"; continue
+  fi
+  tokens=$(( gptc_micro_batch * 1024 ))
+  run_step "$name" 60 "$name.log" "$pack/bin/gptrun" "$art" --device cuda \
+    --attention "$attention" --cuda-graphs "$graphs" \
+    --data "$pack/data/train_*.bin" --steps 10 --profile-step 10 --seed 7 \
+    --decay constant --total-batch-tokens "$tokens" --quiet \
+    --log "$out/$name.jsonl"
+  rc=$?
+  if [[ $rc != 0 ]]; then
+    record_failed "$name" $rc "$out/$name.log"
+  elif note=$(gptc_note "$out/$name.jsonl" "$gptc_flops" "$tokens" "$bench_peak" 2>&1); then
+    record "$name" PASS "$(tail -n 1 <<<"$note")"
+  else
+    record "$name" FAIL "its log does not read: $(tail -n 1 <<<"$note" | cut -c1-100)"
+  fi
+done
+}
+gptc_rows bf16 fp8-tensorwise
+
 
 torch_skip=""
 if ! command -v "$bench_python" >/dev/null; then
@@ -425,10 +566,16 @@ if [[ -n $torch_skip ]]; then
 elif [[ ! -f $bench_py ]]; then
   record "bench-torch" FAIL "$bench_py missing: the pack predates it; rerun tools/device-check.sh --pack"
 else
+  # On the packed shard, as gptc's rows: the loss after the 10 warm-up
+  # steps compares with theirs. The fp8 variant compiles 49 autograd
+  # Functions and their casts: more time.
+  torch_data=()
+  [[ -n $data ]] && torch_data=(--data "$pack/data/train_*.bin")
   for variant in bf16 fp8; do
-    run_step "bench-torch-124m-$variant" 120 "bench-torch-124m-$variant.log" \
+    run_step "bench-torch-124m-$variant" $([[ $variant == fp8 ]] && echo 150 || echo 120) \
+      "bench-torch-124m-$variant.log" \
       "${torch_python[@]}" "$bench_py" --config 124m --variant "$variant" \
-      --micro-batch "$bench_micro_batch" --warmup 10 --steps 30
+      --micro-batch "$bench_micro_batch" --warmup 10 --steps 30 "${torch_data[@]}"
     rc=$?
     bench_row "bench-torch-124m-$variant" "$out/bench-torch-124m-$variant.log" $rc training_note
   done
@@ -524,64 +671,8 @@ for kernel in baseline flash; do
   fi
 done
 
-# gptc side: the packed GPT-2 124M artifacts, one optimizer step per
-# micro-batch (--total-batch-tokens = micro-batch x 1024), on the packed
-# GPT-2-token shard, 10 steps (PyTorch's count, so the losses compare);
-# speed from the median step after 3 warm-up steps, without the 10th:
-# every runtime call of it is timed (--profile-step), its table in the
-# row's log and its three longest functions in the note, for where the
-# time goes. Attention is the O(T^2) baseline except in the -flash row;
-# CUDA graphs are off except in the -graphs rows (both defaults wait for
-# this run's checks; the -graphs rows show the launches the graphs save
-# against the eager row of the same artifact); the weights are cast once
-# per step (cast_weights), as every step is one micro-step here.
-gptc_note() {
-  "$bench_python" - "$1" "$2" "$3" "$4" <<'EOF'
-import json, statistics, sys
-log, flops, tokens, peak = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
-rows = [json.loads(line) for line in open(log)]
-timed = [r for r in rows if not r.get("profiled")]
-ms = statistics.median(r["step_ms"] for r in timed[3:] or timed)
-tps = tokens / (ms / 1e3)
-top = ""
-for r in rows:
-    if r.get("profile"):
-        total = sum(p["ms"] for p in r["profile"]) or 1
-        top = "; top " + ", ".join("%s %.0f%%" % (p["function"][len("gptrt_"):], 100 * p["ms"] / total)
-                                   for p in r["profile"][:3])
-print("%.0f tok/s, %.2f ms/step, MFU %.1f%%, loss %.4f after %d steps%s" % (tps, ms, 100 * flops * tps / peak, rows[-1]["loss"], len(rows), top))
-EOF
-}
-bench_peak=${BENCH_PEAK_FLOPS:-989e12}  # H100/H200 dense bf16, as torch_gpt2.py
-gptc_flops=$(cat "$pack/artifacts/gpt2.flops_per_token" 2>/dev/null)
-gptc_micro_batch=$(cat "$pack/artifacts/gpt2.micro_batch" 2>/dev/null)
-# bf16-flash: the bf16 artifact with --attention flash (FlashAttention.cu);
-# -graphs: with --cuda-graphs on (the profiled 10th step still runs eagerly).
-for variant in bf16 bf16-flash bf16-graphs fp8-tensorwise fp8-tensorwise-graphs fp8-delayed; do
-  precision=${variant%-flash}
-  precision=${precision%-graphs}
-  attention=baseline
-  [[ $variant == *-flash ]] && attention=flash
-  graphs=off
-  [[ $variant == *-graphs ]] && graphs=on
-  name=bench-gptc-124m-$variant
-  art=$pack/artifacts/gpt2-$precision.so
-  if [[ ! -f $art || -z $data || -z $gptc_flops ]]; then
-    record "$name" FAIL "artifact, FLOPs or data not packed: rerun tools/device-check.sh --pack"; continue
-  fi
-  tokens=$(( gptc_micro_batch * 1024 ))
-  run_step "$name" 60 "$name.log" "$pack/bin/gptrun" "$art" --device cuda \
-    --attention "$attention" --cuda-graphs "$graphs" \
-    --data "$pack/data/train_*.bin" --steps 10 --profile-step 10 --seed 7 \
-    --decay constant --total-batch-tokens "$tokens" --quiet \
-    --log "$out/$name.jsonl"
-  rc=$?
-  if [[ $rc == 0 ]]; then
-    record "$name" PASS "$(gptc_note "$out/$name.jsonl" "$gptc_flops" "$tokens" "$bench_peak" 2>&1 | tail -n 1)"
-  else
-    record_failed "$name" $rc "$out/$name.log"
-  fi
-done
+# The rest of gptc's rows: flash attention, CUDA graphs, delayed scaling.
+gptc_rows bf16-flash bf16-graphs fp8-tensorwise-graphs fp8-delayed
 
 # 6. (last, so the benchmarks above always get their time) The GPU
 # tests under compute-sanitizer memcheck (works on the Firecracker machines
@@ -603,13 +694,6 @@ else
 fi
 
 # ---------------------------------------------------------------- table
-elapsed=$(( $(date +%s) - start ))
-echo
-echo "device-check summary ($elapsed s; logs in $out)"
-printf '%-38s %-8s %s\n' STEP STATUS NOTE
-status=0
-for i in "${!names[@]}"; do
-  printf '%-38s %-8s %s\n' "${names[$i]}" "${states[$i]}" "${notes[$i]}"
-  case ${states[$i]} in FAIL|TIMEOUT) status=1 ;; esac
-done
-exit $status
+# finish (the EXIT trap) prints the table, archives the logs and sets the
+# exit status.
+exit 0

@@ -29,10 +29,11 @@ smoke)
 import json, math, sys
 r = json.loads(sys.argv[1])
 keys = {"framework", "variant", "config", "micro_batch", "seq", "steps", "tokens_per_s", "step_ms", "mfu",
-        "peak_mem_gib", "final_loss", "compiled"}
+        "peak_mem_gib", "final_loss", "compiled", "warmup_steps", "warmup_loss"}
 assert set(r) == keys, "keys %s, expected %s" % (sorted(r), sorted(keys))
 assert r["framework"] == "pytorch" and r["config"] == "tiny" and r["variant"] == "fp32", r
 assert math.isfinite(r["final_loss"]) and r["tokens_per_s"] > 0 and r["step_ms"] > 0, r
+assert r["warmup_steps"] == 0 or math.isfinite(r["warmup_loss"]), r
 EOF
   ;;
 refusals)

@@ -427,8 +427,10 @@ def run_training(args):
     config = CONFIGS[args.config]
     check_training_capabilities(args, config)
     device = torch.device(args.device)
-    if device.type == "cuda":
-        torch.backends.cuda.matmul.allow_tf32 = True  # only an fp32 variant has float32 GEMMs
+    if device.type == "cuda" and args.variant == "fp32":
+        # Only the fp32 variant has float32 GEMMs (and PyTorch 2.9+ refuses
+        # to mix this API with the newer fp32_precision one in Inductor).
+        torch.backends.cuda.matmul.allow_tf32 = True
         torch.backends.cudnn.allow_tf32 = True
 
     torch.manual_seed(args.seed)
@@ -468,10 +470,20 @@ def run_training(args):
             torch.cuda.synchronize()
 
     first_loss = None
-    for tokens, targets in batches[:args.warmup]:
+    warmup_start = time.perf_counter()
+    for i, (tokens, targets) in enumerate(batches[:args.warmup]):
         loss = train_step(tokens, targets)
         first_loss = loss if first_loss is None else first_loss
+        if i == 0:
+            # Compilation happens here: said at once, so a run cut short by
+            # a time limit still shows where its time went.
+            synchronize()
+            print("first step (compilation included): %.1f s" % (time.perf_counter() - warmup_start),
+                  flush=True)
     synchronize()
+    # The loss after the warm-up steps: what a run of that many steps (the
+    # device check's gptc rows) compares with.
+    warmup_loss = loss.item() if args.warmup > 0 else None
     start = time.perf_counter()
     for tokens, targets in batches[args.warmup:]:
         loss = train_step(tokens, targets)
@@ -490,7 +502,9 @@ def run_training(args):
                   steps=args.steps, tokens_per_s=round(tokens_per_s, 1),
                   step_ms=round(elapsed / args.steps * 1e3, 3), mfu=round(mfu, 5),
                   peak_mem_gib=None if peak_mem_gib is None else round(peak_mem_gib, 3),
-                  final_loss=round(final_loss, 5), compiled=bool(args.compile))
+                  final_loss=round(final_loss, 5), compiled=bool(args.compile),
+                  warmup_steps=args.warmup,
+                  warmup_loss=None if warmup_loss is None else round(warmup_loss, 5))
     print("pytorch %s %s GPT-2 %s%s on %s: micro-batch %d x %d, %d steps after %d warm-up: %.0f tokens/s, "
           "%.2f ms/step, MFU %.1f%% (%.3g FLOPs/token, peak %.0f TFLOP/s), peak memory %s, "
           "loss %.4f (first step %.4f), data %s"
