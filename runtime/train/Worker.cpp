@@ -43,6 +43,27 @@ std::string gpuForWorker(int localRank, int gpuWorkers,
   return devices[static_cast<size_t>(localRank)];
 }
 
+std::optional<std::string> gpuForLaunchedWorker(int localRank,
+                                                const std::string &visible) {
+  std::vector<std::string> devices;
+  std::stringstream list(visible);
+  for (std::string item; std::getline(list, item, ',');)
+    if (!item.empty())
+      devices.push_back(item);
+  if (devices.size() == 1)
+    return std::nullopt;
+  if (devices.empty())
+    return std::to_string(localRank);
+  if (localRank < 0 || localRank >= static_cast<int>(devices.size()))
+    throw std::runtime_error(
+        "worker with LOCAL_RANK " + std::to_string(localRank) +
+        " has no GPU: CUDA_VISIBLE_DEVICES=" + visible + " lists " +
+        std::to_string(devices.size()) +
+        "; start at most that many GPU workers per node, or give each its "
+        "own GPU (srun --gpus-per-task=1)");
+  return devices[static_cast<size_t>(localRank)];
+}
+
 float runWorker(const TrainOptions &options, const dist::WorkerInfo &me,
                 std::chrono::milliseconds timeout) {
   const bool gpu = options.device == "cuda";

@@ -9,6 +9,8 @@
 #include "runtime/train/Trainer.h"
 
 #include <chrono>
+#include <optional>
+#include <string>
 
 namespace gptrt::train {
 
@@ -27,6 +29,16 @@ float runWorker(const TrainOptions &options, const dist::WorkerInfo &me,
 /// list is too short.
 std::string gpuForWorker(int localRank, int gpuWorkers,
                          const std::string &visible);
+
+/// The CUDA_VISIBLE_DEVICES entry a worker started by another launcher
+/// (srun, torchrun: RANK set, no gptrun --gpus) narrows itself to before
+/// its first CUDA call, so that a node's workers take different GPUs as
+/// torchrun's do (GPU LOCAL_RANK): entry localRank of `visible` when it
+/// lists several, GPU localRank when it is empty; nullopt when the
+/// launcher gave the process its GPU already (a single entry). Throws
+/// std::runtime_error when the list is too short for localRank.
+std::optional<std::string> gpuForLaunchedWorker(int localRank,
+                                                const std::string &visible);
 
 /// Where rank 0's store listens for `masterAddr`: only on the loopback
 /// interface when the job is one machine's (127.x, localhost), else on every

@@ -428,6 +428,21 @@ int main(int argc, char **argv) {
     if (o.data.empty())
       usageError("--data is required (llm.c token shards)");
     s.totalSteps = o.steps;
+    const gptrt::dist::Environment env = gptrt::dist::processEnvironment();
+    const gptrt::train::Role role = gptrt::train::chooseRole(launch, env);
+    // A worker another launcher started (srun, torchrun) takes GPU
+    // LOCAL_RANK of those it sees, before any CUDA call below makes the
+    // visible set final; gptrun's own GPU workers are told theirs
+    // (runWorker).
+    if (role == gptrt::train::Role::Worker && !launch.gpus &&
+        (!deviceGiven || o.device == "cuda") &&
+        !env.count(gptrt::train::kGpuWorkersVariable)) {
+      const auto visible = env.find("CUDA_VISIBLE_DEVICES");
+      if (const auto mine = gptrt::train::gpuForLaunchedWorker(
+              gptrt::dist::readWorkerInfo(env).localRank,
+              visible == env.end() ? std::string() : visible->second))
+        ::setenv("CUDA_VISIBLE_DEVICES", mine->c_str(), 1);
+    }
     // Without --device: GPU workers and a lone process train on the GPU
     // when there is one, CPU workers (--procs) on the CPU. A --device that
     // contradicts --gpus is refused by checkLaunchFlags.
@@ -453,8 +468,7 @@ int main(int argc, char **argv) {
       usageError("--cuda-graphs on needs --device cuda (or --gpus): graphs "
                  "replay GPU work, the CPU has none to replay");
     gptrt::train::checkLaunchFlags(launch, o.device);
-    const gptrt::dist::Environment env = gptrt::dist::processEnvironment();
-    switch (gptrt::train::chooseRole(launch, env)) {
+    switch (role) {
     case gptrt::train::Role::Launcher:
       return gptrt::train::runLauncher(
           launch, o, std::vector<std::string>(argv + 1, argv + argc), env);

@@ -127,6 +127,20 @@ TEST(Worker, GpuWorkerTakesItsEntryOfTheVisibleDevices) {
   EXPECT_EQ(chooseRole(one, {}), Role::Launcher);
 }
 
+// Workers srun or torchrun started: GPU LOCAL_RANK of those visible, as
+// torchrun's own workers take it; a launcher that bound one GPU per task
+// keeps its choice.
+TEST(Worker, LaunchedWorkerTakesGpuLocalRank) {
+  EXPECT_EQ(gpuForLaunchedWorker(3, ""), std::optional<std::string>("3"));
+  EXPECT_EQ(gpuForLaunchedWorker(1, "4,6"), std::optional<std::string>("6"));
+  EXPECT_EQ(gpuForLaunchedWorker(5, "2"), std::nullopt);
+  EXPECT_EQ(gpuForLaunchedWorker(0, "GPU-8f2a,GPU-77c1"),
+            std::optional<std::string>("GPU-8f2a"));
+  EXPECT_THROWS_WITH(gpuForLaunchedWorker(2, "4,6"),
+                     "worker with LOCAL_RANK 2 has no GPU: "
+                     "CUDA_VISIBLE_DEVICES=4,6 lists 2");
+}
+
 TEST(Worker, StoreBindsLoopbackOnlyForOneMachine) {
   EXPECT_EQ(storeBindAddress("127.0.0.1"), "127.0.0.1");
   EXPECT_EQ(storeBindAddress("localhost"), "127.0.0.1");
