@@ -21,7 +21,8 @@ struct NcclOptions {
   // aborts the communicator and throws: a peer died or stalled.
   std::chrono::milliseconds timeout = std::chrono::minutes(10);
   // Path of libnccl.so.2; empty: $GPTRT_NCCL_LIB, else the loader's search
-  // (LD_LIBRARY_PATH, the CUDA image's library directories).
+  // (LD_LIBRARY_PATH, the CUDA image's library directories), else beside
+  // the loaded cuBLASLt (LibrarySearch.h: pip's nvidia-nccl wheel).
   std::string library;
 };
 

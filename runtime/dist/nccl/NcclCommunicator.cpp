@@ -2,6 +2,7 @@
 // NcclCommunicator.h). nccl.h is used for types and signatures only.
 #include "runtime/dist/NcclCommunicator.h"
 
+#include "runtime/dist/LibrarySearch.h"
 #include "runtime/dist/Store.h"
 
 #include <cuda_runtime_api.h>
@@ -60,9 +61,25 @@ const NcclApi &loadNccl(const std::string &requested) {
   if (!named)
     path = "libnccl.so.2";
   void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  std::string why = handle ? "" : dlerror();
+  if (!handle && !named) {
+    // The loader's search missed it: try beside cuBLASLt (a toolkit's
+    // lib, or where PyTorch's pip wheels put NVIDIA's libraries).
+    std::string tried;
+    for (const std::string &candidate :
+         ncclPathsBeside(loadedLibraryDir("libcublasLt.so"))) {
+      handle = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
+      if (handle) {
+        path = candidate;
+        break;
+      }
+      tried += ", " + candidate;
+    }
+    why += tried.empty() ? "" : "; nor from" + tried.substr(1);
+  }
   if (!handle)
     throw std::runtime_error(
-        "cannot load NCCL from " + path + " (" + dlerror() + "): " +
+        "cannot load NCCL from " + path + " (" + why + "): " +
         (named ? "point $GPTRT_NCCL_LIB at libnccl.so.2"
                : "GPU workers need libnccl.so.2 from the CUDA image or the "
                  "nvidia-nccl package; add its directory to LD_LIBRARY_PATH "
