@@ -180,6 +180,26 @@ double relErr(const std::vector<G> &got, const std::vector<double> &ref) {
   return relErrAbove(got, ref, 0.0);
 }
 
+// Bit for bit, except that any NaN matches any NaN: a GPU's arithmetic
+// returns the canonical NaN (0x7FFFFFFF) where x86 keeps its operand's
+// (0x7FC00000 for std::nanf), so the scale made of a NaN amax differs in
+// its bits alone (the FP8 codes made with it are 0x7F on both).
+inline ::testing::AssertionResult
+sameBitsOrBothNan(const std::vector<float> &got,
+                  const std::vector<float> &want) {
+  if (got.size() != want.size())
+    return ::testing::AssertionFailure()
+           << got.size() << " values, expected " << want.size();
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(got[i]) && std::isnan(want[i]))
+      continue;
+    if (std::memcmp(&got[i], &want[i], sizeof(float)) != 0)
+      return ::testing::AssertionFailure()
+             << "element " << i << ": " << got[i] << ", expected " << want[i];
+  }
+  return ::testing::AssertionSuccess();
+}
+
 // Tolerances of the task (norm-wise, against float64).
 constexpr double kF32Tol = 1e-5;
 constexpr double kBf16Tol = 1e-2;
