@@ -469,7 +469,8 @@ private:
                  int64_t batch, int64_t rows, int64_t cols, int64_t strideC);
   // Gemm.cu: shared by the GEMM entry points.
   // Returns false, having written nothing, only where `mayRefuse` and
-  // cublasLtMatmul reports the heuristic's algorithm not supported after all.
+  // cublasLtMatmul refuses the heuristic's algorithm after all (not
+  // supported, or an invalid combination).
   bool runGemm(GemmPlan &plan, const GemmKey &key, const void *a, const void *b,
                void *c, const float *scaleA, const float *scaleB,
                const void *bias, const void *aux = nullptr,

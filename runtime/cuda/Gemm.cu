@@ -367,7 +367,10 @@ bool DeviceImpl::runGemm(GemmPlan &plan, const GemmKey &key, const void *a,
   const cublasStatus_t status = cublasLtMatmul(
       lt_, plan.op, &alpha, b, plan.a, a, plan.b, &beta, c, plan.c, c, plan.c,
       &plan.algo, workspace_, workspaceBytes_, stream_);
-  if (mayRefuse && status == CUBLAS_STATUS_NOT_SUPPORTED)
+  // cuBLASLt answers an unsupported combination of scale modes or types
+  // with either status (cublasLt.h).
+  if (mayRefuse && (status == CUBLAS_STATUS_NOT_SUPPORTED ||
+                    status == CUBLAS_STATUS_INVALID_VALUE))
     return false;
   check(status, "cublasLtMatmul");
   return true;
