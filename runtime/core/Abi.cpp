@@ -445,7 +445,7 @@ void encodeFp8(const float *x, int64_t rows, int64_t cols,
 /// `scale` to `format` did, accumulated into `slot` (see gptrt.h).
 template <typename ScaleAt>
 void recordCastStats(Context &c, int64_t slot, const float *x, int64_t n,
-                     ScaleAt scaleAt, int64_t format) {
+                     ScaleAt scaleAt, int64_t format, bool oneScale = false) {
   if (slot < 0 || !c.collectingFp8Stats())
     return;
   if (slot >= static_cast<int64_t>(c.fp8Stats().size()))
@@ -474,7 +474,11 @@ void recordCastStats(Context &c, int64_t slot, const float *x, int64_t n,
     underflow += x[i] != 0.0f && (fp8Encode(x[i] * scale, format) & 0x7F) == 0;
   }
   s.amax = amax;
-  s.scale = n > 0 ? smallest : s.scale;
+  // One scale (tensorwise) is logged as it is, NaN included, as the GPU's
+  // statistics kernel logs it; a row's or column's, the smallest, NaNs
+  // skipped (std::min from infinity).
+  if (n > 0)
+    s.scale = oneScale ? scaleAt(0) : smallest;
   s.underflow += underflow;
   s.saturated += saturated;
   s.elements += n;
@@ -709,7 +713,8 @@ void quantizeCast(gptrt_context *ctx, const char *name, const void *xData,
         encodeFp8(x, 1, n, nullptr, nullptr, scale[0], format,
                   /*transpose=*/false, q);
         recordCastStats(
-            c, statSlot, x, n, [&](int64_t) { return scale[0]; }, format);
+            c, statSlot, x, n, [&](int64_t) { return scale[0]; }, format,
+            /*oneScale=*/true);
       },
       [&](Context &c, Gpu &g) {
         const gptrt::cuda::ScaleFromAmax own = CastScaleArgs::onGpu(scaleArgs);
@@ -742,7 +747,8 @@ void quantizeCastTransposed(gptrt_context *ctx, const char *name,
         encodeFp8(x, rows, cols, nullptr, nullptr, s, format,
                   /*transpose=*/true, q);
         recordCastStats(
-            c, statSlot, x, n, [&](int64_t) { return s; }, format);
+            c, statSlot, x, n, [&](int64_t) { return s; }, format,
+            /*oneScale=*/true);
       },
       [&](Context &c, Gpu &g) {
         const gptrt::cuda::ScaleFromAmax own = CastScaleArgs::onGpu(scaleArgs);
@@ -2753,8 +2759,9 @@ void runEpilogue(Context &c, const void *out, const Epilogue &e) {
   const float scale = e.scale[0];
   encodeFp8(x, e.rows, e.cols, nullptr, nullptr, scale, e.format, e.transpose,
             e.q);
-  recordCastStats(c, e.statSlot, x, n, [&](int64_t) { return scale; },
-                  e.format);
+  recordCastStats(
+      c, e.statSlot, x, n, [&](int64_t) { return scale; }, e.format,
+      /*oneScale=*/true);
 }
 
 /// On a GPU, when the producer's kernel can take the epilogue itself (its

@@ -255,6 +255,15 @@ TEST_F(AbiFp8Test, QuantizeRecordsStatisticsOnlyWhenAsked) {
   EXPECT_EQ(s.elements, 10);
   EXPECT_EQ(ctx.fp8Stats()[0].elements, 0) << "slot 0 ran after the window";
 
+  // A NaN scale (a NaN amax's) is logged as NaN, as the GPU logs it, not
+  // skipped as a NaN row scale is.
+  ctx.beginFp8Stats(1);
+  float nanScale = std::nanf("");
+  gptrt_quantize_fp8(h, y.data(), &nanScale, qy.data(), y.size(),
+                     GPTRT_FP8_E4M3, 0, GPTRT_DTYPE_F32);
+  ctx.endFp8Stats();
+  EXPECT_TRUE(std::isnan(ctx.fp8Stats()[0].scale));
+
   // E5M2 at scale 1: 61440 is the first value clamped beyond rounding.
   std::vector<float> z = {61439.0f, 61440.0f};
   std::vector<uint8_t> qz(z.size());
