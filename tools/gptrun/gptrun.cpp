@@ -434,7 +434,7 @@ int main(int argc, char **argv) {
     // LOCAL_RANK of those it sees, before any CUDA call below makes the
     // visible set final; gptrun's own GPU workers are told theirs
     // (runWorker).
-    if (role == gptrt::train::Role::Worker && !launch.gpus &&
+    if (role == gptrt::train::Role::Worker && !launch.gpus && !launch.procs &&
         (!deviceGiven || o.device == "cuda") &&
         !env.count(gptrt::train::kGpuWorkersVariable)) {
       const auto visible = env.find("CUDA_VISIBLE_DEVICES");
