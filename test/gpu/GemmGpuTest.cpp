@@ -213,8 +213,8 @@ TEST_F(GpuTest, GeluEpiloguesMatchCpu) {
 // See the comment at its use. Hopper's FP8 tensor cores keep about 14
 // mantissa bits while adding an MMA's products (DeepSeek-V3 technical
 // report, "Increasing Accumulation Precision"), so the bounds sit a few
-// times above 2^-14 per promotion;
-// a wrong scale, format or layout is off by O(1), far above either.
+// times above 2^-14 per promotion; a wrong scale, format or layout is off
+// by O(1), far above either.
 constexpr double kFp8GemmTol = 5e-4;
 // With fast_accum (the forward GEMMs' setting) nothing promotes the tensor
 // cores' partial sums to full f32, so the error grows with k; at k <= 768
