@@ -38,13 +38,19 @@ __device__ bool warpRow(const Dims &d, int64_t &b, int64_t &h, int64_t &i) {
   return true;
 }
 
+// Where head h's slice of position t of sequence b starts in q, k, v, out
+// and their gradients ([B, T, C] rows, heads side by side).
+__device__ int64_t headOffset(const Dims &d, int64_t b, int64_t h, int64_t t) {
+  return (b * d.T + t) * d.C + h * d.D;
+}
+
 __global__ void attentionForwardKernel(Storage q, Storage k, Storage v,
                                        Storage out, float *lse, Dims d) {
   int64_t b, h, i;
   if (!warpRow(d, b, h, i))
     return;  // whole warps leave together: rows are warp-aligned
   const int lane = threadIdx.x % 32;
-  const int64_t rowI = (b * d.T + i) * d.C + h * d.D;
+  const int64_t rowI = headOffset(d, b, h, i);
   float qr[kPerLane], acc[kPerLane];
 #pragma unroll
   for (int e = 0; e < kPerLane; ++e) {
@@ -55,7 +61,7 @@ __global__ void attentionForwardKernel(Storage q, Storage k, Storage v,
   float m = -INFINITY, l = 0.0f;
   const int64_t jEnd = d.causal ? i + 1 : d.T;
   for (int64_t j = 0; j < jEnd; ++j) {
-    const int64_t rowJ = (b * d.T + j) * d.C + h * d.D;
+    const int64_t rowJ = headOffset(d, b, h, j);
     float part = 0.0f;
 #pragma unroll
     for (int e = 0; e < kPerLane; ++e) {
@@ -96,7 +102,7 @@ __global__ void attentionBackwardQueryKernel(Storage dout, Storage q, Storage k,
   if (!warpRow(d, b, h, i))
     return;
   const int lane = threadIdx.x % 32;
-  const int64_t rowI = (b * d.T + i) * d.C + h * d.D;
+  const int64_t rowI = headOffset(d, b, h, i);
   float qr[kPerLane], dor[kPerLane], dqr[kPerLane];
   float diPart = 0.0f;
 #pragma unroll
@@ -113,7 +119,7 @@ __global__ void attentionBackwardQueryKernel(Storage dout, Storage q, Storage k,
   const float lseI = lse[headRow];
   const int64_t jEnd = d.causal ? i + 1 : d.T;
   for (int64_t j = 0; j < jEnd; ++j) {
-    const int64_t rowJ = (b * d.T + j) * d.C + h * d.D;
+    const int64_t rowJ = headOffset(d, b, h, j);
     float kj[kPerLane];
     float sPart = 0.0f, dpPart = 0.0f;
 #pragma unroll
@@ -154,7 +160,7 @@ __global__ void attentionBackwardKeyKernel(Storage dout, Storage q, Storage k,
   if (!warpRow(d, b, h, j))
     return;
   const int lane = threadIdx.x % 32;
-  const int64_t rowJ = (b * d.T + j) * d.C + h * d.D;
+  const int64_t rowJ = headOffset(d, b, h, j);
   float kr[kPerLane], vr[kPerLane], dkr[kPerLane], dvr[kPerLane];
 #pragma unroll
   for (int e = 0; e < kPerLane; ++e) {
@@ -167,7 +173,7 @@ __global__ void attentionBackwardKeyKernel(Storage dout, Storage q, Storage k,
   }
   const int64_t head = (b * d.H + h) * d.T;
   for (int64_t i = d.causal ? j : 0; i < d.T; ++i) {
-    const int64_t rowI = (b * d.T + i) * d.C + h * d.D;
+    const int64_t rowI = headOffset(d, b, h, i);
     float qi[kPerLane], doi[kPerLane];
     float sPart = 0.0f, dpPart = 0.0f;
 #pragma unroll

@@ -21,18 +21,26 @@ std::string storeBindAddress(const std::string &masterAddr) {
   return loopback ? "127.0.0.1" : "0.0.0.0";
 }
 
+namespace {
+
+// The entries of a CUDA_VISIBLE_DEVICES list (indices or UUIDs).
+std::vector<std::string> visibleDevices(const std::string &visible) {
+  std::vector<std::string> devices;
+  std::stringstream list(visible);
+  for (std::string item; std::getline(list, item, ',');)
+    if (!item.empty())
+      devices.push_back(item);
+  return devices;
+}
+
+} // namespace
+
 std::string gpuForWorker(int localRank, int gpuWorkers,
                          const std::string &visible) {
-  std::vector<std::string> devices;
-  if (visible.empty()) {
+  std::vector<std::string> devices = visibleDevices(visible);
+  if (visible.empty())
     for (int i = 0; i < gpuWorkers; ++i)
       devices.push_back(std::to_string(i));
-  } else {
-    std::stringstream list(visible);
-    for (std::string item; std::getline(list, item, ',');)
-      if (!item.empty())
-        devices.push_back(item);
-  }
   if (localRank < 0 || localRank >= static_cast<int>(devices.size()))
     throw std::runtime_error(
         "GPU worker " + std::to_string(localRank) + " of " +
@@ -45,11 +53,7 @@ std::string gpuForWorker(int localRank, int gpuWorkers,
 
 std::optional<std::string> gpuForLaunchedWorker(int localRank,
                                                 const std::string &visible) {
-  std::vector<std::string> devices;
-  std::stringstream list(visible);
-  for (std::string item; std::getline(list, item, ',');)
-    if (!item.empty())
-      devices.push_back(item);
+  const std::vector<std::string> devices = visibleDevices(visible);
   if (devices.size() == 1)
     return std::nullopt;
   if (devices.empty())
