@@ -411,8 +411,9 @@ done
 # warm-up and 30 timed steps (about 2 s of steps at 16 x 1024 tokens).
 # The timeouts are caps for a hung or runaway run, not expected times.
 # BENCH_MICRO_BATCH (sequences of 1024 tokens per step): 16 is a safe fill
-# of the H200's 141 GB for 124M, not a tuned one; raise it to find the
-# fastest fill, and give gptc the same micro-batch when its row arrives.
+# of an H100's 80 GB or an H200's 141 GB for 124M, not a tuned one; raise
+# it to find the fastest fill, and give gptc the same micro-batch when its
+# row arrives.
 bench_py=$pack/bench/torch_gpt2.py
 bench_python=${BENCH_PYTHON:-python3}
 bench_micro_batch=${BENCH_MICRO_BATCH:-16}
