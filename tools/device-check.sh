@@ -59,14 +59,11 @@ if [[ "${1:-}" == "--pack" ]]; then
     -o "$pack/artifacts/tiny-zero.so" || exit 1
   "$build/bin/gptc" "$here/models/gpt2-tiny.mlir" --grad-comm=fp8 \
     -o "$pack/artifacts/tiny-gradfp8.so" || exit 1
-  # The runs' data: the train shard of the license texts the e2e tests
-  # train on, made here, so that a pack never depends on which tests ran
-  # in this build (a fresh build has none of their outputs).
-  shards=$(mktemp -d)
-  python3 "$here/tools/make-text-shards.py" "$shards" --licenses >/dev/null &&
-    cp "$shards/train_000000.bin" "$pack/data/" ||
-    { echo "device-check: could not make the token shard (tools/make-text-shards.py $shards --licenses)"; rm -rf "$shards"; exit 1; }
-  rm -rf "$shards"
+  # The runs' data: the shards of the license texts the e2e tests train
+  # on, made here, so that a pack never depends on which tests ran in this
+  # build (a fresh build has none of their outputs).
+  python3 "$here/tools/make-text-shards.py" "$pack/data" --licenses >/dev/null ||
+    { echo "device-check: could not make the token shards (tools/make-text-shards.py $pack/data --licenses)"; exit 1; }
   # gptc's side of the benchmark: GPT-2 124M at the benchmark's micro-batch
   # in the three precisions the table compares, and its FLOPs per token
   # (gptc --report, nanochat's formula) for MFU. Each .so is ~250 KB: the
