@@ -254,7 +254,7 @@ outervec=$(grep -o 'rowwise GEMMs through OUTER_VEC_32F scales: .*' "$out/gpu-te
 [[ -n $outervec ]] && record "rowwise-outer-vec-forms" INFO "${outervec#rowwise GEMMs through OUTER_VEC_32F scales: }"
 
 # 4. gptrun --device cuda on the tiny artifacts: 3 training steps. Every
-# runtime function has a CUDA version (Abi.cpp's dispatch requires one),
+# runtime function has a CUDA version (AbiSupport.h's dispatch requires one),
 # so anything but PASS (a crash, a CUDA error) is a FAIL. Loss values are
 # in the log: compare with --device cpu.
 data=$(ls "$pack"/data/train_*.bin 2>/dev/null | head -1)

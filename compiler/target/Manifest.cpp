@@ -3,6 +3,7 @@
 #include "compiler/target/Manifest.h"
 
 #include "dialects/rt/RtDialect.h"
+#include "runtime/abi/KernelTableFingerprint.h"
 #include "runtime/abi/gptrt.h"
 #include "runtime/abi/manifest.pb.h"
 
@@ -66,6 +67,7 @@ public:
   FailureOr<std::string> build(const ManifestInputs &in) {
     pb::Manifest m;
     m.set_abi_version(GPTRT_ABI_VERSION);
+    m.set_kernel_table_fingerprint(gptrt::kKernelTableFingerprint);
     m.set_micro_batch(in.microBatch);
     m.set_precision(in.precision);
     m.set_report(in.report);

@@ -23,6 +23,9 @@ namespace {
 struct AmaxForm {
   unsigned output;
   unsigned dtypeConst;
+  // The _amax form also takes the output's shape as the fused FP8
+  // epilogues do (gptrt_kernels.def: out_rows, out_cols, out_dtype).
+  bool takesOutputShape = false;
 };
 
 std::optional<AmaxForm> amaxForm(StringRef kernel) {
@@ -30,7 +33,7 @@ std::optional<AmaxForm> amaxForm(StringRef kernel) {
       // outs dx, dw, db; consts rows, width, dout, x, dx, dw, db dtypes.
       .Case("layernorm_bwd", AmaxForm{0, 4})
       // outs sum, dw, db; consts the seven above, resid and sum dtypes.
-      .Case("layernorm_bwd_add", AmaxForm{0, 8})
+      .Case("layernorm_bwd_add", AmaxForm{0, 8, /*takesOutputShape=*/true})
       .Default(std::nullopt);
 }
 
@@ -48,10 +51,19 @@ public:
       if (form.output >= producer.getOutputs().size() ||
           form.dtypeConst >= producer.getConsts().size())
         continue;
-      if (rt::foldFollowingAmax(producer, form.output,
-                                rt::constAt(producer, form.dtypeConst),
-                                (producer.getKernel() + "_amax").str()))
-        ++fused;
+      const int64_t dtype = rt::constAt(producer, form.dtypeConst);
+      rt::KernelOp folded = rt::foldFollowingAmax(
+          producer, form.output, dtype, (producer.getKernel() + "_amax").str());
+      if (!folded)
+        continue;
+      if (form.takesOutputShape) {
+        // The sum is rows x width (constants 0 and 1) of `dtype`.
+        SmallVector<Attribute> consts(folded.getConsts().begin(),
+                                      folded.getConsts().end());
+        consts.append({consts[0], consts[1], folded.getConsts()[form.dtypeConst]});
+        folded.setConstsAttr(ArrayAttr::get(&getContext(), consts));
+      }
+      ++fused;
     }
   }
 };

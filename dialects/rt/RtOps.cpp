@@ -1,5 +1,6 @@
 // Verifiers of the rt dialect's ops.
 #include "dialects/common/ShapeChecks.h"
+#include "dialects/rt/KernelTable.h"
 #include "dialects/rt/RtDialect.h"
 
 #include "llvm/ADT/SmallPtrSet.h"
@@ -35,6 +36,122 @@ LogicalResult verifyCollective(Operation *op, MemRefType input,
   return verifyStream(op, stream);
 }
 
+
+/// Whether a buffer of element type `type` may be passed where the kernel
+/// table's row says `element`.
+bool elementMatches(KernelElement element, Type type) {
+  switch (element) {
+  case KernelElement::Any:
+    return true;
+  case KernelElement::F32:
+    return type.isF32();
+  case KernelElement::Bf16:
+    return type.isBF16();
+  case KernelElement::Fp8:
+    return isa<Float8E4M3FNType, Float8E5M2Type>(type);
+  case KernelElement::I32:
+    return type.isSignlessInteger(32);
+  case KernelElement::None:
+    break;
+  }
+  return false;
+}
+
+/// The names of `params`, comma-separated, for a diagnostic.
+std::string namesOf(ArrayRef<KernelParam> params) {
+  std::string names;
+  for (const KernelParam &param : params)
+    names += (names.empty() ? "" : ", ") + std::string(param.name);
+  return names.empty() ? "none" : names;
+}
+
+/// Checks `buffers` (the call's ins or outs) against the row's `params`.
+LogicalResult verifyBuffers(KernelOp op, StringRef role, ValueRange buffers,
+                            ArrayRef<KernelParam> params) {
+  StringRef name = op.getKernel();
+  if (buffers.size() != params.size())
+    return op.emitOpError()
+           << "kernel \"" << name << "\" takes " << params.size() << " "
+           << role << " buffer" << (params.size() == 1 ? "" : "s") << " ("
+           << namesOf(params) << "), got " << buffers.size()
+           << "; the kernel table runtime/abi/gptrt_kernels.def is the "
+              "reference";
+  for (auto [index, buffer, param] : llvm::enumerate(buffers, params)) {
+    auto type = dyn_cast<MemRefType>(buffer.getType());
+    if (!type)
+      return op.emitOpError() << role << " " << index << " ('" << param.name
+                              << "') of kernel \"" << name
+                              << "\" must be a buffer (memref), got "
+                              << buffer.getType();
+    if (!elementMatches(param.element, type.getElementType()))
+      return op.emitOpError()
+             << role << " " << index << " ('" << param.name << "') of kernel \""
+             << name << "\" holds " << describeElement(param.element)
+             << ", got " << type;
+  }
+  return success();
+}
+
+/// An rt.kernel call matches its row of the kernel table: the kernel
+/// exists, and its buffers and constants have the row's number and kinds.
+/// The runtime's C prototypes come from the same rows, so a call that
+/// passes here calls the function it means.
+LogicalResult verifyAgainstKernelTable(KernelOp op) {
+  StringRef name = op.getKernel();
+  const KernelSignature *row = lookupKernel(name);
+  if (!row)
+    return op.emitOpError()
+           << "calls unknown runtime kernel \"" << name
+           << "\": runtime/abi/gptrt_kernels.def has no row for it; fix the "
+              "name, or add the kernel to the table and the runtime";
+  if (!row->isKernel)
+    return op.emitOpError() << "\"" << name
+                            << "\" is a runtime entry point that rt-to-llvm "
+                               "calls itself, not a kernel rt.kernel can call";
+  if (failed(verifyBuffers(op, "input", op.getInputs(), row->inputs())) ||
+      failed(verifyBuffers(op, "output", op.getOutputs(), row->outputs())))
+    return failure();
+
+  ArrayRef<KernelParam> constants = row->constants();
+  ArrayAttr given = op.getConsts();
+  if (given.size() != constants.size())
+    return op.emitOpError()
+           << "kernel \"" << name << "\" takes " << constants.size()
+           << " constant" << (constants.size() == 1 ? "" : "s") << " ("
+           << namesOf(constants) << "), got " << given.size()
+           << "; the kernel table runtime/abi/gptrt_kernels.def is the "
+              "reference";
+  for (auto [index, c, param] : llvm::enumerate(given, constants)) {
+    auto integer = dyn_cast<IntegerAttr>(c);
+    auto real = dyn_cast<FloatAttr>(c);
+    // Signless only: rt-to-llvm passes the attribute's type straight to
+    // llvm.mlir.constant, which rejects si64/ui64.
+    bool ok = false;
+    StringRef expected;
+    switch (param.kind) {
+    case KernelParamKind::I64:
+      ok = integer && integer.getType().isSignlessInteger(64);
+      expected = "an i64 (the C ABI's int64_t)";
+      break;
+    case KernelParamKind::F64:
+      ok = real && real.getType().isF64();
+      expected = "an f64 (the C ABI's double)";
+      break;
+    case KernelParamKind::I64Table:
+      ok = isa<DenseI64ArrayAttr>(c);
+      expected = "an array<i64: ...> (the C ABI's const int64_t *)";
+      break;
+    case KernelParamKind::Input:
+    case KernelParamKind::Output:
+      break;
+    }
+    if (!ok)
+      return op.emitOpError() << "constant " << index << " ('" << param.name
+                              << "') of kernel \"" << name << "\" must be "
+                              << expected << ", got " << c;
+  }
+  return success();
+}
 } // namespace
 
 #define GET_OP_CLASSES
@@ -108,24 +225,8 @@ LogicalResult KernelOp::verify() {
                            << "\" appears in both ins and outs; a kernel "
                               "that updates a buffer in place lists it "
                               "under outs only";
-  for (Value input : getInputs()) {
-    Type type = input.getType();
-    if (!isa<MemRefType, IntegerType, FloatType, IndexType>(type))
-      return emitOpError() << "kernel inputs are buffers or scalars, got "
-                           << type;
-  }
-  for (Attribute c : getConsts()) {
-    auto integer = dyn_cast<IntegerAttr>(c);
-    auto real = dyn_cast<FloatAttr>(c);
-    // Signless only: rt-to-llvm passes the attribute's type straight to
-    // llvm.mlir.constant, which rejects si64/ui64.
-    if (!(integer && integer.getType().isSignlessInteger(64)) &&
-        !(real && real.getType().isF64()) && !isa<DenseI64ArrayAttr>(c))
-      return emitOpError() << "kernel constants are i64, f64 or array<i64: "
-                              "...> (the C ABI's int64_t, double and const "
-                              "int64_t *), got "
-                           << c;
-  }
+  if (failed(verifyAgainstKernelTable(*this)))
+    return failure();
   return verifyStream(*this, getStream());
 }
 

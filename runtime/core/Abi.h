@@ -7,7 +7,7 @@
 // -Wl,--dynamic-list=runtime/core/gptrt.dynlist to whatever links it (an
 // alternative is ENABLE_EXPORTS / -rdynamic, which exports everything), and
 // Artifact references every gptrt_* function through abiSymbols(), so the
-// object that defines them is always pulled out of the static library.
+// objects that define them are always pulled out of the static library.
 #ifndef GPTRT_CORE_ABI_H
 #define GPTRT_CORE_ABI_H
 
@@ -20,7 +20,7 @@ struct AbiSymbol {
   void *address; // of the definition in this binary
 };
 
-// Every gptrt_* function of gptrt.h, in header order.
+// Every gptrt_* function of the kernel table, in its order.
 const std::vector<AbiSymbol> &abiSymbols();
 
 // Throws std::runtime_error naming the first gptrt_* symbol that the dynamic

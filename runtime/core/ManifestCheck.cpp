@@ -4,10 +4,12 @@
 // wrong so the compiler bug can be found.
 #include "runtime/core/ManifestCheck.h"
 
+#include "runtime/abi/KernelTableFingerprint.h"
 #include "runtime/abi/gptrt.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <map>
 #include <set>
@@ -153,6 +155,13 @@ namespace {
 constexpr const char *kCompilerFix =
     "this is a gptc bug; rebuild the artifact with a fixed gptc";
 
+std::string hex(uint64_t value) {
+  char text[19];
+  std::snprintf(text, sizeof text, "0x%016llx",
+                static_cast<unsigned long long>(value));
+  return text;
+}
+
 const char *arenaKindName(mf::ArenaKind kind) {
   switch (kind) {
   case mf::ACTIVATIONS:
@@ -196,6 +205,14 @@ public:
       fail("manifest abi_version", std::to_string(m_.abi_version()),
            std::to_string(GPTRT_ABI_VERSION) + " (this runtime's ABI)",
            "rebuild the artifact with the gptc that matches this runtime");
+    if (m_.kernel_table_fingerprint() != kKernelTableFingerprint)
+      fail("manifest kernel_table_fingerprint",
+           hex(m_.kernel_table_fingerprint()),
+           hex(kKernelTableFingerprint) +
+               " (this runtime's runtime/abi/gptrt_kernels.def)",
+           "the artifact was compiled against another kernel table; rebuild "
+           "it with the gptc that matches this runtime (and bump "
+           "GPTRT_ABI_VERSION whenever that table changes)");
     if (m_.micro_batch() < 1)
       fail("micro_batch", std::to_string(m_.micro_batch()), ">= 1");
     if (m_.seq() < 1)

@@ -2,6 +2,8 @@
 // style of llm.c: each kernel is meant to be read next to its formula.
 #include "runtime/cpu/Kernels.h"
 
+#include "runtime/cpu/Formulas.h"
+
 #include <cblas.h>
 
 #include <algorithm>
@@ -230,39 +232,16 @@ template <typename T> void scale(T *out, const T *x, T s, int64_t n) {
     out[i] = x[i] * s;
 }
 
-namespace {
-
-// sqrt(2/pi) and the cubic coefficient of GPT-2's tanh GELU (Hendrycks and
-// Gimpel 2016, as used by GPT-2 and PyTorch's approximate="tanh").
-constexpr double kGeluSqrt2OverPi = 0.7978845608028654;
-constexpr double kGeluCubic = 0.044715;
-
-} // namespace
-
+// The formulas are shared with the CUDA kernels (Formulas.h).
 template <typename T> void geluForward(T *out, const T *x, int64_t n) {
-  const T s = static_cast<T>(kGeluSqrt2OverPi);
-  const T c = static_cast<T>(kGeluCubic);
-  for (int64_t i = 0; i < n; ++i) {
-    T xi = x[i];
-    T u = s * (xi + c * xi * xi * xi);
-    out[i] = T(0.5) * xi * (T(1) + std::tanh(u));
-  }
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = formulas::gelu(x[i]);
 }
 
-// d/dx [0.5 x (1 + tanh u)] = 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) du/dx,
-// du/dx = sqrt(2/pi) (1 + 3 * 0.044715 x^2).
 template <typename T>
 void geluBackward(T *dx, const T *x, const T *dout, int64_t n) {
-  const T s = static_cast<T>(kGeluSqrt2OverPi);
-  const T c = static_cast<T>(kGeluCubic);
-  for (int64_t i = 0; i < n; ++i) {
-    T xi = x[i];
-    T u = s * (xi + c * xi * xi * xi);
-    T t = std::tanh(u);
-    T du = s * (T(1) + T(3) * c * xi * xi);
-    T grad = T(0.5) * (T(1) + t) + T(0.5) * xi * (T(1) - t * t) * du;
-    dx[i] = grad * dout[i];
-  }
+  for (int64_t i = 0; i < n; ++i)
+    dx[i] = formulas::geluGrad(x[i]) * dout[i];
 }
 
 // ------------------------------------------------------------ data movement

@@ -378,7 +378,7 @@ public:
   // values that became zero codes, values clamped beyond rounding (> 464
   // for E4M3, >= 61440 for E5M2), the element count, and the scale of the
   // last cast; endCastStats copies them out (one synchronisation, on
-  // logging steps only). The same definitions as the CPU's (Abi.cpp),
+  // logging steps only). The same definitions as the CPU's (AbiSupport.h),
   // except that a NaN makes the device's amax NaN where the CPU's skips it.
   virtual void beginCastStats(size_t slots) = 0;
   virtual void recordCastStats(const void *x, int64_t dtype, int64_t n,
@@ -511,7 +511,7 @@ public:
                                 int64_t outDtype) = 0;
 };
 
-// gptrt.h's GPTRT_DTYPE_F32_ACCUMULATE (Abi.cpp checks they agree): a
+// gptrt.h's GPTRT_DTYPE_F32_ACCUMULATE (AbiSupport.h checks they agree): a
 // GEMM's outDtype (or embeddingBackward's dtableDtype) for the
 // *_accumulate kernels, c += the f32 result; and the dtype of the small
 // gradient outputs that take it (reduceRows's out, layerNormBackward's dw

@@ -4,6 +4,7 @@
 // The scalar kernels run one thread: they exist so that scales never leave
 // the GPU (no host sync inside a step, DESIGN.md section 5).
 #include "runtime/abi/gptrt.h"
+#include "runtime/cpu/Formulas.h"
 #include "runtime/cuda/DeviceImpl.h"
 #include "runtime/cuda/Fp8Codes.cuh"
 #include "runtime/cuda/Reduce.cuh"
@@ -31,32 +32,8 @@ __global__ void amaxKernel(const float *x, int64_t n, unsigned *out) {
     atomicMax(out, m);
 }
 
-// As scaleFromAmax in runtime/core/Abi.cpp, operation for operation in f32.
-__device__ float scaleOf(float amax, float fp8Max, int margin,
-                         bool powerOfTwo, float eps) {
-  // std::max(amax, eps): a NaN amax stays NaN (fmaxf would drop it).
-  float scale = fp8Max / (amax < eps ? eps : amax);
-  scale = ldexpf(scale, -margin);
-  if (powerOfTwo && isfinite(scale) && scale > 0.0f) {
-    int exponent;
-    frexpf(scale, &exponent);
-    scale = ldexpf(1.0f, exponent - 1);
-  }
-  return scale;
-}
-
-// fp8_state_scale: the scale of the history's largest amax (or of its
-// newest), 1 while nothing has been recorded.
-__device__ float scaleOfHistory(const float *history, int64_t length,
-                                float fp8Max, int margin, bool powerOfTwo,
-                                float eps, bool mostRecent) {
-  float amax = history[0];
-  if (!mostRecent)
-    for (int64_t i = 1; i < length; ++i)
-      amax = amax < history[i] ? history[i] : amax; // std::max_element
-  // Amaxes are >= 0 and only finite ones are recorded: 0 means none yet.
-  return amax == 0.0f ? 1.0f : scaleOf(amax, fp8Max, margin, powerOfTwo, eps);
-}
+// The scale formulas (formulas::scaleFromAmax, scaleFromHistory) are the
+// CPU's, runtime/cpu/Formulas.h, compiled for the device.
 
 // The one scale of a tensorwise cast as its kernel reads it: *in, or made
 // from an amax (scale_from_amax) or an amax history (fp8_state_scale) by
@@ -76,11 +53,12 @@ struct CastScale {
       return *in;
     const float fp8Max = float(own.fp8Max), eps = float(own.eps);
     const int margin = int(own.margin);
-    const float s =
-        own.amax != nullptr
-            ? scaleOf(*own.amax, fp8Max, margin, own.powerOfTwo, eps)
-            : scaleOfHistory(own.history, own.historyLength, fp8Max, margin,
-                             own.powerOfTwo, eps, own.mostRecent);
+    const float s = own.amax != nullptr
+                        ? formulas::scaleFromAmax(*own.amax, fp8Max, margin,
+                                                  own.powerOfTwo, eps)
+                        : formulas::scaleFromHistory(
+                              own.history, own.historyLength, fp8Max, margin,
+                              own.powerOfTwo, eps, own.mostRecent);
     if (blockIdx.x == 0 && blockIdx.y == 0 && threadIdx.x == 0)
       *own.out = s;
     return s;
@@ -92,8 +70,9 @@ struct CastScale {
   __device__ float at(int64_t i, bool store) const {
     if (own.amax == nullptr)
       return in[i];
-    const float s = scaleOf(own.amax[i], float(own.fp8Max), int(own.margin),
-                            own.powerOfTwo, float(own.eps));
+    const float s =
+        formulas::scaleFromAmax(own.amax[i], float(own.fp8Max), int(own.margin),
+                                own.powerOfTwo, float(own.eps));
     if (store)
       own.out[i] = s;
     return s;
@@ -103,15 +82,15 @@ struct CastScale {
 __global__ void scaleFromAmaxKernel(const float *amax, float *out,
                                     float fp8Max, int margin, bool powerOfTwo,
                                     float eps) {
-  *out = scaleOf(*amax, fp8Max, margin, powerOfTwo, eps);
+  *out = formulas::scaleFromAmax(*amax, fp8Max, margin, powerOfTwo, eps);
 }
 
 __global__ void stateScaleKernel(const float *history, float *out,
                                  int64_t length, float fp8Max, int margin,
                                  bool powerOfTwo, float eps,
                                  bool mostRecent) {
-  *out = scaleOfHistory(history, length, fp8Max, margin, powerOfTwo, eps,
-                        mostRecent);
+  *out = formulas::scaleFromHistory(history, length, fp8Max, margin, powerOfTwo,
+                                    eps, mostRecent);
 }
 
 __device__ void updateHistory(float a, float *history, int64_t length) {
@@ -144,8 +123,8 @@ __global__ void stateScaleBatchKernel(const float *history, float *out,
                                       bool mostRecent) {
   const int s = threadIdx.x;
   if (s < count && ((mask >> s) & 1))
-    out[s] = scaleOfHistory(history + s * stride, length, fp8Max, margin,
-                            powerOfTwo, eps, mostRecent);
+    out[s] = formulas::scaleFromHistory(history + s * stride, length, fp8Max,
+                                        margin, powerOfTwo, eps, mostRecent);
 }
 
 template <__nv_fp8_interpretation_t Format>
@@ -327,7 +306,7 @@ __global__ void rowScalesKernel(const float *amax, float *out, int64_t n,
                                 float eps) {
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x)
-    out[i] = scaleOf(amax[i], fp8Max, margin, powerOfTwo, eps);
+    out[i] = formulas::scaleFromAmax(amax[i], fp8Max, margin, powerOfTwo, eps);
 }
 
 template <__nv_fp8_interpretation_t Format>
@@ -345,9 +324,9 @@ __global__ void quantizeRowsKernel(const void *x, bool bf16,
 
 // amaxEachRowKernel, rowScalesKernel and quantizeRowsKernel (along rows) in
 // one pass: a warp per row takes the row's amax (the same bit-order max, so
-// a NaN wins), makes its scale with scaleOf, stores both, and casts the
-// row, which it reads a second time from cache rather than from memory
-// after two more launches.
+// a NaN wins), makes its scale with formulas::scaleFromAmax, stores both, and
+// casts the row, which it reads a second time from cache rather than from
+// memory after two more launches.
 template <__nv_fp8_interpretation_t Format>
 __global__ void amaxQuantizeRowsKernel(const void *x, bool bf16, float *amax,
                                        float *scales, uint8_t *q, int64_t rows,
@@ -363,7 +342,7 @@ __global__ void amaxQuantizeRowsKernel(const void *x, bool bf16, float *amax,
     for (int64_t c = lane; c < cols; c += 32)
       m = max(m, __float_as_uint(fabsf(valueAt(x, bf16, base + c))));
     const float a = __uint_as_float(warpMax(m));
-    const float s = scaleOf(a, fp8Max, margin, powerOfTwo, eps);
+    const float s = formulas::scaleFromAmax(a, fp8Max, margin, powerOfTwo, eps);
     if (lane == 0) {
       amax[r] = a;
       scales[r] = s;
@@ -415,7 +394,7 @@ struct SlotCounters {
   unsigned long long underflow, saturated, elements;
 };
 
-// The statistics of one cast, as recordCastStats in runtime/core/Abi.cpp
+// The statistics of one cast, as recordCastStats in runtime/core/AbiSupport.h
 // computes them on the CPU: the same products (one rounded f32 multiply)
 // and the same conversion as castKernel. scaleAxis 0: one scale, *scale;
 // 1 / 2 (rowwise): scale[the value's row] / scale[its column] of a

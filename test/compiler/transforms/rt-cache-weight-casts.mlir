@@ -61,7 +61,7 @@ func.func @train_step() {
   %a = rt.alloc : memref<4x8xf8E4M3FN>
   %sa = rt.alloc : memref<f32>
   %z = rt.alloc : memref<4x16xbf16>
-  rt.kernel "scaled_matmul" ins(%a, %codes, %sa, %scale : memref<4x8xf8E4M3FN>, memref<16x8xf8E4M3FN>, memref<f32>, memref<f32>) outs(%z : memref<4x16xbf16>) consts [1, 4, 16, 8, 0, 1, 0, 1, 2]
+  rt.kernel "scaled_matmul" ins(%a, %codes, %sa, %scale : memref<4x8xf8E4M3FN>, memref<16x8xf8E4M3FN>, memref<f32>, memref<f32>) outs(%z : memref<4x16xbf16>) consts [1, 4, 16, 8, 0, 1, 0, 0, 0, 0, 0, 1, 2]
   return
 }
 func.func @eval_step() {
@@ -109,7 +109,8 @@ func.func @train_step() {
   %again = rt.alloc : memref<8x16xbf16>
   rt.kernel "convert" ins(%p : memref<8x16xf32>) outs(%again : memref<8x16xbf16>) consts [128, 1, 2]
   %flat = rt.reshape %again : memref<8x16xbf16> -> memref<128xbf16>
-  rt.kernel "fill" outs(%flat : memref<128xbf16>) consts [128, 0.0]
+  %flat_f32 = rt.alloc : memref<128xf32>
+  rt.kernel "convert" ins(%flat_f32 : memref<128xf32>) outs(%flat : memref<128xbf16>) consts [128, 1, 2]
   %early = rt.alloc : memref<8x16xbf16>
   %sink = rt.alloc : memref<8x16xf32>
   rt.kernel "convert" ins(%early : memref<8x16xbf16>) outs(%sink : memref<8x16xf32>) consts [128, 2, 1]

@@ -9,7 +9,7 @@
 // CHECK-NOT: rt.kernel "add"
 // CHECK: rt.kernel "add_layernorm_fwd" ins(%[[A]], %[[B]], %{{.*}}, %{{.*}} : memref<8x32xbf16>, memref<8x32xf32>, memref<32xf32>, memref<32xf32>) outs(%[[X]], %{{.*}}, %{{.*}}, %{{.*}} : memref<8x32xbf16>, memref<8x32xbf16>, memref<8xf32>, memref<8xf32>) consts [8, 32, 1.000000e-05, 2, 1, 2, 2]
 // CHECK-NOT: layernorm_fwd"
-// CHECK: rt.kernel "fill" outs(%[[X]]
+// CHECK: rt.kernel "convert" ins(%{{.*}}) outs(%[[X]]
 func.func @fused() {
   %a = rt.alloc : memref<8x32xbf16>
   %b = rt.alloc : memref<8x32xf32>
@@ -21,7 +21,8 @@ func.func @fused() {
   %mean = rt.alloc : memref<8xf32>
   %rstd = rt.alloc : memref<8xf32>
   rt.kernel "layernorm_fwd" ins(%x, %w, %bias : memref<8x32xbf16>, memref<32xf32>, memref<32xf32>) outs(%y, %mean, %rstd : memref<8x32xbf16>, memref<8xf32>, memref<8xf32>) consts [8, 32, 1.0e-5, 2, 2]
-  rt.kernel "fill" outs(%x : memref<8x32xbf16>) consts [256, 0.0]
+  %x_f32 = rt.alloc : memref<256xf32>
+  rt.kernel "convert" ins(%x_f32 : memref<256xf32>) outs(%x : memref<8x32xbf16>) consts [256, 1, 2]
   return
 }
 

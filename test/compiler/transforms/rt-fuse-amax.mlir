@@ -29,9 +29,10 @@ func.func @layernorm_bwd() {
 // -----
 
 // The layernorm backward fused with its residual add (rt-fuse-add-layernorm)
-// where the add had no FP8 epilogue: the amax of its sum.
+// where the add had no FP8 epilogue: the amax of its sum, whose shape and
+// dtype the _amax form takes as the other fused FP8 epilogues do.
 // CHECK-LABEL: func.func @layernorm_bwd_add
-// CHECK: rt.kernel "layernorm_bwd_add_amax" ins({{.*}}) outs(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<256x128xbf16>, memref<128xf32>, memref<128xf32>, memref<f32>) consts [256, 128, 2, 2, 2, 1, 1, 2, 2]
+// CHECK: rt.kernel "layernorm_bwd_add_amax" ins({{.*}}) outs(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<256x128xbf16>, memref<128xf32>, memref<128xf32>, memref<f32>) consts [256, 128, 2, 2, 2, 1, 1, 2, 2, 256, 128, 2]
 // CHECK-NOT: rt.kernel "amax"
 func.func @layernorm_bwd_add() {
   %dout = rt.alloc : memref<256x128xbf16>
@@ -67,7 +68,8 @@ func.func @not_fused() {
   %db = rt.alloc : memref<128xbf16>
   %m = rt.alloc : memref<f32>
   rt.kernel "layernorm_bwd" ins(%dout, %x, %w, %mean, %rstd : memref<4x64x128xbf16>, memref<4x64x128xbf16>, memref<128xf32>, memref<4x64xf32>, memref<4x64xf32>) outs(%dx, %dw, %db : memref<4x64x128xbf16>, memref<128xbf16>, memref<128xbf16>) consts [256, 128, 2, 2, 2, 2, 2]
-  rt.kernel "fill" outs(%dx : memref<4x64x128xbf16>) consts [32768, 1.0]
+  %dx_f32 = rt.alloc : memref<32768xf32>
+  rt.kernel "convert" ins(%dx_f32 : memref<32768xf32>) outs(%dx : memref<4x64x128xbf16>) consts [32768, 1, 2]
   rt.kernel "amax" ins(%dx : memref<4x64x128xbf16>) outs(%m : memref<f32>) consts [32768, 2]
 
   rt.kernel "layernorm_bwd" ins(%dout, %x, %w, %mean, %rstd : memref<4x64x128xbf16>, memref<4x64x128xbf16>, memref<128xf32>, memref<4x64xf32>, memref<4x64xf32>) outs(%dx, %dw, %db : memref<4x64x128xbf16>, memref<128xbf16>, memref<128xbf16>) consts [256, 128, 2, 2, 2, 2, 2]

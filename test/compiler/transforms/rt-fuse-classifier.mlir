@@ -43,17 +43,18 @@ func.func @not_fused() {
   %g = rt.alloc : memref<4x64x512xbf16>
   rt.kernel "cross_entropy_fwd" ins(%logits, %t : memref<4x64x512xbf16>, memref<4x64xi32>) outs(%loss, %lse : memref<f32>, memref<4x64xf32>) consts [256, 500, 512, -1, 2]
   %copy = rt.alloc : memref<f32>
-  rt.kernel "copy" ins(%loss : memref<f32>) outs(%copy : memref<f32>) consts [1]
+  rt.kernel "scale" ins(%loss : memref<f32>) outs(%copy : memref<f32>) consts [1, 1.0]
   rt.kernel "cross_entropy_bwd" ins(%dloss, %logits, %t, %lse : memref<f32>, memref<4x64x512xbf16>, memref<4x64xi32>, memref<4x64xf32>) outs(%g : memref<4x64x512xbf16>) consts [256, 500, 512, -1, 2]
 
   rt.kernel "cross_entropy_fwd" ins(%logits, %t : memref<4x64x512xbf16>, memref<4x64xi32>) outs(%loss, %lse : memref<f32>, memref<4x64xf32>) consts [256, 500, 512, -1, 2]
   %flat = rt.reshape %logits : memref<4x64x512xbf16> -> memref<256x512xbf16>
-  rt.kernel "fill" outs(%flat : memref<256x512xbf16>) consts [131072, 0.0]
+  %flat_f32 = rt.alloc : memref<131072xf32>
+  rt.kernel "convert" ins(%flat_f32 : memref<131072xf32>) outs(%flat : memref<256x512xbf16>) consts [131072, 1, 2]
   rt.kernel "cross_entropy_bwd" ins(%dloss, %logits, %t, %lse : memref<f32>, memref<4x64x512xbf16>, memref<4x64xi32>, memref<4x64xf32>) outs(%g : memref<4x64x512xbf16>) consts [256, 500, 512, -1, 2]
 
   rt.kernel "cross_entropy_fwd" ins(%logits, %t : memref<4x64x512xbf16>, memref<4x64xi32>) outs(%loss, %lse : memref<f32>, memref<4x64xf32>) consts [256, 500, 512, -1, 2]
   %other = rt.view @inputs[512] : memref<4x64xi32>
-  rt.kernel "fill" outs(%other : memref<4x64xi32>) consts [256, 0.0]
+  rt.kernel "arange" outs(%other : memref<4x64xi32>) consts [256]
   rt.kernel "cross_entropy_bwd" ins(%dloss, %logits, %t, %lse : memref<f32>, memref<4x64x512xbf16>, memref<4x64xi32>, memref<4x64xf32>) outs(%g : memref<4x64x512xbf16>) consts [256, 500, 512, -1, 2]
 
   %logits2 = rt.alloc : memref<4x64x512xbf16>
@@ -117,7 +118,8 @@ func.func @amax_apart() {
   rt.kernel "cross_entropy_fwd" ins(%logits, %t : memref<4x64x512xbf16>, memref<4x64xi32>) outs(%loss, %lse : memref<f32>, memref<4x64xf32>) consts [256, 500, 512, -1, 2]
   rt.kernel "cross_entropy_bwd" ins(%dloss, %logits, %t, %lse : memref<f32>, memref<4x64x512xbf16>, memref<4x64xi32>, memref<4x64xf32>) outs(%g : memref<4x64x512xbf16>) consts [256, 500, 512, -1, 2]
   %flat = rt.reshape %g : memref<4x64x512xbf16> -> memref<131072xbf16>
-  rt.kernel "fill" outs(%flat : memref<131072xbf16>) consts [131072, 0.0]
+  %flat_f32 = rt.alloc : memref<131072xf32>
+  rt.kernel "convert" ins(%flat_f32 : memref<131072xf32>) outs(%flat : memref<131072xbf16>) consts [131072, 1, 2]
   rt.kernel "amax" ins(%g : memref<4x64x512xbf16>) outs(%m : memref<f32>) consts [131072, 2]
 
   %g2 = rt.alloc : memref<4x64x512xbf16>

@@ -53,7 +53,8 @@ func.func @apart() {
   %q2 = rt.alloc : memref<32x64xf8E5M2>
   rt.kernel "quantize_fp8" ins(%g2, %s : memref<32x64xbf16>, memref<f32>) outs(%q2 : memref<32x64xf8E5M2>) consts [2048, 1, -1, 2]
   %flat = rt.reshape %g2 : memref<32x64xbf16> -> memref<2048xbf16>
-  rt.kernel "fill" outs(%flat : memref<2048xbf16>) consts [2048, 0.0]
+  %flat_f32 = rt.alloc : memref<2048xf32>
+  rt.kernel "convert" ins(%flat_f32 : memref<2048xf32>) outs(%flat : memref<2048xbf16>) consts [2048, 1, 2]
   %qt2 = rt.alloc : memref<64x32xf8E5M2>
   rt.kernel "quantize_fp8_transposed" ins(%g2, %s : memref<32x64xbf16>, memref<f32>) outs(%qt2 : memref<64x32xf8E5M2>) consts [32, 64, 1, -1, 2]
 
@@ -131,7 +132,7 @@ func.func @saved_activation() {
 // CHECK: rt.kernel "quantize_fp8_dual" ins
 // CHECK: rt.kernel "reduce_rows"
 // CHECK: rt.kernel "quantize_fp8_dual" ins
-// CHECK: rt.kernel "fill"
+// CHECK: rt.kernel "convert"
 // CHECK: rt.kernel "reduce_rows"
 // CHECK-NOT: quantize_fp8_dual_bgrad
 func.func @bias_gradient() {
@@ -161,7 +162,8 @@ func.func @bias_gradient() {
   %qt3 = rt.alloc : memref<64x32xf8E5M2>
   rt.kernel "quantize_fp8" ins(%g3, %s : memref<32x64xbf16>, memref<f32>) outs(%q3 : memref<32x64xf8E5M2>) consts [2048, 1, -1, 2]
   rt.kernel "quantize_fp8_transposed" ins(%g3, %s : memref<32x64xbf16>, memref<f32>) outs(%qt3 : memref<64x32xf8E5M2>) consts [32, 64, 1, -1, 2]
-  rt.kernel "fill" outs(%g3 : memref<32x64xbf16>) consts [2048, 0.0]
+  %g3_f32 = rt.alloc : memref<2048xf32>
+  rt.kernel "convert" ins(%g3_f32 : memref<2048xf32>) outs(%g3 : memref<32x64xbf16>) consts [2048, 1, 2]
   %db3 = rt.alloc : memref<64xbf16>
   rt.kernel "reduce_rows" ins(%g3 : memref<32x64xbf16>) outs(%db3 : memref<64xbf16>) consts [32, 64, 2, 2]
   return
@@ -204,7 +206,8 @@ func.func @transposed_bias_gradient() {
 // CHECK: rt.kernel "quantize_rows_transposed" ins
 // CHECK: rt.kernel "reduce_rows" ins(%{{.*}} : memref<16x128xbf16>)
 // CHECK: rt.kernel "quantize_rows_transposed" ins
-// CHECK-NEXT: rt.kernel "fill"
+// CHECK-NEXT: rt.alloc : memref<{{[0-9]+}}xf32>
+// CHECK-NEXT: rt.kernel "convert"
 // CHECK: rt.kernel "reduce_rows" ins(%{{.*}} : memref<32x64xbf16>)
 func.func @rowwise_transposed_bias_gradient() {
   %g = rt.alloc : memref<32x64xbf16>
@@ -228,7 +231,8 @@ func.func @rowwise_transposed_bias_gradient() {
   %g3 = rt.alloc : memref<32x64xbf16>
   %qt3 = rt.alloc : memref<64x32xf8E5M2>
   rt.kernel "quantize_rows_transposed" ins(%g3, %s : memref<32x64xbf16>, memref<64xf32>) outs(%qt3 : memref<64x32xf8E5M2>) consts [32, 64, 1, 1, -1, 2]
-  rt.kernel "fill" outs(%g3 : memref<32x64xbf16>) consts [2048, 0.0]
+  %g3_f32 = rt.alloc : memref<2048xf32>
+  rt.kernel "convert" ins(%g3_f32 : memref<2048xf32>) outs(%g3 : memref<32x64xbf16>) consts [2048, 1, 2]
   %db3 = rt.alloc : memref<64xf32>
   rt.kernel "reduce_rows" ins(%g3 : memref<32x64xbf16>) outs(%db3 : memref<64xf32>) consts [32, 64, 2, 1]
   return

@@ -7,7 +7,7 @@
 // CHECK-NEXT: %[[G:.*]] = rt.alloc : memref<16x64xbf16>
 // CHECK-NEXT: rt.kernel "matmul_bf16_bias_gelu" ins(%{{.*}}, %{{.*}}, %{{.*}} : memref<16x32xbf16>, memref<64x32xbf16>, memref<64xf32>) outs(%[[Y]], %[[G]] : memref<16x64xbf16>, memref<16x64xbf16>) consts [1, 16, 64, 32, 0, 1, 0, 0, 0, 2, 2]
 // CHECK-NOT: gelu_fwd
-// CHECK: rt.kernel "fill" outs(%[[G]]
+// CHECK: rt.kernel "convert" ins(%{{.*}}) outs(%[[G]]
 func.func @forward() {
   %a = rt.alloc : memref<16x32xbf16>
   %w = rt.alloc : memref<64x32xbf16>
@@ -16,7 +16,8 @@ func.func @forward() {
   rt.kernel "matmul_bf16_bias" ins(%a, %w, %bias : memref<16x32xbf16>, memref<64x32xbf16>, memref<64xf32>) outs(%y : memref<16x64xbf16>) consts [1, 16, 64, 32, 0, 1, 0, 0, 0, 2]
   %g = rt.alloc : memref<16x64xbf16>
   rt.kernel "gelu_fwd" ins(%y : memref<16x64xbf16>) outs(%g : memref<16x64xbf16>) consts [1024, 2, 2]
-  rt.kernel "fill" outs(%g : memref<16x64xbf16>) consts [1024, 0.0]
+  %g_f32 = rt.alloc : memref<1024xf32>
+  rt.kernel "convert" ins(%g_f32 : memref<1024xf32>) outs(%g : memref<16x64xbf16>) consts [1024, 1, 2]
   return
 }
 
@@ -59,7 +60,7 @@ func.func @rowwise_bias() {
 // CHECK-NEXT: %[[Y:.*]] = rt.alloc : memref<2x16x64xbf16>
 // CHECK-NEXT: rt.kernel "scaled_matmul_bias" ins(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[BIAS]] : memref<2x16x32xf8E4M3FN>, memref<64x32xf8E4M3FN>, memref<f32>, memref<f32>, memref<64xf32>) outs(%[[Y]] : memref<2x16x64xbf16>) consts [2, 16, 64, 32, 0, 1, 512, 0, 1024, 0, 0, 1, 2]
 // CHECK-NOT: rt.kernel "add"
-// CHECK: rt.kernel "fill" outs(%[[Y]]
+// CHECK: rt.kernel "convert" ins(%{{.*}}) outs(%[[Y]]
 // CHECK: rt.kernel "scaled_matmul" {{.*}} consts [2, 16, 64, 32, 0, 1, 512, 0, 2048, 0, 0, 1, 2]
 // CHECK: rt.kernel "add"
 // CHECK: rt.kernel "scaled_matmul" {{.*}} outs(%[[D:.*]] : memref<16x64xbf16>)
@@ -78,7 +79,8 @@ func.func @fp8_bias() {
   %bias = rt.view @params[0] : memref<64xf32>
   %y = rt.alloc : memref<2x16x64xbf16>
   rt.kernel "add" ins(%d, %bias : memref<2x16x64xbf16>, memref<64xf32>) outs(%y : memref<2x16x64xbf16>) consts [32, 64, 1, 2, 1, 2]
-  rt.kernel "fill" outs(%y : memref<2x16x64xbf16>) consts [2048, 0.0]
+  %y_f32 = rt.alloc : memref<2048xf32>
+  rt.kernel "convert" ins(%y_f32 : memref<2048xf32>) outs(%y : memref<2x16x64xbf16>) consts [2048, 1, 2]
 
   %wide = rt.alloc : memref<2x32x64xbf16>
   rt.kernel "scaled_matmul" ins(%a, %w, %sa, %sw : memref<2x16x32xf8E4M3FN>, memref<64x32xf8E4M3FN>, memref<f32>, memref<f32>) outs(%wide : memref<2x32x64xbf16>) consts [2, 16, 64, 32, 0, 1, 512, 0, 2048, 0, 0, 1, 2]
@@ -170,7 +172,8 @@ func.func @bias_grad_written() {
   %dw = rt.alloc : memref<32x16xbf16>
   rt.kernel "matmul_bf16" ins(%dy2, %x : memref<16x32xbf16>, memref<16x16xbf16>) outs(%dw : memref<32x16xbf16>) consts [1, 32, 16, 16, 1, 0, 0, 0, 0, 2]
   %flat = rt.reshape %dy : memref<2x8x32xbf16> -> memref<512xbf16>
-  rt.kernel "fill" outs(%flat : memref<512xbf16>) consts [512, 0.0]
+  %flat_f32 = rt.alloc : memref<512xf32>
+  rt.kernel "convert" ins(%flat_f32 : memref<512xf32>) outs(%flat : memref<512xbf16>) consts [512, 1, 2]
   %db = rt.alloc : memref<32xbf16>
   rt.kernel "reduce_rows" ins(%dy : memref<2x8x32xbf16>) outs(%db : memref<32xbf16>) consts [16, 32, 2, 2]
   return

@@ -198,8 +198,8 @@ func.func @not_fused() {
 
   %dw = rt.alloc : memref<32x64xbf16>
   rt.kernel "matmul_bf16" ins(%dy, %x : memref<256x32xbf16>, memref<256x64xbf16>) outs(%dw : memref<32x64xbf16>) consts [1, 32, 64, 256, 1, 0, 0, 0, 0, 2]
-  %copy = rt.alloc : memref<32x64xbf16>
-  rt.kernel "copy" ins(%dw : memref<32x64xbf16>) outs(%copy : memref<32x64xbf16>) consts [4096]
+  %copy = rt.alloc : memref<32x64xf32>
+  rt.kernel "convert" ins(%dw : memref<32x64xbf16>) outs(%copy : memref<32x64xf32>) consts [2048, 2, 1]
   rt.kernel "accumulate" ins(%dw : memref<32x64xbf16>) outs(%g : memref<32x64xf32>) consts [2048, 2]
 
   %dw2 = rt.alloc : memref<32x64xbf16>

@@ -6,19 +6,23 @@
 // the parts' buffers are gone.
 // CHECK-LABEL: func.func @packed
 // CHECK: %[[QKV:.*]] = rt.alloc : memref<2x8x96xbf16>
-// CHECK-NEXT: rt.kernel "fill" outs(%[[QKV]]
+// CHECK-NEXT: rt.alloc : memref<{{[0-9]+}}xf32>
+// CHECK-NEXT: rt.kernel "convert" ins(%{{.*}}) outs(%[[QKV]]
 // CHECK-NEXT: %[[OUT:.*]] = rt.alloc : memref<2x8x32xbf16>
 // CHECK-NEXT: %[[LSE:.*]] = rt.alloc : memref<2x4x8xf32>
 // CHECK-NEXT: rt.kernel "attention_fwd_packed" ins(%[[QKV]] : memref<2x8x96xbf16>) outs(%[[OUT]], %[[LSE]] : memref<2x8x32xbf16>, memref<2x4x8xf32>) consts [2, 8, 32, 4, 1, 2]
 // CHECK-NEXT: %[[DOUT:.*]] = rt.alloc : memref<2x8x32xbf16>
-// CHECK-NEXT: rt.kernel "fill" outs(%[[DOUT]]
+// CHECK-NEXT: rt.alloc : memref<{{[0-9]+}}xf32>
+// CHECK-NEXT: rt.kernel "convert" ins(%{{.*}}) outs(%[[DOUT]]
 // CHECK-NEXT: %[[DQKV:.*]] = rt.alloc : memref<2x8x96xbf16>
 // CHECK-NEXT: rt.kernel "attention_bwd_packed" ins(%[[DOUT]], %[[QKV]], %[[OUT]], %[[LSE]] : memref<2x8x32xbf16>, memref<2x8x96xbf16>, memref<2x8x32xbf16>, memref<2x4x8xf32>) outs(%[[DQKV]] : memref<2x8x96xbf16>) consts [2, 8, 32, 4, 1, 2]
-// CHECK-NEXT: rt.kernel "fill" outs(%[[DQKV]]
+// CHECK-NEXT: rt.alloc : memref<{{[0-9]+}}xf32>
+// CHECK-NEXT: rt.kernel "convert" ins(%{{.*}}) outs(%[[DQKV]]
 // CHECK-NEXT: return
 func.func @packed() {
   %qkv = rt.alloc : memref<2x8x96xbf16>
-  rt.kernel "fill" outs(%qkv : memref<2x8x96xbf16>) consts [1536, 1.0]
+  %qkv_f32 = rt.alloc : memref<1536xf32>
+  rt.kernel "convert" ins(%qkv_f32 : memref<1536xf32>) outs(%qkv : memref<2x8x96xbf16>) consts [1536, 1, 2]
   %q = rt.alloc : memref<2x8x32xbf16>
   %k = rt.alloc : memref<2x8x32xbf16>
   %v = rt.alloc : memref<2x8x32xbf16>
@@ -29,7 +33,8 @@ func.func @packed() {
   %lse = rt.alloc : memref<2x4x8xf32>
   rt.kernel "attention_fwd" ins(%q, %k, %v : memref<2x8x32xbf16>, memref<2x8x32xbf16>, memref<2x8x32xbf16>) outs(%out, %lse : memref<2x8x32xbf16>, memref<2x4x8xf32>) consts [2, 8, 32, 4, 1, 2]
   %dout = rt.alloc : memref<2x8x32xbf16>
-  rt.kernel "fill" outs(%dout : memref<2x8x32xbf16>) consts [512, 1.0]
+  %dout_f32 = rt.alloc : memref<512xf32>
+  rt.kernel "convert" ins(%dout_f32 : memref<512xf32>) outs(%dout : memref<2x8x32xbf16>) consts [512, 1, 2]
   %dq = rt.alloc : memref<2x8x32xbf16>
   %dk = rt.alloc : memref<2x8x32xbf16>
   %dv = rt.alloc : memref<2x8x32xbf16>
@@ -38,7 +43,8 @@ func.func @packed() {
   rt.kernel "copy_blocks" ins(%dq : memref<2x8x32xbf16>) outs(%dqkv : memref<2x8x96xbf16>) consts [16, 32, 96, 32, 0, 0, 2]
   rt.kernel "copy_blocks" ins(%dk : memref<2x8x32xbf16>) outs(%dqkv : memref<2x8x96xbf16>) consts [16, 32, 96, 32, 32, 0, 2]
   rt.kernel "copy_blocks" ins(%dv : memref<2x8x32xbf16>) outs(%dqkv : memref<2x8x96xbf16>) consts [16, 32, 96, 32, 64, 0, 2]
-  rt.kernel "fill" outs(%dqkv : memref<2x8x96xbf16>) consts [1536, 0.0]
+  %dqkv_f32 = rt.alloc : memref<1536xf32>
+  rt.kernel "convert" ins(%dqkv_f32 : memref<1536xf32>) outs(%dqkv : memref<2x8x96xbf16>) consts [1536, 1, 2]
   return
 }
 
@@ -72,7 +78,8 @@ func.func @apart() {
   rt.kernel "copy_blocks" ins(%qkv2 : memref<2x8x96xbf16>) outs(%v2 : memref<2x8x32xbf16>) consts [16, 32, 32, 96, 0, 64, 2]
   rt.kernel "attention_fwd" ins(%q2, %k2, %v2 : memref<2x8x32xbf16>, memref<2x8x32xbf16>, memref<2x8x32xbf16>) outs(%out, %lse : memref<2x8x32xbf16>, memref<2x4x8xf32>) consts [2, 8, 32, 4, 1, 2]
   %flat = rt.reshape %qkv2 : memref<2x8x96xbf16> -> memref<16x96xbf16>
-  rt.kernel "fill" outs(%flat : memref<16x96xbf16>) consts [1536, 0.0]
+  %flat_f32 = rt.alloc : memref<1536xf32>
+  rt.kernel "convert" ins(%flat_f32 : memref<1536xf32>) outs(%flat : memref<16x96xbf16>) consts [1536, 1, 2]
   %dq = rt.alloc : memref<2x8x32xbf16>
   %dk = rt.alloc : memref<2x8x32xbf16>
   %dv = rt.alloc : memref<2x8x32xbf16>
@@ -92,12 +99,14 @@ func.func @apart() {
 // CHECK-NOT: _packed
 func.func @order() {
   %qkv = rt.alloc : memref<2x8x96xbf16>
-  rt.kernel "fill" outs(%qkv : memref<2x8x96xbf16>) consts [1536, 1.0]
+  %qkv_f32 = rt.alloc : memref<1536xf32>
+  rt.kernel "convert" ins(%qkv_f32 : memref<1536xf32>) outs(%qkv : memref<2x8x96xbf16>) consts [1536, 1, 2]
   %q = rt.alloc : memref<2x8x32xbf16>
   %k = rt.alloc : memref<2x8x32xbf16>
   %v = rt.alloc : memref<2x8x32xbf16>
   rt.kernel "copy_blocks" ins(%qkv : memref<2x8x96xbf16>) outs(%k : memref<2x8x32xbf16>) consts [16, 32, 32, 96, 0, 32, 2]
-  rt.kernel "fill" outs(%qkv : memref<2x8x96xbf16>) consts [1536, 2.0]
+  %qkv_f32_2 = rt.alloc : memref<1536xf32>
+  rt.kernel "convert" ins(%qkv_f32_2 : memref<1536xf32>) outs(%qkv : memref<2x8x96xbf16>) consts [1536, 1, 2]
   rt.kernel "copy_blocks" ins(%qkv : memref<2x8x96xbf16>) outs(%q : memref<2x8x32xbf16>) consts [16, 32, 32, 96, 0, 0, 2]
   rt.kernel "copy_blocks" ins(%qkv : memref<2x8x96xbf16>) outs(%v : memref<2x8x32xbf16>) consts [16, 32, 32, 96, 0, 64, 2]
   %out = rt.alloc : memref<2x8x32xbf16>
@@ -113,7 +122,8 @@ func.func @order() {
 // CHECK-NOT: _packed
 func.func @concat_order() {
   %qkv = rt.alloc : memref<2x8x96xbf16>
-  rt.kernel "fill" outs(%qkv : memref<2x8x96xbf16>) consts [1536, 1.0]
+  %qkv_f32 = rt.alloc : memref<1536xf32>
+  rt.kernel "convert" ins(%qkv_f32 : memref<1536xf32>) outs(%qkv : memref<2x8x96xbf16>) consts [1536, 1, 2]
   %q = rt.alloc : memref<2x8x32xbf16>
   %k = rt.alloc : memref<2x8x32xbf16>
   %v = rt.alloc : memref<2x8x32xbf16>
@@ -124,12 +134,14 @@ func.func @concat_order() {
   %lse = rt.alloc : memref<2x4x8xf32>
   rt.kernel "attention_fwd" ins(%q, %k, %v : memref<2x8x32xbf16>, memref<2x8x32xbf16>, memref<2x8x32xbf16>) outs(%out, %lse : memref<2x8x32xbf16>, memref<2x4x8xf32>) consts [2, 8, 32, 4, 1, 2]
   %dout = rt.alloc : memref<2x8x32xbf16>
-  rt.kernel "fill" outs(%dout : memref<2x8x32xbf16>) consts [512, 1.0]
+  %dout_f32 = rt.alloc : memref<512xf32>
+  rt.kernel "convert" ins(%dout_f32 : memref<512xf32>) outs(%dout : memref<2x8x32xbf16>) consts [512, 1, 2]
   %dq = rt.alloc : memref<2x8x32xbf16>
   %dk = rt.alloc : memref<2x8x32xbf16>
   %dv = rt.alloc : memref<2x8x32xbf16>
   %dqkv = rt.alloc : memref<2x8x96xbf16>
-  rt.kernel "fill" outs(%dqkv : memref<2x8x96xbf16>) consts [1536, 0.0]
+  %dqkv_f32 = rt.alloc : memref<1536xf32>
+  rt.kernel "convert" ins(%dqkv_f32 : memref<1536xf32>) outs(%dqkv : memref<2x8x96xbf16>) consts [1536, 1, 2]
   rt.kernel "attention_bwd" ins(%dout, %q, %k, %v, %out, %lse : memref<2x8x32xbf16>, memref<2x8x32xbf16>, memref<2x8x32xbf16>, memref<2x8x32xbf16>, memref<2x8x32xbf16>, memref<2x4x8xf32>) outs(%dq, %dk, %dv : memref<2x8x32xbf16>, memref<2x8x32xbf16>, memref<2x8x32xbf16>) consts [2, 8, 32, 4, 1, 2]
   rt.kernel "copy_blocks" ins(%dv : memref<2x8x32xbf16>) outs(%dqkv : memref<2x8x96xbf16>) consts [16, 32, 96, 32, 64, 0, 2]
   %m = rt.alloc : memref<f32>
@@ -169,7 +181,8 @@ func.func @late_split() {
 // CHECK: rt.kernel "scale_from_amax" ins(%[[M]]
 func.func @packed_amax() {
   %qkv = rt.alloc : memref<2x8x96xbf16>
-  rt.kernel "fill" outs(%qkv : memref<2x8x96xbf16>) consts [1536, 1.0]
+  %qkv_f32 = rt.alloc : memref<1536xf32>
+  rt.kernel "convert" ins(%qkv_f32 : memref<1536xf32>) outs(%qkv : memref<2x8x96xbf16>) consts [1536, 1, 2]
   %q = rt.alloc : memref<2x8x32xbf16>
   %k = rt.alloc : memref<2x8x32xbf16>
   %v = rt.alloc : memref<2x8x32xbf16>
@@ -199,11 +212,12 @@ func.func @packed_amax() {
 // CHECK-NOT: rt.kernel "amax"
 // CHECK: rt.kernel "scale_from_amax" ins(%[[M]]
 // CHECK: rt.kernel "attention_bwd_packed" ins
-// CHECK: rt.kernel "fill"
+// CHECK: rt.kernel "convert"
 // CHECK: rt.kernel "amax"
 func.func @packed_bwd_amax() {
   %qkv = rt.alloc : memref<2x8x96xbf16>
-  rt.kernel "fill" outs(%qkv : memref<2x8x96xbf16>) consts [1536, 1.0]
+  %qkv_f32 = rt.alloc : memref<1536xf32>
+  rt.kernel "convert" ins(%qkv_f32 : memref<1536xf32>) outs(%qkv : memref<2x8x96xbf16>) consts [1536, 1, 2]
   %q = rt.alloc : memref<2x8x32xbf16>
   %k = rt.alloc : memref<2x8x32xbf16>
   %v = rt.alloc : memref<2x8x32xbf16>
@@ -214,7 +228,8 @@ func.func @packed_bwd_amax() {
   %lse = rt.alloc : memref<2x4x8xf32>
   rt.kernel "attention_fwd" ins(%q, %k, %v : memref<2x8x32xbf16>, memref<2x8x32xbf16>, memref<2x8x32xbf16>) outs(%out, %lse : memref<2x8x32xbf16>, memref<2x4x8xf32>) consts [2, 8, 32, 4, 1, 2]
   %dout = rt.alloc : memref<2x8x32xbf16>
-  rt.kernel "fill" outs(%dout : memref<2x8x32xbf16>) consts [512, 1.0]
+  %dout_f32 = rt.alloc : memref<512xf32>
+  rt.kernel "convert" ins(%dout_f32 : memref<512xf32>) outs(%dout : memref<2x8x32xbf16>) consts [512, 1, 2]
   %dq = rt.alloc : memref<2x8x32xbf16>
   %dk = rt.alloc : memref<2x8x32xbf16>
   %dv = rt.alloc : memref<2x8x32xbf16>
@@ -235,7 +250,8 @@ func.func @packed_bwd_amax() {
   rt.kernel "copy_blocks" ins(%dq2 : memref<2x8x32xbf16>) outs(%dqkv2 : memref<2x8x96xbf16>) consts [16, 32, 96, 32, 0, 0, 2]
   rt.kernel "copy_blocks" ins(%dk2 : memref<2x8x32xbf16>) outs(%dqkv2 : memref<2x8x96xbf16>) consts [16, 32, 96, 32, 32, 0, 2]
   rt.kernel "copy_blocks" ins(%dv2 : memref<2x8x32xbf16>) outs(%dqkv2 : memref<2x8x96xbf16>) consts [16, 32, 96, 32, 64, 0, 2]
-  rt.kernel "fill" outs(%dqkv2 : memref<2x8x96xbf16>) consts [1536, 0.0]
+  %dqkv2_f32 = rt.alloc : memref<1536xf32>
+  rt.kernel "convert" ins(%dqkv2_f32 : memref<1536xf32>) outs(%dqkv2 : memref<2x8x96xbf16>) consts [1536, 1, 2]
   %m2 = rt.alloc : memref<f32>
   rt.kernel "amax" ins(%dqkv2 : memref<2x8x96xbf16>) outs(%m2 : memref<f32>) consts [1536, 2]
   return

@@ -46,7 +46,8 @@ func.func @apart() {
   %x2 = rt.alloc : memref<32x64xbf16>
   %a2 = rt.alloc : memref<32xf32>
   rt.kernel "amax_rows" ins(%x2 : memref<32x64xbf16>) outs(%a2 : memref<32xf32>) consts [32, 64, 0, 2]
-  rt.kernel "fill" outs(%x2 : memref<32x64xbf16>) consts [2048, 1.0]
+  %x2_f32 = rt.alloc : memref<2048xf32>
+  rt.kernel "convert" ins(%x2_f32 : memref<2048xf32>) outs(%x2 : memref<32x64xbf16>) consts [2048, 1, 2]
   %s2 = rt.alloc : memref<32xf32>
   rt.kernel "row_scales" ins(%a2 : memref<32xf32>) outs(%s2 : memref<32xf32>) consts [32, 4.480000e+02, 0, 1, 9.9999999999999998E-13]
   %q2 = rt.alloc : memref<32x64xf8E4M3FN>

@@ -8,18 +8,18 @@
 // CHECK-SAME: attributes {rt.peak_bytes = 4096 : i64}
 // CHECK: %[[A:.*]] = rt.view @activations[2048] : memref<256xf32>
 // CHECK: %[[B:.*]] = rt.view @activations[3072] : memref<256xf32>
-// CHECK: rt.kernel "fill" outs(%[[A]] : memref<256xf32>)
+// CHECK: rt.kernel "fill" outs(%[[A]] : memref<256xf32>) consts [256, 0.000000e+00]
 // CHECK: %[[C:.*]] = rt.view @activations[0] : memref<512xf32>
-// CHECK: rt.kernel "copy" ins(%[[A]], %[[B]] : memref<256xf32>, memref<256xf32>) outs(%[[C]] : memref<512xf32>)
-// CHECK: rt.kernel "fill" outs(%[[C]] : memref<512xf32>)
+// CHECK: rt.kernel "add" ins(%[[A]], %[[B]] : memref<256xf32>, memref<256xf32>) outs(%[[C]] : memref<512xf32>)
+// CHECK: rt.kernel "fill" outs(%[[C]] : memref<512xf32>) consts [512, 0.000000e+00]
 rt.arena @activations activations size = 0
 func.func @f() {
   %a = rt.alloc : memref<256xf32>
   %b = rt.alloc : memref<256xf32>
-  rt.kernel "fill" outs(%a : memref<256xf32>)
+  rt.kernel "fill" outs(%a : memref<256xf32>) consts [256, 0.0]
   %c = rt.alloc : memref<512xf32>
-  rt.kernel "copy" ins(%a, %b : memref<256xf32>, memref<256xf32>) outs(%c : memref<512xf32>)
-  rt.kernel "fill" outs(%c : memref<512xf32>)
+  rt.kernel "add" ins(%a, %b : memref<256xf32>, memref<256xf32>) outs(%c : memref<512xf32>) consts [1, 256, 0, 1, 1, 1]
+  rt.kernel "fill" outs(%c : memref<512xf32>) consts [512, 0.0]
   return
 }
 
@@ -40,14 +40,14 @@ func.func @f() {
 rt.arena @activations activations size = 0
 func.func @g() {
   %x = rt.alloc : memref<64xf32>
-  rt.kernel "fill" outs(%x : memref<64xf32>)
+  rt.kernel "fill" outs(%x : memref<64xf32>) consts [64, 0.0]
   %y = rt.alloc : memref<256xf32>
-  rt.kernel "fill" ins(%x : memref<64xf32>) outs(%y : memref<256xf32>)
+  rt.kernel "scale" ins(%x : memref<64xf32>) outs(%y : memref<256xf32>) consts [64, 2.0]
   %y2 = rt.reshape %y : memref<256xf32> -> memref<16x16xf32>
   %z = rt.alloc : memref<64xf32>
-  rt.kernel "fill" outs(%z : memref<64xf32>)
+  rt.kernel "fill" outs(%z : memref<64xf32>) consts [64, 0.0]
   %out = rt.alloc : memref<f32>
-  rt.kernel "sum" ins(%y2, %z : memref<16x16xf32>, memref<64xf32>) outs(%out : memref<f32>)
+  rt.kernel "add" ins(%y2, %z : memref<16x16xf32>, memref<64xf32>) outs(%out : memref<f32>) consts [1, 1, 0, 1, 1, 1]
   rt.bind output "loss", %out : memref<f32>
   return
 }

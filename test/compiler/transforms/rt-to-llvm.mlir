@@ -5,7 +5,7 @@
 // (the manifest holds them) and the ABI version is exported.
 // CHECK-NOT: rt.
 // CHECK-DAG: llvm.func @gptrt_arena_base(!llvm.ptr, i64) -> !llvm.ptr
-// CHECK-DAG: llvm.func @gptrt_layernorm_fwd(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, f64)
+// CHECK-DAG: llvm.func @gptrt_layernorm_fwd(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, i64, i64, f64, i64, i64)
 // CHECK-LABEL: llvm.func @gpt_eval_step(
 // CHECK-SAME: %[[CTX:.*]]: !llvm.ptr)
 // CHECK: %[[I1:.*]] = llvm.mlir.constant(1 : i64) : i64
@@ -20,7 +20,9 @@
 // CHECK: %[[ROWS:.*]] = llvm.mlir.constant(4 : i64) : i64
 // CHECK: %[[WIDTH:.*]] = llvm.mlir.constant(32 : i64) : i64
 // CHECK: %[[EPS:.*]] = llvm.mlir.constant(1.000000e-05 : f64) : f64
-// CHECK: llvm.call @gptrt_layernorm_fwd(%[[CTX]], %[[X]], %[[W]], %[[W]], %[[Y:.*]], %[[M:.*]], %[[M]], %[[ROWS]], %[[WIDTH]], %[[EPS]])
+// CHECK: %[[XD:.*]] = llvm.mlir.constant(1 : i64) : i64
+// CHECK: %[[OD:.*]] = llvm.mlir.constant(1 : i64) : i64
+// CHECK: llvm.call @gptrt_layernorm_fwd(%[[CTX]], %[[X]], %[[W]], %[[W]], %[[Y:.*]], %[[M:.*]], %[[M]], %[[ROWS]], %[[WIDTH]], %[[EPS]], %[[XD]], %[[OD]])
 // CHECK: llvm.return
 // CHECK-LABEL: llvm.func @gpt_abi_version() -> i32
 // CHECK: llvm.mlir.constant(41 : i32) : i32
@@ -33,7 +35,7 @@ func.func @eval_step() {
   %r = rt.view @activations[0] : memref<128xf32>
   %y = rt.reshape %r : memref<128xf32> -> memref<4x32xf32>
   %m = rt.view @activations[1024] : memref<4xf32>
-  rt.kernel "layernorm_fwd" ins(%x, %w, %w : memref<4x32xf32>, memref<32xf32>, memref<32xf32>) outs(%y, %m, %m : memref<4x32xf32>, memref<4xf32>, memref<4xf32>) consts [4, 32, 1.0e-5 : f64]
+  rt.kernel "layernorm_fwd" ins(%x, %w, %w : memref<4x32xf32>, memref<32xf32>, memref<32xf32>) outs(%y, %m, %m : memref<4x32xf32>, memref<4xf32>, memref<4xf32>) consts [4, 32, 1.0e-5 : f64, 1, 1]
   rt.bind output "y", %y : memref<4x32xf32>
   return
 }

@@ -25,11 +25,11 @@ func.func @alloc() {
 // An alloc is a buffer like any other: kernels write it, reshapes alias it.
 // CHECK-LABEL: func.func @alloc_uses
 // CHECK:         %[[A:.*]] = rt.alloc : memref<4x8xf32>
-// CHECK:         rt.kernel "gelu_fwd" ins(%arg0 : memref<4x8xf32>) outs(%[[A]] : memref<4x8xf32>)
+// CHECK:         rt.kernel "gelu_fwd" ins(%arg0 : memref<4x8xf32>) outs(%[[A]] : memref<4x8xf32>) consts [32, 1, 1]
 // CHECK:         %{{.*}} = rt.reshape %[[A]] : memref<4x8xf32> -> memref<32xf32>
 func.func @alloc_uses(%x: memref<4x8xf32>) {
   %0 = rt.alloc : memref<4x8xf32>
-  rt.kernel "gelu_fwd" ins(%x : memref<4x8xf32>) outs(%0 : memref<4x8xf32>)
+  rt.kernel "gelu_fwd" ins(%x : memref<4x8xf32>) outs(%0 : memref<4x8xf32>) consts [32, 1, 1]
   %1 = rt.reshape %0 : memref<4x8xf32> -> memref<32xf32>
   return
 }

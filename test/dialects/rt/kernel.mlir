@@ -1,27 +1,114 @@
 // RUN: gpt-opt %s -split-input-file -verify-diagnostics | FileCheck %s
 // RUN: gpt-opt %s -split-input-file -verify-diagnostics -mlir-print-op-generic | gpt-opt -split-input-file -verify-diagnostics | FileCheck %s
 
-// Stream 0 is the default and is left out when printed; other attributes are
-// constants for the kernel.
+// Every call is checked against its row of the kernel table
+// (runtime/abi/gptrt_kernels.def): buffers read, buffers written, then the
+// named constants. Stream 0 is the default and is left out when printed.
 // CHECK-LABEL: func.func @kernel
-// CHECK:         rt.kernel "layernorm_fwd" ins(%arg0, %arg1, %arg1 : memref<8x16xbf16>, memref<16xf32>, memref<16xf32>) outs(%arg2 : memref<8x16xbf16>) {eps = 9.99999974E-6 : f32}{{$}}
-// CHECK:         rt.kernel "gelu_fwd" ins(%arg0 : memref<8x16xbf16>) outs(%arg2 : memref<8x16xbf16>){{$}}
-// CHECK:         rt.kernel "adamw_step2" outs(%arg1 : memref<16xf32>) stream = 2{{$}}
-func.func @kernel(%x: memref<8x16xbf16>, %w: memref<16xf32>, %y: memref<8x16xbf16>) {
-  rt.kernel "layernorm_fwd" ins(%x, %w, %w : memref<8x16xbf16>, memref<16xf32>, memref<16xf32>) outs(%y : memref<8x16xbf16>) {eps = 1.0e-5 : f32}
-  rt.kernel "gelu_fwd" ins(%x : memref<8x16xbf16>) outs(%y : memref<8x16xbf16>) stream = 0
-  rt.kernel "adamw_step2" outs(%w : memref<16xf32>) stream = 2
+// CHECK:         rt.kernel "gelu_fwd" ins(%arg0 : memref<8x16xbf16>) outs(%arg1 : memref<8x16xbf16>) consts [128, 2, 2]{{$}}
+// CHECK:         rt.kernel "fill" outs(%arg2 : memref<16xf32>) stream = 2 consts [16, 0.000000e+00] {note = "x"}{{$}}
+func.func @kernel(%x: memref<8x16xbf16>, %y: memref<8x16xbf16>, %w: memref<16xf32>) {
+  rt.kernel "gelu_fwd" ins(%x : memref<8x16xbf16>) outs(%y : memref<8x16xbf16>) stream = 0 consts [128, 2, 2]
+  rt.kernel "fill" outs(%w : memref<16xf32>) stream = 2 consts [16, 0.0 : f64] {note = "x"}
   return
 }
 
 // -----
 
-// Scalars (integers, floats, indices) and dynamically shaped buffers are
-// valid inputs; several outputs.
-// CHECK-LABEL: func.func @kernel_scalars
-// CHECK:         rt.kernel "scale" ins(%arg0, %arg1, %arg2, %arg3 : index, f32, i32, memref<?xf32>) outs(%arg4, %arg5 : memref<4xf32>, memref<4xi32>) stream = 1{{$}}
-func.func @kernel_scalars(%n: index, %s: f32, %i: i32, %d: memref<?xf32>, %o: memref<4xf32>, %p: memref<4xi32>) {
-  rt.kernel "scale" ins(%n, %s, %i, %d : index, f32, i32, memref<?xf32>) outs(%o, %p : memref<4xf32>, memref<4xi32>) stream = 1
+// Constants are i64, f64 or i64 tables, passed after the buffers in order;
+// they print without their (default) types, the full i64 range included.
+// `void` buffers (layernorm's x and out) take any element type, FP8 buffers
+// either FP8 format.
+// CHECK-LABEL: func.func @kernel_consts
+// CHECK:         rt.kernel "layernorm_fwd" ins(%arg0, %arg1, %arg1 : memref<8x16xf32>, memref<16xf32>, memref<16xf32>) outs(%arg2, %arg3, %arg3 : memref<8x16xbf16>, memref<8xf32>, memref<8xf32>) consts [8, 16, 1.000000e-05, 1, 2]{{$}}
+// CHECK:         rt.kernel "arange" outs(%arg4 : memref<4xi32>) stream = 1 consts [-9223372036854775808]{{$}}
+// CHECK:         rt.kernel "adamw_multi" ins(%arg1, %arg5, %arg5, %arg5 : memref<16xf32>, memref<1xf32>, memref<1xf32>, memref<1xf32>) outs(%arg6, %arg6, %arg6 : memref<16xf32>, memref<16xf32>, memref<16xf32>) consts [16, 9.000000e-01, 0.94999999999999996, 1.000000e-08, 1.000000e-01, 2, array<i64: 0, 4, 8, 16>]{{$}}
+// CHECK:         rt.kernel "scaled_matmul" ins(%arg7, %arg8, %arg5, %arg5 : memref<16xf8E4M3FN>, memref<16xf8E5M2>, memref<1xf32>, memref<1xf32>) outs(%arg6 : memref<16xf32>)
+func.func @kernel_consts(%x: memref<8x16xf32>, %w: memref<16xf32>, %y: memref<8x16xbf16>, %m: memref<8xf32>, %ids: memref<4xi32>, %s: memref<1xf32>, %p: memref<16xf32>, %qa: memref<16xf8E4M3FN>, %qb: memref<16xf8E5M2>) {
+  rt.kernel "layernorm_fwd" ins(%x, %w, %w : memref<8x16xf32>, memref<16xf32>, memref<16xf32>) outs(%y, %m, %m : memref<8x16xbf16>, memref<8xf32>, memref<8xf32>) consts [8 : i64, 16, 1.0e-5 : f64, 1, 2]
+  rt.kernel "arange" outs(%ids : memref<4xi32>) stream = 1 consts [-9223372036854775808]
+  rt.kernel "adamw_multi" ins(%w, %s, %s, %s : memref<16xf32>, memref<1xf32>, memref<1xf32>, memref<1xf32>) outs(%p, %p, %p : memref<16xf32>, memref<16xf32>, memref<16xf32>) consts [16, 0.9 : f64, 0.95 : f64, 1.0e-8 : f64, 0.1 : f64, 2, array<i64: 0, 4, 8, 16>]
+  rt.kernel "scaled_matmul" ins(%qa, %qb, %s, %s : memref<16xf8E4M3FN>, memref<16xf8E5M2>, memref<1xf32>, memref<1xf32>) outs(%p : memref<16xf32>) consts [1, 4, 4, 1, 0, 1, 0, 0, 0, 0, 0, 1, 1]
+  return
+}
+
+// -----
+
+func.func @unknown_kernel(%x: memref<4xf32>) {
+  // expected-error @+1 {{calls unknown runtime kernel "gelu_forward": runtime/abi/gptrt_kernels.def has no row for it; fix the name, or add the kernel to the table and the runtime}}
+  rt.kernel "gelu_forward" outs(%x : memref<4xf32>)
+  return
+}
+
+// -----
+
+func.func @entry_not_kernel(%x: memref<4xf32>) {
+  // expected-error @+1 {{"arena_base" is a runtime entry point that rt-to-llvm calls itself, not a kernel rt.kernel can call}}
+  rt.kernel "arena_base" outs(%x : memref<4xf32>) consts [0]
+  return
+}
+
+// -----
+
+func.func @too_few_inputs(%x: memref<8x16xf32>, %w: memref<16xf32>, %y: memref<8x16xf32>, %m: memref<8xf32>) {
+  // expected-error @+1 {{kernel "layernorm_fwd" takes 3 input buffers (x, w, b), got 2; the kernel table runtime/abi/gptrt_kernels.def is the reference}}
+  rt.kernel "layernorm_fwd" ins(%x, %w : memref<8x16xf32>, memref<16xf32>) outs(%y, %m, %m : memref<8x16xf32>, memref<8xf32>, memref<8xf32>) consts [8, 16, 1.0e-5 : f64, 1, 1]
+  return
+}
+
+// -----
+
+func.func @too_many_outputs(%x: memref<4xf32>, %y: memref<4xf32>) {
+  // expected-error @+1 {{kernel "fill" takes 1 output buffer (out), got 2}}
+  rt.kernel "fill" outs(%x, %y : memref<4xf32>, memref<4xf32>) consts [4, 0.0 : f64]
+  return
+}
+
+// -----
+
+func.func @missing_constant(%x: memref<4xbf16>, %y: memref<4xbf16>) {
+  // expected-error @+1 {{kernel "gelu_fwd" takes 3 constants (n, x_dtype, out_dtype), got 2; the kernel table runtime/abi/gptrt_kernels.def is the reference}}
+  rt.kernel "gelu_fwd" ins(%x : memref<4xbf16>) outs(%y : memref<4xbf16>) consts [4, 2]
+  return
+}
+
+// -----
+
+func.func @wrong_element_type(%a: memref<16xf32>, %b: memref<16xbf16>, %c: memref<16xf32>) {
+  // expected-error @+1 {{input 0 ('a') of kernel "matmul_bf16" holds bf16, got 'memref<16xf32>'}}
+  rt.kernel "matmul_bf16" ins(%a, %b : memref<16xf32>, memref<16xbf16>) outs(%c : memref<16xf32>) consts [1, 4, 4, 1, 0, 1, 0, 0, 0, 1]
+  return
+}
+
+// -----
+
+func.func @fp8_operand_not_fp8(%a: memref<16xi8>, %s: memref<1xf32>, %c: memref<16xf32>) {
+  // expected-error @+1 {{input 0 ('a') of kernel "scaled_matmul" holds an FP8 format (f8E4M3FN or f8E5M2), got 'memref<16xi8>'}}
+  rt.kernel "scaled_matmul" ins(%a, %a, %s, %s : memref<16xi8>, memref<16xi8>, memref<1xf32>, memref<1xf32>) outs(%c : memref<16xf32>) consts [1, 4, 4, 1, 0, 1, 0, 0, 0, 0, 0, 1, 1]
+  return
+}
+
+// -----
+
+func.func @ids_not_i32(%t: memref<8x4xf32>, %ids: memref<2xi64>, %y: memref<2x4xf32>) {
+  // expected-error @+1 {{input 1 ('ids') of kernel "embedding_fwd" holds i32, got 'memref<2xi64>'}}
+  rt.kernel "embedding_fwd" ins(%t, %ids : memref<8x4xf32>, memref<2xi64>) outs(%y : memref<2x4xf32>) consts [2, 4, 1]
+  return
+}
+
+// -----
+
+func.func @output_element_type(%x: memref<4xbf16>) {
+  // expected-error @+1 {{output 0 ('out') of kernel "fill" holds f32, got 'memref<4xbf16>'}}
+  rt.kernel "fill" outs(%x : memref<4xbf16>) consts [4, 0.0 : f64]
+  return
+}
+
+// -----
+
+func.func @scalar_input(%n: index, %y: memref<4xbf16>) {
+  // expected-error @+1 {{input 0 ('x') of kernel "gelu_fwd" must be a buffer (memref), got 'index'}}
+  rt.kernel "gelu_fwd" ins(%n : index) outs(%y : memref<4xbf16>) consts [4, 2, 2]
   return
 }
 
@@ -70,16 +157,16 @@ func.func @in_and_out(%x: memref<4xf32>, %y: memref<4xf32>) {
 // -----
 
 func.func @tensor_input(%t: tensor<4xf32>, %x: memref<4xf32>) {
-  // expected-error @+1 {{kernel inputs are buffers or scalars, got 'tensor<4xf32>'}}
-  rt.kernel "k" ins(%t : tensor<4xf32>) outs(%x : memref<4xf32>)
+  // expected-error @+1 {{input 0 ('src') of kernel "accumulate" must be a buffer (memref), got 'tensor<4xf32>'}}
+  rt.kernel "accumulate" ins(%t : tensor<4xf32>) outs(%x : memref<4xf32>) consts [4, 1]
   return
 }
 
 // -----
 
 func.func @event_input(%e: !rt.event, %x: memref<4xf32>) {
-  // expected-error @+1 {{kernel inputs are buffers or scalars, got '!rt.event'}}
-  rt.kernel "k" ins(%e : !rt.event) outs(%x : memref<4xf32>)
+  // expected-error @+1 {{input 0 ('src') of kernel "accumulate" must be a buffer (memref), got '!rt.event'}}
+  rt.kernel "accumulate" ins(%e : !rt.event) outs(%x : memref<4xf32>) consts [4, 1]
   return
 }
 
@@ -87,7 +174,7 @@ func.func @event_input(%e: !rt.event, %x: memref<4xf32>) {
 
 func.func @negative_stream(%x: memref<4xf32>) {
   // expected-error @+1 {{stream must be >= 0 (0 is compute), got -1}}
-  rt.kernel "k" outs(%x : memref<4xf32>) stream = -1
+  rt.kernel "fill" outs(%x : memref<4xf32>) stream = -1 consts [4, 0.0 : f64]
   return
 }
 
@@ -95,51 +182,47 @@ func.func @negative_stream(%x: memref<4xf32>) {
 
 func.func @dynamic_output(%x: memref<?xf32>) {
   // expected-error @+1 {{operand #0 must be variadic of statically shaped memref with identity layout, but got 'memref<?xf32>'}}
-  rt.kernel "k" outs(%x : memref<?xf32>)
-  return
-}
-
-// -----
-
-// Constants are i64 or f64, passed after the buffers in order; both print
-// without their (default) types, the full i64 range included. An empty list
-// is the default and is left out.
-// CHECK-LABEL: func.func @kernel_consts
-// CHECK:         rt.kernel "layernorm_fwd" ins(%arg0, %arg1, %arg2 : memref<8x16xf32>, memref<16xf32>, memref<16xf32>) outs(%arg3 : memref<8x16xf32>) consts [8, 16, 1.000000e-05]{{$}}
-// CHECK:         rt.kernel "arange" outs(%arg3 : memref<8x16xf32>) stream = 1 consts [0, -1, 9223372036854775807, -9223372036854775808]{{$}}
-// CHECK:         rt.kernel "adamw" outs(%arg1 : memref<16xf32>) consts [1.000000e-03, 9.000000e-01, 0.99899999999999999, 1.000000e-08, 1.000000e-01] {note = "x"}{{$}}
-// CHECK:         rt.kernel "adamw_multi" outs(%arg1 : memref<16xf32>) consts [2, array<i64: 0, 4, 8, 16>, array<i64>]{{$}}
-// CHECK:         rt.kernel "gelu_fwd" ins(%arg0 : memref<8x16xf32>) outs(%arg3 : memref<8x16xf32>){{$}}
-func.func @kernel_consts(%x: memref<8x16xf32>, %w: memref<16xf32>, %b: memref<16xf32>, %y: memref<8x16xf32>) {
-  rt.kernel "layernorm_fwd" ins(%x, %w, %b : memref<8x16xf32>, memref<16xf32>, memref<16xf32>) outs(%y : memref<8x16xf32>) consts [8 : i64, 16, 1.0e-5 : f64]
-  rt.kernel "arange" outs(%y : memref<8x16xf32>) stream = 1 consts [0, -1, 9223372036854775807, -9223372036854775808]
-  rt.kernel "adamw" outs(%w : memref<16xf32>) consts [1.0e-3, 0.9, 0.999, 1.0e-8, 0.1] {note = "x"}
-  rt.kernel "adamw_multi" outs(%w : memref<16xf32>) consts [2, array<i64: 0, 4, 8, 16>, array<i64>]
-  rt.kernel "gelu_fwd" ins(%x : memref<8x16xf32>) outs(%y : memref<8x16xf32>) consts []
+  rt.kernel "fill" outs(%x : memref<?xf32>)
   return
 }
 
 // -----
 
 func.func @i32_const(%x: memref<4xf32>) {
-  // expected-error @+1 {{kernel constants are i64, f64 or array<i64: ...> (the C ABI's int64_t, double and const int64_t *), got 4 : i32}}
-  rt.kernel "k" outs(%x : memref<4xf32>) consts [8, 4 : i32]
+  // expected-error @+1 {{constant 0 ('n') of kernel "fill" must be an i64 (the C ABI's int64_t), got 4 : i32}}
+  rt.kernel "fill" outs(%x : memref<4xf32>) consts [4 : i32, 0.0 : f64]
   return
 }
 
 // -----
 
-func.func @i32_table_const(%x: memref<4xf32>) {
-  // expected-error @+1 {{kernel constants are i64, f64 or array<i64: ...> (the C ABI's int64_t, double and const int64_t *), got array<i32: 1, 2>}}
-  rt.kernel "k" outs(%x : memref<4xf32>) consts [array<i32: 1, 2>]
+func.func @integer_for_double(%x: memref<4xf32>) {
+  // expected-error @+1 {{constant 1 ('value') of kernel "fill" must be an f64 (the C ABI's double), got 0 : i64}}
+  rt.kernel "fill" outs(%x : memref<4xf32>) consts [4, 0]
   return
 }
 
 // -----
 
 func.func @f32_const(%x: memref<4xf32>) {
-  // expected-error @+1 {{kernel constants are i64, f64 or array<i64: ...> (the C ABI's int64_t, double and const int64_t *), got 5.000000e-01 : f32}}
-  rt.kernel "k" outs(%x : memref<4xf32>) consts [0.5 : f32]
+  // expected-error @+1 {{constant 1 ('value') of kernel "fill" must be an f64 (the C ABI's double), got 5.000000e-01 : f32}}
+  rt.kernel "fill" outs(%x : memref<4xf32>) consts [4, 0.5 : f32]
+  return
+}
+
+// -----
+
+func.func @i32_table_const(%g: memref<16xf32>, %s: memref<1xf32>, %w: memref<16xf32>) {
+  // expected-error @+1 {{constant 6 ('decay_ranges') of kernel "adamw_multi" must be an array<i64: ...> (the C ABI's const int64_t *), got array<i32: 0, 4>}}
+  rt.kernel "adamw_multi" ins(%g, %s, %s, %s : memref<16xf32>, memref<1xf32>, memref<1xf32>, memref<1xf32>) outs(%w, %w, %w : memref<16xf32>, memref<16xf32>, memref<16xf32>) consts [16, 0.9 : f64, 0.95 : f64, 1.0e-8 : f64, 0.1 : f64, 1, array<i32: 0, 4>]
+  return
+}
+
+// -----
+
+func.func @table_for_integer(%x: memref<4xf32>) {
+  // expected-error @+1 {{constant 0 ('n') of kernel "fill" must be an i64 (the C ABI's int64_t), got array<i64: 4>}}
+  rt.kernel "fill" outs(%x : memref<4xf32>) consts [array<i64: 4>, 0.0 : f64]
   return
 }
 
@@ -148,48 +231,48 @@ func.func @f32_const(%x: memref<4xf32>) {
 // Signed or unsigned 64-bit integers are not i64: llvm.mlir.constant would
 // reject them in rt-to-llvm.
 func.func @ui64_const(%x: memref<4xf32>) {
-  // expected-error @+1 {{kernel constants are i64, f64 or array<i64: ...> (the C ABI's int64_t, double and const int64_t *), got 5 : ui64}}
-  rt.kernel "k" outs(%x : memref<4xf32>) consts [5 : ui64]
+  // expected-error @+1 {{constant 0 ('n') of kernel "fill" must be an i64 (the C ABI's int64_t), got 5 : ui64}}
+  rt.kernel "fill" outs(%x : memref<4xf32>) consts [5 : ui64, 0.0 : f64]
   return
 }
 
 // -----
 
 func.func @si64_const(%x: memref<4xf32>) {
-  // expected-error @+1 {{kernel constants are i64, f64 or array<i64: ...> (the C ABI's int64_t, double and const int64_t *), got 5 : si64}}
-  rt.kernel "k" outs(%x : memref<4xf32>) consts [5 : si64]
+  // expected-error @+1 {{constant 0 ('n') of kernel "fill" must be an i64 (the C ABI's int64_t), got 5 : si64}}
+  rt.kernel "fill" outs(%x : memref<4xf32>) consts [5 : si64, 0.0 : f64]
   return
 }
 
 // -----
 
 func.func @index_const(%x: memref<4xf32>) {
-  // expected-error @+1 {{kernel constants are i64, f64 or array<i64: ...> (the C ABI's int64_t, double and const int64_t *), got 5 : index}}
-  rt.kernel "k" outs(%x : memref<4xf32>) consts [5 : index]
+  // expected-error @+1 {{constant 0 ('n') of kernel "fill" must be an i64 (the C ABI's int64_t), got 5 : index}}
+  rt.kernel "fill" outs(%x : memref<4xf32>) consts [5 : index, 0.0 : f64]
   return
 }
 
 // -----
 
 func.func @string_const(%x: memref<4xf32>) {
-  // expected-error @+1 {{kernel constants are i64, f64 or array<i64: ...> (the C ABI's int64_t, double and const int64_t *), got "eps"}}
-  rt.kernel "k" outs(%x : memref<4xf32>) consts ["eps"]
+  // expected-error @+1 {{constant 1 ('value') of kernel "fill" must be an f64 (the C ABI's double), got "eps"}}
+  rt.kernel "fill" outs(%x : memref<4xf32>) consts [4, "eps"]
   return
 }
 
 // -----
 
 func.func @nested_const(%x: memref<4xf32>) {
-  // expected-error @+1 {{kernel constants are i64, f64 or array<i64: ...> (the C ABI's int64_t, double and const int64_t *), got [1]}}
-  rt.kernel "k" outs(%x : memref<4xf32>) consts [[1]]
+  // expected-error @+1 {{constant 0 ('n') of kernel "fill" must be an i64 (the C ABI's int64_t), got [1]}}
+  rt.kernel "fill" outs(%x : memref<4xf32>) consts [[1], 0.0 : f64]
   return
 }
 
 // -----
 
 func.func @unit_const(%x: memref<4xf32>) {
-  // expected-error @+1 {{kernel constants are i64, f64 or array<i64: ...> (the C ABI's int64_t, double and const int64_t *), got unit}}
-  rt.kernel "k" outs(%x : memref<4xf32>) consts [unit]
+  // expected-error @+1 {{constant 0 ('n') of kernel "fill" must be an i64 (the C ABI's int64_t), got unit}}
+  rt.kernel "fill" outs(%x : memref<4xf32>) consts [unit, 0.0 : f64]
   return
 }
 
@@ -197,6 +280,6 @@ func.func @unit_const(%x: memref<4xf32>) {
 
 func.func @not_a_list(%x: memref<4xf32>) {
   // expected-error @+1 {{Invalid attribute `consts` in property conversion: 5 : i64}}
-  "rt.kernel"(%x) <{consts = 5 : i64, kernel = "k", operandSegmentSizes = array<i32: 0, 1>, stream = 0 : i32}> : (memref<4xf32>) -> ()
+  "rt.kernel"(%x) <{consts = 5 : i64, kernel = "fill", operandSegmentSizes = array<i32: 0, 1>, stream = 0 : i32}> : (memref<4xf32>) -> ()
   return
 }

@@ -61,6 +61,17 @@ TEST(ManifestTest, TopLevelErrors) {
                      std::to_string(GPTRT_ABI_VERSION) +
                      " (this runtime's ABI): rebuild the artifact with the "
                      "gptc that matches this runtime");
+  // A manifest from a gptc built with another kernel table, or from before
+  // fingerprints were recorded (0).
+  EXPECT_INVALID(m.set_kernel_table_fingerprint(kKernelTableFingerprint ^ 2),
+                 "manifest kernel_table_fingerprint is 0x");
+  EXPECT_INVALID(m.set_kernel_table_fingerprint(0),
+                 "manifest kernel_table_fingerprint is 0x0000000000000000, "
+                 "expected 0x");
+  EXPECT_INVALID(m.set_kernel_table_fingerprint(0),
+                 " (this runtime's runtime/abi/gptrt_kernels.def): the "
+                 "artifact was compiled against another kernel table; "
+                 "rebuild it with the gptc that matches this runtime");
   EXPECT_INVALID(m.set_seq(0), "seq is 0, expected >= 1");
   EXPECT_INVALID(m.set_seq(FX_T + 1),
                  "seq is 4, expected <= model.seq = 3 (the model's context "

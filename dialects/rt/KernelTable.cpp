@@ -1,0 +1,137 @@
+// The kernel table's rows as KernelSignatures, expanded from
+// runtime/abi/gptrt_kernels.def (see KernelTable.h).
+#include "dialects/rt/KernelTable.h"
+
+#include "llvm/ADT/StringMap.h"
+
+#include <cstdint>
+#include <type_traits>
+
+namespace gptc::rt {
+namespace {
+
+template <typename T> constexpr KernelElement elementOf() {
+  if constexpr (std::is_void_v<T>)
+    return KernelElement::Any;
+  else if constexpr (std::is_same_v<T, float>)
+    return KernelElement::F32;
+  else if constexpr (std::is_same_v<T, uint16_t>)
+    return KernelElement::Bf16;
+  else if constexpr (std::is_same_v<T, uint8_t>)
+    return KernelElement::Fp8;
+  else if constexpr (std::is_same_v<T, int32_t>)
+    return KernelElement::I32;
+  else
+    static_assert(!sizeof(T), "a buffer element type the kernel table does "
+                              "not know: add it to KernelElement");
+}
+
+// One parameter array per row. The trailing sentinel keeps a row without
+// parameters a valid array; rows() drops it.
+namespace rowParams {
+#define GPTRT_IN(type, name)                                                   \
+  {KernelParamKind::Input, elementOf<type>(), #name},
+#define GPTRT_OUT(type, name)                                                  \
+  {KernelParamKind::Output, elementOf<type>(), #name},
+#define GPTRT_I64(name) {KernelParamKind::I64, KernelElement::None, #name},
+#define GPTRT_F64(name) {KernelParamKind::F64, KernelElement::None, #name},
+#define GPTRT_I64_TABLE(name)                                                  \
+  {KernelParamKind::I64Table, KernelElement::None, #name},
+#define GPTRT_KERNEL(name, list)                                               \
+  const KernelParam name[] = {                                                 \
+      list{KernelParamKind::I64, KernelElement::None, nullptr}};
+#define GPTRT_ENTRY(result, name, list)                                        \
+  const KernelParam name[] = {                                                 \
+      list{KernelParamKind::I64, KernelElement::None, nullptr}};
+#include "runtime/abi/gptrt_kernels.def"
+} // namespace rowParams
+
+template <size_t N>
+llvm::ArrayRef<KernelParam> withoutSentinel(const KernelParam (&row)[N]) {
+  return llvm::ArrayRef<KernelParam>(row, N - 1);
+}
+
+const KernelSignature kRows[] = {
+#define GPTRT_KERNEL(name, list)                                               \
+  {#name, true, withoutSentinel(rowParams::name)},
+#define GPTRT_ENTRY(result, name, list)                                        \
+  {#name, false, withoutSentinel(rowParams::name)},
+#include "runtime/abi/gptrt_kernels.def"
+};
+#undef GPTRT_IN
+#undef GPTRT_OUT
+#undef GPTRT_I64
+#undef GPTRT_F64
+#undef GPTRT_I64_TABLE
+
+llvm::ArrayRef<KernelParam> paramsOfKind(llvm::ArrayRef<KernelParam> params,
+                                         bool (*keep)(const KernelParam &)) {
+  // The table keeps inputs, outputs and constants in that order (the C
+  // calling convention), so each kind is one contiguous run.
+  const KernelParam *begin = params.begin();
+  while (begin != params.end() && !keep(*begin))
+    ++begin;
+  const KernelParam *end = begin;
+  while (end != params.end() && keep(*end))
+    ++end;
+  return llvm::ArrayRef<KernelParam>(begin, end);
+}
+
+} // namespace
+
+llvm::ArrayRef<KernelParam> KernelSignature::inputs() const {
+  return paramsOfKind(params, [](const KernelParam &p) {
+    return p.kind == KernelParamKind::Input;
+  });
+}
+
+llvm::ArrayRef<KernelParam> KernelSignature::outputs() const {
+  return paramsOfKind(params, [](const KernelParam &p) {
+    return p.kind == KernelParamKind::Output;
+  });
+}
+
+llvm::ArrayRef<KernelParam> KernelSignature::constants() const {
+  return paramsOfKind(params,
+                      [](const KernelParam &p) { return !p.isBuffer(); });
+}
+
+std::optional<unsigned>
+KernelSignature::constantIndex(llvm::StringRef name) const {
+  for (auto [index, param] : llvm::enumerate(constants()))
+    if (name == param.name)
+      return index;
+  return std::nullopt;
+}
+
+llvm::ArrayRef<KernelSignature> kernelTable() { return kRows; }
+
+const KernelSignature *lookupKernel(llvm::StringRef name) {
+  static const llvm::StringMap<const KernelSignature *> byName = [] {
+    llvm::StringMap<const KernelSignature *> map;
+    for (const KernelSignature &row : kRows)
+      map[row.name] = &row;
+    return map;
+  }();
+  return byName.lookup(name);
+}
+
+llvm::StringRef describeElement(KernelElement element) {
+  switch (element) {
+  case KernelElement::Any:
+    return "any element type";
+  case KernelElement::F32:
+    return "f32";
+  case KernelElement::Bf16:
+    return "bf16";
+  case KernelElement::Fp8:
+    return "an FP8 format (f8E4M3FN or f8E5M2)";
+  case KernelElement::I32:
+    return "i32";
+  case KernelElement::None:
+    break;
+  }
+  return "no buffer";
+}
+
+} // namespace gptc::rt

@@ -1,0 +1,79 @@
+// The fused FP8 epilogue (amax, cast) of the producers' _amax / _cast forms,
+// shared by every producer family's file. The CPU runs the base kernel, then
+// the epilogue over its output; the point is that a GPU does both in one pass.
+#ifndef GPTRT_CORE_ABIEPILOGUE_H
+#define GPTRT_CORE_ABIEPILOGUE_H
+
+#include "runtime/core/AbiSupport.h"
+
+namespace gptrt::abi {
+
+/// The extra work of a fused kernel over its first output (see gptrt.h).
+struct Epilogue {
+  int64_t rows, cols, dtype;
+  float *amax;
+  const float *scale = nullptr;  // _cast only, with the fields below
+  uint8_t *q = nullptr;
+  int64_t format = 0, transpose = 0, statSlot = -1;
+};
+
+/// On a GPU, when the producer's kernel can take the epilogue itself (its
+/// whole output of `elements` values, codes not transposed): launches it
+/// through `run` with the epilogue, records the cast's statistics, and
+/// returns true. Elsewhere false: the caller runs the base kernel, then
+/// finish().
+template <typename Run>
+bool producedWithEpilogue(gptrt_context *ctx, const char *fn, const void *out,
+                          int64_t elements, const Epilogue &e, Run run) {
+  Context &context = contextOf(ctx, fn);
+  if (context.failed() || context.device() != Device::Cuda || e.transpose != 0 ||
+      e.rows * e.cols != elements)
+    return false;
+  guarded(
+      ctx, fn,
+      [&](Context &) {
+        throw std::logic_error("the CPU runs the base kernel and finish()");
+      },
+      [&](Context &c, Gpu &g) {
+        requireNonNegative(e.rows, "rows");
+        requireNonNegative(e.cols, "cols");
+        requireAmax(e.amax);
+        if (e.dtype != GPTRT_DTYPE_F32 && e.dtype != GPTRT_DTYPE_BF16)
+          throw std::invalid_argument("out_dtype " + std::to_string(e.dtype) +
+                                      ", expected f32 (1) or bf16 (2)");
+        run(g, gptrt::cuda::Fp8Epilogue{e.amax, e.scale, e.q, e.format});
+        if (e.q && e.statSlot >= 0 && c.collectingFp8Stats())
+          g.recordCastStats(out, e.dtype, elements, e.scale, e.format,
+                            e.statSlot);
+      });
+  return true;
+}
+
+/// Runs `epilogue` after the base kernel, unless the base kernel failed.
+void finish(gptrt_context *ctx, const char *fn, const void *out,
+            const Epilogue &epilogue);
+
+// For kernels with a dtype per operand, the epilogue's out_dtype repeats
+// the base kernel's own output dtype: they must agree (the epilogue reads
+// what the kernel wrote). Records the error and returns false otherwise.
+bool agreeingDtypes(gptrt_context *ctx, const char *fn, int64_t kernelDtype,
+                    int64_t outDtype);
+
+/// A fused variant of a producer whose kernel takes the epilogue on a GPU
+/// (see producedWithEpilogue): there `onGpu(gpu, epilogue)` runs it;
+/// elsewhere `base()` runs the plain kernel and finish() the epilogue.
+template <typename OnGpu, typename Base>
+void fusedProducer(gptrt_context *ctx, const char *fn, int64_t kernelDtype,
+                   const void *out, int64_t elements, const Epilogue &e,
+                   OnGpu onGpu, Base base) {
+  const TimedCall timed(ctx, fn);
+  if (!agreeingDtypes(ctx, fn, kernelDtype, e.dtype) ||
+      producedWithEpilogue(ctx, fn, out, elements, e, onGpu))
+    return;
+  base();
+  finish(ctx, fn, out, e);
+}
+
+} // namespace gptrt::abi
+
+#endif // GPTRT_CORE_ABIEPILOGUE_H

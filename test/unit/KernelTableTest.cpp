@@ -1,0 +1,71 @@
+// The compiler's view of the kernel table (dialects/rt/KernelTable.h) agrees
+// with the rows of runtime/abi/gptrt_kernels.def and with the calling
+// convention rt-to-llvm relies on.
+#include "dialects/rt/KernelTable.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+namespace gptc::rt {
+namespace {
+
+TEST(KernelTableTest, LooksUpRowsByName) {
+  const KernelSignature *row = lookupKernel("layernorm_fwd");
+  ASSERT_NE(row, nullptr);
+  EXPECT_TRUE(row->isKernel);
+  ASSERT_EQ(row->inputs().size(), 3u);
+  EXPECT_STREQ(row->inputs()[1].name, "w");
+  EXPECT_EQ(row->inputs()[0].element, KernelElement::Any);
+  EXPECT_EQ(row->inputs()[1].element, KernelElement::F32);
+  ASSERT_EQ(row->outputs().size(), 3u);
+  EXPECT_STREQ(row->outputs()[0].name, "out");
+  ASSERT_EQ(row->constants().size(), 5u);
+  EXPECT_EQ(row->constants()[2].kind, KernelParamKind::F64);
+  EXPECT_EQ(row->constantIndex("eps"), 2u);
+  EXPECT_EQ(row->constantIndex("x_dtype"), 3u);
+  EXPECT_FALSE(row->constantIndex("x").has_value()) << "x is a buffer";
+  EXPECT_EQ(lookupKernel("layernorm_forward"), nullptr);
+
+  const KernelSignature *table = lookupKernel("adamw_multi");
+  ASSERT_NE(table, nullptr);
+  EXPECT_EQ(table->constants().back().kind, KernelParamKind::I64Table);
+  const KernelSignature *fp8 = lookupKernel("scaled_matmul");
+  ASSERT_NE(fp8, nullptr);
+  EXPECT_EQ(fp8->inputs()[0].element, KernelElement::Fp8);
+}
+
+TEST(KernelTableTest, ArenaBaseIsAnEntryNotAKernel) {
+  const KernelSignature *row = lookupKernel("arena_base");
+  ASSERT_NE(row, nullptr);
+  EXPECT_FALSE(row->isKernel);
+  EXPECT_EQ(row->constants().size(), 1u);
+}
+
+// rt.kernel passes ins, then outs, then constants (rt-to-llvm), so every
+// row must list its parameters in that order; names are unique per row and
+// rows are unique by name.
+TEST(KernelTableTest, EveryRowFollowsTheCallingConvention) {
+  std::set<std::string> names;
+  ASSERT_GE(kernelTable().size(), 25u);
+  for (const KernelSignature &row : kernelTable()) {
+    SCOPED_TRACE(row.name.str());
+    EXPECT_TRUE(names.insert(row.name.str()).second) << "duplicate row";
+    EXPECT_EQ(row.inputs().size() + row.outputs().size() +
+                  row.constants().size(),
+              row.params.size())
+        << "a buffer after a constant, or an input after an output";
+    if (row.isKernel)
+      EXPECT_FALSE(row.outputs().empty()) << "a kernel writes something";
+    std::set<std::string> params;
+    for (const KernelParam &param : row.params) {
+      EXPECT_TRUE(params.insert(param.name).second)
+          << "parameter " << param.name << " twice";
+      EXPECT_EQ(param.isBuffer(), param.element != KernelElement::None);
+    }
+  }
+}
+
+} // namespace
+} // namespace gptc::rt
