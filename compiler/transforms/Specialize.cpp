@@ -134,7 +134,8 @@ public:
       getOperation().emitError()
           << "gpt-specialize needs micro-batch > 0, got "
           << static_cast<int64_t>(microBatch)
-          << "; pass gpt-specialize{micro-batch=B}";
+          << "; pass gpt-specialize{micro-batch=B} (in the pipeline: "
+             "gpt-train-pipeline{micro-batch=B})";
       return signalPassFailure();
     }
     for (func::FuncOp func : getOperation().getOps<func::FuncOp>())
