@@ -14,7 +14,9 @@ def GptSpecialize : Pass<"gpt-specialize", "::mlir::ModuleOp"> {
     of the position ids (`gpt.arange` of the model's length) to a value no
     larger than the model's context length, and recomputes the result shape
     of each op from its operands. Run it before gpt-autodiff: it knows the
-    forward ops' shape rules only.
+    forward ops' shape rules only. gptc runs it first, with `micro-batch`
+    from `--micro-batch` (default: the model's `gpt.config` micro_batch,
+    else 4) and `seq` from `--seq`.
   }];
   let dependentDialects = ["::gptc::gpt::GptDialect"];
   let options = [
@@ -45,6 +47,8 @@ def GptAutodiff : Pass<"gpt-autodiff", "::mlir::ModuleOp"> {
       parameter, as early as the backward allows.
     - `@eval_step(tokens, targets) -> loss`: the forward pass only.
     - `@logits(tokens) -> logits`: the forward pass without the loss.
+
+    gptc's `--recompute=gelu,layernorm` sets `recompute`.
   }];
   let dependentDialects = ["::gptc::gpt::GptDialect"];
   let options = [
@@ -96,7 +100,9 @@ def GptPrecision : Pass<"gpt-precision", "::mlir::ModuleOp"> {
     consumer, so the f32 copies live only around one op and the memory plan
     sees bf16 buffers: on the CPU this is a bit-exact emulation of bf16
     storage. `precision=fp32` leaves the module as it is (parity tests).
-    Runs after gpt-autodiff and gpt-optimizer, before rt-bufferize.
+    Runs after gpt-autodiff and gpt-optimizer, before rt-bufferize. gptc
+    runs it with `precision=fp32` for `--precision=fp32` and with bf16 for
+    every other `--precision` (bf16 and the FP8 policies).
   }];
   let dependentDialects = ["::gptc::gpt::GptDialect"];
   let options = [
@@ -143,6 +149,23 @@ def Fp8Precision : Pass<"fp8-precision", "::mlir::ModuleOp"> {
     to compare its numerics with bf16, and on the CPU (emulated FP8) no
     threshold gains. So the filter is opt-in, with the number to use on a
     GPU given in the option.
+
+    The built-in policies, as gptc's `--precision` names them:
+    `fp8-tensorwise` (every eligible GEMM, forward and both backward, with
+    per-tensor current scaling, E4M3 forward / E5M2 gradients);
+    `fp8-delayed` (scales from an amax history per tensor, kept in the
+    checkpointed FP8 state: `fp8.state`, `fp8.state_scale`,
+    `fp8.state_update`; `weight-scaling=current` scales each weight from
+    its own amax instead, so with rt-cache-weight-casts it is cast once per
+    optimizer step rather than every micro-step); `fp8-rowwise` (a
+    power-of-two scale per row of each operand). Forward FP8 GEMMs use
+    Hopper's fast accumulation unless `fast-accum=false`. gptc spells the
+    options `--precision`, `--fp8-history`, `--fp8-amax-reduction`,
+    `--fp8-margin`, `--fp8-weight-scaling`, `--fp8-exclude=lm_head`,
+    `--fp8-include='h.*.mlp.*'`, `--fp8-min-mnk=N` and `--fp8-fast-accum`;
+    `--load-pass-plugin=LIB.so` adds the policies a plugin registers
+    (docs/writing-a-precision-policy.md). With `--precision=fp32` gptc
+    does not run this pass.
   }];
   let dependentDialects = ["::gptc::gpt::GptDialect", "::gptc::fp8::Fp8Dialect"];
   let options = [
@@ -203,7 +226,12 @@ def Fp8FuseAmax : Pass<"fp8-fuse-amax", "::mlir::ModuleOp"> {
     separate read of the whole tensor disappears. Several amaxes of one
     tensor share one. Amaxes of tensors made elsewhere (parameters, which
     the optimizer step writes) stay standalone. Numerics do not change. Run
-    after gpt-precision and before fp8-fuse-cast and rt-bufferize.
+    after gpt-precision and before fp8-fuse-cast and rt-bufferize (gptc
+    runs it after gpt-bf16-gemm and gpt-bf16-kernels, so the producer that
+    writes the bf16 activation itself takes its amax). `gptc
+    --fp8-fusion=false` leaves this pass out, with fp8-fuse-cast,
+    rt-fuse-amax and rt-fuse-producer-cast: separate kernels, bit-identical
+    results.
   }];
   let dependentDialects = ["::gptc::fp8::Fp8Dialect"];
 }
@@ -220,6 +248,7 @@ def Fp8FuseCast : Pass<"fp8-fuse-cast", "::mlir::ModuleOp"> {
     GEMM's flag flips, so every fused GEMM operand is K-contiguous as
     Hopper's FP8 tensor cores need. Current (tensorwise) scaling needs the
     amax first and is left alone. Numerics do not change.
+    `gptc --fp8-fusion=false` leaves this pass out.
   }];
   let dependentDialects = ["::gptc::fp8::Fp8Dialect"];
 }
@@ -238,7 +267,8 @@ def Fp8TransposeCasts : Pass<"fp8-transpose-casts", "::mlir::ModuleOp"> {
     cost -- and the GEMM's flag flips. Casts that
     fp8-fuse-cast moved into their producer are transposed there already.
     Numerics do not change. Run after fp8-fuse-cast and before
-    fp8-reuse-scales and rt-bufferize.
+    fp8-reuse-scales and rt-bufferize. With it every FP8 GEMM is "TN".
+    `gptc --fp8-transpose-casts=false` leaves this pass out.
   }];
   let dependentDialects = ["::gptc::fp8::Fp8Dialect"];
 }
@@ -256,6 +286,7 @@ def Fp8ReuseScales : Pass<"fp8-reuse-scales", "::mlir::ModuleOp"> {
     they may differ in layout (fp8-transpose-casts), and merging them would
     keep an FP8 copy alive from the forward to the backward. Numerics and
     the per-cast FP8 statistics do not change.
+    `gptc --fp8-reuse-scales=false` leaves this pass out.
   }];
   let dependentDialects = ["::gptc::fp8::Fp8Dialect"];
 }
@@ -279,7 +310,7 @@ def GptBf16Gemm : Pass<"gpt-bf16-gemm", "::mlir::ModuleOp"> {
     result): cuBLASLt writes its D in bf16, the rowwise kernel its
     unscaled quotient. Runs after gpt-precision and
     the fp8 passes, before rt-bufferize; a module without bf16 storage is
-    left as it is.
+    left as it is. `gptc --bf16-gemm=false` leaves this pass out.
   }];
   let dependentDialects = ["::gptc::gpt::GptDialect"];
 }
@@ -339,6 +370,10 @@ def GptDataParallel : Pass<"gpt-data-parallel", "::mlir::ModuleOp"> {
     have run, buckets (`bucket-mb` > 0), f32 gradient communication, and a
     gradient for every parameter. Checkpoints hold the whole optimizer
     state, as without ZeRO.
+
+    gptc runs it right after gpt-optimizer, with `bucket-mb` from
+    `--grad-bucket-mb`, `grad-comm` from `--grad-comm` and `zero` from
+    `--zero`; `gptc --report` lists the buckets.
   }];
   let dependentDialects = ["::gptc::gpt::GptDialect"];
   let options = [
@@ -567,7 +602,8 @@ def RtFuseAmax : Pass<"rt-fuse-amax", "::mlir::ModuleOp"> {
     the FP8 output gradient of the last block's projection) and
     `layernorm_bwd_add` (its sum, where the add had no epilogue). The kernels
     other rt fusions create take theirs in those passes
-    (rt-fuse-classifier, rt-fuse-qkv-attention).
+    (rt-fuse-classifier, rt-fuse-qkv-attention). With those, no separate
+    amax kernel is left in an fp8-tensorwise train_step.
     `gptc --fp8-fusion=false` leaves this pass out, with fp8-fuse-amax.
   }];
   let dependentDialects = ["::gptc::rt::RtDialect"];
@@ -630,7 +666,9 @@ def RtFuseGradAccumulation
     the other rt fusions this one changes the numbers, by at most those
     roundings (and the order of an embedding row's additions); `gptc
     --fuse-grad-accumulation=false` leaves this pass out. The f32
-    precision's `matmul` keeps its `accumulate` (nothing is rounded there).
+    precision's `matmul` keeps its `accumulate` (nothing is rounded there);
+    under gptc's defaults (bf16 storage) no `accumulate` kernel is left
+    in train_step.
   }];
   let dependentDialects = ["::gptc::rt::RtDialect"];
   let statistics = [
@@ -925,7 +963,8 @@ def RtBatchAdamw : Pass<"rt-batch-adamw", "::mlir::ModuleOp"> {
     table of element ranges, a constant of the artifact, at most
     GPTRT_ADAMW_MAX_DECAY_RANGES (64) per kernel: the elements outside
     decay by 0. Every element gets the operations of its own `adamw`, so
-    the same bits. ZeRO-1's `adamw_sharded` kernels stay as they are.
+    the same bits: at GPT-2 124M one AdamW launch per optimizer step
+    instead of 148. ZeRO-1's `adamw_sharded` kernels stay as they are.
     `gptc --batch-adamw=false` leaves this pass out.
   }];
   let dependentDialects = ["::gptc::rt::RtDialect"];
@@ -970,6 +1009,11 @@ def RtToLLVM : Pass<"rt-to-llvm", "::mlir::ModuleOp"> {
     manifest), `gpt_manifest(uint64_t *size)`. Arena and parameter
     declarations are dropped: the manifest holds them. The pass fails if any
     op other than LLVM's is left.
+
+    gptc sets `rt.manifest` first (compiler/target/Manifest.cpp: the
+    protobuf runtime/abi/manifest.proto), runs this pass, translates the
+    module to LLVM IR, writes an object file with LLVM's TargetMachine and
+    links it with the system `cc -shared` (compiler/target/ObjectFile.cpp).
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
