@@ -4,6 +4,7 @@
 #include "dialects/rt/RtDialect.h"
 
 #include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -92,6 +93,86 @@ LogicalResult verifyBuffers(KernelOp op, StringRef role, ValueRange buffers,
   return success();
 }
 
+/// The element type a dtype constant (GPTRT_DTYPE_*) or an FP8 format
+/// constant (GPTRT_FP8_*) names, or null for a value that is neither.
+Type elementOfConstant(MLIRContext *context, bool format, int64_t value) {
+  if (format)
+    return value == 0   ? Type(Float8E4M3FNType::get(context))
+           : value == 1 ? Type(Float8E5M2Type::get(context))
+                        : Type();
+  // 257: f32, accumulated into (GPTRT_DTYPE_F32_ACCUMULATE).
+  return value == 1 || value == 257 ? Type(Float32Type::get(context))
+         : value == 2               ? Type(BFloat16Type::get(context))
+                                    : Type();
+}
+
+/// The constants that say what a buffer holds agree with the buffer's
+/// element type: `<b>_dtype` with buffer <b> (f32 1 or 257, bf16 2),
+/// `dtype` with every `void` buffer that has no dtype of its own,
+/// `format_<b>` with FP8 buffer <b> and `format` with the FP8 buffer `q`
+/// (E4M3 0, E5M2 1). Calls that disagree would have the runtime read the
+/// bytes as another type.
+LogicalResult verifyTypeConstants(KernelOp op, const KernelSignature &row) {
+  llvm::StringMap<std::pair<Value, const KernelParam *>> buffers;
+  for (auto [value, param] :
+       llvm::zip(op.getInputs(), row.inputs()))
+    buffers[param.name] = {value, &param};
+  for (auto [value, param] : llvm::zip(op.getOutputs(), row.outputs()))
+    buffers[param.name] = {value, &param};
+  ArrayRef<KernelParam> constants = row.constants();
+  auto check = [&](unsigned index, StringRef bufferName, bool format,
+                   Value buffer) -> LogicalResult {
+    const KernelParam &param = constants[index];
+    int64_t value = cast<IntegerAttr>(op.getConsts()[index]).getInt();
+    Type expected = elementOfConstant(op.getContext(), format, value);
+    if (!expected)
+      return op.emitOpError()
+             << "constant " << index << " ('" << param.name << "') of kernel \""
+             << op.getKernel() << "\" is " << value << ", expected "
+             << (format ? "an FP8 format: 0 (E4M3) or 1 (E5M2)"
+                        : "a dtype: 1 (f32), 2 (bf16) or 257 (f32, "
+                          "accumulated)");
+    Type actual = cast<MemRefType>(buffer.getType()).getElementType();
+    if (actual != expected)
+      return op.emitOpError()
+             << "constant " << index << " ('" << param.name << "') of kernel \""
+             << op.getKernel() << "\" says " << bufferName << " holds "
+             << expected << ", but it is " << buffer.getType();
+    return success();
+  };
+  for (auto [index, param] : llvm::enumerate(constants)) {
+    if (param.kind != KernelParamKind::I64)
+      continue;
+    StringRef constant = param.name;
+    if (constant == "dtype") {
+      for (const auto &[bufferName, entry] : buffers)
+        if (entry.second->element == KernelElement::Any &&
+            !row.constantIndex((bufferName + "_dtype").str()) &&
+            failed(check(index, bufferName, false, entry.first)))
+          return failure();
+      continue;
+    }
+    bool format = constant.consume_front("format");
+    if (format && (constant.empty() || constant.consume_front("_"))) {
+      StringRef bufferName = constant.empty() ? "q" : constant;
+      auto it = buffers.find(bufferName);
+      if (it != buffers.end() &&
+          it->second.second->element == KernelElement::Fp8 &&
+          failed(check(index, bufferName, true, it->second.first)))
+        return failure();
+      continue;
+    }
+    if (!format && constant.consume_back("_dtype")) {
+      auto it = buffers.find(constant);
+      if (it != buffers.end() &&
+          it->second.second->element == KernelElement::Any &&
+          failed(check(index, constant, false, it->second.first)))
+        return failure();
+    }
+  }
+  return success();
+}
+
 /// An rt.kernel call matches its row of the kernel table: the kernel
 /// exists, and its buffers and constants have the row's number and kinds.
 /// The runtime's C prototypes come from the same rows, so a call that
@@ -150,7 +231,7 @@ LogicalResult verifyAgainstKernelTable(KernelOp op) {
                               << "') of kernel \"" << name << "\" must be "
                               << expected << ", got " << c;
   }
-  return success();
+  return verifyTypeConstants(op, *row);
 }
 } // namespace
 

@@ -113,7 +113,7 @@ func.func @saved_activation() {
   rt.kernel "quantize_fp8_transposed" ins(%x, %s : memref<32x64xbf16>, memref<f32>) outs(%qxt : memref<64x32xf8E4M3FN>) consts [32, 64, 0, -1, 2]
   %dy = rt.alloc : memref<48x32xf8E5M2>
   %dw = rt.alloc : memref<48x64xbf16>
-  rt.kernel "scaled_matmul" ins(%qxt, %dy, %s, %s : memref<64x32xf8E4M3FN>, memref<48x32xf8E5M2>, memref<f32>, memref<f32>) outs(%dw : memref<48x64xbf16>) consts [1, 64, 48, 32, 0, 1, 0, 0, 0, 1, 0, 1, 2]
+  rt.kernel "scaled_matmul" ins(%qxt, %dy, %s, %s : memref<64x32xf8E4M3FN>, memref<48x32xf8E5M2>, memref<f32>, memref<f32>) outs(%dw : memref<48x64xbf16>) consts [1, 64, 48, 32, 0, 1, 0, 0, 0, 0, 1, 1, 2]
   return
 }
 

@@ -28,7 +28,7 @@ func.func @activation() {
   rt.kernel "state_quantize_fp8_transposed" ins(%flat, %h : memref<32x64xbf16>, memref<16xf32>) outs(%qt, %st : memref<64x32xf8E4M3FN>, memref<f32>) consts [32, 64, 0, -1, 2, 16, 4.480000e+02, 0, 0, 9.9999999999999998E-13, 0]
   %dy = rt.alloc : memref<48x32xf8E5M2>
   %dw = rt.alloc : memref<48x64xf32>
-  rt.kernel "scaled_matmul" ins(%qt, %dy, %st, %s : memref<64x32xf8E4M3FN>, memref<48x32xf8E5M2>, memref<f32>, memref<f32>) outs(%dw : memref<48x64xf32>) consts [1, 64, 48, 32, 0, 1, 0, 0, 0, 1, 0, 0, 1]
+  rt.kernel "scaled_matmul" ins(%qt, %dy, %st, %s : memref<64x32xf8E4M3FN>, memref<48x32xf8E5M2>, memref<f32>, memref<f32>) outs(%dw : memref<48x64xf32>) consts [1, 64, 48, 32, 0, 1, 0, 0, 0, 0, 1, 0, 1]
   return
 }
 

@@ -28,7 +28,7 @@ func.func @kernel_consts(%x: memref<8x16xf32>, %w: memref<16xf32>, %y: memref<8x
   rt.kernel "layernorm_fwd" ins(%x, %w, %w : memref<8x16xf32>, memref<16xf32>, memref<16xf32>) outs(%y, %m, %m : memref<8x16xbf16>, memref<8xf32>, memref<8xf32>) consts [8 : i64, 16, 1.0e-5 : f64, 1, 2]
   rt.kernel "arange" outs(%ids : memref<4xi32>) stream = 1 consts [-9223372036854775808]
   rt.kernel "adamw_multi" ins(%w, %s, %s, %s : memref<16xf32>, memref<1xf32>, memref<1xf32>, memref<1xf32>) outs(%p, %p, %p : memref<16xf32>, memref<16xf32>, memref<16xf32>) consts [16, 0.9 : f64, 0.95 : f64, 1.0e-8 : f64, 0.1 : f64, 2, array<i64: 0, 4, 8, 16>]
-  rt.kernel "scaled_matmul" ins(%qa, %qb, %s, %s : memref<16xf8E4M3FN>, memref<16xf8E5M2>, memref<1xf32>, memref<1xf32>) outs(%p : memref<16xf32>) consts [1, 4, 4, 1, 0, 1, 0, 0, 0, 0, 0, 1, 1]
+  rt.kernel "scaled_matmul" ins(%qa, %qb, %s, %s : memref<16xf8E4M3FN>, memref<16xf8E5M2>, memref<1xf32>, memref<1xf32>) outs(%p : memref<16xf32>) consts [1, 4, 4, 1, 0, 1, 0, 0, 0, 0, 1, 1, 1]
   return
 }
 
@@ -84,7 +84,7 @@ func.func @wrong_element_type(%a: memref<16xf32>, %b: memref<16xbf16>, %c: memre
 
 func.func @fp8_operand_not_fp8(%a: memref<16xi8>, %s: memref<1xf32>, %c: memref<16xf32>) {
   // expected-error @+1 {{input 0 ('a') of kernel "scaled_matmul" holds an FP8 format (f8E4M3FN or f8E5M2), got 'memref<16xi8>'}}
-  rt.kernel "scaled_matmul" ins(%a, %a, %s, %s : memref<16xi8>, memref<16xi8>, memref<1xf32>, memref<1xf32>) outs(%c : memref<16xf32>) consts [1, 4, 4, 1, 0, 1, 0, 0, 0, 0, 0, 1, 1]
+  rt.kernel "scaled_matmul" ins(%a, %a, %s, %s : memref<16xi8>, memref<16xi8>, memref<1xf32>, memref<1xf32>) outs(%c : memref<16xf32>) consts [1, 4, 4, 1, 0, 1, 0, 0, 0, 0, 1, 1, 1]
   return
 }
 
@@ -93,6 +93,49 @@ func.func @fp8_operand_not_fp8(%a: memref<16xi8>, %s: memref<1xf32>, %c: memref<
 func.func @ids_not_i32(%t: memref<8x4xf32>, %ids: memref<2xi64>, %y: memref<2x4xf32>) {
   // expected-error @+1 {{input 1 ('ids') of kernel "embedding_fwd" holds i32, got 'memref<2xi64>'}}
   rt.kernel "embedding_fwd" ins(%t, %ids : memref<8x4xf32>, memref<2xi64>) outs(%y : memref<2x4xf32>) consts [2, 4, 1]
+  return
+}
+
+// -----
+
+// Constants that say what a buffer holds must agree with it: a dtype named
+// after a buffer (x_dtype, out_dtype), `dtype` for the buffers without
+// their own, format_<b> and `format` for FP8 buffers.
+func.func @dtype_contradicts_buffer(%x: memref<4xbf16>, %y: memref<4xbf16>) {
+  // expected-error @+1 {{constant 1 ('x_dtype') of kernel "gelu_fwd" says x holds 'f32', but it is 'memref<4xbf16>'}}
+  rt.kernel "gelu_fwd" ins(%x : memref<4xbf16>) outs(%y : memref<4xbf16>) consts [4, 1, 2]
+  return
+}
+
+// -----
+
+func.func @not_a_dtype(%x: memref<4xbf16>, %y: memref<4xbf16>) {
+  // expected-error @+1 {{constant 2 ('out_dtype') of kernel "gelu_fwd" is 3, expected a dtype: 1 (f32), 2 (bf16) or 257 (f32, accumulated)}}
+  rt.kernel "gelu_fwd" ins(%x : memref<4xbf16>) outs(%y : memref<4xbf16>) consts [4, 2, 3]
+  return
+}
+
+// -----
+
+func.func @shared_dtype(%t: memref<8x4xbf16>, %ids: memref<2xi32>, %y: memref<2x4xf32>) {
+  // expected-error @+1 {{constant 2 ('dtype') of kernel "embedding_fwd" says out holds 'bf16', but it is 'memref<2x4xf32>'}}
+  rt.kernel "embedding_fwd" ins(%t, %ids : memref<8x4xbf16>, memref<2xi32>) outs(%y : memref<2x4xf32>) consts [2, 4, 2]
+  return
+}
+
+// -----
+
+func.func @format_contradicts_buffer(%qa: memref<16xf8E4M3FN>, %qb: memref<16xf8E5M2>, %s: memref<1xf32>, %c: memref<16xf32>) {
+  // expected-error @+1 {{constant 10 ('format_b') of kernel "scaled_matmul" says b holds 'f8E4M3FN', but it is 'memref<16xf8E5M2>'}}
+  rt.kernel "scaled_matmul" ins(%qa, %qb, %s, %s : memref<16xf8E4M3FN>, memref<16xf8E5M2>, memref<1xf32>, memref<1xf32>) outs(%c : memref<16xf32>) consts [1, 4, 4, 1, 0, 1, 0, 0, 0, 0, 0, 1, 1]
+  return
+}
+
+// -----
+
+func.func @cast_format(%x: memref<16xbf16>, %s: memref<1xf32>, %q: memref<16xf8E4M3FN>) {
+  // expected-error @+1 {{constant 1 ('format') of kernel "quantize_fp8" is 2, expected an FP8 format: 0 (E4M3) or 1 (E5M2)}}
+  rt.kernel "quantize_fp8" ins(%x, %s : memref<16xbf16>, memref<1xf32>) outs(%q : memref<16xf8E4M3FN>) consts [16, 2, -1, 2]
   return
 }
 
