@@ -118,8 +118,9 @@ void registerTrainPipeline() {
   PassPipelineRegistration<TrainPipelineOptions>(
       "gpt-train-pipeline",
       "What gptc runs: gpt-specialize through rt-plan-memory, every pass "
-      "switched and configured as gptc's flags of the same names do (see "
-      "docs/passes.md); micro-batch is required here",
+      "switched and configured as gptc's flags of the same names do (their "
+      "descriptions below; the passes in docs/passes.md); micro-batch is "
+      "required here",
       [](OpPassManager &pm, const TrainPipelineOptions &options) {
         buildTrainPipeline(pm, options);
       });

@@ -4,7 +4,6 @@
 #include "dialects/rt/RtDialect.h"
 
 #include "llvm/ADT/SmallPtrSet.h"
-#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -36,7 +35,6 @@ LogicalResult verifyCollective(Operation *op, MemRefType input,
                              << output.getElementType();
   return verifyStream(op, stream);
 }
-
 
 /// Whether a buffer of element type `type` may be passed where the kernel
 /// table's row says `element`.
@@ -113,15 +111,24 @@ Type elementOfConstant(MLIRContext *context, bool format, int64_t value) {
 /// (E4M3 0, E5M2 1). Calls that disagree would have the runtime read the
 /// bytes as another type.
 LogicalResult verifyTypeConstants(KernelOp op, const KernelSignature &row) {
-  llvm::StringMap<std::pair<Value, const KernelParam *>> buffers;
-  for (auto [value, param] :
-       llvm::zip(op.getInputs(), row.inputs()))
-    buffers[param.name] = {value, &param};
+  // The call's buffers with their rows, ins then outs (diagnostics name
+  // the first that disagrees, in call order).
+  SmallVector<std::pair<Value, const KernelParam *>> buffers;
+  for (auto [value, param] : llvm::zip(op.getInputs(), row.inputs()))
+    buffers.push_back({value, &param});
   for (auto [value, param] : llvm::zip(op.getOutputs(), row.outputs()))
-    buffers[param.name] = {value, &param};
+    buffers.push_back({value, &param});
+  auto bufferNamed =
+      [&](StringRef name) -> std::pair<Value, const KernelParam *> {
+    for (auto entry : buffers)
+      if (name == entry.second->name)
+        return entry;
+    return {};
+  };
   ArrayRef<KernelParam> constants = row.constants();
-  auto check = [&](unsigned index, StringRef bufferName, bool format,
-                   Value buffer) -> LogicalResult {
+  auto check = [&](size_t index, bool format,
+                   std::pair<Value, const KernelParam *> buffer)
+      -> LogicalResult {
     const KernelParam &param = constants[index];
     int64_t value = cast<IntegerAttr>(op.getConsts()[index]).getInt();
     Type expected = elementOfConstant(op.getContext(), format, value);
@@ -132,12 +139,12 @@ LogicalResult verifyTypeConstants(KernelOp op, const KernelSignature &row) {
              << (format ? "an FP8 format: 0 (E4M3) or 1 (E5M2)"
                         : "a dtype: 1 (f32), 2 (bf16) or 257 (f32, "
                           "accumulated)");
-    Type actual = cast<MemRefType>(buffer.getType()).getElementType();
-    if (actual != expected)
+    Type type = buffer.first.getType();
+    if (cast<MemRefType>(type).getElementType() != expected)
       return op.emitOpError()
              << "constant " << index << " ('" << param.name << "') of kernel \""
-             << op.getKernel() << "\" says " << bufferName << " holds "
-             << expected << ", but it is " << buffer.getType();
+             << op.getKernel() << "\" says " << buffer.second->name
+             << " holds " << expected << ", but it is " << type;
     return success();
   };
   for (auto [index, param] : llvm::enumerate(constants)) {
@@ -145,28 +152,26 @@ LogicalResult verifyTypeConstants(KernelOp op, const KernelSignature &row) {
       continue;
     StringRef constant = param.name;
     if (constant == "dtype") {
-      for (const auto &[bufferName, entry] : buffers)
-        if (entry.second->element == KernelElement::Any &&
-            !row.constantIndex((bufferName + "_dtype").str()) &&
-            failed(check(index, bufferName, false, entry.first)))
+      for (auto buffer : buffers)
+        if (buffer.second->element == KernelElement::Any &&
+            !row.constantIndex((Twine(buffer.second->name) + "_dtype").str()) &&
+            failed(check(index, /*format=*/false, buffer)))
           return failure();
       continue;
     }
-    bool format = constant.consume_front("format");
-    if (format && (constant.empty() || constant.consume_front("_"))) {
-      StringRef bufferName = constant.empty() ? "q" : constant;
-      auto it = buffers.find(bufferName);
-      if (it != buffers.end() &&
-          it->second.second->element == KernelElement::Fp8 &&
-          failed(check(index, bufferName, true, it->second.first)))
+    if (constant.consume_front("format")) {
+      if (!constant.empty() && !constant.consume_front("_"))
+        continue;
+      auto buffer = bufferNamed(constant.empty() ? "q" : constant);
+      if (buffer.second && buffer.second->element == KernelElement::Fp8 &&
+          failed(check(index, /*format=*/true, buffer)))
         return failure();
       continue;
     }
-    if (!format && constant.consume_back("_dtype")) {
-      auto it = buffers.find(constant);
-      if (it != buffers.end() &&
-          it->second.second->element == KernelElement::Any &&
-          failed(check(index, constant, false, it->second.first)))
+    if (constant.consume_back("_dtype")) {
+      auto buffer = bufferNamed(constant);
+      if (buffer.second && buffer.second->element == KernelElement::Any &&
+          failed(check(index, /*format=*/false, buffer)))
         return failure();
     }
   }
