@@ -198,7 +198,7 @@ int gptcMain(int argc, char **argv) {
                             llvm::cl::init(initial), llvm::cl::cat(category));
 #define GPT_PIPELINE_LIST_OPTION(type, field, name, description)               \
   llvm::cl::list<type> field(name, llvm::cl::desc(description),                \
-                             llvm::cl::CommaSeparated,                          \
+                             llvm::cl::CommaSeparated,                         \
                              llvm::cl::cat(category));
 #include "compiler/pipelines/TrainPipelineOptions.def"
   llvm::cl::list<std::string> passPlugins(
@@ -330,7 +330,8 @@ int gptcMain(int argc, char **argv) {
     return pm.run(work);
   };
   auto stage = [](TrainStage s) { return static_cast<unsigned>(s); };
-  if (runTo >= Phase::Autodiff && failed(runStages(stage(TrainStage::Autodiff))))
+  if (runTo >= Phase::Autodiff &&
+      failed(runStages(stage(TrainStage::Autodiff))))
     return 1;
   if (runTo >= Phase::Fp8) {
     if (failed(runStages(stage(TrainStage::Precision))))
