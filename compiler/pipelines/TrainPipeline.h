@@ -42,7 +42,8 @@ enum class TrainStage : unsigned {
   Rt = 16,       // rt-bufferize, the rt-fuse-* / rt-batch-* passes,
                  // rt-plan-memory
 };
-inline constexpr unsigned kAllTrainStages = 31;
+inline constexpr unsigned kAllTrainStages =
+    2 * static_cast<unsigned>(TrainStage::Rt) - 1;
 
 /// Adds the passes of the stages in `stages` (a mask of TrainStage) to
 /// `pm`, each switched and configured by `options`.

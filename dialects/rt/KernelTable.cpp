@@ -37,13 +37,15 @@ namespace rowParams {
 #define GPTRT_F64(name) {KernelParamKind::F64, KernelElement::None, #name},
 #define GPTRT_I64_TABLE(name)                                                  \
   {KernelParamKind::I64Table, KernelElement::None, #name},
-#define GPTRT_KERNEL(name, list)                                               \
+// The row's list arrives expanded (commas and all), so it is passed on as
+// the variadic part.
+#define GPTRT_ROW_PARAMS(name, ...)                                            \
   const KernelParam name[] = {                                                 \
-      list{KernelParamKind::I64, KernelElement::None, nullptr}};
-#define GPTRT_ENTRY(result, name, list)                                        \
-  const KernelParam name[] = {                                                 \
-      list{KernelParamKind::I64, KernelElement::None, nullptr}};
+      __VA_ARGS__{KernelParamKind::I64, KernelElement::None, nullptr}};
+#define GPTRT_KERNEL(name, list) GPTRT_ROW_PARAMS(name, list)
+#define GPTRT_ENTRY(result, name, list) GPTRT_ROW_PARAMS(name, list)
 #include "runtime/abi/gptrt_kernels.def"
+#undef GPTRT_ROW_PARAMS
 } // namespace rowParams
 
 template <size_t N>

@@ -23,16 +23,15 @@ const std::vector<AbiSymbol> &abiSymbols() {
 #define GPTRT_I64(name) , int64_t
 #define GPTRT_F64(name) , double
 #define GPTRT_I64_TABLE(name) , const int64_t *
-#define GPTRT_ENTRY(result, name, params)                                      \
+// The row's parameter list arrives expanded (commas and all), so it is
+// passed on as the variadic part.
+#define GPTRT_SYMBOL(result, name, ...)                                        \
   AbiSymbol{"gptrt_" #name,                                                    \
             reinterpret_cast<void *>(                                          \
-                static_cast<result (*)(gptrt_context * params)>(               \
+                static_cast<result (*)(gptrt_context * __VA_ARGS__)>(          \
                     &gptrt_##name))},
-#define GPTRT_KERNEL(name, params)                                             \
-  AbiSymbol{"gptrt_" #name,                                                    \
-            reinterpret_cast<void *>(                                          \
-                static_cast<void (*)(gptrt_context * params)>(                 \
-                    &gptrt_##name))},
+#define GPTRT_ENTRY(result, name, params) GPTRT_SYMBOL(result, name, params)
+#define GPTRT_KERNEL(name, params) GPTRT_SYMBOL(void, name, params)
   static const std::vector<AbiSymbol> symbols = {
 #include "runtime/abi/gptrt_kernels.def"
   };
@@ -41,6 +40,7 @@ const std::vector<AbiSymbol> &abiSymbols() {
 #undef GPTRT_I64
 #undef GPTRT_F64
 #undef GPTRT_I64_TABLE
+#undef GPTRT_SYMBOL
   return symbols;
 }
 

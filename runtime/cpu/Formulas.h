@@ -18,23 +18,8 @@
 
 namespace gptrt::formulas {
 
-// The device's and the host's libm under one name each.
-GPTRT_HOST_DEVICE inline float ldexpOf(float x, int e) {
-#ifdef __CUDA_ARCH__
-  return ldexpf(x, e);
-#else
-  return std::ldexp(x, e);
-#endif
-}
-
-GPTRT_HOST_DEVICE inline float frexpOf(float x, int *e) {
-#ifdef __CUDA_ARCH__
-  return frexpf(x, e);
-#else
-  return std::frexp(x, e);
-#endif
-}
-
+// ldexpf, frexpf, tanhf and tanh are the C library's on the host (<cmath>)
+// and CUDA's on the device; only isfinite is spelled differently.
 GPTRT_HOST_DEVICE inline bool isFinite(float x) {
 #ifdef __CUDA_ARCH__
   return isfinite(x);
@@ -43,21 +28,9 @@ GPTRT_HOST_DEVICE inline bool isFinite(float x) {
 #endif
 }
 
-GPTRT_HOST_DEVICE inline float tanhOf(float x) {
-#ifdef __CUDA_ARCH__
-  return tanhf(x);
-#else
-  return std::tanh(x);
-#endif
-}
-
-GPTRT_HOST_DEVICE inline double tanhOf(double x) {
-#ifdef __CUDA_ARCH__
-  return tanh(x);
-#else
-  return std::tanh(x);
-#endif
-}
+// For the GELU templates: tanh in their T.
+GPTRT_HOST_DEVICE inline float tanhOf(float x) { return tanhf(x); }
+GPTRT_HOST_DEVICE inline double tanhOf(double x) { return tanh(x); }
 
 /// The FP8 scale of a tensor whose largest magnitude is `amax`, in f32:
 /// fp8_max / max(amax, eps) / 2^margin, rounded down to a power of two
@@ -68,11 +41,11 @@ GPTRT_HOST_DEVICE inline float scaleFromAmax(float amax, float fp8Max,
                                              int margin, bool powerOfTwo,
                                              float eps) {
   float scale = fp8Max / (amax < eps ? eps : amax);
-  scale = ldexpOf(scale, -margin);
+  scale = ldexpf(scale, -margin);
   if (powerOfTwo && isFinite(scale) && scale > 0.0f) {
     int exponent;
-    frexpOf(scale, &exponent); // scale = f * 2^exponent, f in [0.5, 1)
-    scale = ldexpOf(1.0f, exponent - 1);
+    frexpf(scale, &exponent); // scale = f * 2^exponent, f in [0.5, 1)
+    scale = ldexpf(1.0f, exponent - 1);
   }
   return scale;
 }
