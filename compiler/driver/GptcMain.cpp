@@ -135,7 +135,8 @@ void printRuntimeCalls(ModuleOp module, llvm::raw_ostream &os) {
     int64_t calls = 0;
     func.walk([&](Operation *op) {
       if (op->getDialect() && op->getDialect()->getNamespace() == "rt" &&
-          !isa<rt::ViewOp, rt::AllocOp, rt::ReshapeOp, rt::BindOp>(op))
+          !isa<rt::ViewOp, rt::AllocOp, rt::ReshapeOp, rt::BindOp, rt::NullOp>(
+              op))
         ++calls;
     });
     os << separator << name << " " << calls << " (" << when << ")";

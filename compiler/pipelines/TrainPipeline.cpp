@@ -56,8 +56,8 @@ void buildTrainPipeline(OpPassManager &pm, const TrainPipelineOptions &o,
   }
   // The storage passes before the FP8 fusions: once a producer writes its
   // bf16 result itself, fp8-fuse-amax / fp8-fuse-cast fold the amax and
-  // cast into that producer (layernorm_fwd_amax, ...) rather than into a
-  // separate f32 -> bf16 convert that would then stay.
+  // cast into that producer's epilogue (layernorm_fwd+amax, ...) rather
+  // than into a separate f32 -> bf16 convert that would then stay.
   if (has(stages, TrainStage::Storage)) {
     if (o.bf16Gemm)
       pm.addPass(createGptBf16Gemm());

@@ -3,6 +3,7 @@
 // order of their constants follow runtime/abi/gptrt.h exactly; a change
 // there is a change here.
 #include "compiler/transforms/Passes.h"
+#include "compiler/transforms/RtEpilogue.h"
 
 #include "runtime/abi/gptrt.h"
 
@@ -308,11 +309,11 @@ int64_t EntryLowering::statSlot(Value quantized, StringAttr layer,
   return slot;
 }
 
-/// The producer's kernel becomes its "_amax" variant (one more output: the
-/// amax of its first output) or "_cast" variant (also the scale as one more
-/// input, and the FP8 copy as one more output). The extra constants give
-/// the first output as rows x cols with its dtype, then for a cast the
-/// format, whether the copy is transposed and the statistics slot.
+/// The producer's kernel takes an output epilogue (gptrt_kernels.def): the
+/// amax of its first output, and with a scale the FP8 copy too. The
+/// descriptor gives the first output as rows x cols with its dtype, and for
+/// a cast the format, whether the copy is transposed and the statistics
+/// slot.
 LogicalResult EntryLowering::lowerFused(fp8::FusedOp op) {
   Operation *producer = op.getProducer();
   Block *block = b.getInsertionBlock();
@@ -335,28 +336,35 @@ LogicalResult EntryLowering::lowerFused(fp8::FusedOp op) {
   auto first = cast<ShapedType>(producer->getResult(0).getType());
   int64_t cols = first.getShape().back(), rows = numElements(first) / cols;
 
-  SmallVector<Value> ins(k.getInputs()), outs(k.getOutputs());
-  SmallVector<Attribute> consts(k.getConsts().getValue());
-  outs.push_back(define(op.getAmax()));
-  consts.append({i64(rows), i64(cols),
-                 i64(first.getElementType().isBF16() ? GPTRT_DTYPE_BF16
-                                                     : GPTRT_DTYPE_F32)});
-  std::string name = (k.getKernel() + "_amax").str();
+  if (!rt::takesEpilogue(k))
+    return op.emitOpError() << "fuses a " << producer->getName()
+                            << " whose kernel \"" << k.getKernel()
+                            << "\" takes no output epilogue (the kernel "
+                               "table gives it no epilogue descriptor)";
+  SmallVector<rt::NamedBuffer> buffers{{"amax", define(op.getAmax())}};
+  SmallVector<rt::NamedField> fields{
+      {"rows", rows},
+      {"cols", cols},
+      {"out_dtype", first.getElementType().isBF16() ? GPTRT_DTYPE_BF16
+                                                    : GPTRT_DTYPE_F32}};
   NamedAttrList stat;
   int64_t slot = -1;
   if (Value scale = op.getScale()) {
-    name = (k.getKernel() + "_cast").str();
-    ins.push_back(lookup(scale));
-    outs.push_back(define(op.getQuantized()));
+    buffers.push_back({"scale", lookup(scale)});
+    buffers.push_back({"q", define(op.getQuantized())});
     slot = statSlot(op.getQuantized(), op.getLayerAttr(), stat);
-    consts.append({i64(fp8Format(op.getQuantized().getType())),
-                   i64(op.getTranspose()), i64(slot)});
+    fields.append({{"format", fp8Format(op.getQuantized().getType())},
+                   {"transpose", int64_t(op.getTranspose())},
+                   {"stat_slot", slot}});
   }
+  // After the buffers just defined, which it writes.
+  if (k.getOperation() != &block->back())
+    k->moveAfter(&block->back());
   loc = op.getLoc();
-  rt::KernelOp fused = kernel(name, ins, outs, consts);
+  rt::KernelOp fused = rt::withEpilogue(k, buffers, fields);
+  fused->setLoc(loc);
   if (slot >= 0)
     fused->setAttr("rt.fp8_stat", stat.getDictionary(b.getContext()));
-  k.erase();
   return success();
 }
 

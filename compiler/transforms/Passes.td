@@ -462,19 +462,20 @@ def RtFuseAddLayerNorm : Pass<"rt-fuse-add-layernorm", "::mlir::ModuleOp"> {
     and rt-fuse-grad-accumulation, which know the kernels it makes).
 
     Forward: an `add` (without broadcast) whose result is next touched by
-    the `layernorm_fwd` reading it -- or its `_amax` / `_cast` form, whose
-    FP8 epilogue comes along -- becomes one `add_layernorm_fwd` (`_amax`,
-    `_cast`) where the layernorm was: it still stores the sum (the residual
+    the `layernorm_fwd` reading it -- its amax / cast epilogue, if any,
+    comes along -- becomes one `add_layernorm_fwd` (`+amax`, `+cast`)
+    where the layernorm was: it still stores the sum (the residual
     stream goes on), and on a GPU computes the row statistics in the same
     pass. The add's operands must not be written in between.
 
     Backward: a `layernorm_bwd` whose dx (an rt.alloc of rows x width) is
     read by nothing but one `add` (without broadcast) into the residual
-    stream's gradient -- or that add's `add_amax` / `add_cast` form -- becomes
-    one `layernorm_bwd_add` (`_amax`, `_cast`) where the add was, as llm.c's
-    layernorm backward adds into the residual gradient: dx is never stored
-    or read back, and its buffer goes. The layernorm's inputs must not be
-    written, nor its dw and db touched, in between.
+    stream's gradient -- or that add with its epilogue (`add+amax` /
+    `add+cast`) -- becomes one `layernorm_bwd_add` (`+amax`, `+cast`) where
+    the add was, as llm.c's layernorm backward adds into the residual
+    gradient: dx is never stored or read back, and its buffer goes. The
+    layernorm's inputs must not be written, nor its dw and db touched, in
+    between.
 
     On the CPU each fused kernel runs the two kernels it replaces; a GPU
     rounds as they do, so the numbers are the same bit for bit.
@@ -503,7 +504,7 @@ def RtFuseClassifier : Pass<"rt-fuse-classifier", "::mlir::ModuleOp"> {
     definitions and unrelated kernels are allowed). On the CPU the fused
     kernel runs the two kernels, with the same numbers.
     When an `amax` of the whole gradient follows (an FP8 lm_head reads
-    it), it becomes `cross_entropy_fwd_bwd_amax`: on a GPU the amax is
+    it), it becomes `cross_entropy_fwd_bwd+amax`: on a GPU the amax is
     taken as the gradient is stored, sparing a read of it. The gradient
     must not be written, nor the amax's buffer touched, in between.
     `gptc --fuse-classifier=false` leaves this pass out.
@@ -595,13 +596,13 @@ def RtFuseAmax : Pass<"rt-fuse-amax", "::mlir::ModuleOp"> {
     gradients; the kernels rt-bufferize emits for other backward ops get
     theirs here: when the first `amax` after such a kernel reads the whole
     of its output (in its dtype), that output unchanged in between, the
-    kernel becomes its `_amax` form, which takes the amax as it stores the
-    output (on a GPU: in the same pass, instead of a second read; on the
-    CPU the kernel and then gptrt_amax, the same numbers). Today:
-    `layernorm_bwd` (its dx: the gradient of the last residual stream,
-    the FP8 output gradient of the last block's projection) and
-    `layernorm_bwd_add` (its sum, where the add had no epilogue). The kernels
-    other rt fusions create take theirs in those passes
+    kernel becomes its `+amax` form (an amax epilogue), which takes the amax
+    as it stores the output (on a GPU: in the same pass, instead of a second
+    read; on the CPU the kernel and then gptrt_amax, the same numbers).
+    Today: `layernorm_bwd` (its dx: the gradient of the last residual
+    stream, the FP8 output gradient of the last block's projection) and
+    `layernorm_bwd_add` (its sum, where the add had no epilogue). The
+    kernels other rt fusions create take theirs in those passes
     (rt-fuse-classifier, rt-fuse-qkv-attention). With those, no separate
     amax kernel is left in an fp8-tensorwise train_step.
     `gptc --fp8-fusion=false` leaves this pass out, with fp8-fuse-amax.
@@ -618,18 +619,18 @@ def RtFuseProducerCast : Pass<"rt-fuse-producer-cast", "::mlir::ModuleOp"> {
     Runs after rt-fuse-amax, before rt-fuse-cast-scale and rt-plan-memory.
     fp8-fuse-cast folds a delayed-scaling cast into the forward producers
     it knows (layernorm, GELU, residual add); the producers rt passes make
-    later get theirs here. When the first kernel after an `_amax` producer
+    later get theirs here. When the first kernel after a `+amax` producer
     that reads its output is a `quantize_fp8` of all of it, in its dtype,
     whose scale comes from an `fp8_state_scale` -- a scale known before the
     producer runs -- and that scale kernel can move in front of the
     producer (nothing in between writes the history or touches the scale),
-    the pair becomes the producer's `_cast` form, which also writes the
-    codes (row-major) as it stores the output; the cast's statistics slot
-    moves with it. On a GPU the flash attention kernel codes its output
-    as it writes it (the baseline attention kernels cast in a second
-    pass); on the CPU it is the producer and then the cast, the same
-    numbers. Today: `attention_fwd_packed_amax` (the attention projection's
-    FP8 input) becomes `attention_fwd_packed_cast`.
+    the pair becomes the producer's `+cast` form (a cast epilogue), which
+    also writes the codes (row-major) as it stores the output; the cast's
+    statistics slot moves with it. On a GPU the flash attention kernel
+    codes its output as it writes it (the baseline attention kernels cast
+    in a second pass); on the CPU it is the producer and then the cast,
+    the same numbers. Today: `attention_fwd_packed+amax` (the attention
+    projection's FP8 input) becomes `attention_fwd_packed+cast`.
     `gptc --fp8-fusion=false` leaves this pass out, with fp8-fuse-cast.
   }];
   let dependentDialects = ["::gptc::rt::RtDialect"];
@@ -657,18 +658,18 @@ def RtFuseGradAccumulation
     before it is accumulated. Likewise an `embedding_bwd` becomes
     `embedding_bwd_accumulate`, which adds each token's row into the
     table's gradient: no zeroed table-sized temporary, and no pass over
-    the rows no token names (most of a 50257-row vocabulary). And the
-    small gradients -- each bias's (`reduce_rows`, or the db of
-    `matmul_bf16_bgrad` and of the `_bgrad` FP8 casts) and each
-    layernorm's weight and bias (`layernorm_bwd` and its fused forms) --
-    are written straight into theirs: the output's dtype constant becomes
-    GPTRT_DTYPE_F32_ACCUMULATE (gptrt.h), f32 added into. So unlike
-    the other rt fusions this one changes the numbers, by at most those
+    the rows no token names (most of a 50257-row vocabulary). And the small
+    gradients -- each bias's (`reduce_rows`, or the db of
+    `matmul_bf16_bgrad` and of the `_bgrad` FP8 casts) and each layernorm's
+    weight and bias (`layernorm_bwd`, with or without its epilogue) -- are
+    written straight into theirs: the output's dtype constant becomes
+    GPTRT_DTYPE_F32_ACCUMULATE (gptrt.h), f32 added into. So unlike the
+    other rt fusions this one changes the numbers, by at most those
     roundings (and the order of an embedding row's additions); `gptc
     --fuse-grad-accumulation=false` leaves this pass out. The f32
     precision's `matmul` keeps its `accumulate` (nothing is rounded there);
-    under gptc's defaults (bf16 storage) no `accumulate` kernel is left
-    in train_step.
+    under gptc's defaults (bf16 storage) no `accumulate` kernel is left in
+    train_step.
   }];
   let dependentDialects = ["::gptc::rt::RtDialect"];
   let statistics = [
@@ -698,10 +699,10 @@ def RtFuseQkvAttention : Pass<"rt-fuse-qkv-attention", "::mlir::ModuleOp"> {
     write them in place with a row stride of 3 width.
     When an `amax` of the whole attention output follows (the FP8 input of
     the attention projection), it joins the packed forward
-    (`attention_fwd_packed_amax`: the flash kernel takes it as it writes
+    (`attention_fwd_packed+amax`: the flash kernel takes it as it writes
     the output; the baseline kernels run the amax after); one of the whole
     packed gradient (the qkv GEMM's FP8 output gradient) joins the packed
-    backward the same way (`attention_bwd_packed_amax`: the flash kernels
+    backward the same way (`attention_bwd_packed+amax`: the flash kernels
     take it as they store dk, dv and dq).
     `gptc --fuse-qkv-attention=false` leaves this pass out.
   }];
@@ -777,7 +778,7 @@ def RtFuseCastScale : Pass<"rt-fuse-cast-scale", "::mlir::ModuleOp"> {
     such an `fp8_state_update` (of that history only, its amax unchanged
     until the cast) moves after the cast. The scale, codes, sums and
     statistics are those of the separate kernels bit for bit. The scales of
-    delayed scaling's producer casts (`layernorm_fwd_cast`, `gelu_fwd_cast`,
+    delayed scaling's producer casts (`layernorm_fwd+cast`, `gelu_fwd+cast`,
     ...) stay apart for rt-batch-fp8-state-scales; rowwise casts along rows
     are left to rt-fuse-rowwise-cast, which takes their amaxes in too.
     `gptc --fuse-cast-scales=false` leaves this pass out.
@@ -887,8 +888,8 @@ def RtFuseProducerDualCast
     Runs after rt-hoist-transposed-casts, before rt-batch-fp8-state-scales
     and rt-plan-memory. Under delayed scaling GELU's output (forward), its
     gradient (backward) and the layernorms' outputs (forward) are cast to
-    FP8 by their producer (`gelu_fwd_cast`, `gelu_bwd_cast`,
-    `layernorm_fwd_cast`, `add_layernorm_fwd_cast`: the row-major codes
+    FP8 by their producer (`gelu_fwd+cast`, `gelu_bwd+cast`,
+    `layernorm_fwd+cast`, `add_layernorm_fwd+cast`: the row-major codes
     for the next GEMM) and once more, transposed, for grad_weight
     (`state_quantize_fp8_transposed`, `_bgrad` with the bias gradient):
     the bf16 output is written for that one read. When the transposed cast
@@ -897,8 +898,8 @@ def RtFuseProducerDualCast
     are), and its scale is the producer's -- the producer's
     `fp8_state_scale` reads the same history with the same recipe, and
     nothing writes the history before the cast -- the pair becomes
-    `gelu_fwd_cast_dual` (`gelu_bwd_cast_dual_bgrad`,
-    `layernorm_fwd_cast_dual`, `add_layernorm_fwd_cast_dual`) where the
+    `gelu_fwd+dual_cast` (`gelu_bwd+dual_cast` with db,
+    `layernorm_fwd+dual_cast`, `add_layernorm_fwd+dual_cast`) where the
     producer was. On a GPU the GELU forms are one 32 x 32-tile kernel that
     works the GELU output out of the producer's inputs and writes its
     amax, both FP8 layouts (and the bias gradient's tile sums); the
@@ -921,8 +922,8 @@ def RtBatchFp8StateScales
   let summary = "Makes delayed scaling's scales in a few kernels at the start of a step";
   let description = [{
     Runs after rt-batch-fp8-state-updates, before rt-plan-memory. The casts
-    inside producers (`layernorm_fwd_cast`, `add_layernorm_fwd_cast`,
-    `gelu_fwd_cast`, `gelu_bwd_cast`, `layernorm_bwd_add_cast`) read a
+    inside producers (`layernorm_fwd+cast`, `add_layernorm_fwd+cast`,
+    `gelu_fwd+cast`, `gelu_bwd+cast`, `layernorm_bwd_add+cast`) read a
     scale that a one-thread `fp8_state_scale` kernel makes from the amax
     history just before them, and rt-fuse-cast-scale leaves those apart:
     dozens of launches per step on a GPU, each a dependent wait. When

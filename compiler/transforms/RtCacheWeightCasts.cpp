@@ -3,6 +3,7 @@
 // train_step into a cast_weights entry whose results persist in a
 // weight_cache arena (see Passes.td).
 #include "compiler/transforms/Passes.h"
+#include "compiler/transforms/RtEpilogue.h"
 #include "compiler/transforms/RtKernelQueries.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -156,7 +157,9 @@ private:
       return casts;
 
     for (auto kernel : func.getOps<rt::KernelOp>()) {
-      if (!derivesValues(kernel.getKernel()))
+      // A producer's fused epilogue (a convert's amax or cast) stays with
+      // the step, where its statistics are recorded.
+      if (!derivesValues(kernel.getKernel()) || rt::hasEpilogue(kernel))
         continue;
       std::string key;
       llvm::raw_string_ostream os(key);

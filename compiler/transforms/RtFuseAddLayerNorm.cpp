@@ -3,9 +3,8 @@
 // layernorm backward and the add of its dx into the residual stream's
 // gradient become one layernorm_bwd_add (see Passes.td).
 #include "compiler/transforms/Passes.h"
+#include "compiler/transforms/RtEpilogue.h"
 #include "compiler/transforms/RtKernelQueries.h"
-
-#include <optional>
 
 namespace gptc {
 #define GEN_PASS_DEF_RTFUSEADDLAYERNORM
@@ -16,22 +15,6 @@ using namespace mlir;
 namespace rt = gptc::rt;
 
 namespace {
-
-// The operands an FP8 epilogue adds to `base` (gptrt.h): none for `base`
-// itself, 3 constants for base_amax, the scale and 6 constants for
-// base_cast; nullopt for any other kernel.
-struct EpilogueShape {
-  size_t extraIns, extraConsts;
-};
-std::optional<EpilogueShape> epilogueShape(StringRef kernel, StringRef base) {
-  if (kernel == base)
-    return EpilogueShape{0, 0};
-  if (kernel == (base + "_amax").str())
-    return EpilogueShape{0, 3};
-  if (kernel == (base + "_cast").str())
-    return EpilogueShape{1, 6};
-  return std::nullopt;
-}
 
 class RtFuseAddLayerNormPass
     : public gptc::impl::RtFuseAddLayerNormBase<RtFuseAddLayerNormPass> {
@@ -54,11 +37,12 @@ public:
   }
 
 private:
-  // add(a, b) -> x; layernorm_fwd(x, w, bias) -> out, mean, rstd (or its
-  // _amax / _cast form), with x untouched in between: one
-  // add_layernorm_fwd (_amax / _cast) where the layernorm was.
+  // add(a, b) -> x; layernorm_fwd(x, w, bias) -> out, mean, rstd (with
+  // or without an output epilogue), with x untouched in between: one
+  // add_layernorm_fwd, with the same epilogue, where the layernorm was.
   void fuse(rt::KernelOp add) {
-    // gptrt_add's constants: outer, inner, broadcast_b, a, b and out dtypes.
+    // gptrt_add's constants: outer, inner, broadcast_b, a, b and out dtypes;
+    // an add with an epilogue of its own stays.
     if (add.getInputs().size() != 2 || add.getOutputs().size() != 1 ||
         add.getConsts().size() != 6 || rt::constAt(add, 2) != 0)
       return;
@@ -66,14 +50,13 @@ private:
     auto norm = dyn_cast_or_null<rt::KernelOp>(rt::nextUser(add, x));
     if (!norm)
       return;
-    // gptrt_layernorm_fwd's constants: rows, width, eps, x and out dtypes;
-    // then the epilogue's (inputs x, w, bias (, scale); outputs out, mean,
-    // rstd (, amax, q)).
-    StringRef kernel = norm.getKernel();
-    std::optional<EpilogueShape> shape = epilogueShape(kernel, "layernorm_fwd");
-    if (!shape || norm.getInputs().size() != 3 + shape->extraIns ||
-        norm.getInputs()[0] != x ||
-        norm.getConsts().size() != 5 + shape->extraConsts)
+    // gptrt_layernorm_fwd's constants: rows, width, eps, x and out dtypes
+    // (and its epilogue); buffers x, w, bias; out, mean, rstd (and the
+    // epilogue's). Its dual cast (no out) is formed after this pass.
+    if (norm.getKernel() != "layernorm_fwd" || norm.getInputs().size() < 3 ||
+        norm.getInputs()[0] != x || norm.getOutputs().size() < 3 ||
+        !rt::bufferNamed(norm, "out") ||
+        norm.getConsts().size() < 5)
       return;
     if (rt::constAt(norm, 0) * rt::constAt(norm, 1) !=
             rt::constAt(add, 0) * rt::constAt(add, 1) ||
@@ -87,16 +70,16 @@ private:
             rt::writes(user, operand))
           return;
     SmallVector<Value> ins(add.getInputs().begin(), add.getInputs().end());
-    ins.append(norm.getInputs().begin() + 1, norm.getInputs().end());
+    ins.append({norm.getInputs()[1], norm.getInputs()[2]});
     SmallVector<Value> outs{x};
-    outs.append(norm.getOutputs().begin(), norm.getOutputs().end());
+    outs.append(norm.getOutputs().begin(), norm.getOutputs().begin() + 3);
     ArrayAttr n = norm.getConsts(), a = add.getConsts();
     SmallVector<Attribute> consts{n[0], n[1], n[2], a[3], a[4], a[5], n[4]};
-    consts.append(n.begin() + 5, n.end());
+    auto [buffers, fields] = rt::epilogueOf(norm);
     OpBuilder b(norm);
-    auto fusedOp = rt::KernelOp::create(b, norm.getLoc(),
-                                        ("add_" + kernel).str(), ins, outs,
-                                        /*stream=*/0, b.getArrayAttr(consts));
+    rt::KernelOp fusedOp =
+        rt::createWithEpilogue(b, norm.getLoc(), "add_layernorm_fwd", ins,
+                               outs, consts, buffers, fields);
     // The FP8 statistics' slot names (rt.fp8_stat) stay with the cast.
     fusedOp->setDiscardableAttrs(norm->getDiscardableAttrDictionary());
     norm.erase();
@@ -105,10 +88,10 @@ private:
   }
 
   // layernorm_bwd(dout, x, w, mean, rstd) -> dx, dw, db, and an add of dx
-  // and the residual stream's gradient (plain, or with the _amax / _cast
-  // epilogue of fp8-fuse-amax / fp8-fuse-cast), dx read by nothing else:
-  // one layernorm_bwd_add(_amax / _cast) where the add was. dx is never
-  // stored, and its buffer goes.
+  // and the residual stream's gradient (with or without the epilogue of
+  // fp8-fuse-amax / fp8-fuse-cast), dx read by nothing else: one
+  // layernorm_bwd_add, with the add's epilogue, where the add was. dx is
+  // never stored, and its buffer goes.
   void fuseBackward(rt::KernelOp norm) {
     // gptrt_layernorm_bwd's constants: rows, width, then the dtypes of dout,
     // x, dx, dw, db.
@@ -131,15 +114,10 @@ private:
           return;
         add = kernel;
       }
-    // gptrt_add's constants: outer, inner, broadcast_b, a, b and sum dtypes,
-    // then the epilogue's (inputs a, b (, scale); outputs sum (, amax, q)).
-    if (!add)
-      return;
-    StringRef kernel = add.getKernel();
-    std::optional<EpilogueShape> shape = epilogueShape(kernel, "add");
-    if (!shape || add.getInputs().size() != 2 + shape->extraIns ||
-        add.getConsts().size() != 6 + shape->extraConsts ||
-        rt::constAt(add, 2) != 0 ||
+    // gptrt_add's constants: outer, inner, broadcast_b, a, b and sum dtypes
+    // (and its epilogue); buffers a, b (, scale); sum (, amax, q).
+    if (!add || add.getKernel() != "add" || add.getInputs().size() < 2 ||
+        add.getConsts().size() < 6 || rt::constAt(add, 2) != 0 ||
         rt::constAt(add, 0) * rt::constAt(add, 1) != rows * width)
       return;
     const bool dxIsA = rt::rootBuffer(add.getInputs()[0]) == dxRoot;
@@ -164,18 +142,17 @@ private:
           return;
     SmallVector<Value> ins(norm.getInputs().begin(), norm.getInputs().end());
     ins.push_back(resid);
-    ins.append(add.getInputs().begin() + 2, add.getInputs().end());
     SmallVector<Value> outs{add.getOutputs()[0]};
     outs.append(norm.getOutputs().begin() + 1, norm.getOutputs().end());
-    outs.append(add.getOutputs().begin() + 1, add.getOutputs().end());
     SmallVector<Attribute> consts(norm.getConsts().begin(),
                                   norm.getConsts().end());
     consts.push_back(add.getConsts()[dxIsA ? 4 : 3]);
-    consts.append(add.getConsts().begin() + 5, add.getConsts().end());
+    consts.push_back(add.getConsts()[5]);
+    auto [buffers, fields] = rt::epilogueOf(add);
     OpBuilder b(add);
-    auto fusedOp = rt::KernelOp::create(
-        b, add.getLoc(), ("layernorm_bwd_" + kernel).str(), ins, outs,
-        /*stream=*/0, b.getArrayAttr(consts));
+    rt::KernelOp fusedOp =
+        rt::createWithEpilogue(b, add.getLoc(), "layernorm_bwd_add", ins, outs,
+                               consts, buffers, fields);
     // The FP8 statistics' slot names (rt.fp8_stat) stay with the cast.
     fusedOp->setDiscardableAttrs(add->getDiscardableAttrDictionary());
     add.erase();

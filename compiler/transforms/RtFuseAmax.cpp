@@ -1,6 +1,6 @@
 // rt-fuse-amax: an `amax` of a backward kernel's whole output folds into
-// the kernel's _amax form, which takes it as it stores the output (see
-// Passes.td).
+// the kernel's output epilogue, which takes it as it stores the output
+// (see Passes.td).
 #include "compiler/transforms/Passes.h"
 #include "compiler/transforms/RtKernelQueries.h"
 
@@ -18,14 +18,11 @@ namespace rt = gptc::rt;
 
 namespace {
 
-// A kernel with an _amax form: which output the amax is of, and which
-// constant holds that output's dtype.
+// A backward kernel whose epilogue can take an amax: which output the
+// amax is of, and which constant holds that output's dtype.
 struct AmaxForm {
   unsigned output;
   unsigned dtypeConst;
-  // The _amax form also takes the output's shape as the fused FP8
-  // epilogues do (gptrt_kernels.def: out_rows, out_cols, out_dtype).
-  bool takesOutputShape = false;
 };
 
 std::optional<AmaxForm> amaxForm(StringRef kernel) {
@@ -33,7 +30,7 @@ std::optional<AmaxForm> amaxForm(StringRef kernel) {
       // outs dx, dw, db; consts rows, width, dout, x, dx, dw, db dtypes.
       .Case("layernorm_bwd", AmaxForm{0, 4})
       // outs sum, dw, db; consts the seven above, resid and sum dtypes.
-      .Case("layernorm_bwd_add", AmaxForm{0, 8, /*takesOutputShape=*/true})
+      .Case("layernorm_bwd_add", AmaxForm{0, 8})
       .Default(std::nullopt);
 }
 
@@ -52,18 +49,8 @@ public:
           form.dtypeConst >= producer.getConsts().size())
         continue;
       const int64_t dtype = rt::constAt(producer, form.dtypeConst);
-      rt::KernelOp folded = rt::foldFollowingAmax(
-          producer, form.output, dtype, (producer.getKernel() + "_amax").str());
-      if (!folded)
-        continue;
-      if (form.takesOutputShape) {
-        // The sum is rows x width (constants 0 and 1) of `dtype`.
-        SmallVector<Attribute> consts(folded.getConsts().begin(),
-                                      folded.getConsts().end());
-        consts.append({consts[0], consts[1], folded.getConsts()[form.dtypeConst]});
-        folded.setConstsAttr(ArrayAttr::get(&getContext(), consts));
-      }
-      ++fused;
+      if (rt::foldFollowingAmax(producer, form.output, dtype))
+        ++fused;
     }
   }
 };

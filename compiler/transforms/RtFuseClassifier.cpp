@@ -62,12 +62,11 @@ private:
 
   // cross_entropy_fwd_bwd(...) -> ..., dlogits, then amax(dlogits) -> m
   // (the FP8 grad_input / grad_weight GEMMs of the classifier read the
-  // gradient): cross_entropy_fwd_bwd_amax, whose GPU kernel takes the amax
-  // as it stores the gradient rather than in a second read of it.
+  // gradient): the amax in cross_entropy_fwd_bwd's epilogue, which a GPU
+  // takes as it stores the gradient rather than in a second read of it.
   void fuseAmax(rt::KernelOp kernel) {
     // Consts: rows, vocab, padded_vocab, ignore_index, dtype.
-    if (rt::foldFollowingAmax(kernel, /*outIndex=*/2, rt::constAt(kernel, 4),
-                              "cross_entropy_fwd_bwd_amax"))
+    if (rt::foldFollowingAmax(kernel, /*outIndex=*/2, rt::constAt(kernel, 4)))
       ++amaxFused;
   }
 

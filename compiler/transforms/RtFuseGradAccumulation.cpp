@@ -57,11 +57,9 @@ SmallVector<AccumulatingOutput, 2> accumulatingOutputs(StringRef kernel) {
   return llvm::StringSwitch<SmallVector<AccumulatingOutput, 2>>(kernel)
       // consts rows, cols, x_dtype, out_dtype
       .Case("reduce_rows", {{0, 3}})
-      // outs dx (or the sum), dw, db (, amax, q); consts rows, width, then
-      // the dtypes of dout, x, dx, dw, db (, ...)
-      .Cases({"layernorm_bwd", "layernorm_bwd_amax", "layernorm_bwd_add",
-              "layernorm_bwd_add_amax", "layernorm_bwd_add_cast"},
-             {{1, 5}, {2, 6}})
+      // outs dx (or the sum), dw, db (, the epilogue's); consts rows,
+      // width, then the dtypes of dout, x, dx, dw, db (, ...)
+      .Cases({"layernorm_bwd", "layernorm_bwd_add"}, {{1, 5}, {2, 6}})
       // outs q, db; consts rows, cols, format, stat_slot, x_dtype, db_dtype
       .Case("quantize_fp8_transposed_bgrad", {{1, 5}})
       // outs q, db; consts rows, cols, along_cols, format, stat_slot,

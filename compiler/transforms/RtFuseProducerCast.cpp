@@ -1,7 +1,9 @@
-// rt-fuse-producer-cast: under delayed scaling, the FP8 cast of an _amax
-// producer's output whose scale comes from an amax history moves into the
-// producer, its _cast form, the scale made before it (see Passes.td).
+// rt-fuse-producer-cast: under delayed scaling, the FP8 cast of the output
+// of a producer whose epilogue takes its amax, with a scale made from an
+// amax history, moves into that epilogue, the scale made before it (see
+// Passes.td).
 #include "compiler/transforms/Passes.h"
+#include "compiler/transforms/RtEpilogue.h"
 #include "compiler/transforms/RtKernelQueries.h"
 
 namespace gptc {
@@ -14,11 +16,10 @@ namespace rt = gptc::rt;
 
 namespace {
 
-// A producer that takes its output's amax as it stores it, its form that
-// also casts it (gptrt.h), the output, and the constant holding its dtype.
+// A producer whose epilogue may take its output's amax and cast, the
+// output, and the constant holding its dtype.
 struct ProducerForm {
-  StringRef amaxForm;
-  StringRef castForm;
+  StringRef kernel;
   unsigned outIndex;
   unsigned dtypeConst;
 };
@@ -27,7 +28,7 @@ struct ProducerForm {
 // the fp8 level; these are the kernels rt passes make after it.
 const ProducerForm kForms[] = {
     // consts: batch, seq, width, heads, causal, dtype
-    {"attention_fwd_packed_amax", "attention_fwd_packed_cast", 0, 5},
+    {"attention_fwd_packed", 0, 5},
 };
 
 class RtFuseProducerCastPass
@@ -38,14 +39,16 @@ public:
   void runOnOperation() override {
     for (auto [producer, form] : rt::kernelsNamedBy(
              getOperation(), kForms,
-             [](const ProducerForm &form) { return form.amaxForm; }))
+             [](const ProducerForm &form) { return form.kernel; }))
       fuse(producer, *form);
   }
 
 private:
   void fuse(rt::KernelOp producer, const ProducerForm &form) {
+    // Its epilogue takes the amax and casts nothing yet.
     if (producer.getOutputs().size() <= form.outIndex ||
-        producer.getConsts().size() <= form.dtypeConst)
+        producer.getConsts().size() <= form.dtypeConst ||
+        !rt::bufferNamed(producer, "amax") || rt::bufferNamed(producer, "q"))
       return;
     Value out = producer.getOutputs()[form.outIndex];
     Value root = rt::rootBuffer(out);
@@ -111,26 +114,17 @@ private:
     }
     rt::moveOutputDefsBefore(producer, castOp);
 
-    // The epilogue's constants: rows, cols (the output's last dimension),
-    // out_dtype, format, transpose, stat_slot.
-    OpBuilder b(producer);
-    const int64_t cols = type.getShape().back();
-    SmallVector<Attribute> consts(producer.getConsts().getValue());
-    for (int64_t v :
-         {cols == 0 ? int64_t(0) : type.getNumElements() / cols, cols, dtype,
-          rt::constAt(castOp, 1), int64_t(0), rt::constAt(castOp, 2)})
-      consts.push_back(b.getI64IntegerAttr(v));
-    SmallVector<Value> ins(producer.getInputs());
-    ins.push_back(scale);
-    SmallVector<Value> outs(producer.getOutputs());
-    outs.push_back(castOp.getOutputs()[0]);
-    auto withCast =
-        rt::KernelOp::create(b, producer.getLoc(), form.castForm, ins, outs,
-                             /*stream=*/0, b.getArrayAttr(consts));
-    if (Attribute stat = castOp->getAttr("rt.fp8_stat"))
+    // The epilogue (rows x cols of the output, its last dimension, as
+    // rt-fuse-amax set it) gains the scale, q, format and stat_slot.
+    Attribute stat = castOp->getAttr("rt.fp8_stat");
+    rt::KernelOp withCast = rt::withEpilogue(
+        producer, {{"scale", scale}, {"q", castOp.getOutputs()[0]}},
+        {{"format", rt::constAt(castOp, 1)},
+         {"transpose", 0},
+         {"stat_slot", rt::constAt(castOp, 2)}});
+    if (stat)
       withCast->setAttr("rt.fp8_stat", stat);
     castOp.erase();
-    producer.erase();
     ++fused;
   }
 };

@@ -3,7 +3,10 @@
 // output's only other reader -- become one call that writes both FP8
 // layouts and never stores the output (see Passes.td).
 #include "compiler/transforms/Passes.h"
+#include "compiler/transforms/RtEpilogue.h"
 #include "compiler/transforms/RtKernelQueries.h"
+
+#include "dialects/rt/KernelTable.h"
 
 namespace gptc {
 #define GEN_PASS_DEF_RTFUSEPRODUCERDUALCAST
@@ -15,39 +18,24 @@ namespace rt = gptc::rt;
 
 namespace {
 
-// A producer cast, the transposed cast of its output it takes in, and the
-// fused kernel (gptrt.h's gptrt_*_cast_dual*). The producer's outputs end
-// with amax and q; y is output `yIndex` of `outputs`.
+// A producer that can take the dual cast in its epilogue, the transposed
+// cast of its output it takes in, and that output's name in its row.
 struct ProducerForm {
   StringRef producer;
   StringRef transposed;
-  StringRef fused;
-  unsigned outputs;
-  unsigned yIndex;
-  // The layernorms' output is rows x width, their first two constants:
-  // the fused call drops the epilogue's rows, cols and out_dtype (which
-  // must repeat them and y_dtype) and its transpose.
+  StringRef output;
+  // The layernorms' output is rows x width, their first two constants,
+  // stored as out_dtype: the epilogue's rows, cols and out_dtype must
+  // repeat them.
   bool rowsOfTheProducer;
 };
 
 const ProducerForm kForms[] = {
-    {"gelu_fwd_cast", "state_quantize_fp8_transposed", "gelu_fwd_cast_dual", 3,
-     0, false},
-    {"gelu_bwd_cast", "state_quantize_fp8_transposed_bgrad",
-     "gelu_bwd_cast_dual_bgrad", 3, 0, false},
-    // outputs y, mean, rstd, amax, q; constants rows, width, eps, x_dtype,
-    // y_dtype, then the epilogue's.
-    {"layernorm_fwd_cast", "state_quantize_fp8_transposed",
-     "layernorm_fwd_cast_dual", 5, 0, true},
-    // outputs x, y, mean, rstd, amax, q; constants rows, width, eps,
-    // a_dtype, b_dtype, x_dtype, y_dtype, then the epilogue's.
-    {"add_layernorm_fwd_cast", "state_quantize_fp8_transposed",
-     "add_layernorm_fwd_cast_dual", 6, 1, true},
+    {"gelu_fwd", "state_quantize_fp8_transposed", "out", false},
+    {"gelu_bwd", "state_quantize_fp8_transposed_bgrad", "dx", false},
+    {"layernorm_fwd", "state_quantize_fp8_transposed", "out", true},
+    {"add_layernorm_fwd", "state_quantize_fp8_transposed", "out", true},
 };
-
-// A producer cast's constants end with its epilogue's: rows, cols,
-// out_dtype, format, transpose, stat_slot. Its last input: the scale.
-constexpr unsigned kEpilogueConsts = 6;
 // gptrt_fp8_state_scale's constants, which the state_ casts end with:
 // history_length, fp8_max, margin, power_of_two, eps, most_recent.
 constexpr unsigned kScaleConsts = 6;
@@ -67,25 +55,24 @@ public:
 
 private:
   void fuse(rt::KernelOp producer, const ProducerForm &form) {
-    const unsigned consts = producer.getConsts().size();
-    if (producer.getOutputs().size() != form.outputs ||
-        producer.getInputs().empty() || consts < kEpilogueConsts)
+    // A producer whose epilogue casts (scale and q) and does not yet write
+    // the transposed codes.
+    Value y = rt::bufferNamed(producer, form.output),
+          scale = rt::bufferNamed(producer, "scale");
+    if (!y || !scale || !rt::bufferNamed(producer, "q") ||
+        rt::bufferNamed(producer, "q_t"))
       return;
-    const unsigned epilogue = consts - kEpilogueConsts;
-    const int64_t rows = rt::constAt(producer, epilogue),
-                  cols = rt::constAt(producer, epilogue + 1),
-                  outDtype = rt::constAt(producer, epilogue + 2),
-                  format = rt::constAt(producer, epilogue + 3);
-    if (rt::constAt(producer, epilogue + 4) != 0) // already transposed
+    const int64_t rows = *rt::epilogueField(producer, "rows"),
+                  cols = *rt::epilogueField(producer, "cols"),
+                  outDtype = *rt::epilogueField(producer, "out_dtype"),
+                  format = *rt::epilogueField(producer, "format");
+    if (*rt::epilogueField(producer, "transpose") != 0) // already transposed
       return;
-    // y_dtype: the constant before the epilogue's.
+    const rt::KernelSignature *row = rt::lookupKernel(producer.getKernel());
     if (form.rowsOfTheProducer &&
-        (epilogue < 5 || rt::constAt(producer, 0) != rows ||
-         rt::constAt(producer, 1) != cols ||
-         rt::constAt(producer, epilogue - 1) != outDtype))
+        (rt::constAt(producer, 0) != rows || rt::constAt(producer, 1) != cols ||
+         rt::constAt(producer, *row->constantIndex("out_dtype")) != outDtype))
       return;
-    Value y = producer.getOutputs()[form.yIndex],
-          scale = producer.getInputs().back();
     Value root = rt::rootBuffer(y);
     if (!root.getDefiningOp<rt::AllocOp>())
       return;
@@ -151,30 +138,23 @@ private:
       if (Operation *def = out.getDefiningOp(); producer->isBeforeInBlock(def))
         def->moveBefore(producer);
 
+    // The epilogue gains q_t (and db) and stat_slot_t (and db_dtype); the
+    // output is no longer stored.
     OpBuilder b(producer);
-    SmallVector<Value> outs;
-    for (auto [i, out] : llvm::enumerate(producer.getOutputs()))
-      if (i != form.yIndex)
-        outs.push_back(out);
-    outs.push_back(cast.getOutputs()[0]);
-    if (bgrad)
-      outs.push_back(cast.getOutputs()[1]);
-    ArrayRef<Attribute> p = producer.getConsts().getValue();
-    SmallVector<Attribute> fusedConsts(
-        p.take_front(form.rowsOfTheProducer ? epilogue : epilogue + 3));
-    fusedConsts.push_back(p[epilogue + 3]);     // format
-    fusedConsts.push_back(p[epilogue + 5]);     // stat_slot
-    fusedConsts.push_back(cast.getConsts()[3]); // the cast's stat_slot
-    if (bgrad)
-      fusedConsts.push_back(cast.getConsts()[5]); // db_dtype
-    auto dual = rt::KernelOp::create(b, producer.getLoc(), form.fused,
-                                     producer.getInputs(), outs,
-                                     /*stream=*/0, b.getArrayAttr(fusedConsts));
-    if (Attribute stats = rt::dualCastStats(b, producer, cast))
+    Attribute stats = rt::dualCastStats(b, producer, cast);
+    SmallVector<rt::NamedBuffer> buffers{{form.output, Value()},
+                                         {"q_t", cast.getOutputs()[0]}};
+    SmallVector<rt::NamedField> fields{
+        {"stat_slot_t", rt::constAt(cast, 3)}};
+    if (bgrad) {
+      buffers.push_back({"db", cast.getOutputs()[1]});
+      fields.push_back({"db_dtype", rt::constAt(cast, 5)});
+    }
+    rt::KernelOp dual = rt::withEpilogue(producer, buffers, fields);
+    if (stats)
       dual->setAttr("rt.fp8_stat", stats);
     Value castX = cast.getInputs()[0];
     cast.erase();
-    producer.erase();
     castScale.replaceAllUsesWith(scale);
     eraseUnused({castScale, castX, history, y});
     ++fused;

@@ -215,14 +215,12 @@ private:
     // The attention projection's FP8 input: its amax taken as it is
     // written. Consts: batch, seq, width, heads, causal, dtype.
     if (rt::foldFollowingAmax(packedForward, /*outIndex=*/0,
-                              rt::constAt(packedForward, 5),
-                              "attention_fwd_packed_amax"))
+                              rt::constAt(packedForward, 5)))
       ++amaxFused;
     // And the qkv GEMM's FP8 output gradient: the packed dqkv's amax.
     for (rt::KernelOp backward : packedBackwards)
       if (rt::foldFollowingAmax(backward, /*outIndex=*/0,
-                                rt::constAt(backward, 5),
-                                "attention_bwd_packed_amax"))
+                                rt::constAt(backward, 5)))
         ++amaxFused;
   }
 

@@ -7,6 +7,7 @@
 #ifndef GPTC_COMPILER_TRANSFORMS_RTKERNELQUERIES_H
 #define GPTC_COMPILER_TRANSFORMS_RTKERNELQUERIES_H
 
+#include "compiler/transforms/RtEpilogue.h"
 #include "dialects/rt/RtDialect.h"
 
 #include "llvm/Support/MathExtras.h"
@@ -67,9 +68,11 @@ inline llvm::SmallVector<mlir::Value> viewsOf(mlir::Value root) {
 }
 
 // Whether two buffers may share bytes: the same buffer, or views of one
-// arena whose byte ranges overlap.
+// arena whose byte ranges overlap. An rt.null owns no bytes.
 inline bool mayAlias(mlir::Value a, mlir::Value b) {
   mlir::Value rootA = rootBuffer(a), rootB = rootBuffer(b);
+  if (rootA.getDefiningOp<NullOp>() || rootB.getDefiningOp<NullOp>())
+    return false;
   if (rootA == rootB)
     return true;
   auto viewA = rootA.getDefiningOp<ViewOp>();
@@ -94,7 +97,7 @@ inline int64_t fp8StateStride(int64_t length) {
 // operand. Buffer definitions (rt.alloc, rt.view, rt.reshape) touch
 // nothing.
 inline bool touches(mlir::Operation *op, mlir::Value buffer, bool reads) {
-  if (mlir::isa<AllocOp, ViewOp, ReshapeOp>(op))
+  if (mlir::isa<AllocOp, ViewOp, ReshapeOp, NullOp>(op))
     return false;
   auto kernel = mlir::dyn_cast<KernelOp>(op);
   mlir::ValueRange operands = kernel && !reads
@@ -176,13 +179,15 @@ inline KernelOp nextKernelReading(mlir::Operation *after, mlir::Value root,
 }
 
 // Folds the first `amax` after `producer` that reads the whole of its
-// output `outIndex` (stored as `dtype`) into it: a `fusedName` kernel
-// with producer's operands and constants and the amax's buffer as one more
-// output, where producer was. The output must not change in between and
-// the amax's buffer must be able to move up. Returns the new kernel, or
-// null (nothing changed).
+// output `outIndex` (stored as `dtype`) into it: producer's epilogue
+// (which it has none of yet) takes the amax, of the output seen as rows x
+// its last dimension, where producer was. The output must not change in
+// between and the amax's buffer must be able to move up. Returns the new
+// kernel, or null (nothing changed).
 inline KernelOp foldFollowingAmax(KernelOp producer, unsigned outIndex,
-                                  int64_t dtype, llvm::StringRef fusedName) {
+                                  int64_t dtype) {
+  if (!takesEpilogue(producer) || hasEpilogue(producer))
+    return {};
   mlir::Value out = producer.getOutputs()[outIndex];
   mlir::Value root = rootBuffer(out);
   KernelOp amax = nextKernelReading(producer, root, "amax");
@@ -196,14 +201,14 @@ inline KernelOp foldFollowingAmax(KernelOp producer, unsigned outIndex,
       !outputsCanMoveUp(producer, amax))
     return {};
   moveOutputDefsBefore(producer, amax);
-  mlir::OpBuilder b(producer);
-  llvm::SmallVector<mlir::Value> outs(producer.getOutputs());
-  outs.push_back(amax.getOutputs()[0]);
-  auto fused =
-      KernelOp::create(b, producer.getLoc(), fusedName, producer.getInputs(),
-                       outs, /*stream=*/0, producer.getConsts());
+  auto type = mlir::cast<mlir::MemRefType>(root.getType());
+  const int64_t cols = type.getRank() == 0 ? 1 : type.getShape().back();
+  KernelOp fused = withEpilogue(
+      producer, {{"amax", amax.getOutputs()[0]}},
+      {{"rows", cols == 0 ? 0 : type.getNumElements() / cols},
+       {"cols", cols},
+       {"out_dtype", dtype}});
   amax.erase();
-  producer.erase();
   return fused;
 }
 

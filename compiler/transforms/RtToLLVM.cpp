@@ -3,6 +3,7 @@
 // one pointer per buffer (ins then outs), then int64_t / double constants.
 #include "compiler/transforms/Passes.h"
 
+#include "dialects/rt/KernelTable.h"
 #include "runtime/abi/gptrt.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -117,20 +118,52 @@ private:
             b, loc, ptr, b.getI8Type(), arenaBase, ValueRange{offset});
       } else if (auto reshape = dyn_cast<rt::ReshapeOp>(op)) {
         addresses[reshape.getResult()] = addresses.lookup(reshape.getSource());
+      } else if (auto null = dyn_cast<rt::NullOp>(op)) {
+        addresses[null.getResult()] = LLVM::ZeroOp::create(b, loc, ptr);
       } else if (auto kernel = dyn_cast<rt::KernelOp>(op)) {
+        // The verifier matched the call to its row: optional buffers and a
+        // descriptor the call leaves out at the end of their group are
+        // passed as null pointers.
+        const rt::KernelSignature *row = rt::lookupKernel(kernel.getKernel());
         SmallVector<Value> args{ctx};
         SmallVector<Type> types{ptr};
-        for (Value buffer :
-             llvm::concat<Value>(kernel.getInputs(), kernel.getOutputs())) {
-          Value address = addresses.lookup(buffer);
-          if (!address)
-            return kernel.emitOpError("passes a value that is not an rt.view "
-                                      "buffer; the C ABI takes buffers and "
-                                      "constants only");
-          args.push_back(address);
-          types.push_back(ptr);
-        }
-        for (Attribute c : kernel.getConsts()) {
+        auto pushBuffers = [&](ValueRange buffers, size_t expected) {
+          for (Value buffer : buffers) {
+            Value address = addresses.lookup(buffer);
+            if (!address)
+              return false;
+            args.push_back(address);
+            types.push_back(ptr);
+          }
+          for (size_t i = buffers.size(); i < expected; ++i) {
+            args.push_back(LLVM::ZeroOp::create(b, loc, ptr));
+            types.push_back(ptr);
+          }
+          return true;
+        };
+        if (!row)
+          return kernel.emitOpError("calls a kernel the kernel table does not "
+                                    "have; run the verifier");
+        if (!pushBuffers(kernel.getInputs(), row->inputs().size()) ||
+            !pushBuffers(kernel.getOutputs(), row->outputs().size()))
+          return kernel.emitOpError("passes a value that is not an rt.view "
+                                    "buffer; the C ABI takes buffers and "
+                                    "constants only");
+        for (auto [index, param] : llvm::enumerate(row->constants())) {
+          if (index >= kernel.getConsts().size()) {
+            args.push_back(LLVM::ZeroOp::create(b, loc, ptr));
+            types.push_back(ptr);
+            continue;
+          }
+          Attribute c = kernel.getConsts()[index];
+          if (auto fields = dyn_cast<DictionaryAttr>(c)) {
+            args.push_back(LLVM::AddressOfOp::create(
+                b, loc,
+                constantTable(builder, module,
+                              descriptorFields(*param.descriptor, fields))));
+            types.push_back(ptr);
+            continue;
+          }
           if (auto table = dyn_cast<DenseI64ArrayAttr>(c)) {
             args.push_back(LLVM::AddressOfOp::create(
                 b, loc, constantTable(builder, module, table)));
@@ -160,8 +193,20 @@ private:
     return success();
   }
 
+  // A descriptor's fields in the C struct's order (all int64_t, so the
+  // struct is this array), those the dictionary leaves out defaulted.
+  DenseI64ArrayAttr descriptorFields(const rt::KernelDescriptor &descriptor,
+                                     DictionaryAttr given) {
+    SmallVector<int64_t> values;
+    for (const rt::KernelField &field : descriptor.fields) {
+      auto value = given.getAs<IntegerAttr>(field.name);
+      values.push_back(value ? value.getInt() : field.defaultValue);
+    }
+    return DenseI64ArrayAttr::get(&getContext(), values);
+  }
+
   // A read-only global holding `table` (one per distinct table), for a
-  // kernel's `const int64_t *` argument.
+  // kernel's `const int64_t *` or descriptor argument.
   LLVM::GlobalOp constantTable(OpBuilder &builder, ModuleOp module,
                                DenseI64ArrayAttr table) {
     LLVM::GlobalOp &global = tables[table];

@@ -26,17 +26,39 @@ template <typename T> constexpr KernelElement elementOf() {
                               "not know: add it to KernelElement");
 }
 
+// One field array and KernelDescriptor per GPTRT_DESCRIPTOR row.
+namespace descriptorFields {
+#define GPTRT_KERNEL(name, list)
+#define GPTRT_FIELD(name, default_value) {#name, default_value},
+#define GPTRT_DESCRIPTOR(name, fields) const KernelField name[] = {fields};
+#include "runtime/abi/gptrt_kernels.def"
+#undef GPTRT_FIELD
+} // namespace descriptorFields
+namespace descriptors {
+#define GPTRT_KERNEL(name, list)
+#define GPTRT_DESCRIPTOR(name, fields)                                         \
+  const KernelDescriptor name{#name, descriptorFields::name};
+#include "runtime/abi/gptrt_kernels.def"
+} // namespace descriptors
+
 // One parameter array per row. The trailing sentinel keeps a row without
 // parameters a valid array; rows() drops it.
 namespace rowParams {
 #define GPTRT_IN(type, name)                                                   \
   {KernelParamKind::Input, elementOf<type>(), #name},
+#define GPTRT_IN_OPT(type, name)                                               \
+  {KernelParamKind::Input, elementOf<type>(), #name, true},
 #define GPTRT_OUT(type, name)                                                  \
   {KernelParamKind::Output, elementOf<type>(), #name},
+#define GPTRT_OUT_OPT(type, name)                                              \
+  {KernelParamKind::Output, elementOf<type>(), #name, true},
 #define GPTRT_I64(name) {KernelParamKind::I64, KernelElement::None, #name},
 #define GPTRT_F64(name) {KernelParamKind::F64, KernelElement::None, #name},
 #define GPTRT_I64_TABLE(name)                                                  \
   {KernelParamKind::I64Table, KernelElement::None, #name},
+#define GPTRT_DESC(desc)                                                       \
+  {KernelParamKind::Descriptor, KernelElement::None, #desc, true,             \
+   &descriptors::desc},
 // The row's list arrives expanded (commas and all), so it is passed on as
 // the variadic part.
 #define GPTRT_ROW_PARAMS(name, ...)                                            \
@@ -61,10 +83,13 @@ const KernelSignature kRows[] = {
 #include "runtime/abi/gptrt_kernels.def"
 };
 #undef GPTRT_IN
+#undef GPTRT_IN_OPT
 #undef GPTRT_OUT
+#undef GPTRT_OUT_OPT
 #undef GPTRT_I64
 #undef GPTRT_F64
 #undef GPTRT_I64_TABLE
+#undef GPTRT_DESC
 
 llvm::ArrayRef<KernelParam> paramsOfKind(llvm::ArrayRef<KernelParam> params,
                                          bool (*keep)(const KernelParam &)) {
@@ -98,12 +123,36 @@ llvm::ArrayRef<KernelParam> KernelSignature::constants() const {
                       [](const KernelParam &p) { return !p.isBuffer(); });
 }
 
-std::optional<unsigned>
-KernelSignature::constantIndex(llvm::StringRef name) const {
-  for (auto [index, param] : llvm::enumerate(constants()))
+namespace {
+std::optional<unsigned> indexOf(llvm::ArrayRef<KernelParam> params,
+                                llvm::StringRef name) {
+  for (auto [index, param] : llvm::enumerate(params))
     if (name == param.name)
       return index;
   return std::nullopt;
+}
+} // namespace
+
+std::optional<unsigned>
+KernelSignature::constantIndex(llvm::StringRef name) const {
+  return indexOf(constants(), name);
+}
+
+std::optional<unsigned>
+KernelSignature::inputIndex(llvm::StringRef name) const {
+  return indexOf(inputs(), name);
+}
+
+std::optional<unsigned>
+KernelSignature::outputIndex(llvm::StringRef name) const {
+  return indexOf(outputs(), name);
+}
+
+const KernelField *KernelDescriptor::field(llvm::StringRef name) const {
+  for (const KernelField &f : fields)
+    if (name == f.name)
+      return &f;
+  return nullptr;
 }
 
 llvm::ArrayRef<KernelSignature> kernelTable() { return kRows; }

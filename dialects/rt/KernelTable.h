@@ -8,20 +8,42 @@
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 
+#include <cstdint>
 #include <optional>
 
 namespace gptc::rt {
 
-enum class KernelParamKind { Input, Output, I64, F64, I64Table };
+enum class KernelParamKind { Input, Output, I64, F64, I64Table, Descriptor };
 
 /// What a buffer parameter holds, from its C element type: `void` is any
 /// (its dtype is a constant), `uint8_t` an FP8 format.
 enum class KernelElement { Any, F32, Bf16, Fp8, I32, None };
 
+/// A field of a descriptor (GPTRT_FIELD): an int64_t with the value it
+/// takes when a call's dictionary leaves it out.
+struct KernelField {
+  const char *name;
+  int64_t defaultValue;
+};
+
+/// A GPTRT_DESCRIPTOR row: the C struct gptrt_<name>, its fields in order.
+struct KernelDescriptor {
+  llvm::StringRef name;
+  llvm::ArrayRef<KernelField> fields;
+
+  /// The field `name`, or null.
+  const KernelField *field(llvm::StringRef name) const;
+};
+
 struct KernelParam {
   KernelParamKind kind;
   KernelElement element; // None for constants
   const char *name;
+  /// GPTRT_IN_OPT / GPTRT_OUT_OPT: the call may pass rt.null, or leave the
+  /// buffer out when every buffer after it in its group is optional too.
+  /// A descriptor is always optional (left out as the last constant).
+  bool optional = false;
+  const KernelDescriptor *descriptor = nullptr; // Descriptor only
 
   bool isBuffer() const {
     return kind == KernelParamKind::Input || kind == KernelParamKind::Output;
@@ -41,6 +63,10 @@ struct KernelSignature {
   llvm::ArrayRef<KernelParam> constants() const;
   /// Position of the constant `name` among the constants.
   std::optional<unsigned> constantIndex(llvm::StringRef name) const;
+  /// Position of the input (or output) buffer `name` among the inputs (or
+  /// outputs).
+  std::optional<unsigned> inputIndex(llvm::StringRef name) const;
+  std::optional<unsigned> outputIndex(llvm::StringRef name) const;
 };
 
 /// Every row of the table, in its order.

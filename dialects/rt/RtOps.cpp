@@ -64,18 +64,47 @@ std::string namesOf(ArrayRef<KernelParam> params) {
   return names.empty() ? "none" : names;
 }
 
+/// Whether `buffer` is an optional buffer left empty (rt.null).
+bool isNull(Value buffer) { return buffer && buffer.getDefiningOp<NullOp>(); }
+
+/// How many of `params` a call must pass: all but the optional ones at the
+/// end, which it may leave out.
+size_t requiredPrefix(ArrayRef<KernelParam> params) {
+  size_t required = params.size();
+  while (required > 0 && params[required - 1].optional)
+    --required;
+  return required;
+}
+
 /// Checks `buffers` (the call's ins or outs) against the row's `params`.
 LogicalResult verifyBuffers(KernelOp op, StringRef role, ValueRange buffers,
                             ArrayRef<KernelParam> params) {
   StringRef name = op.getKernel();
-  if (buffers.size() != params.size())
-    return op.emitOpError()
-           << "kernel \"" << name << "\" takes " << params.size() << " "
-           << role << " buffer" << (params.size() == 1 ? "" : "s") << " ("
-           << namesOf(params) << "), got " << buffers.size()
-           << "; the kernel table runtime/abi/gptrt_kernels.def is the "
-              "reference";
+  const size_t required = requiredPrefix(params);
+  if (buffers.size() < required || buffers.size() > params.size()) {
+    InFlightDiagnostic diag = op.emitOpError();
+    diag << "kernel \"" << name << "\" takes ";
+    if (required != params.size())
+      diag << required << " to ";
+    diag << params.size() << " " << role << " buffer"
+         << (params.size() == 1 ? "" : "s") << " (" << namesOf(params);
+    if (required != params.size())
+      diag << "; those after the first " << required << " are optional";
+    diag << "), got " << buffers.size()
+         << "; the kernel table runtime/abi/gptrt_kernels.def is the "
+            "reference";
+    return diag;
+  }
   for (auto [index, buffer, param] : llvm::enumerate(buffers, params)) {
+    if (isNull(buffer)) {
+      if (!param.optional)
+        return op.emitOpError()
+               << role << " " << index << " ('" << param.name
+               << "') of kernel \"" << name
+               << "\" is required, got rt.null; only the table's optional "
+                  "buffers (GPTRT_IN_OPT, GPTRT_OUT_OPT) may be left empty";
+      continue;
+    }
     auto type = dyn_cast<MemRefType>(buffer.getType());
     if (!type)
       return op.emitOpError() << role << " " << index << " ('" << param.name
@@ -115,9 +144,11 @@ LogicalResult verifyTypeConstants(KernelOp op, const KernelSignature &row) {
   // the first that disagrees, in call order).
   SmallVector<std::pair<Value, const KernelParam *>> buffers;
   for (auto [value, param] : llvm::zip(op.getInputs(), row.inputs()))
-    buffers.push_back({value, &param});
+    if (!isNull(value))
+      buffers.push_back({value, &param});
   for (auto [value, param] : llvm::zip(op.getOutputs(), row.outputs()))
-    buffers.push_back({value, &param});
+    if (!isNull(value))
+      buffers.push_back({value, &param});
   auto bufferNamed =
       [&](StringRef name) -> std::pair<Value, const KernelParam *> {
     for (auto entry : buffers)
@@ -126,27 +157,58 @@ LogicalResult verifyTypeConstants(KernelOp op, const KernelSignature &row) {
     return {};
   };
   ArrayRef<KernelParam> constants = row.constants();
-  auto check = [&](size_t index, bool format,
-                   std::pair<Value, const KernelParam *> buffer)
+  // `what` names the constant in a diagnostic: "constant 3 ('x_dtype')".
+  auto checkValue = [&](const Twine &what, int64_t value, bool format,
+                        std::pair<Value, const KernelParam *> buffer)
       -> LogicalResult {
-    const KernelParam &param = constants[index];
-    int64_t value = cast<IntegerAttr>(op.getConsts()[index]).getInt();
     Type expected = elementOfConstant(op.getContext(), format, value);
     if (!expected)
       return op.emitOpError()
-             << "constant " << index << " ('" << param.name << "') of kernel \""
-             << op.getKernel() << "\" is " << value << ", expected "
+             << what << " of kernel \"" << op.getKernel() << "\" is " << value
+             << ", expected "
              << (format ? "an FP8 format: 0 (E4M3) or 1 (E5M2)"
                         : "a dtype: 1 (f32), 2 (bf16) or 257 (f32, "
                           "accumulated)");
     Type type = buffer.first.getType();
     if (cast<MemRefType>(type).getElementType() != expected)
       return op.emitOpError()
-             << "constant " << index << " ('" << param.name << "') of kernel \""
-             << op.getKernel() << "\" says " << buffer.second->name
-             << " holds " << expected << ", but it is " << type;
+             << what << " of kernel \"" << op.getKernel() << "\" says "
+             << buffer.second->name << " holds " << expected << ", but it is "
+             << type;
     return success();
   };
+  auto check = [&](size_t index, bool format,
+                   std::pair<Value, const KernelParam *> buffer)
+      -> LogicalResult {
+    return checkValue("constant " + Twine(index) + " ('" +
+                          constants[index].name + "')",
+                      cast<IntegerAttr>(op.getConsts()[index]).getInt(),
+                      format, buffer);
+  };
+  // A descriptor's `format` and `<b>_dtype` fields follow the same rules
+  // (the epilogue's `format` describes q, its `db_dtype` db).
+  for (auto [index, param] : llvm::enumerate(constants)) {
+    if (param.kind != KernelParamKind::Descriptor ||
+        index >= op.getConsts().size())
+      continue;
+    for (NamedAttribute field : cast<DictionaryAttr>(op.getConsts()[index])) {
+      StringRef fieldName = field.getName().getValue();
+      StringRef bufferName = fieldName;
+      bool format = fieldName == "format";
+      if (!format && !bufferName.consume_back("_dtype"))
+        continue;
+      auto buffer = bufferNamed(format ? "q" : bufferName);
+      if (!buffer.second ||
+          buffer.second->element !=
+              (format ? KernelElement::Fp8 : KernelElement::Any))
+        continue;
+      if (failed(checkValue("field '" + fieldName + "' of constant " +
+                                Twine(index) + " ('" + param.name + "')",
+                            cast<IntegerAttr>(field.getValue()).getInt(),
+                            format, buffer)))
+        return failure();
+    }
+  }
   for (auto [index, param] : llvm::enumerate(constants)) {
     if (param.kind != KernelParamKind::I64)
       continue;
@@ -178,6 +240,93 @@ LogicalResult verifyTypeConstants(KernelOp op, const KernelSignature &row) {
   return success();
 }
 
+/// A descriptor constant is a dictionary of the descriptor's fields, each
+/// an i64 (rt-to-llvm stores it as the C struct, absent fields defaulted).
+LogicalResult verifyDescriptor(KernelOp op, size_t index,
+                               const KernelParam &param, Attribute c) {
+  const KernelDescriptor &descriptor = *param.descriptor;
+  auto fieldList = [&] {
+    std::string names;
+    for (const KernelField &field : descriptor.fields)
+      names += (names.empty() ? "" : ", ") + std::string(field.name);
+    return names;
+  };
+  auto dictionary = dyn_cast<DictionaryAttr>(c);
+  if (!dictionary)
+    return op.emitOpError()
+           << "constant " << index << " ('" << param.name << "') of kernel \""
+           << op.getKernel() << "\" must be a dictionary of gptrt_"
+           << descriptor.name << "'s fields (" << fieldList() << "), got "
+           << c;
+  for (NamedAttribute field : dictionary) {
+    if (!descriptor.field(field.getName().getValue()))
+      return op.emitOpError()
+             << "constant " << index << " ('" << param.name
+             << "') of kernel \"" << op.getKernel() << "\" sets '"
+             << field.getName().getValue() << "', which gptrt_"
+             << descriptor.name << " does not have; its fields: "
+             << fieldList();
+    auto integer = dyn_cast<IntegerAttr>(field.getValue());
+    if (!integer || !integer.getType().isSignlessInteger(64))
+      return op.emitOpError()
+             << "field '" << field.getName().getValue() << "' of constant "
+             << index << " ('" << param.name << "') of kernel \""
+             << op.getKernel() << "\" must be an i64, got "
+             << field.getValue();
+  }
+  return success();
+}
+
+/// The output epilogue's buffers say what it does (gptrt_kernels.def):
+/// amax with the descriptor, scale with q, q_t only with q, db only with
+/// q_t, and the producer's optional output left empty exactly when q_t is
+/// there (the dual cast does not store it).
+LogicalResult verifyEpilogue(KernelOp op, const KernelSignature &row) {
+  // The epilogue's buffers are optional ones (layernorm_bwd's own db is
+  // not the epilogue's).
+  auto given = [&](StringRef slot) {
+    if (std::optional<unsigned> i = row.inputIndex(slot))
+      return row.inputs()[*i].optional && *i < op.getInputs().size() &&
+             !isNull(op.getInputs()[*i]);
+    if (std::optional<unsigned> i = row.outputIndex(slot))
+      return row.outputs()[*i].optional && *i < op.getOutputs().size() &&
+             !isNull(op.getOutputs()[*i]);
+    return false;
+  };
+  const bool descriptor = op.getConsts().size() == row.constants().size();
+  auto refuse = [&](const Twine &why) {
+    return op.emitOpError() << "kernel \"" << op.getKernel()
+                            << "\": " << why
+                            << " (see the epilogue descriptor in "
+                               "runtime/abi/gptrt_kernels.def)";
+  };
+  if (descriptor != given("amax"))
+    return refuse(descriptor ? "an epilogue descriptor without its amax buffer"
+                             : "an amax buffer without an epilogue descriptor");
+  if (given("scale") != given("q"))
+    return refuse("the epilogue's cast needs both scale and q");
+  if (given("q_t") && !given("q"))
+    return refuse("q_t without q");
+  if (given("db") && !given("q_t"))
+    return refuse("db without q_t");
+  const bool dual = given("q_t");
+  const StringRef epilogueSlots[] = {"amax", "q", "q_t", "db"};
+  for (auto [index, param] : llvm::enumerate(row.outputs())) {
+    if (!param.optional ||
+        llvm::is_contained(epilogueSlots, StringRef(param.name)))
+      continue;
+    const bool absent = index >= op.getOutputs().size() ||
+                        isNull(op.getOutputs()[index]);
+    if (absent != dual)
+      return refuse(Twine("its output '") + param.name + "' " +
+                    (dual ? "must be rt.null with q_t (the dual cast does not "
+                            "store it)"
+                          : "is missing, which only the dual cast (q_t) "
+                            "allows"));
+  }
+  return success();
+}
+
 /// An rt.kernel call matches its row of the kernel table: the kernel
 /// exists, and its buffers and constants have the row's number and kinds.
 /// The runtime's C prototypes come from the same rows, so a call that
@@ -200,11 +349,15 @@ LogicalResult verifyAgainstKernelTable(KernelOp op) {
 
   ArrayRef<KernelParam> constants = row->constants();
   ArrayAttr given = op.getConsts();
-  if (given.size() != constants.size())
+  const size_t required = requiredPrefix(constants);
+  if (given.size() < required || given.size() > constants.size())
     return op.emitOpError()
            << "kernel \"" << name << "\" takes " << constants.size()
            << " constant" << (constants.size() == 1 ? "" : "s") << " ("
-           << namesOf(constants) << "), got " << given.size()
+           << namesOf(constants) << ")"
+           << (required != constants.size() ? ", the descriptor optional"
+                                            : "")
+           << ", got " << given.size()
            << "; the kernel table runtime/abi/gptrt_kernels.def is the "
               "reference";
   for (auto [index, c, param] : llvm::enumerate(given, constants)) {
@@ -227,6 +380,11 @@ LogicalResult verifyAgainstKernelTable(KernelOp op) {
       ok = isa<DenseI64ArrayAttr>(c);
       expected = "an array<i64: ...> (the C ABI's const int64_t *)";
       break;
+    case KernelParamKind::Descriptor:
+      if (failed(verifyDescriptor(op, index, param, c)))
+        return failure();
+      ok = true;
+      break;
     case KernelParamKind::Input:
     case KernelParamKind::Output:
       break;
@@ -236,7 +394,13 @@ LogicalResult verifyAgainstKernelTable(KernelOp op) {
                               << "') of kernel \"" << name << "\" must be "
                               << expected << ", got " << c;
   }
-  return verifyTypeConstants(op, *row);
+  if (failed(verifyTypeConstants(op, *row)))
+    return failure();
+  for (const KernelParam &param : constants)
+    if (param.kind == KernelParamKind::Descriptor &&
+        param.descriptor->name == "epilogue")
+      return verifyEpilogue(op, *row);
+  return success();
 }
 } // namespace
 

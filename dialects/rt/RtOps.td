@@ -74,6 +74,19 @@ def Rt_AllocOp : Rt_Op<"alloc", [MemoryEffects<[MemAlloc]>]> {
   let hasVerifier = 0;
 }
 
+def Rt_NullOp : Rt_Op<"null", [Pure]> {
+  let summary = "no buffer: a kernel's optional buffer left empty";
+  let description = [{
+    Passed where the kernel table marks a buffer optional (GPTRT_IN_OPT,
+    GPTRT_OUT_OPT) and the call has none, e.g. the output a dual-cast
+    epilogue does not store; lowers to a null pointer. It owns no bytes:
+    it aliases nothing and rt-plan-memory gives it no place.
+  }];
+  let results = (outs Rt_StaticBuffer:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+  let hasVerifier = 0;
+}
+
 def Rt_ReshapeOp : Rt_Op<"reshape", [Pure]> {
   let summary = "the same bytes seen with another shape (an alias, no copy)";
   let arguments = (ins Rt_StaticBuffer:$source);
@@ -143,7 +156,11 @@ def Rt_KernelOp : Rt_Op<"kernel", [AttrSizedOperandSegments]> {
     reads them). `consts` (i64 or f64) are passed after the buffers, in
     order: the call is `gptrt_<kernel>(ctx, ins..., outs..., consts...)`.
     A constant `array<i64: ...>` is passed as a `const int64_t *` to a
-    table stored in the artifact (its length is another constant).
+    table stored in the artifact (its length is another constant); a
+    dictionary of i64 fields as a `const gptrt_<descriptor> *` (fields it
+    leaves out take their defaults). Optional buffers may be `rt.null`,
+    and trailing optional buffers and a trailing descriptor may be left
+    out: they are passed as null.
 
     ```mlir
     rt.kernel "layernorm_fwd" ins(%x, %w, %b : memref<8x768xf32>, memref<768xf32>, memref<768xf32>) outs(%y, %mean, %rstd : memref<8x768xf32>, memref<8xf32>, memref<8xf32>) consts [8, 768, 1.0e-5 : f64]

@@ -16,6 +16,7 @@ namespace detail {
 // depends on the rows alone, not on their layout in the file.
 #define GPTRT_KERNEL(name, list) "K " #name " " #list "\n"
 #define GPTRT_ENTRY(result, name, list) "E " #result " " #name " " #list "\n"
+#define GPTRT_DESCRIPTOR(name, fields) "D " #name " " #fields "\n"
 inline constexpr char kKernelTableText[] =
 #include "gptrt_kernels.def"
     ;

@@ -8,8 +8,9 @@
  * rt.kernel lowers to):
  *   void gptrt_<kernel>(gptrt_context *ctx,
  *                       <one pointer per buffer operand, ins then outs>,
- *                       <its constants, int64_t, double or const int64_t *,
- *                        in order>);
+ *                       <its constants, int64_t, double, const int64_t *
+ *                        or const gptrt_<descriptor> *, in order>);
+ * Optional buffers and descriptors the call leaves out are null.
  * Element type: f32 unless stated (ids and targets are int32).
  */
 #ifndef GPTRT_ABI_GPTRT_H
@@ -23,7 +24,7 @@ extern "C" {
 
 /* Bumped whenever a row of gptrt_kernels.def or the manifest's meaning
  * changes. */
-#define GPTRT_ABI_VERSION 41
+#define GPTRT_ABI_VERSION 42
 
 typedef struct gptrt_context gptrt_context;
 
@@ -45,7 +46,7 @@ typedef struct gptrt_context gptrt_context;
  * stored. Taken by gptrt_reduce_rows's out, gptrt_layernorm_bwd's dw and
  * db, and the db of gptrt_quantize_fp8_dual_bgrad,
  * gptrt_quantize_fp8_transposed_bgrad and gptrt_matmul_bf16_bgrad (and
- * their _amax / _accumulate forms). */
+ * their _accumulate forms), and an epilogue's db_dtype. */
 #define GPTRT_DTYPE_F32_ACCUMULATE 257
 
 /* FP8 formats in constants. */
@@ -55,22 +56,34 @@ typedef struct gptrt_context gptrt_context;
 /* The most decay ranges one gptrt_adamw_multi takes. */
 #define GPTRT_ADAMW_MAX_DECAY_RANGES 64
 
-/* --- Entry points, declared from the kernel table -----------------------*/
+/* --- Descriptors and entry points, declared from the kernel table ------*/
+#define GPTRT_FIELD(name, default_value) int64_t name;
+#define GPTRT_DESCRIPTOR(name, fields)                                         \
+  typedef struct gptrt_##name {                                                \
+    fields                                                                     \
+  } gptrt_##name;
 #define GPTRT_IN(type, name) , const type *name
+#define GPTRT_IN_OPT(type, name) , const type *name
 #define GPTRT_OUT(type, name) , type *name
+#define GPTRT_OUT_OPT(type, name) , type *name
 #define GPTRT_I64(name) , int64_t name
 #define GPTRT_F64(name) , double name
 #define GPTRT_I64_TABLE(name) , const int64_t *name
+#define GPTRT_DESC(desc) , const gptrt_##desc *desc
 #define GPTRT_KERNEL(name, params)                                             \
   void gptrt_##name(gptrt_context *ctx params);
 #define GPTRT_ENTRY(result, name, params)                                      \
   result gptrt_##name(gptrt_context *ctx params);
 #include "gptrt_kernels.def"
+#undef GPTRT_FIELD
 #undef GPTRT_IN
+#undef GPTRT_IN_OPT
 #undef GPTRT_OUT
+#undef GPTRT_OUT_OPT
 #undef GPTRT_I64
 #undef GPTRT_F64
 #undef GPTRT_I64_TABLE
+#undef GPTRT_DESC
 
 #ifdef __cplusplus
 }

@@ -1,5 +1,5 @@
-// gptrt_* attention kernels, separate and packed q/k/v, and their fused
-// FP8 forms.
+// gptrt_* attention kernels, separate and packed q/k/v, the packed ones
+// with their FP8 output epilogue.
 #include "runtime/core/AbiEpilogue.h"
 #include "runtime/core/AbiSupport.h"
 #include "runtime/cpu/Kernels.h"
@@ -104,55 +104,45 @@ private:
 
 } // namespace
 
-GPTRT_EXPORT void gptrt_attention_fwd_packed(
-    gptrt_context *ctx, const void *qkv, void *out, float *lse, int64_t batch,
-    int64_t seq, int64_t width, int64_t heads, int64_t causal, int64_t dtype) {
+namespace {
+// The packed kernels' own work; `amax` (null without) the amax of the
+// output as stored, which the flash kernels take as they write it.
+void attentionPacked(gptrt_context *ctx, const char *fn, const void *qkv,
+                     void *out, float *lse, float *amax, int64_t batch,
+                     int64_t seq, int64_t width, int64_t heads, int64_t causal,
+                     int64_t dtype) {
   guarded(
-      ctx, "gptrt_attention_fwd_packed",
-      [&](Context &) {
+      ctx, fn,
+      [&](Context &c) {
         attentionElements(batch, seq, width);
         PackedQkv parts(batch, seq, width, dtype);
         parts.unpack(qkv);
         gptrt_attention_fwd(ctx, parts.part(0), parts.part(1), parts.part(2),
                             out, lse, batch, seq, width, heads, causal, dtype);
+        if (amax) {
+          F32Staging stored(c, {{out, dtype, batch * seq * width, false,
+                                 "dtype"}});
+          *amax = amaxOf(stored[0], batch * seq * width);
+        }
       },
       [&](Context &, Gpu &g) {
         attentionElements(batch, seq, width);
         requireStorageDtype(dtype, "dtype");
-        g.attentionForwardPacked(qkv, out, lse, /*fp8=*/{}, batch, seq, width,
-                                 heads, causal != 0, dtype);
+        gptrt::cuda::Fp8Epilogue fp8;
+        fp8.amax = amax;
+        g.attentionForwardPacked(qkv, out, lse, fp8, batch, seq, width, heads,
+                                 causal != 0, dtype);
       });
 }
 
-GPTRT_EXPORT void
-gptrt_attention_fwd_packed_amax(gptrt_context *ctx, const void *qkv, void *out,
-                                float *lse, float *amax, int64_t batch,
-                                int64_t seq, int64_t width, int64_t heads,
-                                int64_t causal, int64_t dtype) {
+void attentionGradPacked(gptrt_context *ctx, const char *fn, const void *dout,
+                         const void *qkv, const void *out, const float *lse,
+                         void *dqkv, float *amax, int64_t batch, int64_t seq,
+                         int64_t width, int64_t heads, int64_t causal,
+                         int64_t dtype) {
   guarded(
-      ctx, "gptrt_attention_fwd_packed_amax",
-      [&](Context &) {
-        requireAmax(amax);
-        gptrt_attention_fwd_packed(ctx, qkv, out, lse, batch, seq, width, heads,
-                                   causal, dtype);
-        gptrt_amax(ctx, out, amax, batch * seq * width, dtype);
-      },
-      [&](Context &, Gpu &g) {
-        requireAmax(amax);
-        attentionElements(batch, seq, width);
-        requireStorageDtype(dtype, "dtype");
-        g.attentionForwardPacked(qkv, out, lse, {amax}, batch, seq, width,
-                                 heads, causal != 0, dtype);
-      });
-}
-
-GPTRT_EXPORT void gptrt_attention_bwd_packed(
-    gptrt_context *ctx, const void *dout, const void *qkv, const void *out,
-    const float *lse, void *dqkv, int64_t batch, int64_t seq, int64_t width,
-    int64_t heads, int64_t causal, int64_t dtype) {
-  guarded(
-      ctx, "gptrt_attention_bwd_packed",
-      [&](Context &) {
+      ctx, fn,
+      [&](Context &c) {
         attentionElements(batch, seq, width);
         PackedQkv parts(batch, seq, width, dtype),
             grads(batch, seq, width, dtype);
@@ -162,45 +152,40 @@ GPTRT_EXPORT void gptrt_attention_bwd_packed(
                             grads.part(1), grads.part(2), batch, seq, width,
                             heads, causal, dtype);
         grads.pack(dqkv);
+        if (amax) {
+          F32Staging stored(c, {{dqkv, dtype, 3 * batch * seq * width, false,
+                                 "dtype"}});
+          *amax = amaxOf(stored[0], 3 * batch * seq * width);
+        }
       },
       [&](Context &, Gpu &g) {
-        attentionElements(batch, seq, width);
-        requireStorageDtype(dtype, "dtype");
-        g.attentionBackwardPacked(dout, qkv, out, lse, dqkv, nullptr, batch,
-                                  seq, width, heads, causal != 0, dtype);
-      });
-}
-
-GPTRT_EXPORT void gptrt_attention_bwd_packed_amax(
-    gptrt_context *ctx, const void *dout, const void *qkv, const void *out,
-    const float *lse, void *dqkv, float *amax, int64_t batch, int64_t seq,
-    int64_t width, int64_t heads, int64_t causal, int64_t dtype) {
-  guarded(
-      ctx, "gptrt_attention_bwd_packed_amax",
-      [&](Context &) {
-        requireAmax(amax);
-        gptrt_attention_bwd_packed(ctx, dout, qkv, out, lse, dqkv, batch, seq,
-                                   width, heads, causal, dtype);
-        gptrt_amax(ctx, dqkv, amax, 3 * batch * seq * width, dtype);
-      },
-      [&](Context &, Gpu &g) {
-        requireAmax(amax);
         attentionElements(batch, seq, width);
         requireStorageDtype(dtype, "dtype");
         g.attentionBackwardPacked(dout, qkv, out, lse, dqkv, amax, batch, seq,
                                   width, heads, causal != 0, dtype);
       });
 }
+} // namespace
 
-GPTRT_EXPORT void gptrt_attention_fwd_packed_cast(
+GPTRT_EXPORT void gptrt_attention_fwd_packed(
     gptrt_context *ctx, const void *qkv, const float *scale, void *out,
     float *lse, float *amax, uint8_t *q, int64_t batch, int64_t seq,
-    int64_t width, int64_t heads, int64_t causal, int64_t dtype, int64_t rows,
-    int64_t cols, int64_t outDtype, int64_t format, int64_t transpose,
-    int64_t statSlot) {
+    int64_t width, int64_t heads, int64_t causal, int64_t dtype,
+    const gptrt_epilogue *epilogue) {
+  const EpilogueCall call{epilogue, scale, amax, q};
+  const std::optional<EpilogueWork> work = epilogueWork(
+      ctx, "gptrt_attention_fwd_packed", call, out, /*dualCast=*/false);
+  if (!work)
+    return;
+  const char *fn = workLabel("gptrt_attention_fwd_packed", *work);
+  if (*work != EpilogueWork::Cast) {
+    if (!coversOutput(ctx, fn, epilogue, batch * seq * width, dtype))
+      return;
+    return attentionPacked(ctx, fn, qkv, out, lse, amax, batch, seq, width,
+                           heads, causal, dtype);
+  }
   fusedProducer(
-      ctx, "gptrt_attention_fwd_packed_cast", dtype, out, batch * seq * width,
-      {rows, cols, outDtype, amax, scale, q, format, transpose, statSlot},
+      ctx, fn, dtype, out, batch * seq * width, call.epilogue(),
       [&](Gpu &g, const gptrt::cuda::Fp8Epilogue &fp8) {
         attentionElements(batch, seq, width);
         requireStorageDtype(dtype, "dtype");
@@ -208,7 +193,24 @@ GPTRT_EXPORT void gptrt_attention_fwd_packed_cast(
                                  causal != 0, dtype);
       },
       [&] {
-        gptrt_attention_fwd_packed(ctx, qkv, out, lse, batch, seq, width, heads,
-                                   causal, dtype);
+        attentionPacked(ctx, "gptrt_attention_fwd_packed", qkv, out, lse,
+                        nullptr, batch, seq, width, heads, causal, dtype);
       });
+}
+
+GPTRT_EXPORT void gptrt_attention_bwd_packed(
+    gptrt_context *ctx, const void *dout, const void *qkv, const void *out,
+    const float *lse, void *dqkv, float *amax, int64_t batch, int64_t seq,
+    int64_t width, int64_t heads, int64_t causal, int64_t dtype,
+    const gptrt_epilogue *epilogue) {
+  const EpilogueCall call{epilogue, nullptr, amax};
+  const std::optional<EpilogueWork> work = epilogueWork(
+      ctx, "gptrt_attention_bwd_packed", call, dqkv, /*dualCast=*/false);
+  if (!work)
+    return;
+  const char *fn = workLabel("gptrt_attention_bwd_packed", *work);
+  if (!coversOutput(ctx, fn, epilogue, 3 * batch * seq * width, dtype))
+    return;
+  attentionGradPacked(ctx, fn, dout, qkv, out, lse, dqkv, amax, batch, seq,
+                      width, heads, causal, dtype);
 }

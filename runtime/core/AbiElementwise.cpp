@@ -1,14 +1,17 @@
 // gptrt_* elementwise and data-movement kernels: convert, fill, add, scale,
-// GELU, copies, permute, embedding, row sums, and their fused FP8 forms.
+// GELU, copies, permute, embedding, row sums; convert, add and GELU with
+// their FP8 output epilogue.
 #include "runtime/core/AbiEpilogue.h"
 #include "runtime/core/AbiSupport.h"
 #include "runtime/cpu/Kernels.h"
 
 using namespace gptrt::abi;
 
-GPTRT_EXPORT void gptrt_convert(gptrt_context *ctx, const void *src,
-                                void *dst, int64_t n, int64_t from,
-                                int64_t to) {
+namespace {
+// The producers' own work, which their exported functions (at the end of
+// this file) run with or without an output epilogue.
+void convertValues(gptrt_context *ctx, const void *src, void *dst, int64_t n,
+                   int64_t from, int64_t to) {
   guarded(ctx, "gptrt_convert", [&](Context &) {
     requireNonNegative(n, "n");
     if (from == GPTRT_DTYPE_F32 && to == GPTRT_DTYPE_BF16) {
@@ -31,6 +34,7 @@ GPTRT_EXPORT void gptrt_convert(gptrt_context *ctx, const void *src,
     g.convert(src, dst, n, from, to);
   });
 }
+} // namespace
 
 GPTRT_EXPORT void gptrt_fill(gptrt_context *ctx, float *out, int64_t n,
                              double value) {
@@ -217,10 +221,10 @@ GPTRT_EXPORT void gptrt_reduce_rows(gptrt_context *ctx, const void *x,
   });
 }
 
-GPTRT_EXPORT void gptrt_add(gptrt_context *ctx, const void *a, const void *b,
-                            void *out, int64_t outer, int64_t inner,
-                            int64_t broadcast_b, int64_t a_dtype,
-                            int64_t b_dtype, int64_t out_dtype) {
+namespace {
+void addValues(gptrt_context *ctx, const void *a, const void *b, void *out,
+               int64_t outer, int64_t inner, int64_t broadcast_b,
+               int64_t a_dtype, int64_t b_dtype, int64_t out_dtype) {
   guarded(ctx, "gptrt_add", [&](Context &c) {
     requireNonNegative(outer, "outer");
     requireNonNegative(inner, "inner");
@@ -235,6 +239,7 @@ GPTRT_EXPORT void gptrt_add(gptrt_context *ctx, const void *a, const void *b,
              out_dtype, {});
   });
 }
+} // namespace
 
 GPTRT_EXPORT void gptrt_scale(gptrt_context *ctx, const float *x, float *out,
                               int64_t n, double s) {
@@ -244,9 +249,9 @@ GPTRT_EXPORT void gptrt_scale(gptrt_context *ctx, const float *x, float *out,
       [&](Context &, Gpu &g) { g.scale(x, out, n, static_cast<float>(s)); });
 }
 
-GPTRT_EXPORT void gptrt_gelu_fwd(gptrt_context *ctx, const void *x,
-                                 void *out, int64_t n, int64_t x_dtype,
-                                 int64_t out_dtype) {
+namespace {
+void geluValues(gptrt_context *ctx, const void *x, void *out, int64_t n,
+                int64_t x_dtype, int64_t out_dtype) {
   guarded(ctx, "gptrt_gelu_fwd", [&](Context &c) {
     F32Staging f32(c, {{x, x_dtype, n, false, "x_dtype"},
                        {out, out_dtype, n, true, "out_dtype"}});
@@ -257,10 +262,9 @@ GPTRT_EXPORT void gptrt_gelu_fwd(gptrt_context *ctx, const void *x,
   });
 }
 
-GPTRT_EXPORT void gptrt_gelu_bwd(gptrt_context *ctx, const void *dout,
-                                 const void *x, void *dx, int64_t n,
-                                 int64_t dout_dtype, int64_t x_dtype,
-                                 int64_t dx_dtype) {
+void geluGradValues(gptrt_context *ctx, const void *dout, const void *x,
+                    void *dx, int64_t n, int64_t dout_dtype, int64_t x_dtype,
+                    int64_t dx_dtype) {
   guarded(
       ctx, "gptrt_gelu_bwd",
       [&](Context &c) {
@@ -274,6 +278,7 @@ GPTRT_EXPORT void gptrt_gelu_bwd(gptrt_context *ctx, const void *dout,
         geluGradOnGpu(g, dout, x, dx, n, dout_dtype, x_dtype, dx_dtype, {});
       });
 }
+} // namespace
 
 GPTRT_EXPORT void gptrt_copy_blocks(gptrt_context *ctx, const void *src,
                                     void *dst, int64_t outer, int64_t len,
@@ -320,112 +325,79 @@ GPTRT_EXPORT void gptrt_permute(gptrt_context *ctx, const float *src,
   });
 }
 
-// ------------------------------------------------ fused FP8 epilogues
+// ------------------------------- producers with their output epilogue
 
-GPTRT_EXPORT void gptrt_convert_amax(gptrt_context *ctx, const void *src,
-                                     void *dst, float *amax, int64_t n,
-                                     int64_t from, int64_t to, int64_t rows,
-                                     int64_t cols, int64_t outDtype) {
-  const TimedCall timed(ctx, "gptrt_convert_amax");
-  gptrt_convert(ctx, src, dst, n, from, to);
-  finish(ctx, "gptrt_convert_amax", dst, {rows, cols, outDtype, amax});
+GPTRT_EXPORT void gptrt_convert(gptrt_context *ctx, const void *src,
+                                const float *scale, void *dst, float *amax,
+                                uint8_t *q, int64_t n, int64_t from,
+                                int64_t to, const gptrt_epilogue *epilogue) {
+  const EpilogueCall call{epilogue, scale, amax, q};
+  const std::optional<EpilogueWork> work =
+      epilogueWork(ctx, "gptrt_convert", call, dst, /*dualCast=*/false);
+  if (!work)
+    return;
+  if (*work == EpilogueWork::None)
+    return convertValues(ctx, src, dst, n, from, to);
+  const char *fn = workLabel("gptrt_convert", *work);
+  const TimedCall timed(ctx, fn);
+  convertValues(ctx, src, dst, n, from, to);
+  finish(ctx, fn, dst, call.epilogue());
 }
 
-GPTRT_EXPORT void gptrt_convert_cast(gptrt_context *ctx, const void *src,
-                                     const float *scale, void *dst,
-                                     float *amax, uint8_t *q, int64_t n,
-                                     int64_t from, int64_t to, int64_t rows,
-                                     int64_t cols, int64_t outDtype,
-                                     int64_t format, int64_t transpose,
-                                     int64_t statSlot) {
-  const TimedCall timed(ctx, "gptrt_convert_cast");
-  gptrt_convert(ctx, src, dst, n, from, to);
-  finish(ctx, "gptrt_convert_cast", dst,
-         {rows, cols, outDtype, amax, scale, q, format, transpose, statSlot});
-}
-
-GPTRT_EXPORT void gptrt_gelu_fwd_amax(gptrt_context *ctx, const void *x,
-                                      void *y, float *amax, int64_t n,
-                                      int64_t xDtype, int64_t yDtype,
-                                      int64_t rows, int64_t cols,
-                                      int64_t outDtype) {
+GPTRT_EXPORT void gptrt_add(gptrt_context *ctx, const void *a, const void *b,
+                            const float *scale, void *out, float *amax,
+                            uint8_t *q, int64_t outer, int64_t inner,
+                            int64_t broadcast_b, int64_t a_dtype,
+                            int64_t b_dtype, int64_t out_dtype,
+                            const gptrt_epilogue *epilogue) {
+  const EpilogueCall call{epilogue, scale, amax, q};
+  const std::optional<EpilogueWork> work =
+      epilogueWork(ctx, "gptrt_add", call, out, /*dualCast=*/false);
+  if (!work)
+    return;
+  if (*work == EpilogueWork::None)
+    return addValues(ctx, a, b, out, outer, inner, broadcast_b, a_dtype,
+                     b_dtype, out_dtype);
   fusedProducer(
-      ctx, "gptrt_gelu_fwd_amax", yDtype, y, n, {rows, cols, outDtype, amax},
+      ctx, workLabel("gptrt_add", *work), out_dtype, out, outer * inner,
+      call.epilogue(),
       [&](Gpu &g, const gptrt::cuda::Fp8Epilogue &fp8) {
-        geluOnGpu(g, x, y, n, xDtype, yDtype, fp8);
+        addOnGpu(g, a, b, out, outer, inner, broadcast_b, a_dtype, b_dtype,
+                 out_dtype, fp8);
       },
-      [&] { gptrt_gelu_fwd(ctx, x, y, n, xDtype, yDtype); });
-}
-
-GPTRT_EXPORT void gptrt_gelu_fwd_cast(gptrt_context *ctx, const void *x,
-                                      const float *scale, void *y,
-                                      float *amax, uint8_t *q, int64_t n,
-                                      int64_t xDtype, int64_t yDtype,
-                                      int64_t rows, int64_t cols,
-                                      int64_t outDtype, int64_t format,
-                                      int64_t transpose, int64_t statSlot) {
-  fusedProducer(
-      ctx, "gptrt_gelu_fwd_cast", yDtype, y, n,
-      {rows, cols, outDtype, amax, scale, q, format, transpose, statSlot},
-      [&](Gpu &g, const gptrt::cuda::Fp8Epilogue &fp8) {
-        geluOnGpu(g, x, y, n, xDtype, yDtype, fp8);
-      },
-      [&] { gptrt_gelu_fwd(ctx, x, y, n, xDtype, yDtype); });
-}
-
-GPTRT_EXPORT void gptrt_gelu_bwd_amax(gptrt_context *ctx, const void *dout,
-                                      const void *x, void *dx, float *amax,
-                                      int64_t n, int64_t doutDtype,
-                                      int64_t xDtype, int64_t dxDtype,
-                                      int64_t rows, int64_t cols,
-                                      int64_t outDtype) {
-  fusedProducer(
-      ctx, "gptrt_gelu_bwd_amax", dxDtype, dx, n, {rows, cols, outDtype, amax},
-      [&](Gpu &g, const gptrt::cuda::Fp8Epilogue &fp8) {
-        geluGradOnGpu(g, dout, x, dx, n, doutDtype, xDtype, dxDtype, fp8);
-      },
-      [&] { gptrt_gelu_bwd(ctx, dout, x, dx, n, doutDtype, xDtype, dxDtype); });
-}
-
-GPTRT_EXPORT void gptrt_gelu_bwd_cast(
-    gptrt_context *ctx, const void *dout, const void *x, const float *scale,
-    void *dx, float *amax, uint8_t *q, int64_t n, int64_t doutDtype,
-    int64_t xDtype, int64_t dxDtype, int64_t rows, int64_t cols,
-    int64_t outDtype, int64_t format, int64_t transpose, int64_t statSlot) {
-  fusedProducer(
-      ctx, "gptrt_gelu_bwd_cast", dxDtype, dx, n,
-      {rows, cols, outDtype, amax, scale, q, format, transpose, statSlot},
-      [&](Gpu &g, const gptrt::cuda::Fp8Epilogue &fp8) {
-        geluGradOnGpu(g, dout, x, dx, n, doutDtype, xDtype, dxDtype, fp8);
-      },
-      [&] { gptrt_gelu_bwd(ctx, dout, x, dx, n, doutDtype, xDtype, dxDtype); });
+      [&] {
+        addValues(ctx, a, b, out, outer, inner, broadcast_b, a_dtype, b_dtype,
+                  out_dtype);
+      });
 }
 
 namespace {
-// gptrt_gelu_fwd_cast_dual and gptrt_gelu_bwd_cast_dual_bgrad: on the CPU
-// the producer cast into a temporary output and the transposed cast (with
-// the bias gradient) of it; on a GPU one kernel that never stores it.
+// The dual cast of a GELU (dout null) or GELU gradient: on the CPU the
+// producer cast into a temporary output and the transposed cast (with the
+// bias gradient) of it; on a GPU one kernel that never stores it.
 void geluCastDual(gptrt_context *ctx, const char *fn, const void *dout,
                   int64_t doutDtype, const void *x, int64_t xDtype,
-                  const float *scale, float *amax, uint8_t *q, uint8_t *qT,
-                  void *db, int64_t dbDtype, int64_t n, int64_t yDtype,
-                  int64_t rows, int64_t cols, int64_t outDtype, int64_t format,
-                  int64_t statSlot, int64_t statSlotT) {
+                  const EpilogueCall &call, int64_t n, int64_t yDtype) {
+  const gptrt_epilogue &e = *call.descriptor;
   auto validate = [&] {
     requireNonNegative(n, "n");
-    requireNonNegative(rows, "rows");
-    requireNonNegative(cols, "cols");
-    if (rows * cols != n)
+    requireNonNegative(e.rows, "rows");
+    requireNonNegative(e.cols, "cols");
+    if (e.rows * e.cols != n)
       throw std::invalid_argument(
-          "rows * cols = " + std::to_string(rows * cols) + ", expected n = " +
-          std::to_string(n) + " (both casts cover the whole output)");
-    requireStorageDtype(yDtype, dout ? "dx_dtype" : "y_dtype");
-    if (outDtype != yDtype)
-      throw std::invalid_argument("out_dtype " + std::to_string(outDtype) +
+          "rows * cols = " + std::to_string(e.rows * e.cols) +
+          ", expected n = " + std::to_string(n) +
+          " (both casts cover the whole output)");
+    requireStorageDtype(yDtype, dout ? "dx_dtype" : "out_dtype");
+    if (e.out_dtype != yDtype)
+      throw std::invalid_argument("out_dtype " + std::to_string(e.out_dtype) +
                                   " differs from the output's dtype " +
                                   std::to_string(yDtype) +
                                   ": the casts read what the producer stores");
-    requireFormat(format);
+    if (e.transpose != 0)
+      throw std::invalid_argument("transpose " + std::to_string(e.transpose) +
+                                  " with q_t: the dual cast's q is row-major");
+    requireFormat(e.format);
   };
   guarded(
       ctx, fn,
@@ -434,96 +406,92 @@ void geluCastDual(gptrt_context *ctx, const char *fn, const void *dout,
         // f32 room serves a bf16 output too.
         float *y = temporary(c, Temporary::ProducerOutput, n);
         if (dout == nullptr)
-          gptrt_gelu_fwd_cast(ctx, x, scale, y, amax, q, n, xDtype, yDtype,
-                              rows, cols, outDtype, format,
-                              /*transpose=*/0, statSlot);
+          gptrt_gelu_fwd(ctx, x, call.scale, y, call.amax, call.q, nullptr, n,
+                         xDtype, yDtype, call.descriptor);
         else
-          gptrt_gelu_bwd_cast(ctx, dout, x, scale, y, amax, q, n, doutDtype,
-                              xDtype, yDtype, rows, cols, outDtype, format,
-                              /*transpose=*/0, statSlot);
-        if (db == nullptr)
-          gptrt_quantize_fp8_transposed(ctx, y, scale, qT, rows, cols, format,
-                                        statSlotT, outDtype);
+          gptrt_gelu_bwd(ctx, dout, x, call.scale, y, call.amax, call.q,
+                         nullptr, nullptr, n, doutDtype, xDtype, yDtype,
+                         call.descriptor);
+        if (call.db == nullptr)
+          gptrt_quantize_fp8_transposed(ctx, y, call.scale, call.qT, e.rows,
+                                        e.cols, e.format, e.stat_slot_t,
+                                        e.out_dtype);
         else
-          gptrt_quantize_fp8_transposed_bgrad(ctx, y, scale, qT, db, rows, cols,
-                                              format, statSlotT, outDtype,
-                                              dbDtype);
+          gptrt_quantize_fp8_transposed_bgrad(
+              ctx, y, call.scale, call.qT, call.db, e.rows, e.cols, e.format,
+              e.stat_slot_t, e.out_dtype, e.db_dtype);
       },
       [&](Context &c, Gpu &g) {
         validate();
         requireStorageDtype(xDtype, "x_dtype");
         if (dout != nullptr)
           requireStorageDtype(doutDtype, "dout_dtype");
-        if (db != nullptr)
-          requireGradientDtype(dbDtype, "db_dtype");
+        if (call.db != nullptr)
+          requireGradientDtype(e.db_dtype, "db_dtype");
         const bool stats = c.collectingFp8Stats();
-        g.geluCastDual(dout, doutDtype, x, xDtype, outDtype, scale, amax, q, qT,
-                       db, dbDtype, rows, cols, format, stats ? statSlot : -1,
-                       stats ? statSlotT : -1);
+        g.geluCastDual(dout, doutDtype, x, xDtype, e.out_dtype, call.scale,
+                       call.amax, call.q, call.qT, call.db, e.db_dtype, e.rows,
+                       e.cols, e.format, stats ? e.stat_slot : -1,
+                       stats ? e.stat_slot_t : -1);
       });
 }
 } // namespace
 
-GPTRT_EXPORT void
-gptrt_gelu_fwd_cast_dual(gptrt_context *ctx, const void *x, const float *scale,
-                         float *amax, uint8_t *q, uint8_t *qT, int64_t n,
-                         int64_t xDtype, int64_t yDtype, int64_t rows,
-                         int64_t cols, int64_t outDtype, int64_t format,
-                         int64_t statSlot, int64_t statSlotT) {
-  geluCastDual(ctx, "gptrt_gelu_fwd_cast_dual", nullptr, 0, x, xDtype, scale,
-               amax, q, qT, nullptr, 0, n, yDtype, rows, cols, outDtype, format,
-               statSlot, statSlotT);
+GPTRT_EXPORT void gptrt_gelu_fwd(gptrt_context *ctx, const void *x,
+                                 const float *scale, void *out, float *amax,
+                                 uint8_t *q, uint8_t *q_t, int64_t n,
+                                 int64_t x_dtype, int64_t out_dtype,
+                                 const gptrt_epilogue *epilogue) {
+  const EpilogueCall call{epilogue, scale, amax, q, q_t};
+  const std::optional<EpilogueWork> work =
+      epilogueWork(ctx, "gptrt_gelu_fwd", call, out, /*dualCast=*/true);
+  if (!work)
+    return;
+  const char *fn = workLabel("gptrt_gelu_fwd", *work);
+  switch (*work) {
+  case EpilogueWork::None:
+    return geluValues(ctx, x, out, n, x_dtype, out_dtype);
+  case EpilogueWork::DualCast:
+    return geluCastDual(ctx, fn, nullptr, 0, x, x_dtype, call, n, out_dtype);
+  case EpilogueWork::Amax:
+  case EpilogueWork::Cast:
+    return fusedProducer(
+        ctx, fn, out_dtype, out, n, call.epilogue(),
+        [&](Gpu &g, const gptrt::cuda::Fp8Epilogue &fp8) {
+          geluOnGpu(g, x, out, n, x_dtype, out_dtype, fp8);
+        },
+        [&] { geluValues(ctx, x, out, n, x_dtype, out_dtype); });
+  }
 }
 
-GPTRT_EXPORT void gptrt_gelu_bwd_cast_dual_bgrad(
-    gptrt_context *ctx, const void *dout, const void *x, const float *scale,
-    float *amax, uint8_t *q, uint8_t *qT, void *db, int64_t n,
-    int64_t doutDtype, int64_t xDtype, int64_t dxDtype, int64_t rows,
-    int64_t cols, int64_t outDtype, int64_t format, int64_t statSlot,
-    int64_t statSlotT, int64_t dbDtype) {
-  geluCastDual(ctx, "gptrt_gelu_bwd_cast_dual_bgrad", dout, doutDtype, x,
-               xDtype, scale, amax, q, qT, db, dbDtype, n, dxDtype, rows, cols,
-               outDtype, format, statSlot, statSlotT);
-}
-
-GPTRT_EXPORT void gptrt_add_amax(gptrt_context *ctx, const void *a,
-                                 const void *b, void *sum, float *amax,
-                                 int64_t outer, int64_t inner,
-                                 int64_t broadcastB, int64_t aDtype,
-                                 int64_t bDtype, int64_t sumDtype,
-                                 int64_t rows, int64_t cols,
-                                 int64_t outDtype) {
-  fusedProducer(
-      ctx, "gptrt_add_amax", sumDtype, sum, outer * inner,
-      {rows, cols, outDtype, amax},
-      [&](Gpu &g, const gptrt::cuda::Fp8Epilogue &fp8) {
-        addOnGpu(g, a, b, sum, outer, inner, broadcastB, aDtype, bDtype,
-                 sumDtype, fp8);
-      },
-      [&] {
-        gptrt_add(ctx, a, b, sum, outer, inner, broadcastB, aDtype, bDtype,
-                  sumDtype);
-      });
-}
-
-GPTRT_EXPORT void gptrt_add_cast(gptrt_context *ctx, const void *a,
-                                 const void *b, const float *scale,
-                                 void *sum, float *amax, uint8_t *q,
-                                 int64_t outer, int64_t inner,
-                                 int64_t broadcastB, int64_t aDtype,
-                                 int64_t bDtype, int64_t sumDtype,
-                                 int64_t rows, int64_t cols,
-                                 int64_t outDtype, int64_t format,
-                                 int64_t transpose, int64_t statSlot) {
-  fusedProducer(
-      ctx, "gptrt_add_cast", sumDtype, sum, outer * inner,
-      {rows, cols, outDtype, amax, scale, q, format, transpose, statSlot},
-      [&](Gpu &g, const gptrt::cuda::Fp8Epilogue &fp8) {
-        addOnGpu(g, a, b, sum, outer, inner, broadcastB, aDtype, bDtype,
-                 sumDtype, fp8);
-      },
-      [&] {
-        gptrt_add(ctx, a, b, sum, outer, inner, broadcastB, aDtype, bDtype,
-                  sumDtype);
-      });
+GPTRT_EXPORT void gptrt_gelu_bwd(gptrt_context *ctx, const void *dout,
+                                 const void *x, const float *scale, void *dx,
+                                 float *amax, uint8_t *q, uint8_t *q_t,
+                                 void *db, int64_t n, int64_t dout_dtype,
+                                 int64_t x_dtype, int64_t dx_dtype,
+                                 const gptrt_epilogue *epilogue) {
+  const EpilogueCall call{epilogue, scale, amax, q, q_t, db};
+  const std::optional<EpilogueWork> work =
+      epilogueWork(ctx, "gptrt_gelu_bwd", call, dx, /*dualCast=*/true,
+                   /*biasGradient=*/true);
+  if (!work)
+    return;
+  const char *fn = workLabel("gptrt_gelu_bwd", *work);
+  switch (*work) {
+  case EpilogueWork::None:
+    return geluGradValues(ctx, dout, x, dx, n, dout_dtype, x_dtype, dx_dtype);
+  case EpilogueWork::DualCast:
+    return geluCastDual(ctx, fn, dout, dout_dtype, x, x_dtype, call, n,
+                        dx_dtype);
+  case EpilogueWork::Amax:
+  case EpilogueWork::Cast:
+    return fusedProducer(
+        ctx, fn, dx_dtype, dx, n, call.epilogue(),
+        [&](Gpu &g, const gptrt::cuda::Fp8Epilogue &fp8) {
+          geluGradOnGpu(g, dout, x, dx, n, dout_dtype, x_dtype, dx_dtype, fp8);
+        },
+        [&] {
+          geluGradValues(ctx, dout, x, dx, n, dout_dtype, x_dtype, dx_dtype);
+        });
+  }
 }

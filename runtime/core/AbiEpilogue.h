@@ -1,10 +1,13 @@
-// The fused FP8 epilogue (amax, cast) of the producers' _amax / _cast forms,
-// shared by every producer family's file. The CPU runs the base kernel, then
-// the epilogue over its output; the point is that a GPU does both in one pass.
+// The FP8 output epilogue (amax, cast, dual cast) a producer takes through
+// its epilogue descriptor, shared by every producer family's file. The CPU
+// runs the base kernel, then the epilogue over its output; the point is
+// that a GPU does both in one pass.
 #ifndef GPTRT_CORE_ABIEPILOGUE_H
 #define GPTRT_CORE_ABIEPILOGUE_H
 
 #include "runtime/core/AbiSupport.h"
+
+#include <optional>
 
 namespace gptrt::abi {
 
@@ -48,6 +51,44 @@ bool producedWithEpilogue(gptrt_context *ctx, const char *fn, const void *out,
       });
   return true;
 }
+
+/// What a producer's output epilogue does, from the optional buffers its
+/// call passes (the epilogue descriptor in gptrt_kernels.def).
+enum class EpilogueWork { None, Amax, Cast, DualCast };
+
+/// A producer call's epilogue: the descriptor and its buffers.
+struct EpilogueCall {
+  const gptrt_epilogue *descriptor;
+  const float *scale = nullptr;
+  float *amax = nullptr;
+  uint8_t *q = nullptr;
+  uint8_t *qT = nullptr;
+  void *db = nullptr;
+
+  /// The runner's view (rows, cols, dtype, buffers, format, transpose,
+  /// statistics slot) of a call that has a descriptor.
+  Epilogue epilogue() const;
+};
+
+/// The work `call` asks of the producer `fn` (`output`: its optional
+/// output, which only the dual cast leaves null), checked as the rt.kernel
+/// verifier checks it: amax with the descriptor, scale with q, q_t with q,
+/// db with q_t; `dualCast` / `biasGradient` say whether this producer can
+/// take q_t / db. Records the error and returns nullopt otherwise.
+std::optional<EpilogueWork> epilogueWork(gptrt_context *ctx, const char *fn,
+                                         const EpilogueCall &call,
+                                         const void *output, bool dualCast,
+                                         bool biasGradient = false);
+
+/// For producers that take the amax their own way: whether the epilogue
+/// (if any) covers the whole output, `elements` values of `dtype`.
+/// Records the error and returns false otherwise.
+bool coversOutput(gptrt_context *ctx, const char *fn, const gptrt_epilogue *e,
+                  int64_t elements, int64_t dtype);
+
+/// The name a producer's call goes by in profiles and errors: `fn`, with
+/// the epilogue's work after a '+' ("gptrt_gelu_fwd+cast"). Stable storage.
+const char *workLabel(const char *fn, EpilogueWork work);
 
 /// Runs `epilogue` after the base kernel, unless the base kernel failed.
 void finish(gptrt_context *ctx, const char *fn, const void *out,

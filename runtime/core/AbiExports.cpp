@@ -19,10 +19,13 @@ namespace gptrt {
 // the extern "C" name) rather than a call with the wrong arguments.
 const std::vector<AbiSymbol> &abiSymbols() {
 #define GPTRT_IN(type, name) , const type *
+#define GPTRT_IN_OPT(type, name) , const type *
 #define GPTRT_OUT(type, name) , type *
+#define GPTRT_OUT_OPT(type, name) , type *
 #define GPTRT_I64(name) , int64_t
 #define GPTRT_F64(name) , double
 #define GPTRT_I64_TABLE(name) , const int64_t *
+#define GPTRT_DESC(desc) , const gptrt_##desc *
 // The row's parameter list arrives expanded (commas and all), so it is
 // passed on as the variadic part.
 #define GPTRT_SYMBOL(result, name, ...)                                        \
@@ -36,10 +39,13 @@ const std::vector<AbiSymbol> &abiSymbols() {
 #include "runtime/abi/gptrt_kernels.def"
   };
 #undef GPTRT_IN
+#undef GPTRT_IN_OPT
 #undef GPTRT_OUT
+#undef GPTRT_OUT_OPT
 #undef GPTRT_I64
 #undef GPTRT_F64
 #undef GPTRT_I64_TABLE
+#undef GPTRT_DESC
 #undef GPTRT_SYMBOL
   return symbols;
 }

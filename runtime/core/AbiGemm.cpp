@@ -1,5 +1,6 @@
 // gptrt_* GEMMs: f32, bf16 and FP8 (scaled, tensorwise or rowwise), with
-// their bias / GELU / gradient / accumulate epilogues and fused FP8 forms.
+// their bias / GELU / gradient / accumulate epilogues; the f32 and the
+// tensorwise FP8 GEMM with the FP8 output epilogue.
 #include "runtime/core/AbiEpilogue.h"
 #include "runtime/core/AbiSupport.h"
 #include "runtime/cpu/Kernels.h"
@@ -58,8 +59,8 @@ void gemmThenBias(gptrt_context *ctx, const float *bias, void *c, int64_t batch,
       temporary(Context::fromHandle(ctx), Temporary::GemmProduct,
                 outDtype == GPTRT_DTYPE_BF16 ? (count + 1) / 2 : count);
   gemm(static_cast<void *>(product));
-  gptrt_add(ctx, product, bias, c, batch * m, n, 1, outDtype, GPTRT_DTYPE_F32,
-            outDtype);
+  gptrt_add(ctx, product, bias, nullptr, c, nullptr, nullptr, batch * m, n, 1,
+            outDtype, GPTRT_DTYPE_F32, outDtype, nullptr);
 }
 
 /// The CPU emulation of an FP8 GEMM before its scales are divided out: FP8
@@ -95,14 +96,12 @@ void fp8GemmUnscaled(Context &ctx, const uint8_t *a, const uint8_t *b, float *c,
                    strideA, strideB, strideC);
 }
 
-} // namespace
-
-GPTRT_EXPORT void gptrt_matmul(gptrt_context *ctx, const float *a,
-                               const float *b, float *c, int64_t batch,
-                               int64_t m, int64_t n, int64_t k,
-                               int64_t trans_a, int64_t trans_b,
-                               int64_t stride_a, int64_t stride_b,
-                               int64_t stride_c) {
+// The GEMMs' own work, which their exported functions run with or
+// without an output epilogue.
+void matmulValues(gptrt_context *ctx, const float *a, const float *b, float *c,
+                  int64_t batch, int64_t m, int64_t n, int64_t k,
+                  int64_t trans_a, int64_t trans_b, int64_t stride_a,
+                  int64_t stride_b, int64_t stride_c) {
   guarded(ctx, "gptrt_matmul", [&](Context &) {
     requireNonNegative(batch, "batch");
     cpu::gemmBatched(c, a, b, batch, m, n, k, trans_a != 0, trans_b != 0,
@@ -112,8 +111,6 @@ GPTRT_EXPORT void gptrt_matmul(gptrt_context *ctx, const float *a,
              stride_b, stride_c);
   });
 }
-
-namespace {
 
 // gptrt_matmul_bf16 and, with a bias (`withBias`), gptrt_matmul_bf16_bias.
 void matmulBf16(gptrt_context *ctx, const char *fn, bool withBias,
@@ -210,7 +207,8 @@ GPTRT_EXPORT void gptrt_matmul_bf16_bias_gelu(
         gptrt_matmul_bf16_bias(ctx, a, b, bias, pre, batch, m, n, k, trans_a,
                                trans_b, stride_a, stride_b, stride_c,
                                pre_dtype);
-        gptrt_gelu_fwd(ctx, pre, out, batch * m * n, pre_dtype, out_dtype);
+        gptrt_gelu_fwd(ctx, pre, nullptr, out, nullptr, nullptr, nullptr,
+                       batch * m * n, pre_dtype, out_dtype, nullptr);
       },
       [&](Context &, Gpu &g) {
         if (bias == nullptr)
@@ -334,7 +332,8 @@ GPTRT_EXPORT void gptrt_matmul_bf16_dgelu(
                       dg_dtype == GPTRT_DTYPE_BF16 ? (count + 1) / 2 : count);
         gptrt_matmul_bf16(ctx, a, b, dg, batch, m, n, k, trans_a, trans_b,
                           stride_a, stride_b, stride_c, dg_dtype);
-        gptrt_gelu_bwd(ctx, dg, pre, dx, count, dg_dtype, pre_dtype, dx_dtype);
+        gptrt_gelu_bwd(ctx, dg, pre, nullptr, dx, nullptr, nullptr, nullptr,
+                       nullptr, count, dg_dtype, pre_dtype, dx_dtype, nullptr);
       },
       [&](Context &, Gpu &g) {
         requireContiguous(batch, m, n, k, stride_c);
@@ -347,12 +346,13 @@ GPTRT_EXPORT void gptrt_matmul_bf16_dgelu(
       });
 }
 
-GPTRT_EXPORT void gptrt_scaled_matmul(
-    gptrt_context *ctx, const uint8_t *a, const uint8_t *b,
-    const float *scaleA, const float *scaleB, void *c, int64_t batch,
-    int64_t m, int64_t n, int64_t k, int64_t transA, int64_t transB,
-    int64_t strideA, int64_t strideB, int64_t strideC, int64_t formatA,
-    int64_t formatB, int64_t fastAccum, int64_t outDtype) {
+namespace {
+void scaledMatmulValues(gptrt_context *ctx, const uint8_t *a, const uint8_t *b,
+                        const float *scaleA, const float *scaleB, void *c,
+                        int64_t batch, int64_t m, int64_t n, int64_t k,
+                        int64_t transA, int64_t transB, int64_t strideA,
+                        int64_t strideB, int64_t strideC, int64_t formatA,
+                        int64_t formatB, int64_t fastAccum, int64_t outDtype) {
   guarded(ctx, "gptrt_scaled_matmul", [&](Context &ctxRef) {
     requireFlag(fastAccum, "fast_accum");
     requireStorageDtype(outDtype, "out_dtype");
@@ -384,6 +384,7 @@ GPTRT_EXPORT void gptrt_scaled_matmul(
                    fastAccum != 0, outDtype);
   });
 }
+} // namespace
 
 GPTRT_EXPORT void gptrt_scaled_matmul_bias(
     gptrt_context *ctx, const uint8_t *a, const uint8_t *b, const float *scaleA,
@@ -396,7 +397,7 @@ GPTRT_EXPORT void gptrt_scaled_matmul_bias(
       [&](Context &) {
         requireContiguous(batch, m, n, k, strideC);
         gemmThenBias(ctx, bias, c, batch, m, n, outDtype, [&](void *product) {
-          gptrt_scaled_matmul(ctx, a, b, scaleA, scaleB, product, batch, m, n,
+          scaledMatmulValues(ctx, a, b, scaleA, scaleB, product, batch, m, n,
                               k, transA, transB, strideA, strideB, strideC,
                               formatA, formatB, fastAccum, outDtype);
         });
@@ -486,7 +487,7 @@ GPTRT_EXPORT void gptrt_scaled_matmul_accumulate(
       [&](Context &ctxRef) {
         requireContiguous(batch, m, n, k, strideC);
         addGemmResult(ctxRef, c, batch * m * n, [&](float *result) {
-          gptrt_scaled_matmul(ctx, a, b, scaleA, scaleB, result, batch, m, n, k,
+          scaledMatmulValues(ctx, a, b, scaleA, scaleB, result, batch, m, n, k,
                               transA, transB, strideA, strideB, strideC,
                               formatA, formatB, fastAccum, GPTRT_DTYPE_F32);
         });
@@ -528,66 +529,55 @@ GPTRT_EXPORT void gptrt_scaled_matmul_rowwise_accumulate(
       });
 }
 
-// ------------------------------------------------ fused FP8 epilogues
+// ------------------------------- GEMMs with their output epilogue
 
-GPTRT_EXPORT void gptrt_matmul_amax(gptrt_context *ctx, const float *a,
-                                    const float *b, float *c, float *amax,
-                                    int64_t batch, int64_t m, int64_t n,
-                                    int64_t k, int64_t transA, int64_t transB,
-                                    int64_t strideA, int64_t strideB,
-                                    int64_t strideC, int64_t rows,
-                                    int64_t cols, int64_t outDtype) {
-  const TimedCall timed(ctx, "gptrt_matmul_amax");
-  gptrt_matmul(ctx, a, b, c, batch, m, n, k, transA, transB, strideA, strideB,
-               strideC);
-  finish(ctx, "gptrt_matmul_amax", c, {rows, cols, outDtype, amax});
-}
-
-GPTRT_EXPORT void gptrt_matmul_cast(
-    gptrt_context *ctx, const float *a, const float *b, const float *scale,
-    float *c, float *amax, uint8_t *q, int64_t batch, int64_t m, int64_t n,
-    int64_t k, int64_t transA, int64_t transB, int64_t strideA,
-    int64_t strideB, int64_t strideC, int64_t rows, int64_t cols,
-    int64_t outDtype, int64_t format, int64_t transpose, int64_t statSlot) {
-  const TimedCall timed(ctx, "gptrt_matmul_cast");
-  gptrt_matmul(ctx, a, b, c, batch, m, n, k, transA, transB, strideA, strideB,
-               strideC);
-  finish(ctx, "gptrt_matmul_cast", c,
-         {rows, cols, outDtype, amax, scale, q, format, transpose, statSlot});
-}
-
-GPTRT_EXPORT void gptrt_scaled_matmul_amax(
-    gptrt_context *ctx, const uint8_t *a, const uint8_t *b,
-    const float *scaleA, const float *scaleB, void *c, float *amax,
-    int64_t batch, int64_t m, int64_t n, int64_t k, int64_t transA,
-    int64_t transB, int64_t strideA, int64_t strideB, int64_t strideC,
-    int64_t formatA, int64_t formatB, int64_t fastAccum, int64_t cDtype,
-    int64_t rows,
-    int64_t cols, int64_t outDtype) {
-  const TimedCall timed(ctx, "gptrt_scaled_matmul_amax");
-  if (!agreeingDtypes(ctx, "gptrt_scaled_matmul_amax", cDtype, outDtype))
+GPTRT_EXPORT void gptrt_matmul(gptrt_context *ctx, const float *a,
+                               const float *b, const float *scale, float *c,
+                               float *amax, uint8_t *q, int64_t batch,
+                               int64_t m, int64_t n, int64_t k,
+                               int64_t trans_a, int64_t trans_b,
+                               int64_t stride_a, int64_t stride_b,
+                               int64_t stride_c,
+                               const gptrt_epilogue *epilogue) {
+  const EpilogueCall call{epilogue, scale, amax, q};
+  const std::optional<EpilogueWork> work =
+      epilogueWork(ctx, "gptrt_matmul", call, c, /*dualCast=*/false);
+  if (!work)
     return;
-  gptrt_scaled_matmul(ctx, a, b, scaleA, scaleB, c, batch, m, n, k, transA,
-                      transB, strideA, strideB, strideC, formatA, formatB,
-                      fastAccum, cDtype);
-  finish(ctx, "gptrt_scaled_matmul_amax", c, {rows, cols, outDtype, amax});
+  if (*work == EpilogueWork::None)
+    return matmulValues(ctx, a, b, c, batch, m, n, k, trans_a, trans_b,
+                        stride_a, stride_b, stride_c);
+  const char *fn = workLabel("gptrt_matmul", *work);
+  const TimedCall timed(ctx, fn);
+  matmulValues(ctx, a, b, c, batch, m, n, k, trans_a, trans_b, stride_a,
+               stride_b, stride_c);
+  finish(ctx, fn, c, call.epilogue());
 }
 
-GPTRT_EXPORT void gptrt_scaled_matmul_cast(
+GPTRT_EXPORT void gptrt_scaled_matmul(
     gptrt_context *ctx, const uint8_t *a, const uint8_t *b,
-    const float *scaleA, const float *scaleB, const float *scale, void *c,
+    const float *scale_a, const float *scale_b, const float *scale, void *c,
     float *amax, uint8_t *q, int64_t batch, int64_t m, int64_t n, int64_t k,
-    int64_t transA, int64_t transB, int64_t strideA, int64_t strideB,
-    int64_t strideC, int64_t formatA, int64_t formatB, int64_t fastAccum,
-    int64_t cDtype,
-    int64_t rows, int64_t cols, int64_t outDtype, int64_t format,
-    int64_t transpose, int64_t statSlot) {
-  const TimedCall timed(ctx, "gptrt_scaled_matmul_cast");
-  if (!agreeingDtypes(ctx, "gptrt_scaled_matmul_cast", cDtype, outDtype))
+    int64_t trans_a, int64_t trans_b, int64_t stride_a, int64_t stride_b,
+    int64_t stride_c, int64_t format_a, int64_t format_b, int64_t fast_accum,
+    int64_t out_dtype, const gptrt_epilogue *epilogue) {
+  const EpilogueCall call{epilogue, scale, amax, q};
+  const std::optional<EpilogueWork> work =
+      epilogueWork(ctx, "gptrt_scaled_matmul", call, c, /*dualCast=*/false);
+  if (!work)
     return;
-  gptrt_scaled_matmul(ctx, a, b, scaleA, scaleB, c, batch, m, n, k, transA,
-                      transB, strideA, strideB, strideC, formatA, formatB,
-                      fastAccum, cDtype);
-  finish(ctx, "gptrt_scaled_matmul_cast", c,
-         {rows, cols, outDtype, amax, scale, q, format, transpose, statSlot});
+  auto product = [&] {
+    scaledMatmulValues(ctx, a, b, scale_a, scale_b, c, batch, m, n, k, trans_a,
+                       trans_b, stride_a, stride_b, stride_c, format_a,
+                       format_b, fast_accum, out_dtype);
+  };
+  if (*work == EpilogueWork::None)
+    return product();
+  const char *fn = workLabel("gptrt_scaled_matmul", *work);
+  const TimedCall timed(ctx, fn);
+  const Epilogue e = call.epilogue();
+  if (!agreeingDtypes(ctx, fn, out_dtype, e.dtype))
+    return;
+  product();
+  finish(ctx, fn, c, e);
 }

@@ -1,4 +1,6 @@
-// gptrt_* cross-entropy kernels: forward, backward and the two fused.
+// gptrt_* cross-entropy kernels: forward, backward and the two fused (with
+// the amax of the logits' gradient as its output epilogue).
+#include "runtime/core/AbiEpilogue.h"
 #include "runtime/core/AbiSupport.h"
 #include "runtime/cpu/Kernels.h"
 
@@ -52,7 +54,7 @@ GPTRT_EXPORT void gptrt_cross_entropy_bwd(gptrt_context *ctx,
 
 namespace {
 
-// gptrt_cross_entropy_fwd_bwd and its _amax form (amax null without).
+// gptrt_cross_entropy_fwd_bwd, with the amax of dlogits (null without).
 void crossEntropyFwdBwd(gptrt_context *ctx, const char *name,
                         const float *dloss, const void *logits,
                         const int32_t *targets, float *loss, float *lse,
@@ -92,23 +94,20 @@ void crossEntropyFwdBwd(gptrt_context *ctx, const char *name,
 
 } // namespace
 
-GPTRT_EXPORT void
-gptrt_cross_entropy_fwd_bwd(gptrt_context *ctx, const float *dloss,
-                            const void *logits, const int32_t *targets,
-                            float *loss, float *lse, void *dlogits,
-                            int64_t rows, int64_t vocab, int64_t padded_vocab,
-                            int64_t ignore_index, int64_t dtype) {
-  crossEntropyFwdBwd(ctx, "gptrt_cross_entropy_fwd_bwd", dloss, logits, targets,
-                     loss, lse, dlogits, nullptr, rows, vocab, padded_vocab,
-                     ignore_index, dtype, /*withAmax=*/false);
-}
-
-GPTRT_EXPORT void gptrt_cross_entropy_fwd_bwd_amax(
+GPTRT_EXPORT void gptrt_cross_entropy_fwd_bwd(
     gptrt_context *ctx, const float *dloss, const void *logits,
-    const int32_t *targets, float *loss, float *lse, void *dlogits, float *amax,
-    int64_t rows, int64_t vocab, int64_t padded_vocab, int64_t ignore_index,
-    int64_t dtype) {
-  crossEntropyFwdBwd(ctx, "gptrt_cross_entropy_fwd_bwd_amax", dloss, logits,
-                     targets, loss, lse, dlogits, amax, rows, vocab,
-                     padded_vocab, ignore_index, dtype, /*withAmax=*/true);
+    const int32_t *targets, float *loss, float *lse, void *dlogits,
+    float *amax, int64_t rows, int64_t vocab, int64_t padded_vocab,
+    int64_t ignore_index, int64_t dtype, const gptrt_epilogue *epilogue) {
+  const EpilogueCall call{epilogue, nullptr, amax};
+  const std::optional<EpilogueWork> work = epilogueWork(
+      ctx, "gptrt_cross_entropy_fwd_bwd", call, dlogits, /*dualCast=*/false);
+  if (!work)
+    return;
+  const char *fn = workLabel("gptrt_cross_entropy_fwd_bwd", *work);
+  if (!coversOutput(ctx, fn, epilogue, rows * padded_vocab, dtype))
+    return;
+  crossEntropyFwdBwd(ctx, fn, dloss, logits, targets, loss, lse, dlogits, amax,
+                     rows, vocab, padded_vocab, ignore_index, dtype,
+                     /*withAmax=*/amax != nullptr);
 }

@@ -20,13 +20,12 @@ void layerNormOnGpu(Gpu &g, const void *x, const float *w, const float *b,
                         width, static_cast<float>(eps), fp8);
 }
 
-} // namespace
-
-GPTRT_EXPORT void gptrt_layernorm_fwd(gptrt_context *ctx, const void *x,
-                                      const float *w, const float *b,
-                                      void *out, float *mean, float *rstd,
-                                      int64_t rows, int64_t width, double eps,
-                                      int64_t x_dtype, int64_t out_dtype) {
+// The kernels' own work, which their exported functions (at the end of
+// this file) run with or without an output epilogue.
+void layerNormValues(gptrt_context *ctx, const void *x, const float *w,
+                     const float *b, void *out, float *mean, float *rstd,
+                     int64_t rows, int64_t width, double eps, int64_t x_dtype,
+                     int64_t out_dtype) {
   guarded(ctx, "gptrt_layernorm_fwd", [&](Context &c) {
     requireNonNegative(rows, "rows");
     requireNonNegative(width, "width");
@@ -41,9 +40,7 @@ GPTRT_EXPORT void gptrt_layernorm_fwd(gptrt_context *ctx, const void *x,
   });
 }
 
-namespace {
-
-// gptrt_add_layernorm_fwd and its _amax and _cast forms on a GPU.
+// gptrt_add_layernorm_fwd and its amax / cast epilogue on a GPU.
 void addLayerNormOnGpu(Gpu &g, const void *a, const void *b, const float *w,
                        const float *bias, void *x, void *out, float *mean,
                        float *rstd, int64_t rows, int64_t width, double eps,
@@ -60,10 +57,7 @@ void addLayerNormOnGpu(Gpu &g, const void *a, const void *b, const float *w,
                         mean, rstd, rows, width, static_cast<float>(eps), fp8);
 }
 
-} // namespace
-
-GPTRT_EXPORT void
-gptrt_add_layernorm_fwd(gptrt_context *ctx, const void *a, const void *b,
+void addLayerNormValues(gptrt_context *ctx, const void *a, const void *b,
                         const float *w, const float *bias, void *x, void *out,
                         float *mean, float *rstd, int64_t rows, int64_t width,
                         double eps, int64_t a_dtype, int64_t b_dtype,
@@ -73,9 +67,10 @@ gptrt_add_layernorm_fwd(gptrt_context *ctx, const void *a, const void *b,
       [&](Context &) {
         requireNonNegative(rows, "rows");
         // The two kernels it fuses, so the same numbers as without the fusion.
-        gptrt_add(ctx, a, b, x, rows, width, 0, a_dtype, b_dtype, x_dtype);
-        gptrt_layernorm_fwd(ctx, x, w, bias, out, mean, rstd, rows, width, eps,
-                            x_dtype, out_dtype);
+        gptrt_add(ctx, a, b, nullptr, x, nullptr, nullptr, rows, width, 0,
+                  a_dtype, b_dtype, x_dtype, nullptr);
+        layerNormValues(ctx, x, w, bias, out, mean, rstd, rows, width, eps,
+                        x_dtype, out_dtype);
       },
       [&](Context &, Gpu &g) {
         addLayerNormOnGpu(g, a, b, w, bias, x, out, mean, rstd, rows, width,
@@ -83,11 +78,9 @@ gptrt_add_layernorm_fwd(gptrt_context *ctx, const void *a, const void *b,
       });
 }
 
-namespace {
-
-// gptrt_layernorm_bwd and its fused forms on a GPU: _amax and _cast
-// through `fp8`, _add (dx added into the residual, the sum stored at dx)
-// through `residual`.
+// gptrt_layernorm_bwd and its fused forms on a GPU: the amax / cast
+// epilogue through `fp8`, gptrt_layernorm_bwd_add (dx added into the
+// residual, the sum stored at dx) through `residual`.
 void layerNormBackwardOnGpu(
     Gpu &g, const void *dout, const void *x, const float *w, const float *mean,
     const float *rstd, void *dx, void *dw, void *db, int64_t rows,
@@ -109,16 +102,12 @@ void layerNormBackwardOnGpu(
                       dw, dwDtype, db, dbDtype, rows, width, fp8, residual);
 }
 
-} // namespace
-
-GPTRT_EXPORT void gptrt_layernorm_bwd(gptrt_context *ctx, const void *dout,
-                                      const void *x, const float *w,
-                                      const float *mean, const float *rstd,
-                                      void *dx, void *dw, void *db,
-                                      int64_t rows, int64_t width,
-                                      int64_t dout_dtype, int64_t x_dtype,
-                                      int64_t dx_dtype, int64_t dw_dtype,
-                                      int64_t db_dtype) {
+void layerNormGradValues(gptrt_context *ctx, const void *dout, const void *x,
+                         const float *w, const float *mean, const float *rstd,
+                         void *dx, void *dw, void *db, int64_t rows,
+                         int64_t width, int64_t dout_dtype, int64_t x_dtype,
+                         int64_t dx_dtype, int64_t dw_dtype,
+                         int64_t db_dtype) {
   guarded(
       ctx, "gptrt_layernorm_bwd",
       [&](Context &c) {
@@ -144,32 +133,6 @@ GPTRT_EXPORT void gptrt_layernorm_bwd(gptrt_context *ctx, const void *dout,
       });
 }
 
-GPTRT_EXPORT void gptrt_layernorm_bwd_amax(
-    gptrt_context *ctx, const void *dout, const void *x, const float *w,
-    const float *mean, const float *rstd, void *dx, void *dw, void *db,
-    float *amax, int64_t rows, int64_t width, int64_t dout_dtype,
-    int64_t x_dtype, int64_t dx_dtype, int64_t dw_dtype, int64_t db_dtype) {
-  guarded(
-      ctx, "gptrt_layernorm_bwd_amax",
-      [&](Context &) {
-        requireAmax(amax);
-        gptrt_layernorm_bwd(ctx, dout, x, w, mean, rstd, dx, dw, db, rows,
-                            width, dout_dtype, x_dtype, dx_dtype, dw_dtype,
-                            db_dtype);
-        gptrt_amax(ctx, dx, amax, rows * width, dx_dtype);
-      },
-      [&](Context &, Gpu &g) {
-        requireAmax(amax);
-        gptrt::cuda::Fp8Epilogue fp8;
-        fp8.amax = amax;
-        layerNormBackwardOnGpu(g, dout, x, w, mean, rstd, dx, dw, db, rows,
-                               width, dout_dtype, x_dtype, dx_dtype, dw_dtype,
-                               db_dtype, fp8);
-      });
-}
-
-namespace {
-
 void requireResidual(const void *resid) {
   if (resid == nullptr)
     throw std::invalid_argument(
@@ -192,13 +155,13 @@ void layerNormBackwardThenAdd(gptrt_context *ctx, const void *dout,
   const int64_t n = rows * width;
   float *dx = temporary(Context::fromHandle(ctx), Temporary::LayerNormDx,
                         dxDtype == GPTRT_DTYPE_BF16 ? (n + 1) / 2 : n);
-  gptrt_layernorm_bwd(ctx, dout, x, w, mean, rstd, dx, dw, db, rows, width,
+  layerNormGradValues(ctx, dout, x, w, mean, rstd, dx, dw, db, rows, width,
                       doutDtype, xDtype, dxDtype, dwDtype, dbDtype);
-  gptrt_add(ctx, resid, dx, sum, rows, width, /*broadcast_b=*/0, residDtype,
-            dxDtype, sumDtype);
+  gptrt_add(ctx, resid, dx, nullptr, sum, nullptr, nullptr, rows, width,
+            /*broadcast_b=*/0, residDtype, dxDtype, sumDtype, nullptr);
 }
 
-// gptrt_layernorm_bwd_add and its fused forms on a GPU.
+// gptrt_layernorm_bwd_add and its amax / cast epilogue on a GPU.
 void layerNormBackwardAddOnGpu(
     Gpu &g, const void *dout, const void *x, const float *w, const float *mean,
     const float *rstd, const void *resid, void *sum, void *dw, void *db,
@@ -211,9 +174,7 @@ void layerNormBackwardAddOnGpu(
                          {resid, residDtype, sumDtype});
 }
 
-} // namespace
-
-GPTRT_EXPORT void gptrt_layernorm_bwd_add(
+void layerNormGradAddValues(
     gptrt_context *ctx, const void *dout, const void *x, const float *w,
     const float *mean, const float *rstd, const void *resid, void *sum,
     void *dw, void *db, int64_t rows, int64_t width, int64_t dout_dtype,
@@ -233,107 +194,37 @@ GPTRT_EXPORT void gptrt_layernorm_bwd_add(
       });
 }
 
-// ------------------------------------------------ fused FP8 epilogues
-
-GPTRT_EXPORT void gptrt_layernorm_fwd_amax(
-    gptrt_context *ctx, const void *x, const float *w, const float *b,
-    void *y, float *mean, float *rstd, float *amax, int64_t rows,
-    int64_t width, double eps, int64_t xDtype, int64_t yDtype,
-    int64_t outRows, int64_t outCols, int64_t outDtype) {
-  fusedProducer(
-      ctx, "gptrt_layernorm_fwd_amax", yDtype, y, rows * width,
-      {outRows, outCols, outDtype, amax},
-      [&](Gpu &g, const gptrt::cuda::Fp8Epilogue &fp8) {
-        layerNormOnGpu(g, x, w, b, y, mean, rstd, rows, width, eps, xDtype,
-                       yDtype, fp8);
-      },
-      [&] {
-        gptrt_layernorm_fwd(ctx, x, w, b, y, mean, rstd, rows, width, eps,
-                            xDtype, yDtype);
-      });
-}
-
-GPTRT_EXPORT void gptrt_layernorm_fwd_cast(
-    gptrt_context *ctx, const void *x, const float *w, const float *b,
-    const float *scale, void *y, float *mean, float *rstd, float *amax,
-    uint8_t *q, int64_t rows, int64_t width, double eps, int64_t xDtype,
-    int64_t yDtype, int64_t outRows, int64_t outCols, int64_t outDtype,
-    int64_t format, int64_t transpose, int64_t statSlot) {
-  fusedProducer(
-      ctx, "gptrt_layernorm_fwd_cast", yDtype, y, rows * width,
-      {outRows, outCols, outDtype, amax, scale, q, format, transpose, statSlot},
-      [&](Gpu &g, const gptrt::cuda::Fp8Epilogue &fp8) {
-        layerNormOnGpu(g, x, w, b, y, mean, rstd, rows, width, eps, xDtype,
-                       yDtype, fp8);
-      },
-      [&] {
-        gptrt_layernorm_fwd(ctx, x, w, b, y, mean, rstd, rows, width, eps,
-                            xDtype, yDtype);
-      });
-}
-
-GPTRT_EXPORT void gptrt_add_layernorm_fwd_amax(
-    gptrt_context *ctx, const void *a, const void *b, const float *w,
-    const float *bias, void *x, void *y, float *mean, float *rstd, float *amax,
-    int64_t rows, int64_t width, double eps, int64_t aDtype, int64_t bDtype,
-    int64_t xDtype, int64_t yDtype, int64_t outRows, int64_t outCols,
-    int64_t outDtype) {
-  fusedProducer(
-      ctx, "gptrt_add_layernorm_fwd_amax", yDtype, y, rows * width,
-      {outRows, outCols, outDtype, amax},
-      [&](Gpu &g, const gptrt::cuda::Fp8Epilogue &fp8) {
-        addLayerNormOnGpu(g, a, b, w, bias, x, y, mean, rstd, rows, width, eps,
-                          aDtype, bDtype, xDtype, yDtype, fp8);
-      },
-      [&] {
-        gptrt_add_layernorm_fwd(ctx, a, b, w, bias, x, y, mean, rstd, rows,
-                                width, eps, aDtype, bDtype, xDtype, yDtype);
-      });
-}
-
-GPTRT_EXPORT void gptrt_add_layernorm_fwd_cast(
-    gptrt_context *ctx, const void *a, const void *b, const float *w,
-    const float *bias, const float *scale, void *x, void *y, float *mean,
-    float *rstd, float *amax, uint8_t *q, int64_t rows, int64_t width,
-    double eps, int64_t aDtype, int64_t bDtype, int64_t xDtype, int64_t yDtype,
-    int64_t outRows, int64_t outCols, int64_t outDtype, int64_t format,
-    int64_t transpose, int64_t statSlot) {
-  fusedProducer(
-      ctx, "gptrt_add_layernorm_fwd_cast", yDtype, y, rows * width,
-      {outRows, outCols, outDtype, amax, scale, q, format, transpose, statSlot},
-      [&](Gpu &g, const gptrt::cuda::Fp8Epilogue &fp8) {
-        addLayerNormOnGpu(g, a, b, w, bias, x, y, mean, rstd, rows, width, eps,
-                          aDtype, bDtype, xDtype, yDtype, fp8);
-      },
-      [&] {
-        gptrt_add_layernorm_fwd(ctx, a, b, w, bias, x, y, mean, rstd, rows,
-                                width, eps, aDtype, bDtype, xDtype, yDtype);
-      });
-}
-
-namespace {
-// gptrt_layernorm_fwd_cast_dual and its _add form (`a` non-null): on the
+// The dual cast of a layernorm (a null) or add + layernorm output: on the
 // CPU the producer cast into a temporary output and the transposed cast
 // of it; on a GPU the producer kernel without its output, then its codes
 // transposed.
 void layerNormCastDual(gptrt_context *ctx, const char *fn, const void *a,
                        const void *b, int64_t aDtype, int64_t bDtype, void *x,
                        int64_t xDtype, const float *w, const float *bias,
-                       const float *scale, float *mean, float *rstd,
-                       float *amax, uint8_t *q, uint8_t *qT, int64_t rows,
-                       int64_t width, double eps, int64_t yDtype,
-                       int64_t format, int64_t statSlot, int64_t statSlotT) {
+                       const EpilogueCall &call, float *mean, float *rstd,
+                       int64_t rows, int64_t width, double eps,
+                       int64_t yDtype) {
+  const gptrt_epilogue &e = *call.descriptor;
   auto validate = [&] {
     requireNonNegative(rows, "rows");
     requireNonNegative(width, "width");
     requireStorageDtype(xDtype, "x_dtype");
-    requireStorageDtype(yDtype, "y_dtype");
+    requireStorageDtype(yDtype, "out_dtype");
     if (a) {
       requireStorageDtype(aDtype, "a_dtype");
       requireStorageDtype(bDtype, "b_dtype");
     }
-    requireFormat(format);
-    requireAmax(amax);
+    if (e.rows != rows || e.cols != width || e.out_dtype != yDtype ||
+        e.transpose != 0)
+      throw std::invalid_argument(
+          "the dual cast's epilogue is rows " + std::to_string(e.rows) +
+          " x cols " + std::to_string(e.cols) + " of out_dtype " +
+          std::to_string(e.out_dtype) + ", transpose " +
+          std::to_string(e.transpose) + "; expected the layernorm's output: " +
+          std::to_string(rows) + " x " + std::to_string(width) + " of " +
+          std::to_string(yDtype) + ", transpose 0");
+    requireFormat(e.format);
+    requireAmax(call.amax);
   };
   guarded(
       ctx, fn,
@@ -341,93 +232,164 @@ void layerNormCastDual(gptrt_context *ctx, const char *fn, const void *a,
         validate();
         // f32 room serves a bf16 output too.
         float *y = temporary(c, Temporary::ProducerOutput, rows * width);
-        if (a)
-          gptrt_add_layernorm_fwd_cast(
-              ctx, a, b, w, bias, scale, x, y, mean, rstd, amax, q, rows, width,
-              eps, aDtype, bDtype, xDtype, yDtype, rows, width, yDtype, format,
-              /*transpose=*/0, statSlot);
-        else
-          gptrt_layernorm_fwd_cast(ctx, x, w, bias, scale, y, mean, rstd, amax,
-                                   q, rows, width, eps, xDtype, yDtype, rows,
-                                   width, yDtype, format,
-                                   /*transpose=*/0, statSlot);
-        gptrt_quantize_fp8_transposed(ctx, y, scale, qT, rows, width, format,
-                                      statSlotT, yDtype);
+        const EpilogueCall cast{call.descriptor, call.scale, call.amax, call.q};
+        fusedProducer(
+            ctx, fn, yDtype, y, rows * width, cast.epilogue(),
+            [&](Gpu &, const gptrt::cuda::Fp8Epilogue &) {},
+            [&] {
+              if (a)
+                addLayerNormValues(ctx, a, b, w, bias, x, y, mean, rstd, rows,
+                                   width, eps, aDtype, bDtype, xDtype, yDtype);
+              else
+                layerNormValues(ctx, x, w, bias, y, mean, rstd, rows, width,
+                                eps, xDtype, yDtype);
+            });
+        gptrt_quantize_fp8_transposed(ctx, y, call.scale, call.qT, rows, width,
+                                      e.format, e.stat_slot_t, yDtype);
       },
       [&](Context &c, Gpu &g) {
         validate();
         const bool stats = c.collectingFp8Stats();
         g.layerNormCastDual(a, aDtype, b, bDtype, x, xDtype, w, bias, yDtype,
                             mean, rstd, rows, width, static_cast<float>(eps),
-                            {amax, scale, q, format}, qT, stats ? statSlot : -1,
-                            stats ? statSlotT : -1);
+                            {call.amax, call.scale, call.q, e.format}, call.qT,
+                            stats ? e.stat_slot : -1,
+                            stats ? e.stat_slot_t : -1);
       });
 }
+
 } // namespace
 
-GPTRT_EXPORT void gptrt_layernorm_fwd_cast_dual(
+// ------------------------------- producers with their output epilogue
+
+GPTRT_EXPORT void gptrt_layernorm_fwd(
     gptrt_context *ctx, const void *x, const float *w, const float *b,
-    const float *scale, float *mean, float *rstd, float *amax, uint8_t *q,
-    uint8_t *qT, int64_t rows, int64_t width, double eps, int64_t xDtype,
-    int64_t yDtype, int64_t format, int64_t statSlot, int64_t statSlotT) {
-  layerNormCastDual(ctx, "gptrt_layernorm_fwd_cast_dual", nullptr, nullptr, 0,
-                    0, const_cast<void *>(x), xDtype, w, b, scale, mean, rstd,
-                    amax, q, qT, rows, width, eps, yDtype, format, statSlot,
-                    statSlotT);
+    const float *scale, void *out, float *mean, float *rstd, float *amax,
+    uint8_t *q, uint8_t *q_t, int64_t rows, int64_t width, double eps,
+    int64_t x_dtype, int64_t out_dtype, const gptrt_epilogue *epilogue) {
+  const EpilogueCall call{epilogue, scale, amax, q, q_t};
+  const std::optional<EpilogueWork> work =
+      epilogueWork(ctx, "gptrt_layernorm_fwd", call, out, /*dualCast=*/true);
+  if (!work)
+    return;
+  const char *fn = workLabel("gptrt_layernorm_fwd", *work);
+  switch (*work) {
+  case EpilogueWork::None:
+    return layerNormValues(ctx, x, w, b, out, mean, rstd, rows, width, eps,
+                           x_dtype, out_dtype);
+  case EpilogueWork::DualCast:
+    return layerNormCastDual(ctx, fn, nullptr, nullptr, 0, 0,
+                             const_cast<void *>(x), x_dtype, w, b, call, mean,
+                             rstd, rows, width, eps, out_dtype);
+  case EpilogueWork::Amax:
+  case EpilogueWork::Cast:
+    return fusedProducer(
+        ctx, fn, out_dtype, out, rows * width, call.epilogue(),
+        [&](Gpu &g, const gptrt::cuda::Fp8Epilogue &fp8) {
+          layerNormOnGpu(g, x, w, b, out, mean, rstd, rows, width, eps,
+                         x_dtype, out_dtype, fp8);
+        },
+        [&] {
+          layerNormValues(ctx, x, w, b, out, mean, rstd, rows, width, eps,
+                          x_dtype, out_dtype);
+        });
+  }
 }
 
-GPTRT_EXPORT void gptrt_add_layernorm_fwd_cast_dual(
+GPTRT_EXPORT void gptrt_add_layernorm_fwd(
     gptrt_context *ctx, const void *a, const void *b, const float *w,
-    const float *bias, const float *scale, void *x, float *mean, float *rstd,
-    float *amax, uint8_t *q, uint8_t *qT, int64_t rows, int64_t width,
-    double eps, int64_t aDtype, int64_t bDtype, int64_t xDtype, int64_t yDtype,
-    int64_t format, int64_t statSlot, int64_t statSlotT) {
-  layerNormCastDual(ctx, "gptrt_add_layernorm_fwd_cast_dual", a, b, aDtype,
-                    bDtype, x, xDtype, w, bias, scale, mean, rstd, amax, q, qT,
-                    rows, width, eps, yDtype, format, statSlot, statSlotT);
+    const float *bias, const float *scale, void *x, void *out, float *mean,
+    float *rstd, float *amax, uint8_t *q, uint8_t *q_t, int64_t rows,
+    int64_t width, double eps, int64_t a_dtype, int64_t b_dtype,
+    int64_t x_dtype, int64_t out_dtype, const gptrt_epilogue *epilogue) {
+  const EpilogueCall call{epilogue, scale, amax, q, q_t};
+  const std::optional<EpilogueWork> work = epilogueWork(
+      ctx, "gptrt_add_layernorm_fwd", call, out, /*dualCast=*/true);
+  if (!work)
+    return;
+  const char *fn = workLabel("gptrt_add_layernorm_fwd", *work);
+  switch (*work) {
+  case EpilogueWork::None:
+    return addLayerNormValues(ctx, a, b, w, bias, x, out, mean, rstd, rows,
+                              width, eps, a_dtype, b_dtype, x_dtype, out_dtype);
+  case EpilogueWork::DualCast:
+    return layerNormCastDual(ctx, fn, a, b, a_dtype, b_dtype, x, x_dtype, w,
+                             bias, call, mean, rstd, rows, width, eps,
+                             out_dtype);
+  case EpilogueWork::Amax:
+  case EpilogueWork::Cast:
+    return fusedProducer(
+        ctx, fn, out_dtype, out, rows * width, call.epilogue(),
+        [&](Gpu &g, const gptrt::cuda::Fp8Epilogue &fp8) {
+          addLayerNormOnGpu(g, a, b, w, bias, x, out, mean, rstd, rows, width,
+                            eps, a_dtype, b_dtype, x_dtype, out_dtype, fp8);
+        },
+        [&] {
+          addLayerNormValues(ctx, a, b, w, bias, x, out, mean, rstd, rows,
+                             width, eps, a_dtype, b_dtype, x_dtype, out_dtype);
+        });
+  }
 }
 
-GPTRT_EXPORT void gptrt_layernorm_bwd_add_amax(
+GPTRT_EXPORT void gptrt_layernorm_bwd(
     gptrt_context *ctx, const void *dout, const void *x, const float *w,
-    const float *mean, const float *rstd, const void *resid, void *sum,
-    void *dw, void *db, float *amax, int64_t rows, int64_t width,
-    int64_t doutDtype, int64_t xDtype, int64_t dxDtype, int64_t dwDtype,
-    int64_t dbDtype, int64_t residDtype, int64_t sumDtype, int64_t outRows,
-    int64_t outCols, int64_t outDtype) {
+    const float *mean, const float *rstd, void *dx, void *dw, void *db,
+    float *amax, int64_t rows, int64_t width, int64_t dout_dtype,
+    int64_t x_dtype, int64_t dx_dtype, int64_t dw_dtype, int64_t db_dtype,
+    const gptrt_epilogue *epilogue) {
+  const EpilogueCall call{epilogue, nullptr, amax};
+  const std::optional<EpilogueWork> work =
+      epilogueWork(ctx, "gptrt_layernorm_bwd", call, dx, /*dualCast=*/false);
+  if (!work)
+    return;
+  if (*work == EpilogueWork::None)
+    return layerNormGradValues(ctx, dout, x, w, mean, rstd, dx, dw, db, rows,
+                               width, dout_dtype, x_dtype, dx_dtype, dw_dtype,
+                               db_dtype);
   fusedProducer(
-      ctx, "gptrt_layernorm_bwd_add_amax", sumDtype, sum, rows * width,
-      {outRows, outCols, outDtype, amax},
+      ctx, workLabel("gptrt_layernorm_bwd", *work), dx_dtype, dx,
+      rows * width, call.epilogue(),
       [&](Gpu &g, const gptrt::cuda::Fp8Epilogue &fp8) {
-        layerNormBackwardAddOnGpu(g, dout, x, w, mean, rstd, resid, sum, dw, db,
-                                  rows, width, doutDtype, xDtype, dxDtype,
-                                  dwDtype, dbDtype, residDtype, sumDtype, fp8);
+        layerNormBackwardOnGpu(g, dout, x, w, mean, rstd, dx, dw, db, rows,
+                               width, dout_dtype, x_dtype, dx_dtype, dw_dtype,
+                               db_dtype, fp8);
       },
       [&] {
-        gptrt_layernorm_bwd_add(ctx, dout, x, w, mean, rstd, resid, sum, dw, db,
-                                rows, width, doutDtype, xDtype, dxDtype,
-                                dwDtype, dbDtype, residDtype, sumDtype);
+        layerNormGradValues(ctx, dout, x, w, mean, rstd, dx, dw, db, rows,
+                            width, dout_dtype, x_dtype, dx_dtype, dw_dtype,
+                            db_dtype);
       });
 }
 
-GPTRT_EXPORT void gptrt_layernorm_bwd_add_cast(
+GPTRT_EXPORT void gptrt_layernorm_bwd_add(
     gptrt_context *ctx, const void *dout, const void *x, const float *w,
-    const float *mean, const float *rstd, const void *resid, const float *scale,
-    void *sum, void *dw, void *db, float *amax, uint8_t *q, int64_t rows,
-    int64_t width, int64_t doutDtype, int64_t xDtype, int64_t dxDtype,
-    int64_t dwDtype, int64_t dbDtype, int64_t residDtype, int64_t sumDtype,
-    int64_t outRows, int64_t outCols, int64_t outDtype, int64_t format,
-    int64_t transpose, int64_t statSlot) {
+    const float *mean, const float *rstd, const void *resid,
+    const float *scale, void *sum, void *dw, void *db, float *amax, uint8_t *q,
+    int64_t rows, int64_t width, int64_t dout_dtype, int64_t x_dtype,
+    int64_t dx_dtype, int64_t dw_dtype, int64_t db_dtype, int64_t resid_dtype,
+    int64_t sum_dtype, const gptrt_epilogue *epilogue) {
+  const EpilogueCall call{epilogue, scale, amax, q};
+  const std::optional<EpilogueWork> work = epilogueWork(
+      ctx, "gptrt_layernorm_bwd_add", call, sum, /*dualCast=*/false);
+  if (!work)
+    return;
+  if (*work == EpilogueWork::None)
+    return layerNormGradAddValues(ctx, dout, x, w, mean, rstd, resid, sum, dw,
+                                  db, rows, width, dout_dtype, x_dtype,
+                                  dx_dtype, dw_dtype, db_dtype, resid_dtype,
+                                  sum_dtype);
   fusedProducer(
-      ctx, "gptrt_layernorm_bwd_add_cast", sumDtype, sum, rows * width,
-      {outRows, outCols, outDtype, amax, scale, q, format, transpose, statSlot},
+      ctx, workLabel("gptrt_layernorm_bwd_add", *work), sum_dtype, sum,
+      rows * width, call.epilogue(),
       [&](Gpu &g, const gptrt::cuda::Fp8Epilogue &fp8) {
         layerNormBackwardAddOnGpu(g, dout, x, w, mean, rstd, resid, sum, dw, db,
-                                  rows, width, doutDtype, xDtype, dxDtype,
-                                  dwDtype, dbDtype, residDtype, sumDtype, fp8);
+                                  rows, width, dout_dtype, x_dtype, dx_dtype,
+                                  dw_dtype, db_dtype, resid_dtype, sum_dtype,
+                                  fp8);
       },
       [&] {
-        gptrt_layernorm_bwd_add(ctx, dout, x, w, mean, rstd, resid, sum, dw, db,
-                                rows, width, doutDtype, xDtype, dxDtype,
-                                dwDtype, dbDtype, residDtype, sumDtype);
+        layerNormGradAddValues(ctx, dout, x, w, mean, rstd, resid, sum, dw, db,
+                               rows, width, dout_dtype, x_dtype, dx_dtype,
+                               dw_dtype, db_dtype, resid_dtype, sum_dtype);
       });
 }

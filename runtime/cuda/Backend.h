@@ -22,8 +22,8 @@
 
 namespace gptrt::cuda {
 
-// The fused FP8 variants' work (gptrt.h's _amax, and _cast without
-// transpose) done by a producer kernel as it stores its output y:
+// The output epilogue's FP8 work (gptrt.h's epilogue: amax, and cast
+// without transpose) done by a producer kernel as it stores its output y:
 // amax[0] = max |y| and, with q, q = fp8(y * scale[0]) in `format`, both
 // of y as stored (rounded to its dtype). A null amax: the plain kernel.
 struct Fp8Epilogue {
@@ -198,7 +198,7 @@ public:
                                    int64_t rows, int64_t width, float eps,
                                    const Fp8Epilogue &fp8) = 0;
   // gptrt_add_layernorm_fwd: x = a + b and its layernorm, one pass; fp8:
-  // the epilogue of the layernorm's output (_amax, _cast).
+  // the epilogue of the layernorm's output (amax, cast).
   virtual void addLayerNormForward(const void *a, int64_t aDtype, const void *b,
                                    int64_t bDtype, const float *w,
                                    const float *bias, void *x, int64_t xDtype,
@@ -208,7 +208,7 @@ public:
   // A layernorm (with `a`: of x = a + b, stored at x, as
   // addLayerNormForward) whose output nothing reads but its two FP8 casts
   // (rt-fuse-producer-dual-cast): fp8's amax and row-major codes as the
-  // _cast form makes them, the output itself never stored, and qT those
+  // cast epilogue makes them, the output itself never stored, and qT those
   // codes transposed to width x rows -- the transposed cast at the same
   // scale, bit for bit. statSlot / statSlotT >= 0: each cast's statistics
   // are recorded too (from the output, then kept in scratch).
@@ -221,7 +221,7 @@ public:
                                  int64_t statSlot, int64_t statSlotT) = 0;
   // With a residual (gptrt_layernorm_bwd_add), dx rounded to dxDtype is
   // added to it and the sum stored at dx as residual.sumDtype. fp8: the
-  // epilogue of the values stored at dx (_amax, _cast).
+  // epilogue of the values stored at dx (amax, cast).
   virtual void layerNormBackward(const void *dout, int64_t doutDtype,
                                  const void *x, int64_t xDtype, const float *w,
                                  const float *mean, const float *rstd, void *dx,
@@ -250,7 +250,8 @@ public:
                                     int64_t paddedVocab,
                                     int64_t ignoreIndex) = 0;
   // Both of the above in one pass over each row (gptrt_cross_entropy_fwd_bwd);
-  // amax, when not null, gets gptrt_amax of the stored dlogits (_amax).
+  // amax, when not null, gets gptrt_amax of the stored dlogits (the amax
+  // epilogue).
   virtual void crossEntropyFused(const float *dloss, const void *logits,
                                  const int32_t *targets, float *loss,
                                  float *lse, void *dlogits, float *amax,
@@ -289,7 +290,7 @@ public:
                                  bool causal, int64_t dtype) = 0;
   // The same with q, k, v (and dq, dk, dv) packed in one [batch, seq,
   // 3 width] buffer (gptrt_attention_fwd_packed / _bwd_packed).
-  // fp8 (forward): the epilogue of out as stored (_amax, _cast without
+  // fp8 (forward): the epilogue of out as stored (amax, cast without
   // transpose); amax (backward), when not null: gptrt_amax of dqkv.
   virtual void attentionForwardPacked(const void *qkv, void *out, float *lse,
                                       const Fp8Epilogue &fp8, int64_t batch,
@@ -444,11 +445,11 @@ public:
                                   bool powerOfTwo, double eps,
                                   bool mostRecent) = 0;
 
-  // The epilogue of the fused FP8 kernels (gptrt_*_amax / *_cast), over
-  // `out` (rows x cols of f32 or bf16, dtype as gptrt.h's out_dtype):
-  // amax[0] = max |value|, and with q non-null q = fp8(value * scale[0]),
-  // transposed on request. Today a separate pass after the base kernel:
-  // correct, not yet fused into the producer.
+  // The output epilogue of the producer kernels (gptrt_<kernel>+amax /
+  // +cast), over `out` (rows x cols of f32 or bf16, dtype as gptrt.h's
+  // out_dtype): amax[0] = max |value|, and with q non-null
+  // q = fp8(value * scale[0]), transposed on request. Today a separate
+  // pass after the base kernel: correct, not yet fused into the producer.
   virtual void castEpilogue(const void *out, int64_t dtype, int64_t rows,
                             int64_t cols, float *amax, const float *scale,
                             uint8_t *q, int64_t format, bool transpose) = 0;

@@ -296,8 +296,8 @@ __global__ void __launch_bounds__(kThreads)
     gemmPV<false>(O, P, Vs, D, /*accumulate=*/true);
     __syncthreads();
   }
-  // The amax of out as stored (_amax), and its codes in out's layout
-  // (_cast).
+  // The amax of out as stored (the amax epilogue), and its codes in out's
+  // layout (the cast epilogue).
   const float codeScale = sink.scaleValue();
   unsigned m = 0;
   for (int i = threadIdx.x; i < kTile * D; i += blockDim.x) {

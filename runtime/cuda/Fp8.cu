@@ -715,8 +715,8 @@ void DeviceImpl::geluCastDual(const void *dout, int64_t doutDtype,
     launchTransposedCast(source, scale, qT, rows, cols,
                          format == GPTRT_FP8_E4M3,
                          reinterpret_cast<unsigned *>(amax), q, 0, sums);
-    checkLaunch(dout == nullptr ? "gptrt_gelu_fwd_cast_dual"
-                                : "gptrt_gelu_bwd_cast_dual_bgrad");
+    checkLaunch(dout == nullptr ? "gptrt_gelu_fwd+dual_cast"
+                                : "gptrt_gelu_bwd+dual_cast");
   }
   if (db != nullptr) {
     if (sums != nullptr)

@@ -1,10 +1,11 @@
 // The FP8 epilogue a producer kernel runs on each value it stores, for the
-// fused variants of gptrt.h (_amax, and _cast without transpose): the
+// output epilogue of gptrt.h (amax, and cast without transpose): the
 // largest magnitude of the stored values and, with codes, their FP8 cast
 // at a scale known before the kernel runs -- in the producer's own pass
 // over its output instead of a second pass that reads the output again.
-// An inactive sink (no amax) does nothing, so one kernel serves the plain
-// and the fused form; whether it is active is the same for every thread.
+// An inactive sink (no amax) does nothing, so one kernel serves the call
+// without and with the epilogue; whether it is active is the same for
+// every thread.
 #ifndef GPTRT_CUDA_FP8SINK_CUH
 #define GPTRT_CUDA_FP8SINK_CUH
 

@@ -174,7 +174,8 @@ crossEntropyFusedKernel(const float *dloss, Storage logits,
   const long long c = *count;
   const bool zeroRow = !isCounted || c == 0;
   const float factor = zeroRow ? 0.0f : float(double(*dloss) / double(c));
-  // The amax of the stored gradient (_amax): no codes, so no index.
+  // The amax of the stored gradient (the amax epilogue): no codes, so no
+  // index.
   unsigned mx = 0;
   if constexpr (Vec) {
     const Bf16x8 *x8 = reinterpret_cast<const Bf16x8 *>(

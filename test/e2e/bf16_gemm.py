@@ -41,8 +41,8 @@ CASES = (
     (["--precision=bf16"], 3 * (4 * 4 + 1), 2 * 4 + 4 * 4, 0),
     (["--precision=fp8-tensorwise", "--fp8-exclude=lm_head"], 3, 0, 4 * 4),
     (["--precision=fp8-rowwise", "--fp8-exclude=lm_head"], 3, 0, 4 * 4),
-    # (delayed scaling: the residual gradients' casts are add_cast kernels,
-    # which rt-fuse-add-layernorm folds into the layernorm backward)
+    # (delayed scaling: the residual gradients' casts are the epilogues of
+    # adds, which rt-fuse-add-layernorm folds into the layernorm backward)
     (["--precision=fp8-delayed", "--fp8-exclude=lm_head"], 3, 0, 4 * 4),
 )
 FUSED = ('rt.kernel "matmul_bf16_bias_gelu"', 'rt.kernel "matmul_bf16_dgelu"',

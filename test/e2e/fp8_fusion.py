@@ -28,7 +28,7 @@ import subprocess
 import sys
 
 import e2e_setup
-
+from rt_kernels import kernel_forms
 
 def main():
     args = e2e_setup.parse_and_prepare(__doc__.splitlines()[0])
@@ -56,7 +56,7 @@ def main():
             kernels[fusion] = (rt.count('rt.kernel "amax"'),
                                len(re.findall(r'rt\.kernel "(?:scale_|state_)?quantize_fp8(?:_transposed)?(?:_bgrad)?"', rt)) +
                                2 * len(re.findall(r'rt\.kernel "(?:scale_|state_)?quantize_fp8_dual(?:_bgrad)?"', rt)),
-                               len(re.findall(r'rt\.kernel "(?!scale_from_amax)\w+_(?:amax|cast)"', rt)),
+                               sum(1 for _, work in kernel_forms(rt) if work),
                                rt.count('rt.kernel "scale_from_amax"') +
                                rt.count('rt.kernel "fp8_state_scale"'))
             rts[fusion] = rt
@@ -123,10 +123,11 @@ def main():
         if policy == "fp8-delayed":
             def hoisted(rt):
                 train = rt.split("func.func @train_step")[1].split("func.func @")[0]
-                names = re.findall(r'rt\.kernel "(\w+)"', train)
-                return sum(1 for a, b in zip(names, names[1:])
-                           if a.endswith("_fwd_cast") and b == "state_quantize_fp8_transposed") + \
-                    sum(1 for a in names if a.endswith("_fwd_cast_dual"))
+                forms = kernel_forms(train)
+                return sum(1 for a, b in zip(forms, forms[1:])
+                           if a[0].endswith("_fwd") and a[1] == "cast"
+                           and b[0] == "state_quantize_fp8_transposed") + \
+                    sum(1 for a in forms if a[0].endswith("_fwd") and a[1] == "dual_cast")
             if hoisted(rts["true"]) == 0 or hoisted(rts["false"]) != 0:
                 failures.append("fp8-delayed: transposed casts right after their "
                                 "producers %d (%d without the pass)" % (
@@ -167,14 +168,15 @@ def main():
         # layouts (rt-fuse-producer-dual-cast).
         if policy == "fp8-delayed":
             train = rts["true"].split("func.func @train_step")[1].split("func.func @")[0]
-            for producers, dual_re, alone_re in (
-                    ("GELU", r'gelu_(?:fwd_cast_dual|bwd_cast_dual_bgrad)',
-                     r'gelu_(?:fwd|bwd)_cast'),
-                    ("layernorm", r'(?:add_)?layernorm_fwd_cast_dual',
-                     r'(?:add_)?layernorm_fwd_cast')):
-                duals = len(re.findall(r'rt\.kernel "%s"' % dual_re, train))
-                alone = len(re.findall(r'rt\.kernel "%s"' % alone_re, train))
-                if duals == 0 or alone or "_cast_dual" in rts["false"]:
+            forms = kernel_forms(train)
+            unfused_duals = sum(1 for _, work in kernel_forms(rts["false"])
+                                if work == "dual_cast")
+            for producers, names in (
+                    ("GELU", ("gelu_fwd", "gelu_bwd")),
+                    ("layernorm", ("layernorm_fwd", "add_layernorm_fwd"))):
+                duals = sum(1 for k, work in forms if k in names and work == "dual_cast")
+                alone = sum(1 for k, work in forms if k in names and work == "cast")
+                if duals == 0 or alone or unfused_duals:
                     failures.append("fp8-delayed: %s producers writing both "
                                     "layouts %d, casting once %d" % (
                                         producers, duals, alone))
@@ -182,8 +184,9 @@ def main():
                                "layouts" % (duals, producers))
             # The attention output coded as the attention writes it
             # (rt-fuse-producer-cast), its scale made before it.
-            attention_casts = train.count('rt.kernel "attention_fwd_packed_cast"')
-            if attention_casts == 0 or "attention_fwd_packed_cast" in rts["false"]:
+            attention_casts = sum(1 for k, work in forms
+                                  if k == "attention_fwd_packed" and work == "cast")
+            if attention_casts == 0 or ("attention_fwd_packed", "cast") in kernel_forms(rts["false"]):
                 failures.append("fp8-delayed: attention outputs cast by the "
                                 "attention %d" % attention_casts)
             summary.append("fp8-delayed: %d attention outputs cast by the "

@@ -18,11 +18,14 @@ import subprocess
 import sys
 
 import e2e_setup
+from rt_kernels import kernel_forms, label
 
 
 def kernels_of(rt, function):
+    """Calls of `function` by the runtime's name (a producer with its FP8
+    output epilogue counts as gptrt_<kernel>+<work>, one call)."""
     body = rt.split("func.func @%s(" % function)[1].split("\n  func.func @")[0]
-    return collections.Counter(re.findall(r'rt\.kernel "(\w+)"', body))
+    return collections.Counter(label(k, work) for k, work in kernel_forms(body))
 
 
 def main():
@@ -42,7 +45,7 @@ def main():
                                 ("optimizer_step", 1)):
             if "func.func @%s(" % function in rt:
                 for kernel, n in kernels_of(rt, function).items():
-                    want["gptrt_" + kernel] += times * n
+                    want[kernel] += times * n
 
         def run(name, *extra):
             log = "%s/%s-%s.jsonl" % (work, precision, name)

@@ -22,14 +22,16 @@ TEST_F(GpuTest, ConvertF32ToBf16IsBitExact) {
       x[i] = cpu::floatFromBits(specials[i]);
     const float *dx = upload(x);
     uint16_t *dy = alloc<uint16_t>(n);
-    gptrt_convert(g(), dx, dy, n, GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16);
+    gptrt_convert(g(), dx, nullptr, dy, nullptr, nullptr, n, GPTRT_DTYPE_F32,
+                  GPTRT_DTYPE_BF16, nullptr);
     expectOk();
     std::vector<uint16_t> y = download(dy, n);
     for (int64_t i = 0; i < n; ++i)
       ASSERT_EQ(y[i], cpu::floatToBf16(x[i])) << "element " << i;
     // And back: exact widening.
     float *dz = alloc<float>(n);
-    gptrt_convert(g(), dy, dz, n, GPTRT_DTYPE_BF16, GPTRT_DTYPE_F32);
+    gptrt_convert(g(), dy, nullptr, dz, nullptr, nullptr, n, GPTRT_DTYPE_BF16,
+                  GPTRT_DTYPE_F32, nullptr);
     expectOk();
     std::vector<float> z = download(dz, n);
     for (int64_t i = 0; i < n; ++i)
@@ -71,8 +73,9 @@ TEST_F(GpuTest, AddWithAndWithoutBroadcast) {
       std::vector<float> a = randn(outer * inner);
       std::vector<float> b = randn(bcast ? inner : outer * inner);
       float *dout = alloc<float>(outer * inner);
-      gptrt_add(g(), upload(a), upload(b), dout, outer, inner, bcast,
-                GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32);
+      gptrt_add(g(), upload(a), upload(b), nullptr, dout, nullptr, nullptr,
+                outer, inner, bcast, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32,
+                GPTRT_DTYPE_F32, nullptr);
       expectOk();
       std::vector<double> ref(outer * inner);
       for (int64_t i = 0; i < outer * inner; ++i)
@@ -88,9 +91,11 @@ TEST_F(GpuTest, GeluForwardBackward) {
     std::vector<float> x = randn(n, 2.0f), dy = randn(n);
     float *dout = alloc<float>(n), *ddx = alloc<float>(n);
     const float *dx = upload(x);
-    gptrt_gelu_fwd(g(), dx, dout, n, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32);
-    gptrt_gelu_bwd(g(), upload(dy), dx, ddx, n, GPTRT_DTYPE_F32,
-                   GPTRT_DTYPE_F32, GPTRT_DTYPE_F32);
+    gptrt_gelu_fwd(g(), dx, nullptr, dout, nullptr, nullptr, nullptr, n,
+                   GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, nullptr);
+    gptrt_gelu_bwd(g(), upload(dy), dx, nullptr, ddx, nullptr, nullptr, nullptr,
+                   nullptr, n, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32,
+                   GPTRT_DTYPE_F32, nullptr);
     expectOk();
     std::vector<double> xd = toDouble(x), dyd = toDouble(dy), y(n), gx(n);
     cpu::geluForward<double>(y.data(), xd.data(), n);
@@ -178,21 +183,25 @@ TEST_F(GpuTest, Bf16StorageKernelsMatchCpu) {
   std::vector<uint16_t> a = toBf16(randn(n)), b = toBf16(randn(n));
   for (int64_t bcast : {0, 1}) {
     std::vector<uint16_t> want(n), got(n, 0xFFFF);
-    gptrt_add(cpuCtx.handle(), a.data(), b.data(), want.data(), outer, inner,
-              bcast, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16);
+    gptrt_add(cpuCtx.handle(), a.data(), b.data(), nullptr, want.data(),
+              nullptr, nullptr, outer, inner, bcast, GPTRT_DTYPE_BF16,
+              GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16, nullptr);
     uint16_t *dout = upload(got);
-    gptrt_add(g(), upload(a), upload(b), dout, outer, inner, bcast,
-              GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16);
+    gptrt_add(g(), upload(a), upload(b), nullptr, dout, nullptr, nullptr, outer,
+              inner, bcast, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16,
+              GPTRT_DTYPE_BF16, nullptr);
     expectOk();
     EXPECT_EQ(download(dout, n), want) << "add bf16, broadcast " << bcast;
   }
   // A bf16 residual into an f32 stream and back: mixed storage.
   std::vector<float> x = randn(n), want32(n);
-  gptrt_add(cpuCtx.handle(), x.data(), a.data(), want32.data(), outer, inner,
-            0, GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16, GPTRT_DTYPE_F32);
+  gptrt_add(cpuCtx.handle(), x.data(), a.data(), nullptr, want32.data(),
+            nullptr, nullptr, outer, inner, 0, GPTRT_DTYPE_F32,
+            GPTRT_DTYPE_BF16, GPTRT_DTYPE_F32, nullptr);
   float *d32 = alloc<float>(n);
-  gptrt_add(g(), upload(x), upload(a), d32, outer, inner, 0, GPTRT_DTYPE_F32,
-            GPTRT_DTYPE_BF16, GPTRT_DTYPE_F32);
+  gptrt_add(g(), upload(x), upload(a), nullptr, d32, nullptr, nullptr, outer,
+            inner, 0, GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16, GPTRT_DTYPE_F32,
+            nullptr);
   expectOk();
   EXPECT_EQ(download(d32, n), want32) << "add f32 + bf16";
   // Gradient accumulation of a bf16 gradient into f32.
@@ -228,15 +237,19 @@ TEST_F(GpuTest, Bf16StorageKernelsMatchCpu) {
   // host's in the last f32 bit, which can move a bf16 rounding by one code:
   // compared norm-wise at bf16 precision instead of bit for bit.
   std::vector<uint16_t> wantY(n), gotY(n, 0xFFFF), wantDx(n), gotDx(n, 0xFFFF);
-  gptrt_gelu_fwd(cpuCtx.handle(), a.data(), wantY.data(), n, GPTRT_DTYPE_BF16,
-                 GPTRT_DTYPE_BF16);
-  gptrt_gelu_bwd(cpuCtx.handle(), b.data(), a.data(), wantDx.data(), n,
-                 GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16);
+  gptrt_gelu_fwd(cpuCtx.handle(), a.data(), nullptr, wantY.data(), nullptr,
+                 nullptr, nullptr, n, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16,
+                 nullptr);
+  gptrt_gelu_bwd(cpuCtx.handle(), b.data(), a.data(), nullptr, wantDx.data(),
+                 nullptr, nullptr, nullptr, nullptr, n, GPTRT_DTYPE_BF16,
+                 GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16, nullptr);
   uint16_t *dy = upload(gotY), *ddx = upload(gotDx);
   const uint16_t *da = upload(a);
-  gptrt_gelu_fwd(g(), da, dy, n, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16);
-  gptrt_gelu_bwd(g(), upload(b), da, ddx, n, GPTRT_DTYPE_BF16,
-                 GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16);
+  gptrt_gelu_fwd(g(), da, nullptr, dy, nullptr, nullptr, nullptr, n,
+                 GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16, nullptr);
+  gptrt_gelu_bwd(g(), upload(b), da, nullptr, ddx, nullptr, nullptr, nullptr,
+                 nullptr, n, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16,
+                 GPTRT_DTYPE_BF16, nullptr);
   expectOk();
   EXPECT_LT(relErr(bf16Values(download(dy, n)), bf16Values(wantY)), kBf16Tol)
       << "gelu fwd bf16";
@@ -273,19 +286,21 @@ TEST_F(GpuTest, GradientOutputsAccumulateWithDtype257) {
   float *mean = alloc<float>(rows), *rstd = alloc<float>(rows);
   uint16_t *out = alloc<uint16_t>(rows * cols);
   const float *gw = upload(w);
-  gptrt_layernorm_fwd(g(), gx, gw, upload(b), out, mean, rstd, rows, cols, 1e-5,
-                      GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16);
+  gptrt_layernorm_fwd(g(), gx, gw, upload(b), nullptr, out, mean, rstd, nullptr,
+                      nullptr, nullptr, rows, cols, 1e-5, GPTRT_DTYPE_BF16,
+                      GPTRT_DTYPE_BF16, nullptr);
   uint16_t *dx = alloc<uint16_t>(rows * cols),
            *dx2 = alloc<uint16_t>(rows * cols);
   float *dw = alloc<float>(cols), *db = alloc<float>(cols);
   float *accDw = upload(grad), *accDb = upload(grad);
-  gptrt_layernorm_bwd(g(), gdy, gx, gw, mean, rstd, dx, dw, db, rows, cols,
-                      GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16,
-                      GPTRT_DTYPE_F32, GPTRT_DTYPE_F32);
-  gptrt_layernorm_bwd(g(), gdy, gx, gw, mean, rstd, dx2, accDw, accDb, rows,
+  gptrt_layernorm_bwd(g(), gdy, gx, gw, mean, rstd, dx, dw, db, nullptr, rows,
                       cols, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16,
+                      GPTRT_DTYPE_BF16, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32,
+                      nullptr);
+  gptrt_layernorm_bwd(g(), gdy, gx, gw, mean, rstd, dx2, accDw, accDb, nullptr,
+                      rows, cols, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16,
                       GPTRT_DTYPE_BF16, GPTRT_DTYPE_F32_ACCUMULATE,
-                      GPTRT_DTYPE_F32_ACCUMULATE);
+                      GPTRT_DTYPE_F32_ACCUMULATE, nullptr);
   expectOk();
   EXPECT_EQ(download(dx2, rows * cols), download(dx, rows * cols));
   expectAdded(accDw, dw, "layernorm dw");

@@ -4,12 +4,15 @@
 // history.
 #include "runtime/cpu/Fp8.h"
 #include "test/gpu/GpuTestUtil.h"
+#include "test/unit/runtime/Epilogue.h"
 
 #include <algorithm>
 #include <cstring>
 
 namespace gptrt::gputest {
 namespace {
+
+using gptrt::test::epilogue;
 
 // A dual cast's statistics (slots 0 and 1, n values each) against those
 // of the two separate casts (slots 2 and 3).
@@ -205,28 +208,30 @@ TEST_F(GpuTest, FusedEpiloguesMatchCpu) {
       uint16_t *dst = alloc<uint16_t>(n);
       float *amax = alloc<float>(1);
       uint8_t *q = alloc<uint8_t>(n);
-      gptrt_convert_cast(g(), upload(x), upload(std::vector<float>{scale}),
-                         dst, amax, q, n, GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16,
-                         rows, cols, GPTRT_DTYPE_BF16, format, transpose, -1);
+      gptrt_convert(
+          g(), upload(x), upload(std::vector<float>{scale}), dst, amax, q, n,
+          GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16,
+          epilogue(rows, cols, GPTRT_DTYPE_BF16, format, transpose, -1));
       // gelu_fwd_cast: epilogue over an f32 output.
       float *y = alloc<float>(n), *amax2 = alloc<float>(1);
       uint8_t *q2 = alloc<uint8_t>(n);
-      gptrt_gelu_fwd_cast(g(), upload(x), upload(std::vector<float>{scale}),
-                          y, amax2, q2, n, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32,
-                          rows, cols, GPTRT_DTYPE_F32, format, transpose, -1);
+      gptrt_gelu_fwd(
+          g(), upload(x), upload(std::vector<float>{scale}), y, amax2, q2,
+          nullptr, n, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32,
+          epilogue(rows, cols, GPTRT_DTYPE_F32, format, transpose, -1));
       expectOk();
       std::vector<uint16_t> rdst(n);
       std::vector<float> ry(n);
       std::vector<uint8_t> rq(n), rq2(n);
       float ramax = 0, ramax2 = 0;
-      gptrt_convert_cast(cpuCtx.handle(), x.data(), &scale, rdst.data(),
-                         &ramax, rq.data(), n, GPTRT_DTYPE_F32,
-                         GPTRT_DTYPE_BF16, rows, cols, GPTRT_DTYPE_BF16,
-                         format, transpose, -1);
-      gptrt_gelu_fwd_cast(cpuCtx.handle(), x.data(), &scale, ry.data(),
-                          &ramax2, rq2.data(), n, GPTRT_DTYPE_F32,
-                          GPTRT_DTYPE_F32, rows, cols, GPTRT_DTYPE_F32, format,
-                          transpose, -1);
+      gptrt_convert(
+          cpuCtx.handle(), x.data(), &scale, rdst.data(), &ramax, rq.data(), n,
+          GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16,
+          epilogue(rows, cols, GPTRT_DTYPE_BF16, format, transpose, -1));
+      gptrt_gelu_fwd(
+          cpuCtx.handle(), x.data(), &scale, ry.data(), &ramax2, rq2.data(),
+          nullptr, n, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32,
+          epilogue(rows, cols, GPTRT_DTYPE_F32, format, transpose, -1));
       ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
       SCOPED_TRACE("format " + std::to_string(format) + " transpose " +
                    std::to_string(transpose));
@@ -430,23 +435,24 @@ TEST_F(GpuTest, GeluCastDualMatchesTheProducerAndTransposedCasts) {
         const std::vector<float> dbStart = randn(cols);
         float *db = upload(dbStart), *dbGot = upload(dbStart);
         if (backward) {
-          gptrt_gelu_bwd_cast(g(), ddy, dx, dScale, y, amax, q, n, dtype, dtype,
-                              dtype, rows, cols, dtype, format, 0, 2);
+          gptrt_gelu_bwd(g(), ddy, dx, dScale, y, amax, q, nullptr, nullptr, n,
+                         dtype, dtype, dtype,
+                         epilogue(rows, cols, dtype, format, 0, 2));
           gptrt_quantize_fp8_transposed_bgrad(g(), y, dScale, qT, db, rows,
                                               cols, format, 3, dtype,
                                               GPTRT_DTYPE_F32_ACCUMULATE);
-          gptrt_gelu_bwd_cast_dual_bgrad(g(), ddy, dx, dScale, amaxGot, qGot,
-                                         qTGot, dbGot, n, dtype, dtype, dtype,
-                                         rows, cols, dtype, format, 0, 1,
-                                         GPTRT_DTYPE_F32_ACCUMULATE);
+          gptrt_gelu_bwd(g(), ddy, dx, dScale, nullptr, amaxGot, qGot, qTGot,
+                         dbGot, n, dtype, dtype, dtype,
+                         epilogue(rows, cols, dtype, format, 0, 0, 1,
+                                  GPTRT_DTYPE_F32_ACCUMULATE));
         } else {
-          gptrt_gelu_fwd_cast(g(), dx, dScale, y, amax, q, n, dtype, dtype,
-                              rows, cols, dtype, format, 0, 2);
+          gptrt_gelu_fwd(g(), dx, dScale, y, amax, q, nullptr, n, dtype, dtype,
+                         epilogue(rows, cols, dtype, format, 0, 2));
           gptrt_quantize_fp8_transposed(g(), y, dScale, qT, rows, cols, format,
                                         3, dtype);
-          gptrt_gelu_fwd_cast_dual(g(), dx, dScale, amaxGot, qGot, qTGot, n,
-                                   dtype, dtype, rows, cols, dtype, format, 0,
-                                   1);
+          gptrt_gelu_fwd(g(), dx, dScale, nullptr, amaxGot, qGot, qTGot, n,
+                         dtype, dtype,
+                         epilogue(rows, cols, dtype, format, 0, 0, 1));
         }
         expectOk();
         // The CPU's: the same fused entry point (producer, then cast).
@@ -454,14 +460,15 @@ TEST_F(GpuTest, GeluCastDualMatchesTheProducerAndTransposedCasts) {
         std::vector<float> cdb = dbStart;
         float camax = 0;
         if (backward)
-          gptrt_gelu_bwd_cast_dual_bgrad(
-              cpuCtx.handle(), hdy, hx, &scale, &camax, cq.data(), cqT.data(),
-              cdb.data(), n, dtype, dtype, dtype, rows, cols, dtype, format, -1,
-              -1, GPTRT_DTYPE_F32_ACCUMULATE);
+          gptrt_gelu_bwd(cpuCtx.handle(), hdy, hx, &scale, nullptr, &camax,
+                         cq.data(), cqT.data(), cdb.data(), n, dtype, dtype,
+                         dtype,
+                         epilogue(rows, cols, dtype, format, 0, -1, -1,
+                                  GPTRT_DTYPE_F32_ACCUMULATE));
         else
-          gptrt_gelu_fwd_cast_dual(cpuCtx.handle(), hx, &scale, &camax,
-                                   cq.data(), cqT.data(), n, dtype, dtype, rows,
-                                   cols, dtype, format, -1, -1);
+          gptrt_gelu_fwd(cpuCtx.handle(), hx, &scale, nullptr, &camax,
+                         cq.data(), cqT.data(), n, dtype, dtype,
+                         epilogue(rows, cols, dtype, format, 0, -1, -1));
         ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
         gpu().endFp8Stats();
         EXPECT_EQ(download(amaxGot, 1), download(amax, 1));
@@ -523,21 +530,22 @@ TEST_F(GpuTest, LayerNormCastDualMatchesTheProducerAndTransposedCasts) {
         uint8_t *q = alloc<uint8_t>(n), *qT = alloc<uint8_t>(n),
                 *qGot = alloc<uint8_t>(n), *qTGot = alloc<uint8_t>(n);
         if (add) {
-          gptrt_add_layernorm_fwd_cast(g(), da, dr, dw, db, dScale, x, y, mean,
-                                       rstd, amax, q, rows, width, 1e-5, dtype,
-                                       dtype, dtype, dtype, rows, width, dtype,
-                                       format, 0, 2);
-          gptrt_add_layernorm_fwd_cast_dual(g(), da, dr, dw, db, dScale, xGot,
-                                            meanGot, rstdGot, amaxGot, qGot,
-                                            qTGot, rows, width, 1e-5, dtype,
-                                            dtype, dtype, dtype, format, 0, 1);
+          gptrt_add_layernorm_fwd(g(), da, dr, dw, db, dScale, x, y, mean, rstd,
+                                  amax, q, nullptr, rows, width, 1e-5, dtype,
+                                  dtype, dtype, dtype,
+                                  epilogue(rows, width, dtype, format, 0, 2));
+          gptrt_add_layernorm_fwd(
+              g(), da, dr, dw, db, dScale, xGot, nullptr, meanGot, rstdGot,
+              amaxGot, qGot, qTGot, rows, width, 1e-5, dtype, dtype, dtype,
+              dtype, epilogue(rows, width, dtype, format, 0, 0, 1));
         } else {
-          gptrt_layernorm_fwd_cast(g(), da, dw, db, dScale, y, mean, rstd, amax,
-                                   q, rows, width, 1e-5, dtype, dtype, rows,
-                                   width, dtype, format, 0, 2);
-          gptrt_layernorm_fwd_cast_dual(
-              g(), da, dw, db, dScale, meanGot, rstdGot, amaxGot, qGot, qTGot,
-              rows, width, 1e-5, dtype, dtype, format, 0, 1);
+          gptrt_layernorm_fwd(g(), da, dw, db, dScale, y, mean, rstd, amax, q,
+                              nullptr, rows, width, 1e-5, dtype, dtype,
+                              epilogue(rows, width, dtype, format, 0, 2));
+          gptrt_layernorm_fwd(g(), da, dw, db, dScale, nullptr, meanGot,
+                              rstdGot, amaxGot, qGot, qTGot, rows, width, 1e-5,
+                              dtype, dtype,
+                              epilogue(rows, width, dtype, format, 0, 0, 1));
         }
         gptrt_quantize_fp8_transposed(g(), y, dScale, qT, rows, width, format,
                                       3, dtype);
@@ -569,15 +577,17 @@ TEST_F(GpuTest, LayerNormCastDualMatchesTheProducerAndTransposedCasts) {
         const void *hr =
             bf16 ? static_cast<const void *>(r16.data()) : r.data();
         if (add)
-          gptrt_add_layernorm_fwd_cast_dual(
+          gptrt_add_layernorm_fwd(
               cpuCtx.handle(), ha, hr, w.data(), b.data(), &scale, cx.data(),
-              cmean.data(), crstd.data(), &camax, cq.data(), cqT.data(), rows,
-              width, 1e-5, dtype, dtype, dtype, dtype, format, -1, -1);
+              nullptr, cmean.data(), crstd.data(), &camax, cq.data(),
+              cqT.data(), rows, width, 1e-5, dtype, dtype, dtype, dtype,
+              epilogue(rows, width, dtype, format, 0, -1, -1));
         else
-          gptrt_layernorm_fwd_cast_dual(
-              cpuCtx.handle(), ha, w.data(), b.data(), &scale, cmean.data(),
-              crstd.data(), &camax, cq.data(), cqT.data(), rows, width, 1e-5,
-              dtype, dtype, format, -1, -1);
+          gptrt_layernorm_fwd(cpuCtx.handle(), ha, w.data(), b.data(), &scale,
+                              nullptr, cmean.data(), crstd.data(), &camax,
+                              cq.data(), cqT.data(), rows, width, 1e-5, dtype,
+                              dtype,
+                              epilogue(rows, width, dtype, format, 0, -1, -1));
         ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
         int64_t differ = 0;
         for (int64_t i = 0; i < n; ++i)
@@ -968,8 +978,9 @@ TEST_F(GpuTest, ProducersTakeTheirFp8EpilogueInOnePass) {
         uint8_t *q = alloc<uint8_t>(n);
         const void *b = broadcast ? static_cast<const void *>(upload(bias)) : r;
         const int64_t bDtype = broadcast ? GPTRT_DTYPE_F32 : dtype;
-        gptrt_add_cast(g(), x, b, dScale, sum, amax, q, rows, width, broadcast,
-                       dtype, bDtype, dtype, rows, width, dtype, format, 0, -1);
+        gptrt_add(g(), x, b, dScale, sum, amax, q, rows, width, broadcast,
+                  dtype, bDtype, dtype,
+                  epilogue(rows, width, dtype, format, 0, -1));
         expectOk();
         std::vector<float> got = values(sum, n);
         expectEpilogue(got, amax, q, format, "add_cast");
@@ -984,7 +995,8 @@ TEST_F(GpuTest, ProducersTakeTheirFp8EpilogueInOnePass) {
                          : static_cast<const void *>(xf.data()),
                     bf16 ? static_cast<const void *>(r16.data())
                          : static_cast<const void *>(rf.data()),
-                    refOut, rows, width, 0, dtype, dtype, dtype);
+                    nullptr, refOut, nullptr, nullptr, rows, width, 0, dtype,
+                    dtype, dtype, nullptr);
           if (bf16) {
             std::vector<double> v = bf16Values(ref16);
             ref.assign(v.begin(), v.end());
@@ -996,40 +1008,42 @@ TEST_F(GpuTest, ProducersTakeTheirFp8EpilogueInOnePass) {
       float *mean = alloc<float>(rows), *rstd = alloc<float>(rows);
       void *y = output(n);
       float *amax = alloc<float>(1);
-      gptrt_layernorm_fwd_amax(g(), x, upload(std::vector<float>(width, 1.5f)),
-                               upload(bias), y, mean, rstd, amax, rows, width,
-                               1e-5, dtype, dtype, rows, width, dtype);
+      gptrt_layernorm_fwd(g(), x, upload(std::vector<float>(width, 1.5f)),
+                          upload(bias), nullptr, y, mean, rstd, amax, nullptr,
+                          nullptr, rows, width, 1e-5, dtype, dtype,
+                          epilogue(rows, width, dtype));
       expectOk();
       expectEpilogue(values(y, n), amax, nullptr, format, "layernorm_fwd_amax");
       uint8_t *q = alloc<uint8_t>(n);
-      gptrt_layernorm_fwd_cast(
-          g(), x, upload(std::vector<float>(width, 1.5f)), upload(bias),
-          dScale, y, mean, rstd, amax, q, rows, width, 1e-5, dtype, dtype,
-          rows, width, dtype, format, 0, -1);
+      gptrt_layernorm_fwd(g(), x, upload(std::vector<float>(width, 1.5f)),
+                          upload(bias), dScale, y, mean, rstd, amax, q, nullptr,
+                          rows, width, 1e-5, dtype, dtype,
+                          epilogue(rows, width, dtype, format, 0, -1));
       expectOk();
       expectEpilogue(values(y, n), amax, q, format, "layernorm_fwd_cast");
       // The residual add in front (rt-fuse-add-layernorm), x = x + r.
       void *sumX = output(n);
-      gptrt_add_layernorm_fwd_cast(
+      gptrt_add_layernorm_fwd(
           g(), x, r, upload(std::vector<float>(width, 1.5f)), upload(bias),
-          dScale, sumX, y, mean, rstd, amax, q, rows, width, 1e-5, dtype, dtype,
-          dtype, dtype, rows, width, dtype, format, 0, -1);
+          dScale, sumX, y, mean, rstd, amax, q, nullptr, rows, width, 1e-5,
+          dtype, dtype, dtype, dtype,
+          epilogue(rows, width, dtype, format, 0, -1));
       expectOk();
       expectEpilogue(values(y, n), amax, q, format, "add_layernorm_fwd_cast");
-      gptrt_add_layernorm_fwd_amax(
+      gptrt_add_layernorm_fwd(
           g(), x, r, upload(std::vector<float>(width, 1.5f)), upload(bias),
-          sumX, y, mean, rstd, amax, rows, width, 1e-5, dtype, dtype, dtype,
-          dtype, rows, width, dtype);
+          nullptr, sumX, y, mean, rstd, amax, nullptr, nullptr, rows, width,
+          1e-5, dtype, dtype, dtype, dtype, epilogue(rows, width, dtype));
       expectOk();
       expectEpilogue(values(y, n), amax, nullptr, format,
                      "add_layernorm_fwd_amax");
-      gptrt_gelu_fwd_amax(g(), x, y, amax, n, dtype, dtype, rows, width,
-                          dtype);
+      gptrt_gelu_fwd(g(), x, nullptr, y, amax, nullptr, nullptr, n, dtype,
+                     dtype, epilogue(rows, width, dtype));
       expectOk();
       expectEpilogue(values(y, n), amax, nullptr, format, "gelu_fwd_amax");
       void *dx = output(n);
-      gptrt_gelu_bwd_cast(g(), r, x, dScale, dx, amax, q, n, dtype, dtype,
-                          dtype, rows, width, dtype, format, 0, -1);
+      gptrt_gelu_bwd(g(), r, x, dScale, dx, amax, q, nullptr, nullptr, n, dtype,
+                     dtype, dtype, epilogue(rows, width, dtype, format, 0, -1));
       expectOk();
       expectEpilogue(values(dx, n), amax, q, format, "gelu_bwd_cast");
     }
@@ -1038,8 +1052,9 @@ TEST_F(GpuTest, ProducersTakeTheirFp8EpilogueInOnePass) {
   std::vector<float> x = randn(4096);
   x[77] = std::nanf("");
   float *y = alloc<float>(4096), *amax = alloc<float>(1);
-  gptrt_gelu_fwd_amax(g(), upload(x), y, amax, 4096, GPTRT_DTYPE_F32,
-                      GPTRT_DTYPE_F32, 64, 64, GPTRT_DTYPE_F32);
+  gptrt_gelu_fwd(g(), upload(x), nullptr, y, amax, nullptr, nullptr, 4096,
+                 GPTRT_DTYPE_F32, GPTRT_DTYPE_F32,
+                 epilogue(64, 64, GPTRT_DTYPE_F32));
   expectOk();
   EXPECT_TRUE(std::isnan(download(amax, 1)[0]));
 }

@@ -45,8 +45,9 @@ TEST_F(GpuTest, MatmulF32AllLayouts) {
         std::vector<float> a = randn(s.batch * s.m * s.k),
                            b = randn((s.broadcastB ? 1 : s.batch) * s.n * s.k);
         float *c = alloc<float>(s.batch * s.m * s.n);
-        gptrt_matmul(g(), upload(a), upload(b), c, s.batch, s.m, s.n, s.k, ta,
-                     tb, s.m * s.k, s.broadcastB ? 0 : s.n * s.k, s.m * s.n);
+        gptrt_matmul(g(), upload(a), upload(b), nullptr, c, nullptr, nullptr,
+                     s.batch, s.m, s.n, s.k, ta, tb, s.m * s.k,
+                     s.broadcastB ? 0 : s.n * s.k, s.m * s.n, nullptr);
         expectOk();
         EXPECT_LT(relErr(download(c, s.batch * s.m * s.n),
                          refGemm(a, b, s, ta, tb)),
@@ -252,22 +253,25 @@ TEST_F(GpuTest, ScaledMatmulFp8MatchesEmulation) {
           const int64_t sA = s.m * s.k, sB = s.broadcastB ? 0 : s.n * s.k,
                         sC = s.m * s.n;
           float *c = alloc<float>(s.batch * sC);
-          gptrt_scaled_matmul(
-              g(), upload(a), upload(b), upload(std::vector<float>{sa}),
-              upload(std::vector<float>{sb}), c, s.batch, s.m, s.n, s.k, ta, tb,
-              sA, sB, sC, fa, fb, 0, GPTRT_DTYPE_F32);
+          gptrt_scaled_matmul(g(), upload(a), upload(b),
+                              upload(std::vector<float>{sa}),
+                              upload(std::vector<float>{sb}), nullptr, c,
+                              nullptr, nullptr, s.batch, s.m, s.n, s.k, ta, tb,
+                              sA, sB, sC, fa, fb, 0, GPTRT_DTYPE_F32, nullptr);
           expectOk();
           std::vector<float> ref(s.batch * sC);
           gptrt_scaled_matmul(cpuCtx.handle(), a.data(), b.data(), &sa, &sb,
-                              ref.data(), s.batch, s.m, s.n, s.k, ta, tb, sA,
-                              sB, sC, fa, fb, 0, GPTRT_DTYPE_F32);
+                              nullptr, ref.data(), nullptr, nullptr, s.batch,
+                              s.m, s.n, s.k, ta, tb, sA, sB, sC, fa, fb, 0,
+                              GPTRT_DTYPE_F32, nullptr);
           ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
           // Fast accumulation, as the forward GEMMs run.
           float *cFast = alloc<float>(s.batch * sC);
-          gptrt_scaled_matmul(
-              g(), upload(a), upload(b), upload(std::vector<float>{sa}),
-              upload(std::vector<float>{sb}), cFast, s.batch, s.m, s.n, s.k, ta,
-              tb, sA, sB, sC, fa, fb, 1, GPTRT_DTYPE_F32);
+          gptrt_scaled_matmul(g(), upload(a), upload(b),
+                              upload(std::vector<float>{sa}),
+                              upload(std::vector<float>{sb}), nullptr, cFast,
+                              nullptr, nullptr, s.batch, s.m, s.n, s.k, ta, tb,
+                              sA, sB, sC, fa, fb, 1, GPTRT_DTYPE_F32, nullptr);
           expectOk();
           const double fastErr =
               relErr(download(cFast, s.batch * sC), toDouble(ref));
@@ -291,10 +295,11 @@ TEST_F(GpuTest, ScaledMatmulFp8MatchesEmulation) {
           // f32 result rounded once, poisoned first (0xFFFF: bf16 NaN).
           uint16_t *c16 =
               upload(std::vector<uint16_t>(s.batch * sC, uint16_t(0xFFFF)));
-          gptrt_scaled_matmul(
-              g(), upload(a), upload(b), upload(std::vector<float>{sa}),
-              upload(std::vector<float>{sb}), c16, s.batch, s.m, s.n, s.k, ta,
-              tb, sA, sB, sC, fa, fb, 0, GPTRT_DTYPE_BF16);
+          gptrt_scaled_matmul(g(), upload(a), upload(b),
+                              upload(std::vector<float>{sa}),
+                              upload(std::vector<float>{sb}), nullptr, c16,
+                              nullptr, nullptr, s.batch, s.m, s.n, s.k, ta, tb,
+                              sA, sB, sC, fa, fb, 0, GPTRT_DTYPE_BF16, nullptr);
           expectOk();
           std::vector<uint16_t> got16 = download(c16, s.batch * sC);
           std::vector<float> wide16(got16.size());
@@ -660,8 +665,8 @@ TEST_F(GpuTest, RowwiseBiasMatchesTheTwoKernels) {
     gptrt_scaled_matmul_rowwise(g(), ga, gb, gsa, gsb, product, batch, m, n, k,
                                 0, 1, m * k, 0, m * n, GPTRT_FP8_E4M3,
                                 GPTRT_FP8_E4M3, 1, 1, 1, dtype);
-    gptrt_add(g(), product, gbias, twoKernels, batch * m, n, 1, dtype,
-              GPTRT_DTYPE_F32, dtype);
+    gptrt_add(g(), product, gbias, nullptr, twoKernels, nullptr, nullptr,
+              batch * m, n, 1, dtype, GPTRT_DTYPE_F32, dtype, nullptr);
     expectOk();
     EXPECT_EQ(download(fused, bytes), download(twoKernels, bytes));
     std::vector<unsigned char> ref(bytes);
@@ -901,8 +906,9 @@ TEST_F(GpuTest, EmptyFp8GemmsMatchCpu) {
     else
       std::memcpy(hostBefore.data(), toBf16(before).data(), hostBefore.size());
     unsigned char *c = upload(hostBefore);
-    gptrt_scaled_matmul(g(), a, b, s, s + 1, c, batch, m, n, 0, 0, 1, 0, 0,
-                        strideC, GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 0, dtype);
+    gptrt_scaled_matmul(g(), a, b, s, s + 1, nullptr, c, nullptr, nullptr,
+                        batch, m, n, 0, 0, 1, 0, 0, strideC, GPTRT_FP8_E4M3,
+                        GPTRT_FP8_E4M3, 0, dtype, nullptr);
     expectOk();
     const std::vector<unsigned char> got = download(c, hostBefore.size());
     for (size_t i = 0; i < extent; ++i) {
@@ -944,12 +950,14 @@ TEST_F(GpuTest, ScaledMatmulRefusesWhatCublasLtCannotDo) {
   uint8_t *a = alloc<uint8_t>(64 * 64), *b = alloc<uint8_t>(64 * 64);
   float *s = upload(std::vector<float>{1.0f, 1.0f});
   float *c = alloc<float>(64 * 64);
-  gptrt_scaled_matmul(g(), a, b, s, s + 1, c, 1, 64, 64, 64, 0, 1, 0, 0, 0,
-                      GPTRT_FP8_E5M2, GPTRT_FP8_E5M2, 0, GPTRT_DTYPE_F32);
+  gptrt_scaled_matmul(g(), a, b, s, s + 1, nullptr, c, nullptr, nullptr, 1, 64,
+                      64, 64, 0, 1, 0, 0, 0, GPTRT_FP8_E5M2, GPTRT_FP8_E5M2, 0,
+                      GPTRT_DTYPE_F32, nullptr);
   EXPECT_THAT(gpu().error(), ::testing::HasSubstr("both E5M2"));
   gpu().clearError();
-  gptrt_scaled_matmul(g(), a, b, s, s + 1, c, 1, 24, 64, 64, 0, 1, 0, 0, 0,
-                      GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 0, GPTRT_DTYPE_F32);
+  gptrt_scaled_matmul(g(), a, b, s, s + 1, nullptr, c, nullptr, nullptr, 1, 24,
+                      64, 64, 0, 1, 0, 0, 0, GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 0,
+                      GPTRT_DTYPE_F32, nullptr);
   EXPECT_THAT(gpu().error(), ::testing::HasSubstr("multiples of 16"));
   gpu().clearError();
 }

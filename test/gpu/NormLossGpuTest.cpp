@@ -3,9 +3,12 @@
 #include "runtime/cpu/Bf16.h"
 #include "runtime/cpu/Kernels.h"
 #include "test/gpu/GpuTestUtil.h"
+#include "test/unit/runtime/Epilogue.h"
 
 namespace gptrt::gputest {
 namespace {
+
+using gptrt::test::epilogue;
 
 TEST_F(GpuTest, LayerNormForwardBackward) {
   // Widths for both kernels: the scalar ones (3: not whole 16-byte
@@ -23,13 +26,15 @@ TEST_F(GpuTest, LayerNormForwardBackward) {
     const float *dx = upload(x), *dw = upload(w), *db = upload(b);
     float *out = alloc<float>(rows * width), *mean = alloc<float>(rows),
           *rstd = alloc<float>(rows);
-    gptrt_layernorm_fwd(g(), dx, dw, db, out, mean, rstd, rows, width, 1e-5,
-                        GPTRT_DTYPE_F32, GPTRT_DTYPE_F32);
+    gptrt_layernorm_fwd(g(), dx, dw, db, nullptr, out, mean, rstd, nullptr,
+                        nullptr, nullptr, rows, width, 1e-5, GPTRT_DTYPE_F32,
+                        GPTRT_DTYPE_F32, nullptr);
     float *gx = alloc<float>(rows * width), *gw = alloc<float>(width),
           *gb = alloc<float>(width);
-    gptrt_layernorm_bwd(g(), upload(dy), dx, dw, mean, rstd, gx, gw, gb, rows,
-                        width, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32,
-                        GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32);
+    gptrt_layernorm_bwd(g(), upload(dy), dx, dw, mean, rstd, gx, gw, gb,
+                        nullptr, rows, width, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32,
+                        GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32,
+                        nullptr);
     expectOk();
 
     std::vector<double> xd = toDouble(x), wd = toDouble(w), bd = toDouble(b),
@@ -74,26 +79,29 @@ TEST_F(GpuTest, LayerNormOnBf16StorageMatchesCpu) {
     std::vector<uint16_t> out(rows * width), dx(rows * width), dw(width),
         db(width);
     std::vector<float> mean(rows), rstd(rows);
-    gptrt_layernorm_fwd(cpuCtx.handle(), x.data(), w.data(), b.data(),
-                        out.data(), mean.data(), rstd.data(), rows, width, 1e-5,
-                        GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16);
+    gptrt_layernorm_fwd(cpuCtx.handle(), x.data(), w.data(), b.data(), nullptr,
+                        out.data(), mean.data(), rstd.data(), nullptr, nullptr,
+                        nullptr, rows, width, 1e-5, GPTRT_DTYPE_BF16,
+                        GPTRT_DTYPE_BF16, nullptr);
     gptrt_layernorm_bwd(cpuCtx.handle(), dy.data(), x.data(), w.data(),
                         mean.data(), rstd.data(), dx.data(), dw.data(),
-                        db.data(), rows, width, GPTRT_DTYPE_BF16,
+                        db.data(), nullptr, rows, width, GPTRT_DTYPE_BF16,
                         GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16,
-                        GPTRT_DTYPE_BF16);
+                        GPTRT_DTYPE_BF16, nullptr);
     const uint16_t *gxIn = upload(x);
     const float *gw = upload(w), *gb = upload(b);
     uint16_t *gOut = upload(std::vector<uint16_t>(rows * width, 0xFFFF));
     float *gMean = alloc<float>(rows), *gRstd = alloc<float>(rows);
-    gptrt_layernorm_fwd(g(), gxIn, gw, gb, gOut, gMean, gRstd, rows, width,
-                        1e-5, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16);
+    gptrt_layernorm_fwd(g(), gxIn, gw, gb, nullptr, gOut, gMean, gRstd, nullptr,
+                        nullptr, nullptr, rows, width, 1e-5, GPTRT_DTYPE_BF16,
+                        GPTRT_DTYPE_BF16, nullptr);
     uint16_t *gDx = upload(std::vector<uint16_t>(rows * width, 0xFFFF));
     uint16_t *gDw = upload(std::vector<uint16_t>(width, 0xFFFF));
     uint16_t *gDb = upload(std::vector<uint16_t>(width, 0xFFFF));
     gptrt_layernorm_bwd(g(), upload(dy), gxIn, gw, gMean, gRstd, gDx, gDw, gDb,
-                        rows, width, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16,
-                        GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16);
+                        nullptr, rows, width, GPTRT_DTYPE_BF16,
+                        GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16,
+                        GPTRT_DTYPE_BF16, nullptr);
     expectOk();
     EXPECT_LT(relErr(bf16Values(download(gOut, rows * width)), bf16Values(out)),
               kBf16Tol);
@@ -112,10 +120,11 @@ TEST_F(GpuTest, LayerNormOnBf16StorageMatchesCpu) {
     uint16_t *aDb = upload(std::vector<uint16_t>(width, 0xFFFF));
     float *amax = upload(std::vector<float>{std::nanf("")});
     float *want = alloc<float>(1);
-    gptrt_layernorm_bwd_amax(g(), upload(dy), gxIn, gw, gMean, gRstd, aDx, aDw,
-                             aDb, amax, rows, width, GPTRT_DTYPE_BF16,
-                             GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16,
-                             GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16);
+    gptrt_layernorm_bwd(g(), upload(dy), gxIn, gw, gMean, gRstd, aDx, aDw, aDb,
+                        amax, rows, width, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16,
+                        GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16,
+                        epilogue(rows, width, GPTRT_DTYPE_BF16, 0, 0, -1, -1,
+                                 GPTRT_DTYPE_BF16));
     gptrt_amax(g(), gDx, want, rows * width, GPTRT_DTYPE_BF16);
     expectOk();
     EXPECT_EQ(download(aDx, rows * width), download(gDx, rows * width));
@@ -142,13 +151,15 @@ TEST_F(GpuTest, AddLayerNormMatchesTheUnfusedKernels) {
            *out2 = poisoned();
   float *mean = alloc<float>(rows), *rstd = alloc<float>(rows),
         *mean2 = alloc<float>(rows), *rstd2 = alloc<float>(rows);
-  gptrt_add_layernorm_fwd(g(), ga, gb, gw, gbias, x, out, mean, rstd, rows,
-                          width, 1e-5, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16,
-                          GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16);
-  gptrt_add(g(), ga, gb, x2, rows, width, 0, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16,
-            GPTRT_DTYPE_BF16);
-  gptrt_layernorm_fwd(g(), x2, gw, gbias, out2, mean2, rstd2, rows, width, 1e-5,
-                      GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16);
+  gptrt_add_layernorm_fwd(g(), ga, gb, gw, gbias, nullptr, x, out, mean, rstd,
+                          nullptr, nullptr, nullptr, rows, width, 1e-5,
+                          GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16,
+                          GPTRT_DTYPE_BF16, nullptr);
+  gptrt_add(g(), ga, gb, nullptr, x2, nullptr, nullptr, rows, width, 0,
+            GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16, nullptr);
+  gptrt_layernorm_fwd(g(), x2, gw, gbias, nullptr, out2, mean2, rstd2, nullptr,
+                      nullptr, nullptr, rows, width, 1e-5, GPTRT_DTYPE_BF16,
+                      GPTRT_DTYPE_BF16, nullptr);
   expectOk();
   EXPECT_EQ(download(x, n), download(x2, n));
   EXPECT_EQ(download(out, n), download(out2, n));
@@ -160,14 +171,15 @@ TEST_F(GpuTest, AddLayerNormMatchesTheUnfusedKernels) {
   uint16_t *x3 = poisoned(), *out3 = poisoned();
   float *amax2 = alloc<float>(1), *amax3 = alloc<float>(1);
   uint8_t *q2 = alloc<uint8_t>(n), *q3 = alloc<uint8_t>(n);
-  gptrt_add_layernorm_fwd_cast(
-      g(), ga, gb, gw, gbias, scale, x3, out3, mean, rstd, amax3, q3, rows,
-      width, 1e-5, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16,
-      GPTRT_DTYPE_BF16, rows, width, GPTRT_DTYPE_BF16, GPTRT_FP8_E4M3, 0, -1);
-  gptrt_layernorm_fwd_cast(g(), x2, gw, gbias, scale, out2, mean2, rstd2, amax2,
-                           q2, rows, width, 1e-5, GPTRT_DTYPE_BF16,
-                           GPTRT_DTYPE_BF16, rows, width, GPTRT_DTYPE_BF16,
-                           GPTRT_FP8_E4M3, 0, -1);
+  gptrt_add_layernorm_fwd(
+      g(), ga, gb, gw, gbias, scale, x3, out3, mean, rstd, amax3, q3, nullptr,
+      rows, width, 1e-5, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16,
+      GPTRT_DTYPE_BF16,
+      epilogue(rows, width, GPTRT_DTYPE_BF16, GPTRT_FP8_E4M3, 0, -1));
+  gptrt_layernorm_fwd(
+      g(), x2, gw, gbias, scale, out2, mean2, rstd2, amax2, q2, nullptr, rows,
+      width, 1e-5, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16,
+      epilogue(rows, width, GPTRT_DTYPE_BF16, GPTRT_FP8_E4M3, 0, -1));
   expectOk();
   EXPECT_EQ(download(x3, n), download(x2, n));
   EXPECT_EQ(download(out3, n), download(out2, n));
@@ -176,9 +188,10 @@ TEST_F(GpuTest, AddLayerNormMatchesTheUnfusedKernels) {
   std::vector<uint16_t> cx(n), cout(n);
   std::vector<float> cmean(rows), crstd(rows);
   gptrt_add_layernorm_fwd(cpuCtx.handle(), a.data(), b.data(), w.data(),
-                          bias.data(), cx.data(), cout.data(), cmean.data(),
-                          crstd.data(), rows, width, 1e-5, GPTRT_DTYPE_BF16,
-                          GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16);
+                          bias.data(), nullptr, cx.data(), cout.data(),
+                          cmean.data(), crstd.data(), nullptr, nullptr, nullptr,
+                          rows, width, 1e-5, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16,
+                          GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16, nullptr);
   ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
   EXPECT_EQ(download(x, n), cx);
   EXPECT_LT(relErr(bf16Values(download(out, n)), bf16Values(cout)), kBf16Tol);
@@ -201,9 +214,10 @@ TEST_F(GpuTest, LayerNormBackwardAddMatchesTheUnfusedKernels) {
                            dbBefore = randn(width);
   std::vector<uint16_t> y(n);
   std::vector<float> mean(rows), rstd(rows);
-  gptrt_layernorm_fwd(cpuCtx.handle(), x.data(), w.data(), bias.data(),
-                      y.data(), mean.data(), rstd.data(), rows, width, 1e-5,
-                      GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16);
+  gptrt_layernorm_fwd(cpuCtx.handle(), x.data(), w.data(), bias.data(), nullptr,
+                      y.data(), mean.data(), rstd.data(), nullptr, nullptr,
+                      nullptr, rows, width, 1e-5, GPTRT_DTYPE_BF16,
+                      GPTRT_DTYPE_BF16, nullptr);
   const uint16_t *gx = upload(x), *gdy = upload(dy);
   const float *gw = upload(w), *gmean = upload(mean), *grstd = upload(rstd),
               *gresid = upload(resid), *scale = upload(std::vector<float>{8});
@@ -233,30 +247,35 @@ TEST_F(GpuTest, LayerNormBackwardAddMatchesTheUnfusedKernels) {
   auto unfused = [&](const char *add) {
     Outputs o = outputs();
     uint16_t *dx = upload(std::vector<uint16_t>(n, 0xFFFF));
-    gptrt_layernorm_bwd(g(), gdy, gx, gw, gmean, grstd, dx, o.dw, o.db, rows,
-                        width, kBf16, kBf16, kBf16, kAdd, kAdd);
+    gptrt_layernorm_bwd(g(), gdy, gx, gw, gmean, grstd, dx, o.dw, o.db, nullptr,
+                        rows, width, kBf16, kBf16, kBf16, kAdd, kAdd, nullptr);
     if (std::string(add) == "add")
-      gptrt_add(g(), dx, gresid, o.sum, 1, n, 0, kBf16, kF32, kBf16);
+      gptrt_add(g(), dx, gresid, nullptr, o.sum, nullptr, nullptr, 1, n, 0,
+                kBf16, kF32, kBf16, nullptr);
     else if (std::string(add) == "add_amax")
-      gptrt_add_amax(g(), dx, gresid, o.sum, o.amax, 1, n, 0, kBf16, kF32,
-                     kBf16, rows, width, kBf16);
+      gptrt_add(g(), dx, gresid, nullptr, o.sum, o.amax, nullptr, 1, n, 0,
+                kBf16, kF32, kBf16, epilogue(rows, width, kBf16));
     else
-      gptrt_add_cast(g(), dx, gresid, scale, o.sum, o.amax, o.q, 1, n, 0, kBf16,
-                     kF32, kBf16, rows, width, kBf16, GPTRT_FP8_E5M2, 0, -1);
+      gptrt_add(g(), dx, gresid, scale, o.sum, o.amax, o.q, 1, n, 0, kBf16,
+                kF32, kBf16,
+                epilogue(rows, width, kBf16, GPTRT_FP8_E5M2, 0, -1));
     return o;
   };
   Outputs plain = outputs(), withAmax = outputs(), withCast = outputs();
-  gptrt_layernorm_bwd_add(g(), gdy, gx, gw, gmean, grstd, gresid, plain.sum,
-                          plain.dw, plain.db, rows, width, kBf16, kBf16, kBf16,
-                          kAdd, kAdd, kF32, kBf16);
-  gptrt_layernorm_bwd_add_amax(g(), gdy, gx, gw, gmean, grstd, gresid,
-                               withAmax.sum, withAmax.dw, withAmax.db,
-                               withAmax.amax, rows, width, kBf16, kBf16, kBf16,
-                               kAdd, kAdd, kF32, kBf16, rows, width, kBf16);
-  gptrt_layernorm_bwd_add_cast(
+  gptrt_layernorm_bwd_add(g(), gdy, gx, gw, gmean, grstd, gresid, nullptr,
+                          plain.sum, plain.dw, plain.db, nullptr, nullptr, rows,
+                          width, kBf16, kBf16, kBf16, kAdd, kAdd, kF32, kBf16,
+                          nullptr);
+  gptrt_layernorm_bwd_add(g(), gdy, gx, gw, gmean, grstd, gresid, nullptr,
+                          withAmax.sum, withAmax.dw, withAmax.db, withAmax.amax,
+                          nullptr, rows, width, kBf16, kBf16, kBf16, kAdd, kAdd,
+                          kF32, kBf16,
+                          epilogue(rows, width, kBf16, 0, 0, -1, -1, kAdd));
+  gptrt_layernorm_bwd_add(
       g(), gdy, gx, gw, gmean, grstd, gresid, scale, withCast.sum, withCast.dw,
       withCast.db, withCast.amax, withCast.q, rows, width, kBf16, kBf16, kBf16,
-      kAdd, kAdd, kF32, kBf16, rows, width, kBf16, GPTRT_FP8_E5M2, 0, -1);
+      kAdd, kAdd, kF32, kBf16,
+      epilogue(rows, width, kBf16, GPTRT_FP8_E5M2, 0, -1, -1, kAdd));
   const Outputs wantPlain = unfused("add"), wantAmax = unfused("add_amax"),
                 wantCast = unfused("add_cast");
   expectOk();
@@ -268,9 +287,10 @@ TEST_F(GpuTest, LayerNormBackwardAddMatchesTheUnfusedKernels) {
   std::vector<uint16_t> cpuSum(n);
   std::vector<float> cpuDw = dwBefore, cpuDb = dbBefore;
   gptrt_layernorm_bwd_add(cpuCtx.handle(), dy.data(), x.data(), w.data(),
-                          mean.data(), rstd.data(), resid.data(), cpuSum.data(),
-                          cpuDw.data(), cpuDb.data(), rows, width, kBf16, kBf16,
-                          kBf16, kAdd, kAdd, kF32, kBf16);
+                          mean.data(), rstd.data(), resid.data(), nullptr,
+                          cpuSum.data(), cpuDw.data(), cpuDb.data(), nullptr,
+                          nullptr, rows, width, kBf16, kBf16, kBf16, kAdd, kAdd,
+                          kF32, kBf16, nullptr);
   ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
   EXPECT_LT(relErr(bf16Values(download(plain.sum, n)), bf16Values(cpuSum)),
             kBf16Tol);
@@ -353,8 +373,9 @@ TEST_F(GpuTest, FusedClassifierMatchesTheTwoKernels) {
                           ignore, GPTRT_DTYPE_F32);
   float *fLoss = alloc<float>(1), *fLse = alloc<float>(rows),
         *fGrad = alloc<float>(rows * padded);
-  gptrt_cross_entropy_fwd_bwd(g(), dloss, dl, dt, fLoss, fLse, fGrad, rows,
-                              vocab, padded, ignore, GPTRT_DTYPE_F32);
+  gptrt_cross_entropy_fwd_bwd(g(), dloss, dl, dt, fLoss, fLse, fGrad, nullptr,
+                              rows, vocab, padded, ignore, GPTRT_DTYPE_F32,
+                              nullptr);
   expectOk();
   EXPECT_EQ(download(fLoss, 1), download(loss, 1));
   EXPECT_EQ(download(fLse, rows), download(lse, rows));
@@ -367,14 +388,14 @@ TEST_F(GpuTest, FusedClassifierMatchesTheTwoKernels) {
   std::vector<uint16_t> cpuGrad(rows * padded);
   gptrt_cross_entropy_fwd_bwd(cpuCtx.handle(), &dlossHost, logits16.data(),
                               targets.data(), &cpuLoss, cpuLse.data(),
-                              cpuGrad.data(), rows, vocab, padded, ignore,
-                              GPTRT_DTYPE_BF16);
+                              cpuGrad.data(), nullptr, rows, vocab, padded,
+                              ignore, GPTRT_DTYPE_BF16, nullptr);
   ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
   float *gLoss = alloc<float>(1), *gLse = alloc<float>(rows);
   uint16_t *gGrad = upload(std::vector<uint16_t>(rows * padded, 0xFFFF));
   gptrt_cross_entropy_fwd_bwd(g(), dloss, upload(logits16), dt, gLoss, gLse,
-                              gGrad, rows, vocab, padded, ignore,
-                              GPTRT_DTYPE_BF16);
+                              gGrad, nullptr, rows, vocab, padded, ignore,
+                              GPTRT_DTYPE_BF16, nullptr);
   expectOk();
   EXPECT_LT(relErr(download(gLoss, 1), std::vector<double>{cpuLoss}), kF32Tol);
   EXPECT_LT(relErr(download(gLse, rows), toDouble(cpuLse)), kF32Tol);
@@ -396,11 +417,11 @@ TEST_F(GpuTest, FusedClassifierMatchesTheTwoKernels) {
     float *amax = upload(std::vector<float>{NAN});
     float *want = alloc<float>(1);
     gptrt_cross_entropy_fwd_bwd(g(), dloss, in, dt, alloc<float>(1),
-                                alloc<float>(rows), plain, rows, vocab, padded,
-                                ignore, dtype);
-    gptrt_cross_entropy_fwd_bwd_amax(g(), dloss, in, dt, alloc<float>(1),
-                                     alloc<float>(rows), withAmax, amax, rows,
-                                     vocab, padded, ignore, dtype);
+                                alloc<float>(rows), plain, nullptr, rows, vocab,
+                                padded, ignore, dtype, nullptr);
+    gptrt_cross_entropy_fwd_bwd(
+        g(), dloss, in, dt, alloc<float>(1), alloc<float>(rows), withAmax, amax,
+        rows, vocab, padded, ignore, dtype, epilogue(rows, padded, dtype));
     gptrt_amax(g(), plain, want, rows * padded, dtype);
     expectOk();
     EXPECT_EQ(download(withAmax, rows * padded * bytes),
@@ -417,8 +438,8 @@ TEST_F(GpuTest, FusedClassifierMatchesTheTwoKernels) {
   row[21] = 0x7FC0;  // NaN
   float *nanLse = alloc<float>(1), *nanLoss = alloc<float>(1);
   gptrt_cross_entropy_fwd_bwd(g(), dloss, upload(row), dt, nanLoss, nanLse,
-                              alloc<uint16_t>(padded), 1, vocab, padded, ignore,
-                              GPTRT_DTYPE_BF16);
+                              alloc<uint16_t>(padded), nullptr, 1, vocab,
+                              padded, ignore, GPTRT_DTYPE_BF16, nullptr);
   expectOk();
   EXPECT_TRUE(std::isnan(download(nanLse, 1)[0]));
 }
@@ -646,11 +667,12 @@ TEST_F(GpuTest, PackedAttentionMatchesCpu) {
   std::vector<uint16_t> qkv = toBf16(randn(3 * n)), dy = toBf16(randn(n));
   std::vector<uint16_t> out(n), dqkv(3 * n);
   std::vector<float> lse(nl);
-  gptrt_attention_fwd_packed(cpuCtx.handle(), qkv.data(), out.data(),
-                             lse.data(), B, T, C, H, 1, GPTRT_DTYPE_BF16);
+  gptrt_attention_fwd_packed(cpuCtx.handle(), qkv.data(), nullptr, out.data(),
+                             lse.data(), nullptr, nullptr, B, T, C, H, 1,
+                             GPTRT_DTYPE_BF16, nullptr);
   gptrt_attention_bwd_packed(cpuCtx.handle(), dy.data(), qkv.data(), out.data(),
-                             lse.data(), dqkv.data(), B, T, C, H, 1,
-                             GPTRT_DTYPE_BF16);
+                             lse.data(), dqkv.data(), nullptr, B, T, C, H, 1,
+                             GPTRT_DTYPE_BF16, nullptr);
   ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
   for (bool flash : {false, true}) {
     dev().setFlashAttention(flash);
@@ -658,11 +680,12 @@ TEST_F(GpuTest, PackedAttentionMatchesCpu) {
     const uint16_t *gQkv = upload(qkv);
     uint16_t *gOut = upload(std::vector<uint16_t>(n, 0xFFFF));
     float *gLse = upload(std::vector<float>(nl, std::nanf("")));
-    gptrt_attention_fwd_packed(g(), gQkv, gOut, gLse, B, T, C, H, 1,
-                               GPTRT_DTYPE_BF16);
+    gptrt_attention_fwd_packed(g(), gQkv, nullptr, gOut, gLse, nullptr, nullptr,
+                               B, T, C, H, 1, GPTRT_DTYPE_BF16, nullptr);
     uint16_t *gDqkv = upload(std::vector<uint16_t>(3 * n, 0xFFFF));
     gptrt_attention_bwd_packed(g(), upload(dy), gQkv, upload(out), upload(lse),
-                               gDqkv, B, T, C, H, 1, GPTRT_DTYPE_BF16);
+                               gDqkv, nullptr, B, T, C, H, 1, GPTRT_DTYPE_BF16,
+                               nullptr);
     expectOk();
     EXPECT_LT(relErr(bf16Values(download(gOut, n)), bf16Values(out)), kBf16Tol);
     EXPECT_LT(relErr(download(gLse, nl), toDouble(lse)), kF32Tol);
@@ -673,8 +696,9 @@ TEST_F(GpuTest, PackedAttentionMatchesCpu) {
     uint16_t *aOut = upload(std::vector<uint16_t>(n, 0xFFFF));
     float *amax = upload(std::vector<float>{std::nanf("")});
     float *want = alloc<float>(1);
-    gptrt_attention_fwd_packed_amax(g(), gQkv, aOut, alloc<float>(nl), amax, B,
-                                    T, C, H, 1, GPTRT_DTYPE_BF16);
+    gptrt_attention_fwd_packed(g(), gQkv, nullptr, aOut, alloc<float>(nl), amax,
+                               nullptr, B, T, C, H, 1, GPTRT_DTYPE_BF16,
+                               epilogue((B) * (T), C, GPTRT_DTYPE_BF16));
     gptrt_amax(g(), gOut, want, n, GPTRT_DTYPE_BF16);
     expectOk();
     EXPECT_EQ(download(aOut, n), download(gOut, n));
@@ -688,9 +712,10 @@ TEST_F(GpuTest, PackedAttentionMatchesCpu) {
     uint16_t *cOut = upload(std::vector<uint16_t>(n, 0xFFFF));
     float *cAmax = upload(std::vector<float>{std::nanf("")});
     uint8_t *q = alloc<uint8_t>(n), *wantQ = alloc<uint8_t>(n);
-    gptrt_attention_fwd_packed_cast(
+    gptrt_attention_fwd_packed(
         g(), gQkv, scale, cOut, alloc<float>(nl), cAmax, q, B, T, C, H, 1,
-        GPTRT_DTYPE_BF16, B * T, C, GPTRT_DTYPE_BF16, GPTRT_FP8_E4M3, 0, -1);
+        GPTRT_DTYPE_BF16,
+        epilogue(B * T, C, GPTRT_DTYPE_BF16, GPTRT_FP8_E4M3, 0, -1));
     gptrt_quantize_fp8(g(), gOut, scale, wantQ, n, GPTRT_FP8_E4M3, -1,
                        GPTRT_DTYPE_BF16);
     expectOk();
@@ -704,9 +729,9 @@ TEST_F(GpuTest, PackedAttentionMatchesCpu) {
     uint16_t *aDqkv = upload(std::vector<uint16_t>(3 * n, 0xFFFF));
     float *gradAmax = upload(std::vector<float>{std::nanf("")});
     float *wantGrad = alloc<float>(1);
-    gptrt_attention_bwd_packed_amax(g(), upload(dy), gQkv, upload(out),
-                                    upload(lse), aDqkv, gradAmax, B, T, C, H, 1,
-                                    GPTRT_DTYPE_BF16);
+    gptrt_attention_bwd_packed(g(), upload(dy), gQkv, upload(out), upload(lse),
+                               aDqkv, gradAmax, B, T, C, H, 1, GPTRT_DTYPE_BF16,
+                               epilogue((B) * (T), 3 * (C), GPTRT_DTYPE_BF16));
     gptrt_amax(g(), aDqkv, wantGrad, 3 * n, GPTRT_DTYPE_BF16);
     expectOk();
     EXPECT_LT(relErr(bf16Values(download(aDqkv, 3 * n)), bf16Values(dqkv)),

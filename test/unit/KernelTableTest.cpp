@@ -15,17 +15,34 @@ TEST(KernelTableTest, LooksUpRowsByName) {
   const KernelSignature *row = lookupKernel("layernorm_fwd");
   ASSERT_NE(row, nullptr);
   EXPECT_TRUE(row->isKernel);
-  ASSERT_EQ(row->inputs().size(), 3u);
+  // x, w, b and the epilogue's scale; out (which the dual cast leaves
+  // out), mean, rstd and the epilogue's amax, q, q_t.
+  ASSERT_EQ(row->inputs().size(), 4u);
   EXPECT_STREQ(row->inputs()[1].name, "w");
   EXPECT_EQ(row->inputs()[0].element, KernelElement::Any);
   EXPECT_EQ(row->inputs()[1].element, KernelElement::F32);
-  ASSERT_EQ(row->outputs().size(), 3u);
+  EXPECT_FALSE(row->inputs()[2].optional);
+  EXPECT_TRUE(row->inputs()[3].optional);
+  ASSERT_EQ(row->outputs().size(), 6u);
   EXPECT_STREQ(row->outputs()[0].name, "out");
-  ASSERT_EQ(row->constants().size(), 5u);
+  EXPECT_TRUE(row->outputs()[0].optional);
+  EXPECT_FALSE(row->outputs()[1].optional);
+  EXPECT_EQ(row->outputIndex("q_t"), 5u);
+  EXPECT_EQ(row->inputIndex("scale"), 3u);
+  ASSERT_EQ(row->constants().size(), 6u);
   EXPECT_EQ(row->constants()[2].kind, KernelParamKind::F64);
   EXPECT_EQ(row->constantIndex("eps"), 2u);
   EXPECT_EQ(row->constantIndex("x_dtype"), 3u);
   EXPECT_FALSE(row->constantIndex("x").has_value()) << "x is a buffer";
+  const KernelParam &epilogue = row->constants().back();
+  EXPECT_EQ(epilogue.kind, KernelParamKind::Descriptor);
+  EXPECT_TRUE(epilogue.optional);
+  ASSERT_NE(epilogue.descriptor, nullptr);
+  EXPECT_EQ(epilogue.descriptor->name, "epilogue");
+  ASSERT_NE(epilogue.descriptor->field("stat_slot"), nullptr);
+  EXPECT_EQ(epilogue.descriptor->field("stat_slot")->defaultValue, -1);
+  EXPECT_EQ(epilogue.descriptor->field("format")->defaultValue, 0);
+  EXPECT_EQ(epilogue.descriptor->field("stride"), nullptr);
   EXPECT_EQ(lookupKernel("layernorm_forward"), nullptr);
 
   const KernelSignature *table = lookupKernel("adamw_multi");
@@ -63,7 +80,22 @@ TEST(KernelTableTest, EveryRowFollowsTheCallingConvention) {
       EXPECT_TRUE(params.insert(param.name).second)
           << "parameter " << param.name << " twice";
       EXPECT_EQ(param.isBuffer(), param.element != KernelElement::None);
+      // rt-to-llvm passes a left-out descriptor as null: it must be last.
+      if (param.kind == KernelParamKind::Descriptor) {
+        EXPECT_EQ(&param, &row.params.back()) << "a descriptor is last";
+        EXPECT_NE(param.descriptor, nullptr);
+      }
+      if (!param.isBuffer() && param.kind != KernelParamKind::Descriptor)
+        EXPECT_FALSE(param.optional) << param.name;
     }
+    // A row's required outputs: a kernel that may leave every output out
+    // would write nothing.
+    bool requiredOutput = !row.isKernel;
+    for (const KernelParam &out : row.outputs())
+      requiredOutput |= !out.optional;
+    if (row.name == "gelu_fwd" || row.name == "gelu_bwd")
+      continue; // out / dx, or q (the dual cast): the verifier's rule
+    EXPECT_TRUE(requiredOutput) << "every output optional";
   }
 }
 

@@ -269,8 +269,9 @@ int main(int argc, char **argv) {
               formatA, GPTRT_FP8_E4M3, fastAccum);
         else
           gptrt_scaled_matmul(h, buf.a8, buf.b8, buf.scale, buf.scale + 1,
-                              buf.c, 1, g.m, g.n, g.k, 0, 1, 0, 0, 0, formatA,
-                              GPTRT_FP8_E4M3, fastAccum, GPTRT_DTYPE_BF16);
+                              nullptr, buf.c, nullptr, nullptr, 1, g.m, g.n,
+                              g.k, 0, 1, 0, 0, 0, formatA, GPTRT_FP8_E4M3,
+                              fastAccum, GPTRT_DTYPE_BF16, nullptr);
       };
       // fp8-rowwise's GEMM of the same form, both CUDA paths.
       auto rowwise = [&] {
@@ -291,9 +292,10 @@ int main(int argc, char **argv) {
       const int64_t rows = std::min(g.m, kCheckRows);
       gptrt_matmul_bf16(h, buf.a, buf.b, buf.cRef, 1, rows, g.n, g.k, 0, 1, 0,
                         0, 0, GPTRT_DTYPE_F32);
-      gptrt_scaled_matmul(h, buf.a8, buf.b8, buf.scale, buf.scale + 1, buf.cFp8,
-                          1, rows, g.n, g.k, 0, 1, 0, 0, 0, formatA,
-                          GPTRT_FP8_E4M3, fastAccum, GPTRT_DTYPE_F32);
+      gptrt_scaled_matmul(h, buf.a8, buf.b8, buf.scale, buf.scale + 1, nullptr,
+                          buf.cFp8, nullptr, nullptr, 1, rows, g.n, g.k, 0, 1,
+                          0, 0, 0, formatA, GPTRT_FP8_E4M3, fastAccum,
+                          GPTRT_DTYPE_F32, nullptr);
       std::vector<float> ref(size_t(rows * g.n)), got(ref.size());
       ctx.copyOut(ref.data(), buf.cRef, 4 * ref.size());
       ctx.copyOut(got.data(), buf.cFp8, 4 * got.size());

@@ -122,7 +122,7 @@ func.func @train_step() {
 // CHECK:       fp8.fused "act"
 // CHECK-NEXT:    gpt.add "act" %{{.*}}, %{{.*}} : tensor<4x16xf32>, tensor<4x16xf32> -> tensor<4x16xf32>
 // RT-LABEL: func.func @logits
-// RT: rt.kernel "add_amax" {{.*}} consts [1, 64, 0, 1, 1, 1, 4, 16, 1]
+// RT: rt.kernel "add" {{.*}} outs(%{{.*}}, %{{.*}} : memref<4x16xf32>, memref<f32>) consts [1, 64, 0, 1, 1, 1, {cols = 16 : i64, out_dtype = 1 : i64, rows = 4 : i64}]
 func.func @logits() -> (tensor<4x16xf32> {gpt.output = "logits"}, tensor<f32> {gpt.output = "amax"}, tensor<4x16xf32> {gpt.output = "act"}, tensor<f32> {gpt.output = "amax2"}) {
   %a = gpt.fill "a" 1.0 : tensor<4x16xf32>
   %a16 = gpt.cast "a" %a : tensor<4x16xf32> -> tensor<4x16xbf16>

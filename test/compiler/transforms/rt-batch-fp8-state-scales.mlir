@@ -17,15 +17,15 @@
 // CHECK-NEXT: rt.kernel "fp8_state_scale_batch" ins(%[[H5]] : memref<48xf32>) outs(%[[S5]] : memref<3xf32>) consts [3, 16, 16, 5, 5.734400e+04, 0, 0, 9.9999999999999998E-13, 0]
 // CHECK-NOT: "fp8_state_scale"
 // CHECK: %[[A:.*]] = rt.view @fp8_state[256] : memref<f32>
-// CHECK: "gelu_fwd_cast" ins(%{{.*}}, %[[A]] :
+// CHECK: "gelu_fwd" ins(%{{.*}}, %[[A]] :
 // CHECK: %[[B:.*]] = rt.view @fp8_state[260] : memref<f32>
-// CHECK: "gelu_fwd_cast" ins(%{{.*}}, %[[B]] :
+// CHECK: "gelu_fwd" ins(%{{.*}}, %[[B]] :
 // CHECK: %[[C:.*]] = rt.view @fp8_state[256] : memref<f32>
-// CHECK: "gelu_fwd_cast" ins(%{{.*}}, %[[C]] :
+// CHECK: "gelu_fwd" ins(%{{.*}}, %[[C]] :
 // CHECK: %[[D:.*]] = rt.view @fp8_state[264] : memref<f32>
-// CHECK: "gelu_fwd_cast" ins(%{{.*}}, %[[D]] :
+// CHECK: "gelu_fwd" ins(%{{.*}}, %[[D]] :
 // CHECK: %[[E:.*]] = rt.view @fp8_state[272] : memref<f32>
-// CHECK: "gelu_fwd_cast" ins(%{{.*}}, %[[E]] :
+// CHECK: "gelu_fwd" ins(%{{.*}}, %[[E]] :
 // CHECK-NOT: "fp8_state_scale"
 // CHECK: "fp8_state_update_batch"
 // CHECK-NEXT: return
@@ -38,24 +38,24 @@ func.func @batch() {
   %y0 = rt.alloc : memref<64xbf16>
   %a0 = rt.alloc : memref<f32>
   %q0 = rt.alloc : memref<64xf8E4M3FN>
-  rt.kernel "gelu_fwd_cast" ins(%x, %s0 : memref<64xf32>, memref<f32>) outs(%y0, %a0, %q0 : memref<64xbf16>, memref<f32>, memref<64xf8E4M3FN>) consts [64, 1, 2, 1, 64, 2, 0, 0, -1]
+  rt.kernel "gelu_fwd" ins(%x, %s0 : memref<64xf32>, memref<f32>) outs(%y0, %a0, %q0 : memref<64xbf16>, memref<f32>, memref<64xf8E4M3FN>) consts [64, 1, 2, {rows = 1, cols = 64, out_dtype = 2, format = 0, transpose = 0, stat_slot = -1}]
   %h1 = rt.view @fp8_state[64] : memref<16xf32>
   %s1 = rt.alloc : memref<f32>
   rt.kernel "fp8_state_scale" ins(%h1 : memref<16xf32>) outs(%s1 : memref<f32>) consts [16, 4.480000e+02, 0, 0, 9.9999999999999998E-13, 0]
   %q1 = rt.alloc : memref<64xf8E4M3FN>
-  rt.kernel "gelu_fwd_cast" ins(%x, %s1 : memref<64xf32>, memref<f32>) outs(%y0, %a0, %q1 : memref<64xbf16>, memref<f32>, memref<64xf8E4M3FN>) consts [64, 1, 2, 1, 64, 2, 0, 0, -1]
+  rt.kernel "gelu_fwd" ins(%x, %s1 : memref<64xf32>, memref<f32>) outs(%y0, %a0, %q1 : memref<64xbf16>, memref<f32>, memref<64xf8E4M3FN>) consts [64, 1, 2, {rows = 1, cols = 64, out_dtype = 2, format = 0, transpose = 0, stat_slot = -1}]
   %h0b = rt.view @fp8_state[0] : memref<16xf32>
   %s2 = rt.alloc : memref<f32>
   rt.kernel "fp8_state_scale" ins(%h0b : memref<16xf32>) outs(%s2 : memref<f32>) consts [16, 4.480000e+02, 0, 0, 9.9999999999999998E-13, 0]
-  rt.kernel "gelu_fwd_cast" ins(%x, %s2 : memref<64xf32>, memref<f32>) outs(%y0, %a0, %q1 : memref<64xbf16>, memref<f32>, memref<64xf8E4M3FN>) consts [64, 1, 2, 1, 64, 2, 0, 0, -1]
+  rt.kernel "gelu_fwd" ins(%x, %s2 : memref<64xf32>, memref<f32>) outs(%y0, %a0, %q1 : memref<64xbf16>, memref<f32>, memref<64xf8E4M3FN>) consts [64, 1, 2, {rows = 1, cols = 64, out_dtype = 2, format = 0, transpose = 0, stat_slot = -1}]
   %s3 = rt.alloc : memref<f32>
   rt.kernel "fp8_state_scale" ins(%h0 : memref<16xf32>) outs(%s3 : memref<f32>) consts [16, 5.734400e+04, 0, 0, 9.9999999999999998E-13, 0]
   %q3 = rt.alloc : memref<64xf8E5M2>
-  rt.kernel "gelu_fwd_cast" ins(%x, %s3 : memref<64xf32>, memref<f32>) outs(%y0, %a0, %q3 : memref<64xbf16>, memref<f32>, memref<64xf8E5M2>) consts [64, 1, 2, 1, 64, 2, 1, 0, -1]
+  rt.kernel "gelu_fwd" ins(%x, %s3 : memref<64xf32>, memref<f32>) outs(%y0, %a0, %q3 : memref<64xbf16>, memref<f32>, memref<64xf8E5M2>) consts [64, 1, 2, {rows = 1, cols = 64, out_dtype = 2, format = 1, transpose = 0, stat_slot = -1}]
   %h2 = rt.view @fp8_state[128] : memref<16xf32>
   %s4 = rt.alloc : memref<f32>
   rt.kernel "fp8_state_scale" ins(%h2 : memref<16xf32>) outs(%s4 : memref<f32>) consts [16, 5.734400e+04, 0, 0, 9.9999999999999998E-13, 0]
-  rt.kernel "gelu_fwd_cast" ins(%x, %s4 : memref<64xf32>, memref<f32>) outs(%y0, %a0, %q3 : memref<64xbf16>, memref<f32>, memref<64xf8E5M2>) consts [64, 1, 2, 1, 64, 2, 1, 0, -1]
+  rt.kernel "gelu_fwd" ins(%x, %s4 : memref<64xf32>, memref<f32>) outs(%y0, %a0, %q3 : memref<64xbf16>, memref<f32>, memref<64xf8E5M2>) consts [64, 1, 2, {rows = 1, cols = 64, out_dtype = 2, format = 1, transpose = 0, stat_slot = -1}]
   %amax = rt.view @fp8_state[192] : memref<3xf32>
   %all = rt.view @fp8_state[0] : memref<48xf32>
   rt.kernel "fp8_state_update_batch" ins(%amax : memref<3xf32>) outs(%all : memref<48xf32>) consts [3, 16, 16, 7]

@@ -35,14 +35,15 @@ func.func @train_step(%x: tensor<32x16xf32> {gpt.input = "tokens"}) -> (tensor<3
 
 // -----
 
-// An fp8.fused producer lowers to its kernel's fused variant: "_amax" adds
-// the amax output; "_cast" also takes the scale and writes the FP8 copy.
-// The extra constants follow the kernel's own (gelu's: n, x and y dtypes):
-// the first output as rows x cols and its dtype (2 = bf16), then format
-// (0 = E4M3), transpose and the statistics slot.
+// An fp8.fused producer lowers to its kernel with the output epilogue: the
+// amax output and the epilogue descriptor; with a scale also the scale
+// input and the FP8 copy (q). The kernel's own constants come first
+// (gelu's: n, x and out dtypes), then the descriptor: the first output as
+// rows x cols and its dtype (2 = bf16), format (0 = E4M3), transpose and
+// the statistics slot.
 // CHECK-LABEL: func.func @train_step
-// CHECK: rt.kernel "gelu_fwd_amax" ins(%{{.*}} : memref<32x16xf32>) outs(%{{.*}}, %{{.*}} : memref<32x16xf32>, memref<f32>) consts [512, 1, 1, 32, 16, 1]{{$}}
-// CHECK: rt.kernel "convert_cast" ins(%{{.*}}, %{{.*}} : memref<32x16xf32>, memref<f32>) outs(%{{.*}}, %{{.*}}, %{{.*}} : memref<32x16xbf16>, memref<f32>, memref<16x32xf8E4M3FN>) consts [512, 1, 2, 32, 16, 2, 0, 1, 0] {rt.fp8_stat = {gemm = "", layer = "fc", operand = "a", slot = 0 : i64}}
+// CHECK: rt.kernel "gelu_fwd" ins(%{{.*}} : memref<32x16xf32>) outs(%{{.*}}, %{{.*}} : memref<32x16xf32>, memref<f32>) consts [512, 1, 1, {cols = 16 : i64, out_dtype = 1 : i64, rows = 32 : i64}]{{$}}
+// CHECK: rt.kernel "convert" ins(%{{.*}}, %{{.*}} : memref<32x16xf32>, memref<f32>) outs(%{{.*}}, %{{.*}}, %{{.*}} : memref<32x16xbf16>, memref<f32>, memref<16x32xf8E4M3FN>) consts [512, 1, 2, {cols = 16 : i64, format = 0 : i64, out_dtype = 2 : i64, rows = 32 : i64, stat_slot = 0 : i64, transpose = 1 : i64}] {rt.fp8_stat = {gemm = "", layer = "fc", operand = "a", slot = 0 : i64}}
 fp8.state @s "fc" history = 4 reduction = max recipe = <format = e4m3>
 func.func @train_step(%x: tensor<32x16xf32> {gpt.input = "tokens"}) -> (tensor<32x16xf32> {gpt.output = "y"}, tensor<f32> {gpt.output = "amax"}, tensor<32x16xf32> {gpt.output = "stored"}, tensor<16x16xf32> {gpt.output = "product"}) {
   %g, %a = fp8.fused "fc" {

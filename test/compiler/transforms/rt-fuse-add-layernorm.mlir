@@ -28,12 +28,12 @@ func.func @fused() {
 
 // -----
 
-// The FP8 forms of the layernorm (fp8-fuse-amax, fp8-fuse-cast) bring their
-// epilogue: its pointers and constants follow, and the cast keeps its
-// statistics' name.
+// The layernorm's FP8 epilogue (fp8-fuse-amax, fp8-fuse-cast) comes along:
+// its buffers (scale, amax, q) and descriptor follow, and the cast keeps
+// its statistics' name.
 // CHECK-LABEL: func.func @fused_epilogues
-// CHECK: rt.kernel "add_layernorm_fwd_amax" ins(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<8x32xbf16>, memref<8x32xbf16>, memref<32xf32>, memref<32xf32>) outs(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<8x32xbf16>, memref<8x32xbf16>, memref<8xf32>, memref<8xf32>, memref<f32>) consts [8, 32, 1.000000e-05, 2, 2, 2, 2, 8, 32, 2]
-// CHECK: rt.kernel "add_layernorm_fwd_cast" ins(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<8x32xbf16>, memref<8x32xbf16>, memref<32xf32>, memref<32xf32>, memref<f32>) outs(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<8x32xbf16>, memref<8x32xbf16>, memref<8xf32>, memref<8xf32>, memref<f32>, memref<8x32xf8E4M3FN>) consts [8, 32, 1.000000e-05, 2, 2, 2, 2, 8, 32, 2, 0, 0, 5] {rt.fp8_stat = {layer = "h.1.attn.qkv"}}
+// CHECK: rt.kernel "add_layernorm_fwd" ins(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<8x32xbf16>, memref<8x32xbf16>, memref<32xf32>, memref<32xf32>) outs(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<8x32xbf16>, memref<8x32xbf16>, memref<8xf32>, memref<8xf32>, memref<f32>) consts [8, 32, 1.000000e-05, 2, 2, 2, 2, {cols = 32 : i64, out_dtype = 2 : i64, rows = 8 : i64}]{{$}}
+// CHECK: rt.kernel "add_layernorm_fwd" ins(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<8x32xbf16>, memref<8x32xbf16>, memref<32xf32>, memref<32xf32>, memref<f32>) outs(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<8x32xbf16>, memref<8x32xbf16>, memref<8xf32>, memref<8xf32>, memref<f32>, memref<8x32xf8E4M3FN>) consts [8, 32, 1.000000e-05, 2, 2, 2, 2, {cols = 32 : i64, format = 0 : i64, out_dtype = 2 : i64, rows = 8 : i64, stat_slot = 5 : i64, transpose = 0 : i64}] {rt.fp8_stat = {layer = "h.1.attn.qkv"}}
 // CHECK-NOT: rt.kernel "add"
 func.func @fused_epilogues() {
   %a = rt.alloc : memref<8x32xbf16>
@@ -48,11 +48,11 @@ func.func @fused_epilogues() {
   %x = rt.alloc : memref<8x32xbf16>
   %y = rt.alloc : memref<8x32xbf16>
   rt.kernel "add" ins(%a, %b : memref<8x32xbf16>, memref<8x32xbf16>) outs(%x : memref<8x32xbf16>) consts [1, 256, 0, 2, 2, 2]
-  rt.kernel "layernorm_fwd_amax" ins(%x, %w, %bias : memref<8x32xbf16>, memref<32xf32>, memref<32xf32>) outs(%y, %mean, %rstd, %amax : memref<8x32xbf16>, memref<8xf32>, memref<8xf32>, memref<f32>) consts [8, 32, 1.0e-5, 2, 2, 8, 32, 2]
+  rt.kernel "layernorm_fwd" ins(%x, %w, %bias : memref<8x32xbf16>, memref<32xf32>, memref<32xf32>) outs(%y, %mean, %rstd, %amax : memref<8x32xbf16>, memref<8xf32>, memref<8xf32>, memref<f32>) consts [8, 32, 1.0e-5, 2, 2, {rows = 8, cols = 32, out_dtype = 2}]
   %x2 = rt.alloc : memref<8x32xbf16>
   %y2 = rt.alloc : memref<8x32xbf16>
   rt.kernel "add" ins(%x, %y : memref<8x32xbf16>, memref<8x32xbf16>) outs(%x2 : memref<8x32xbf16>) consts [1, 256, 0, 2, 2, 2]
-  rt.kernel "layernorm_fwd_cast" ins(%x2, %w, %bias, %scale : memref<8x32xbf16>, memref<32xf32>, memref<32xf32>, memref<f32>) outs(%y2, %mean, %rstd, %amax, %q : memref<8x32xbf16>, memref<8xf32>, memref<8xf32>, memref<f32>, memref<8x32xf8E4M3FN>) consts [8, 32, 1.0e-5, 2, 2, 8, 32, 2, 0, 0, 5] {rt.fp8_stat = {layer = "h.1.attn.qkv"}}
+  rt.kernel "layernorm_fwd" ins(%x2, %w, %bias, %scale : memref<8x32xbf16>, memref<32xf32>, memref<32xf32>, memref<f32>) outs(%y2, %mean, %rstd, %amax, %q : memref<8x32xbf16>, memref<8xf32>, memref<8xf32>, memref<f32>, memref<8x32xf8E4M3FN>) consts [8, 32, 1.0e-5, 2, 2, {rows = 8, cols = 32, out_dtype = 2, format = 0, transpose = 0, stat_slot = 5}] {rt.fp8_stat = {layer = "h.1.attn.qkv"}}
   return
 }
 
@@ -125,11 +125,11 @@ func.func @backward() {
 // -----
 
 // With the FP8 epilogue fp8-fuse-amax / fp8-fuse-cast gave the add: the
-// epilogue's pointers and constants follow, and the cast keeps its
-// statistics' name.
+// epilogue's buffers (scale, amax, q) and descriptor follow, and the cast
+// keeps its statistics' name.
 // CHECK-LABEL: func.func @backward_epilogues
-// CHECK: rt.kernel "layernorm_bwd_add_amax" ins({{.*}}) outs(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<8x32xbf16>, memref<32xf32>, memref<32xf32>, memref<f32>) consts [8, 32, 2, 2, 2, 1, 1, 2, 2, 8, 32, 2]
-// CHECK: rt.kernel "layernorm_bwd_add_cast" ins(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<8x32xbf16>, memref<8x32xbf16>, memref<32xf32>, memref<8xf32>, memref<8xf32>, memref<8x32xbf16>, memref<f32>) outs(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<8x32xbf16>, memref<32xf32>, memref<32xf32>, memref<f32>, memref<8x32xf8E5M2>) consts [8, 32, 2, 2, 2, 1, 1, 2, 2, 8, 32, 2, 1, 0, 3] {rt.fp8_stat = {layer = "h.0.attn.proj"}}
+// CHECK: rt.kernel "layernorm_bwd_add" ins({{.*}}) outs(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<8x32xbf16>, memref<32xf32>, memref<32xf32>, memref<f32>) consts [8, 32, 2, 2, 2, 1, 1, 2, 2, {cols = 32 : i64, out_dtype = 2 : i64, rows = 8 : i64}]{{$}}
+// CHECK: rt.kernel "layernorm_bwd_add" ins(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<8x32xbf16>, memref<8x32xbf16>, memref<32xf32>, memref<8xf32>, memref<8xf32>, memref<8x32xbf16>, memref<f32>) outs(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<8x32xbf16>, memref<32xf32>, memref<32xf32>, memref<f32>, memref<8x32xf8E5M2>) consts [8, 32, 2, 2, 2, 1, 1, 2, 2, {cols = 32 : i64, format = 1 : i64, out_dtype = 2 : i64, rows = 8 : i64, stat_slot = 3 : i64, transpose = 0 : i64}] {rt.fp8_stat = {layer = "h.0.attn.proj"}}
 func.func @backward_epilogues() {
   %dy = rt.alloc : memref<8x32xbf16>
   %x = rt.alloc : memref<8x32xbf16>
@@ -145,11 +145,11 @@ func.func @backward_epilogues() {
   %dx = rt.alloc : memref<8x32xbf16>
   %sum = rt.alloc : memref<8x32xbf16>
   rt.kernel "layernorm_bwd" ins(%dy, %x, %w, %mean, %rstd : memref<8x32xbf16>, memref<8x32xbf16>, memref<32xf32>, memref<8xf32>, memref<8xf32>) outs(%dx, %dw, %db : memref<8x32xbf16>, memref<32xf32>, memref<32xf32>) consts [8, 32, 2, 2, 2, 1, 1]
-  rt.kernel "add_amax" ins(%resid, %dx : memref<8x32xbf16>, memref<8x32xbf16>) outs(%sum, %amax : memref<8x32xbf16>, memref<f32>) consts [1, 256, 0, 2, 2, 2, 8, 32, 2]
+  rt.kernel "add" ins(%resid, %dx : memref<8x32xbf16>, memref<8x32xbf16>) outs(%sum, %amax : memref<8x32xbf16>, memref<f32>) consts [1, 256, 0, 2, 2, 2, {rows = 8, cols = 32, out_dtype = 2}]
   %dx2 = rt.alloc : memref<8x32xbf16>
   %sum2 = rt.alloc : memref<8x32xbf16>
   rt.kernel "layernorm_bwd" ins(%dy, %x, %w, %mean, %rstd : memref<8x32xbf16>, memref<8x32xbf16>, memref<32xf32>, memref<8xf32>, memref<8xf32>) outs(%dx2, %dw, %db : memref<8x32xbf16>, memref<32xf32>, memref<32xf32>) consts [8, 32, 2, 2, 2, 1, 1]
-  rt.kernel "add_cast" ins(%dx2, %resid, %scale : memref<8x32xbf16>, memref<8x32xbf16>, memref<f32>) outs(%sum2, %amax, %q : memref<8x32xbf16>, memref<f32>, memref<8x32xf8E5M2>) consts [1, 256, 0, 2, 2, 2, 8, 32, 2, 1, 0, 3] {rt.fp8_stat = {layer = "h.0.attn.proj"}}
+  rt.kernel "add" ins(%dx2, %resid, %scale : memref<8x32xbf16>, memref<8x32xbf16>, memref<f32>) outs(%sum2, %amax, %q : memref<8x32xbf16>, memref<f32>, memref<8x32xf8E5M2>) consts [1, 256, 0, 2, 2, 2, {rows = 8, cols = 32, out_dtype = 2, format = 1, transpose = 0, stat_slot = 3}] {rt.fp8_stat = {layer = "h.0.attn.proj"}}
   return
 }
 

@@ -1,11 +1,13 @@
 // RUN: gpt-opt %s -split-input-file -rt-fuse-amax | FileCheck %s
 
 // The layernorm backward's dx (the last residual stream's gradient): its
-// amax, through a reshape, is taken by layernorm_bwd_amax; the amax's
-// buffer moves up to it.
+// amax, through a reshape, is taken by layernorm_bwd's epilogue (amax one
+// more output, the descriptor dx as rows = elements / last dimension x
+// cols = last dimension, out_dtype dx's dtype); the amax's buffer moves up
+// to it.
 // CHECK-LABEL: func.func @layernorm_bwd
 // CHECK: %[[M:.*]] = rt.alloc : memref<f32>
-// CHECK-NEXT: rt.kernel "layernorm_bwd_amax" ins(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<4x64x128xbf16>, memref<4x64x128xbf16>, memref<128xf32>, memref<4x64xf32>, memref<4x64xf32>) outs(%{{.*}}, %{{.*}}, %{{.*}}, %[[M]] : memref<4x64x128xbf16>, memref<128xbf16>, memref<128xbf16>, memref<f32>) consts [256, 128, 2, 2, 2, 2, 2]
+// CHECK-NEXT: rt.kernel "layernorm_bwd" ins(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<4x64x128xbf16>, memref<4x64x128xbf16>, memref<128xf32>, memref<4x64xf32>, memref<4x64xf32>) outs(%{{.*}}, %{{.*}}, %{{.*}}, %[[M]] : memref<4x64x128xbf16>, memref<128xbf16>, memref<128xbf16>, memref<f32>) consts [256, 128, 2, 2, 2, 2, 2, {cols = 128 : i64, out_dtype = 2 : i64, rows = 256 : i64}]{{$}}
 // CHECK-NOT: rt.kernel "amax"
 // CHECK: rt.kernel "scale_from_amax" ins(%[[M]]
 func.func @layernorm_bwd() {
@@ -30,9 +32,9 @@ func.func @layernorm_bwd() {
 
 // The layernorm backward fused with its residual add (rt-fuse-add-layernorm)
 // where the add had no FP8 epilogue: the amax of its sum, whose shape and
-// dtype the _amax form takes as the other fused FP8 epilogues do.
+// dtype the epilogue descriptor takes as the other producers' do.
 // CHECK-LABEL: func.func @layernorm_bwd_add
-// CHECK: rt.kernel "layernorm_bwd_add_amax" ins({{.*}}) outs(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<256x128xbf16>, memref<128xf32>, memref<128xf32>, memref<f32>) consts [256, 128, 2, 2, 2, 1, 1, 2, 2, 256, 128, 2]
+// CHECK: rt.kernel "layernorm_bwd_add" ins({{.*}}) outs(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<256x128xbf16>, memref<128xf32>, memref<128xf32>, memref<f32>) consts [256, 128, 2, 2, 2, 1, 1, 2, 2, {cols = 128 : i64, out_dtype = 2 : i64, rows = 256 : i64}]{{$}}
 // CHECK-NOT: rt.kernel "amax"
 func.func @layernorm_bwd_add() {
   %dout = rt.alloc : memref<256x128xbf16>
@@ -53,11 +55,13 @@ func.func @layernorm_bwd_add() {
 // -----
 
 // Left apart: an amax of dx after dx is written again, one of part of dx,
-// and an amax of dw (not the output whose amax the _amax form takes). (An
+// and an amax of dw (not the output whose amax the epilogue takes). (An
 // amax reading dx as another dtype no longer gets this far: the rt.kernel
 // verifier refuses a dtype constant that contradicts its buffer.)
 // CHECK-LABEL: func.func @not_fused
-// CHECK-NOT: layernorm_bwd_amax
+// CHECK-NOT: out_dtype =
+// CHECK-COUNT-3: rt.kernel "amax"
+// CHECK-NOT: out_dtype =
 func.func @not_fused() {
   %dout = rt.alloc : memref<4x64x128xbf16>
   %x = rt.alloc : memref<4x64x128xbf16>

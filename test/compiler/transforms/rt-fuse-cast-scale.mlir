@@ -158,7 +158,7 @@ func.func @delayed_apart() {
   %y = rt.alloc : memref<32x64xbf16>
   %m = rt.alloc : memref<f32>
   %q1 = rt.alloc : memref<32x64xf8E4M3FN>
-  rt.kernel "gelu_fwd_cast" ins(%x, %s1 : memref<32x64xbf16>, memref<f32>) outs(%y, %m, %q1 : memref<32x64xbf16>, memref<f32>, memref<32x64xf8E4M3FN>) consts [2048, 2, 2, 32, 64, 2, 0, 0, -1]
+  rt.kernel "gelu_fwd" ins(%x, %s1 : memref<32x64xbf16>, memref<f32>) outs(%y, %m, %q1 : memref<32x64xbf16>, memref<f32>, memref<32x64xf8E4M3FN>) consts [2048, 2, 2, {rows = 32, cols = 64, out_dtype = 2, format = 0, transpose = 0, stat_slot = -1}]
 
   %h2 = rt.view @fp8_state[64] : memref<16xf32>
   %s2 = rt.alloc : memref<f32>

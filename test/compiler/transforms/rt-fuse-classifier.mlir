@@ -68,13 +68,14 @@ func.func @not_fused() {
 // -----
 
 // An amax of the whole gradient after the classifier (an FP8 lm_head reads
-// it), through a reshape: the fused kernel takes it; its buffer, defined
-// after the classifier, moves before it.
+// it), through a reshape: the fused kernel's epilogue takes it (dlogits
+// as rows x padded vocabulary, its dtype); its buffer, defined after the
+// classifier, moves before it.
 // CHECK-LABEL: func.func @amax_fused
 // CHECK: rt.kernel "step_scalar"
 // CHECK-NEXT: rt.alloc : memref<4x64x512xbf16>
 // CHECK-NEXT: %[[M:.*]] = rt.alloc : memref<f32>
-// CHECK-NEXT: rt.kernel "cross_entropy_fwd_bwd_amax" ins(%{{.*}}, %{{.*}}, %{{.*}} : memref<f32>, memref<4x64x512xbf16>, memref<4x64xi32>) outs(%{{.*}}, %{{.*}}, %{{.*}}, %[[M]] : memref<f32>, memref<4x64xf32>, memref<4x64x512xbf16>, memref<f32>) consts [256, 500, 512, -1, 2]
+// CHECK-NEXT: rt.kernel "cross_entropy_fwd_bwd" ins(%{{.*}}, %{{.*}}, %{{.*}} : memref<f32>, memref<4x64x512xbf16>, memref<4x64xi32>) outs(%{{.*}}, %{{.*}}, %{{.*}}, %[[M]] : memref<f32>, memref<4x64xf32>, memref<4x64x512xbf16>, memref<f32>) consts [256, 500, 512, -1, 2, {cols = 512 : i64, out_dtype = 2 : i64, rows = 256 : i64}]{{$}}
 // CHECK-NOT: rt.kernel "amax"
 // CHECK: rt.kernel "scale_from_amax" ins(%[[M]] : memref<f32>)
 rt.arena @inputs inputs size = 1024
@@ -101,11 +102,11 @@ func.func @amax_fused() {
 // The amax stays apart when the gradient is written before it, or when it
 // covers only part of the gradient.
 // CHECK-LABEL: func.func @amax_apart
-// CHECK: rt.kernel "cross_entropy_fwd_bwd" ins
+// CHECK: rt.kernel "cross_entropy_fwd_bwd" ins({{.*}}) consts [256, 500, 512, -1, 2]{{$}}
 // CHECK: rt.kernel "amax"
-// CHECK: rt.kernel "cross_entropy_fwd_bwd" ins
+// CHECK: rt.kernel "cross_entropy_fwd_bwd" ins({{.*}}) consts [256, 500, 512, -1, 2]{{$}}
 // CHECK: rt.kernel "amax"
-// CHECK-NOT: cross_entropy_fwd_bwd_amax
+// CHECK-NOT: out_dtype =
 rt.arena @inputs inputs size = 1024
 func.func @amax_apart() {
   %t = rt.view @inputs[0] : memref<4x64xi32>

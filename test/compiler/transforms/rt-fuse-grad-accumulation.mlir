@@ -106,10 +106,10 @@ func.func @embedding() {
 // dx), and the db of the FP8 dual cast; each dtype constant becomes 257.
 // CHECK-LABEL: func.func @small_gradients
 // CHECK: rt.kernel "reduce_rows" ins(%{{.*}} : memref<256x32xbf16>) outs(%{{.*}} : memref<32xf32>) consts [256, 32, 2, 257]
-// CHECK: rt.kernel "layernorm_bwd" {{.*}} outs(%{{.*}}, %{{.*}}, %{{.*}} : memref<256x32xbf16>, memref<32xf32>, memref<32xf32>) consts [256, 32, 2, 2, 2, 257, 257]
-// CHECK: rt.kernel "layernorm_bwd_amax" {{.*}} outs(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<256x32xbf16>, memref<32xf32>, memref<32xbf16>, memref<f32>) consts [256, 32, 2, 2, 2, 257, 2]
+// CHECK: rt.kernel "layernorm_bwd" {{.*}} outs(%{{.*}}, %{{.*}}, %{{.*}} : memref<256x32xbf16>, memref<32xf32>, memref<32xf32>) consts [256, 32, 2, 2, 2, 257, 257]{{$}}
+// CHECK: rt.kernel "layernorm_bwd" {{.*}} outs(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<256x32xbf16>, memref<32xf32>, memref<32xbf16>, memref<f32>) consts [256, 32, 2, 2, 2, 257, 2, {cols = 32 : i64, out_dtype = 2 : i64, rows = 256 : i64}]{{$}}
 // CHECK: rt.kernel "accumulate" ins(%{{.*}} : memref<32xbf16>) outs(%{{.*}} : memref<32xf32>) consts [16, 2]
-// CHECK: rt.kernel "layernorm_bwd_add_cast" {{.*}} outs(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<256x32xbf16>, memref<32xf32>, memref<32xf32>, memref<f32>, memref<256x32xf8E5M2>) consts [256, 32, 2, 2, 2, 257, 257, 2, 2, 256, 32, 2, 1, 0, -1]
+// CHECK: rt.kernel "layernorm_bwd_add" {{.*}} outs(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<256x32xbf16>, memref<32xf32>, memref<32xf32>, memref<f32>, memref<256x32xf8E5M2>) consts [256, 32, 2, 2, 2, 257, 257, 2, 2, {cols = 32 : i64, format = 1 : i64, out_dtype = 2 : i64, rows = 256 : i64, stat_slot = -1 : i64, transpose = 0 : i64}]{{$}}
 // CHECK: rt.kernel "quantize_fp8_dual_bgrad" {{.*}} outs(%{{.*}}, %{{.*}}, %{{.*}} : memref<256x32xf8E5M2>, memref<32x256xf8E5M2>, memref<32xf32>) consts [256, 32, 1, -1, -1, 2, 257]
 // CHECK-NOT: "accumulate"
 rt.arena @grads grads size = 1024
@@ -136,7 +136,7 @@ func.func @small_gradients() {
   %dw3 = rt.alloc : memref<32xbf16>
   %db3 = rt.alloc : memref<32xbf16>
   %m = rt.alloc : memref<f32>
-  rt.kernel "layernorm_bwd_amax" ins(%dy, %x, %w, %mean, %rstd : memref<256x32xbf16>, memref<256x32xbf16>, memref<32xf32>, memref<256xf32>, memref<256xf32>) outs(%dx, %dw3, %db3, %m : memref<256x32xbf16>, memref<32xbf16>, memref<32xbf16>, memref<f32>) consts [256, 32, 2, 2, 2, 2, 2]
+  rt.kernel "layernorm_bwd" ins(%dy, %x, %w, %mean, %rstd : memref<256x32xbf16>, memref<256x32xbf16>, memref<32xf32>, memref<256xf32>, memref<256xf32>) outs(%dx, %dw3, %db3, %m : memref<256x32xbf16>, memref<32xbf16>, memref<32xbf16>, memref<f32>) consts [256, 32, 2, 2, 2, 2, 2, {rows = 256, cols = 32, out_dtype = 2}]
   %g3 = rt.view @grads[384] : memref<32xf32>
   rt.kernel "accumulate" ins(%dw3 : memref<32xbf16>) outs(%g3 : memref<32xf32>) consts [32, 2]
   %g4 = rt.view @grads[512] : memref<32xf32>
@@ -147,7 +147,7 @@ func.func @small_gradients() {
   %sum = rt.alloc : memref<256x32xbf16>
   %dw6 = rt.alloc : memref<32xbf16>
   %db6 = rt.alloc : memref<32xbf16>
-  rt.kernel "layernorm_bwd_add_cast" ins(%dy, %x, %w, %mean, %rstd, %dy, %s : memref<256x32xbf16>, memref<256x32xbf16>, memref<32xf32>, memref<256xf32>, memref<256xf32>, memref<256x32xbf16>, memref<f32>) outs(%sum, %dw6, %db6, %m, %q : memref<256x32xbf16>, memref<32xbf16>, memref<32xbf16>, memref<f32>, memref<256x32xf8E5M2>) consts [256, 32, 2, 2, 2, 2, 2, 2, 2, 256, 32, 2, 1, 0, -1]
+  rt.kernel "layernorm_bwd_add" ins(%dy, %x, %w, %mean, %rstd, %dy, %s : memref<256x32xbf16>, memref<256x32xbf16>, memref<32xf32>, memref<256xf32>, memref<256xf32>, memref<256x32xbf16>, memref<f32>) outs(%sum, %dw6, %db6, %m, %q : memref<256x32xbf16>, memref<32xbf16>, memref<32xbf16>, memref<f32>, memref<256x32xf8E5M2>) consts [256, 32, 2, 2, 2, 2, 2, 2, 2, {rows = 256, cols = 32, out_dtype = 2, format = 1, transpose = 0, stat_slot = -1}]
   %g6 = rt.view @grads[768] : memref<32xf32>
   rt.kernel "accumulate" ins(%dw6 : memref<32xbf16>) outs(%g6 : memref<32xf32>) consts [32, 2]
   %g7 = rt.view @grads[896] : memref<32xf32>

@@ -3,15 +3,15 @@
 // The attention output under delayed scaling: its cast's scale is made
 // from the history after the attention (as rt-bufferize emits it), with
 // the history's update in between. The scale kernel moves in front of the
-// attention, which becomes attention_fwd_packed_cast: the scale one more
-// input, the codes one more output, the epilogue's constants (rows x cols
-// of the output, its dtype, the format, not transposed, the statistics
-// slot) after the attention's; the GEMM still reads the scale.
+// attention, whose epilogue (it took only the amax, rows x cols of the
+// output and its dtype) gains the cast: the scale one more input, the
+// codes (q) one more output, the descriptor's format, transpose 0 and the
+// statistics slot; the GEMM still reads the scale.
 rt.arena @fp8_state fp8_state size = 256
 // CHECK-LABEL: func.func @attention
 // CHECK: rt.kernel "fp8_state_scale" ins(%{{.*}} : memref<16xf32>) outs(%[[S:.*]] : memref<f32>)
 // CHECK: %[[Q:.*]] = rt.alloc : memref<2x8x64xf8E4M3FN>
-// CHECK-NEXT: rt.kernel "attention_fwd_packed_cast" ins(%{{.*}}, %[[S]] : memref<2x8x192xbf16>, memref<f32>) outs(%{{.*}}, %{{.*}}, %[[M:.*]], %[[Q]] : memref<2x8x64xbf16>, memref<2x4x8xf32>, memref<f32>, memref<2x8x64xf8E4M3FN>) consts [2, 8, 64, 4, 1, 2, 16, 64, 2, 0, 0, 5] {rt.fp8_stat = {gemm = "forward", layer = "h.0.attn.proj", operand = "a", slot = 5 : i64}}
+// CHECK-NEXT: rt.kernel "attention_fwd_packed" ins(%{{.*}}, %[[S]] : memref<2x8x192xbf16>, memref<f32>) outs(%{{.*}}, %{{.*}}, %[[M:.*]], %[[Q]] : memref<2x8x64xbf16>, memref<2x4x8xf32>, memref<f32>, memref<2x8x64xf8E4M3FN>) consts [2, 8, 64, 4, 1, 2, {cols = 64 : i64, format = 0 : i64, out_dtype = 2 : i64, rows = 16 : i64, stat_slot = 5 : i64, transpose = 0 : i64}] {rt.fp8_stat = {gemm = "forward", layer = "h.0.attn.proj", operand = "a", slot = 5 : i64}}
 // CHECK: rt.kernel "fp8_state_update" ins(%[[M]]
 // CHECK-NOT: quantize_fp8
 // CHECK: rt.kernel "scaled_matmul" ins(%[[Q]], %{{.*}}, %[[S]], %{{.*}} :
@@ -20,7 +20,7 @@ func.func @attention() {
   %o = rt.alloc : memref<2x8x64xbf16>
   %lse = rt.alloc : memref<2x4x8xf32>
   %m = rt.alloc : memref<f32>
-  rt.kernel "attention_fwd_packed_amax" ins(%qkv : memref<2x8x192xbf16>) outs(%o, %lse, %m : memref<2x8x64xbf16>, memref<2x4x8xf32>, memref<f32>) consts [2, 8, 64, 4, 1, 2]
+  rt.kernel "attention_fwd_packed" ins(%qkv : memref<2x8x192xbf16>) outs(%o, %lse, %m : memref<2x8x64xbf16>, memref<2x4x8xf32>, memref<f32>) consts [2, 8, 64, 4, 1, 2, {rows = 16, cols = 64, out_dtype = 2}]
   %s = rt.alloc : memref<f32>
   %h = rt.view @fp8_state[0] : memref<16xf32>
   rt.kernel "fp8_state_scale" ins(%h : memref<16xf32>) outs(%s : memref<f32>) consts [16, 4.480000e+02, 0, 0, 9.9999999999999998E-13, 0]
@@ -43,24 +43,24 @@ func.func @attention() {
 // cast (@read_first); a cast of part of the output (@part).
 rt.arena @fp8_state fp8_state size = 256
 // CHECK-LABEL: func.func @current
-// CHECK: rt.kernel "attention_fwd_packed_amax"
+// CHECK: rt.kernel "attention_fwd_packed" ins(%{{.*}} : memref<2x8x192xbf16>) outs(%{{.*}}, %{{.*}}, %{{.*}} : memref<2x8x64xbf16>, memref<2x4x8xf32>, memref<f32>) consts [2, 8, 64, 4, 1, 2, {cols = 64 : i64, out_dtype = 2 : i64, rows = 16 : i64}]{{$}}
 // CHECK: rt.kernel "quantize_fp8"
 // CHECK-LABEL: func.func @history_written
-// CHECK: rt.kernel "attention_fwd_packed_amax"
+// CHECK: rt.kernel "attention_fwd_packed" ins(%{{.*}} : memref<2x8x192xbf16>) outs(%{{.*}}, %{{.*}}, %{{.*}} : memref<2x8x64xbf16>, memref<2x4x8xf32>, memref<f32>) consts [2, 8, 64, 4, 1, 2, {cols = 64 : i64, out_dtype = 2 : i64, rows = 16 : i64}]{{$}}
 // CHECK: rt.kernel "quantize_fp8"
 // CHECK-LABEL: func.func @read_first
-// CHECK: rt.kernel "attention_fwd_packed_amax"
+// CHECK: rt.kernel "attention_fwd_packed" ins(%{{.*}} : memref<2x8x192xbf16>) outs(%{{.*}}, %{{.*}}, %{{.*}} : memref<2x8x64xbf16>, memref<2x4x8xf32>, memref<f32>) consts [2, 8, 64, 4, 1, 2, {cols = 64 : i64, out_dtype = 2 : i64, rows = 16 : i64}]{{$}}
 // CHECK: rt.kernel "quantize_fp8"
 // CHECK-LABEL: func.func @part
-// CHECK: rt.kernel "attention_fwd_packed_amax"
+// CHECK: rt.kernel "attention_fwd_packed" ins(%{{.*}} : memref<2x8x192xbf16>) outs(%{{.*}}, %{{.*}}, %{{.*}} : memref<2x8x64xbf16>, memref<2x4x8xf32>, memref<f32>) consts [2, 8, 64, 4, 1, 2, {cols = 64 : i64, out_dtype = 2 : i64, rows = 16 : i64}]{{$}}
 // CHECK: rt.kernel "quantize_fp8"
-// CHECK-NOT: attention_fwd_packed_cast
+// CHECK-NOT: format =
 func.func @current() {
   %qkv = rt.alloc : memref<2x8x192xbf16>
   %o = rt.alloc : memref<2x8x64xbf16>
   %lse = rt.alloc : memref<2x4x8xf32>
   %m = rt.alloc : memref<f32>
-  rt.kernel "attention_fwd_packed_amax" ins(%qkv : memref<2x8x192xbf16>) outs(%o, %lse, %m : memref<2x8x64xbf16>, memref<2x4x8xf32>, memref<f32>) consts [2, 8, 64, 4, 1, 2]
+  rt.kernel "attention_fwd_packed" ins(%qkv : memref<2x8x192xbf16>) outs(%o, %lse, %m : memref<2x8x64xbf16>, memref<2x4x8xf32>, memref<f32>) consts [2, 8, 64, 4, 1, 2, {rows = 16, cols = 64, out_dtype = 2}]
   %s = rt.alloc : memref<f32>
   rt.kernel "scale_from_amax" ins(%m : memref<f32>) outs(%s : memref<f32>) consts [4.480000e+02, 0, 0, 9.9999999999999998E-13]
   %q = rt.alloc : memref<2x8x64xf8E4M3FN>
@@ -72,7 +72,7 @@ func.func @history_written() {
   %o = rt.alloc : memref<2x8x64xbf16>
   %lse = rt.alloc : memref<2x4x8xf32>
   %m = rt.alloc : memref<f32>
-  rt.kernel "attention_fwd_packed_amax" ins(%qkv : memref<2x8x192xbf16>) outs(%o, %lse, %m : memref<2x8x64xbf16>, memref<2x4x8xf32>, memref<f32>) consts [2, 8, 64, 4, 1, 2]
+  rt.kernel "attention_fwd_packed" ins(%qkv : memref<2x8x192xbf16>) outs(%o, %lse, %m : memref<2x8x64xbf16>, memref<2x4x8xf32>, memref<f32>) consts [2, 8, 64, 4, 1, 2, {rows = 16, cols = 64, out_dtype = 2}]
   %h2 = rt.view @fp8_state[0] : memref<16xf32>
   rt.kernel "fp8_state_update" ins(%m : memref<f32>) outs(%h2 : memref<16xf32>) consts [16]
   %s = rt.alloc : memref<f32>
@@ -87,7 +87,7 @@ func.func @read_first() {
   %o = rt.alloc : memref<2x8x64xbf16>
   %lse = rt.alloc : memref<2x4x8xf32>
   %m = rt.alloc : memref<f32>
-  rt.kernel "attention_fwd_packed_amax" ins(%qkv : memref<2x8x192xbf16>) outs(%o, %lse, %m : memref<2x8x64xbf16>, memref<2x4x8xf32>, memref<f32>) consts [2, 8, 64, 4, 1, 2]
+  rt.kernel "attention_fwd_packed" ins(%qkv : memref<2x8x192xbf16>) outs(%o, %lse, %m : memref<2x8x64xbf16>, memref<2x4x8xf32>, memref<f32>) consts [2, 8, 64, 4, 1, 2, {rows = 16, cols = 64, out_dtype = 2}]
   %s = rt.alloc : memref<f32>
   %h = rt.view @fp8_state[0] : memref<16xf32>
   rt.kernel "fp8_state_scale" ins(%h : memref<16xf32>) outs(%s : memref<f32>) consts [16, 4.480000e+02, 0, 0, 9.9999999999999998E-13, 0]
@@ -102,7 +102,7 @@ func.func @part() {
   %o = rt.alloc : memref<2x8x64xbf16>
   %lse = rt.alloc : memref<2x4x8xf32>
   %m = rt.alloc : memref<f32>
-  rt.kernel "attention_fwd_packed_amax" ins(%qkv : memref<2x8x192xbf16>) outs(%o, %lse, %m : memref<2x8x64xbf16>, memref<2x4x8xf32>, memref<f32>) consts [2, 8, 64, 4, 1, 2]
+  rt.kernel "attention_fwd_packed" ins(%qkv : memref<2x8x192xbf16>) outs(%o, %lse, %m : memref<2x8x64xbf16>, memref<2x4x8xf32>, memref<f32>) consts [2, 8, 64, 4, 1, 2, {rows = 16, cols = 64, out_dtype = 2}]
   %s = rt.alloc : memref<f32>
   %h = rt.view @fp8_state[0] : memref<16xf32>
   rt.kernel "fp8_state_scale" ins(%h : memref<16xf32>) outs(%s : memref<f32>) consts [16, 4.480000e+02, 0, 0, 9.9999999999999998E-13, 0]

@@ -173,10 +173,11 @@ func.func @late_split() {
 // -----
 
 // An amax of the whole attention output (the projection's FP8 input),
-// through a reshape: the packed forward takes it; its buffer moves up.
+// through a reshape: the packed forward's epilogue takes it (the output
+// as rows x width, its dtype); its buffer moves up.
 // CHECK-LABEL: func.func @packed_amax
 // CHECK: %[[M:.*]] = rt.alloc : memref<f32>
-// CHECK-NEXT: rt.kernel "attention_fwd_packed_amax" ins(%{{.*}} : memref<2x8x96xbf16>) outs(%{{.*}}, %{{.*}}, %[[M]] : memref<2x8x32xbf16>, memref<2x4x8xf32>, memref<f32>) consts [2, 8, 32, 4, 1, 2]
+// CHECK-NEXT: rt.kernel "attention_fwd_packed" ins(%{{.*}} : memref<2x8x96xbf16>) outs(%{{.*}}, %{{.*}}, %[[M]] : memref<2x8x32xbf16>, memref<2x4x8xf32>, memref<f32>) consts [2, 8, 32, 4, 1, 2, {cols = 32 : i64, out_dtype = 2 : i64, rows = 16 : i64}]{{$}}
 // CHECK-NOT: rt.kernel "amax"
 // CHECK: rt.kernel "scale_from_amax" ins(%[[M]]
 func.func @packed_amax() {
@@ -203,15 +204,16 @@ func.func @packed_amax() {
 // -----
 
 // An amax of the whole packed gradient (the qkv GEMM's FP8 output
-// gradient) after the concats: the packed backward takes it; one after a
-// write of the gradient does not join.
+// gradient) after the concats: the packed backward's epilogue takes it
+// (dqkv as rows x 3 width, its dtype); one after a write of the gradient
+// does not join.
 // CHECK-LABEL: func.func @packed_bwd_amax
-// CHECK: rt.kernel "attention_fwd_packed" ins
+// CHECK: rt.kernel "attention_fwd_packed" ins({{.*}}) consts [2, 8, 32, 4, 1, 2]{{$}}
 // CHECK: %[[M:.*]] = rt.alloc : memref<f32>
-// CHECK: rt.kernel "attention_bwd_packed_amax" ins(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<2x8x32xbf16>, memref<2x8x96xbf16>, memref<2x8x32xbf16>, memref<2x4x8xf32>) outs(%[[DQKV:.*]], %[[M]] : memref<2x8x96xbf16>, memref<f32>) consts [2, 8, 32, 4, 1, 2]
+// CHECK: rt.kernel "attention_bwd_packed" ins(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<2x8x32xbf16>, memref<2x8x96xbf16>, memref<2x8x32xbf16>, memref<2x4x8xf32>) outs(%[[DQKV:.*]], %[[M]] : memref<2x8x96xbf16>, memref<f32>) consts [2, 8, 32, 4, 1, 2, {cols = 96 : i64, out_dtype = 2 : i64, rows = 16 : i64}]{{$}}
 // CHECK-NOT: rt.kernel "amax"
 // CHECK: rt.kernel "scale_from_amax" ins(%[[M]]
-// CHECK: rt.kernel "attention_bwd_packed" ins
+// CHECK: rt.kernel "attention_bwd_packed" ins({{.*}}) outs(%{{.*}} : memref<2x8x96xbf16>) consts [2, 8, 32, 4, 1, 2]{{$}}
 // CHECK: rt.kernel "convert"
 // CHECK: rt.kernel "amax"
 func.func @packed_bwd_amax() {

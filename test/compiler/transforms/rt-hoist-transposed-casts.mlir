@@ -7,7 +7,7 @@
 // the activation dies there.
 rt.arena @fp8_state fp8_state size = 256
 // CHECK-LABEL: func.func @activation
-// CHECK: rt.kernel "gelu_fwd_cast"
+// CHECK: rt.kernel "gelu_fwd" ins(%{{.*}}, %{{.*}} : memref<2x16x64xbf16>, memref<f32>) outs(%{{.*}}, %{{.*}}, %{{.*}} : memref<2x16x64xbf16>, memref<f32>, memref<2x16x64xf8E4M3FN>)
 // CHECK-NEXT: rt.kernel "state_quantize_fp8_transposed" ins(%{{.*}}, %{{.*}} : memref<32x64xbf16>, memref<16xf32>) outs(%[[QT:.*]], %{{.*}} : memref<64x32xf8E4M3FN>, memref<f32>)
 // CHECK: rt.kernel "scaled_matmul" ins(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<2x16x64xf8E4M3FN>
 // CHECK: rt.kernel "scaled_matmul" ins(%[[QT]],
@@ -17,7 +17,7 @@ func.func @activation() {
   %x = rt.alloc : memref<2x16x64xbf16>
   %m = rt.alloc : memref<f32>
   %q = rt.alloc : memref<2x16x64xf8E4M3FN>
-  rt.kernel "gelu_fwd_cast" ins(%pre, %s : memref<2x16x64xbf16>, memref<f32>) outs(%x, %m, %q : memref<2x16x64xbf16>, memref<f32>, memref<2x16x64xf8E4M3FN>) consts [2048, 2, 2, 32, 64, 2, 0, 0, -1]
+  rt.kernel "gelu_fwd" ins(%pre, %s : memref<2x16x64xbf16>, memref<f32>) outs(%x, %m, %q : memref<2x16x64xbf16>, memref<f32>, memref<2x16x64xf8E4M3FN>) consts [2048, 2, 2, {rows = 32, cols = 64, out_dtype = 2, format = 0, transpose = 0, stat_slot = -1}]
   %w = rt.alloc : memref<48x64xf8E4M3FN>
   %y = rt.alloc : memref<2x16x48xbf16>
   rt.kernel "scaled_matmul" ins(%q, %w, %s, %s : memref<2x16x64xf8E4M3FN>, memref<48x64xf8E4M3FN>, memref<f32>, memref<f32>) outs(%y : memref<2x16x48xbf16>) consts [2, 16, 48, 64, 0, 1, 1024, 0, 768, 0, 0, 1, 2]

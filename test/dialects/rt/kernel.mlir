@@ -34,6 +34,25 @@ func.func @kernel_consts(%x: memref<8x16xf32>, %w: memref<16xf32>, %y: memref<8x
 
 // -----
 
+// Optional buffers (GPTRT_IN_OPT, GPTRT_OUT_OPT): one in the middle that the
+// call has none for is an rt.null, trailing ones may be left out. The
+// epilogue descriptor is a dictionary of i64 fields, printed sorted by name;
+// the fields it leaves out take their defaults (rt-to-llvm fills them in).
+// CHECK-LABEL: func.func @kernel_epilogue
+// CHECK:         %[[NULL:.*]] = rt.null : memref<0xbf16>
+// CHECK:         rt.kernel "gelu_fwd" ins(%arg0, %arg1 : memref<8x16xbf16>, memref<1xf32>) outs(%[[NULL]], %arg2, %arg3, %arg4 : memref<0xbf16>, memref<1xf32>, memref<8x16xf8E4M3FN>, memref<16x8xf8E4M3FN>) consts [128, 2, 2, {cols = 16 : i64, format = 0 : i64, out_dtype = 2 : i64, rows = 8 : i64, stat_slot = 3 : i64, stat_slot_t = 4 : i64}]{{$}}
+// CHECK:         rt.kernel "matmul" ins(%arg5, %arg5 : memref<16x16xf32>, memref<16x16xf32>) outs(%arg6, %arg2 : memref<16x16xf32>, memref<1xf32>) consts [1, 16, 16, 16, 0, 0, 0, 0, 0, {cols = 16 : i64, out_dtype = 1 : i64, rows = 16 : i64}]{{$}}
+// CHECK:         rt.kernel "gelu_bwd" ins(%arg0, %arg0, %arg1 : memref<8x16xbf16>, memref<8x16xbf16>, memref<1xf32>) outs(%[[NULL]], %arg2, %arg7, %arg8, %arg9 : memref<0xbf16>, memref<1xf32>, memref<8x16xf8E5M2>, memref<16x8xf8E5M2>, memref<16xf32>) consts [128, 2, 2, 2, {cols = 16 : i64, db_dtype = 257 : i64, format = 1 : i64, out_dtype = 2 : i64, rows = 8 : i64, stat_slot = 5 : i64, stat_slot_t = 6 : i64}]{{$}}
+func.func @kernel_epilogue(%x: memref<8x16xbf16>, %s: memref<1xf32>, %a: memref<1xf32>, %q: memref<8x16xf8E4M3FN>, %qt: memref<16x8xf8E4M3FN>, %m: memref<16x16xf32>, %c: memref<16x16xf32>, %q2: memref<8x16xf8E5M2>, %qt2: memref<16x8xf8E5M2>, %db: memref<16xf32>) {
+  %n = rt.null : memref<0xbf16>
+  rt.kernel "gelu_fwd" ins(%x, %s : memref<8x16xbf16>, memref<1xf32>) outs(%n, %a, %q, %qt : memref<0xbf16>, memref<1xf32>, memref<8x16xf8E4M3FN>, memref<16x8xf8E4M3FN>) consts [128, 2, 2, {rows = 8, cols = 16, out_dtype = 2, format = 0, stat_slot = 3, stat_slot_t = 4}]
+  rt.kernel "matmul" ins(%m, %m : memref<16x16xf32>, memref<16x16xf32>) outs(%c, %a : memref<16x16xf32>, memref<1xf32>) consts [1, 16, 16, 16, 0, 0, 0, 0, 0, {rows = 16, cols = 16, out_dtype = 1}]
+  rt.kernel "gelu_bwd" ins(%x, %x, %s : memref<8x16xbf16>, memref<8x16xbf16>, memref<1xf32>) outs(%n, %a, %q2, %qt2, %db : memref<0xbf16>, memref<1xf32>, memref<8x16xf8E5M2>, memref<16x8xf8E5M2>, memref<16xf32>) consts [128, 2, 2, 2, {rows = 8, cols = 16, out_dtype = 2, format = 1, stat_slot = 5, stat_slot_t = 6, db_dtype = 257}]
+  return
+}
+
+// -----
+
 func.func @unknown_kernel(%x: memref<4xf32>) {
   // expected-error @+1 {{calls unknown runtime kernel "gelu_forward": runtime/abi/gptrt_kernels.def has no row for it; fix the name, or add the kernel to the table and the runtime}}
   rt.kernel "gelu_forward" outs(%x : memref<4xf32>)
@@ -50,9 +69,180 @@ func.func @entry_not_kernel(%x: memref<4xf32>) {
 
 // -----
 
+// Too few buffers: the missing one (b) is required; only those after it
+// (scale) may be left out.
 func.func @too_few_inputs(%x: memref<8x16xf32>, %w: memref<16xf32>, %y: memref<8x16xf32>, %m: memref<8xf32>) {
-  // expected-error @+1 {{kernel "layernorm_fwd" takes 3 input buffers (x, w, b), got 2; the kernel table runtime/abi/gptrt_kernels.def is the reference}}
+  // expected-error @+1 {{kernel "layernorm_fwd" takes 3 to 4 input buffers (x, w, b, scale; those after the first 3 are optional), got 2; the kernel table runtime/abi/gptrt_kernels.def is the reference}}
   rt.kernel "layernorm_fwd" ins(%x, %w : memref<8x16xf32>, memref<16xf32>) outs(%y, %m, %m : memref<8x16xf32>, memref<8xf32>, memref<8xf32>) consts [8, 16, 1.0e-5 : f64, 1, 1]
+  return
+}
+
+// -----
+
+func.func @too_few_outputs(%x: memref<8x16xf32>, %w: memref<16xf32>, %y: memref<8x16xf32>, %m: memref<8xf32>) {
+  // expected-error @+1 {{kernel "layernorm_fwd" takes 3 to 6 output buffers (out, mean, rstd, amax, q, q_t; those after the first 3 are optional), got 2; the kernel table runtime/abi/gptrt_kernels.def is the reference}}
+  rt.kernel "layernorm_fwd" ins(%x, %w, %w : memref<8x16xf32>, memref<16xf32>, memref<16xf32>) outs(%y, %m : memref<8x16xf32>, memref<8xf32>) consts [8, 16, 1.0e-5 : f64, 1, 1]
+  return
+}
+
+// -----
+
+// rt.null only stands for an optional buffer.
+func.func @null_required_input(%y: memref<4xbf16>) {
+  %n = rt.null : memref<0xbf16>
+  // expected-error @+1 {{input 0 ('x') of kernel "gelu_fwd" is required, got rt.null; only the table's optional buffers (GPTRT_IN_OPT, GPTRT_OUT_OPT) may be left empty}}
+  rt.kernel "gelu_fwd" ins(%n : memref<0xbf16>) outs(%y : memref<4xbf16>) consts [4, 2, 2]
+  return
+}
+
+// -----
+
+func.func @null_required_output(%x: memref<8x16xf32>, %w: memref<16xf32>, %y: memref<8x16xf32>, %m: memref<8xf32>) {
+  %n = rt.null : memref<0xf32>
+  // expected-error @+1 {{output 1 ('mean') of kernel "layernorm_fwd" is required, got rt.null; only the table's optional buffers (GPTRT_IN_OPT, GPTRT_OUT_OPT) may be left empty}}
+  rt.kernel "layernorm_fwd" ins(%x, %w, %w : memref<8x16xf32>, memref<16xf32>, memref<16xf32>) outs(%y, %n, %m : memref<8x16xf32>, memref<0xf32>, memref<8xf32>) consts [8, 16, 1.0e-5 : f64, 1, 1]
+  return
+}
+
+// -----
+
+func.func @descriptor_not_dictionary(%x: memref<4xbf16>, %y: memref<4xbf16>, %a: memref<1xf32>) {
+  // expected-error @+1 {{constant 3 ('epilogue') of kernel "gelu_fwd" must be a dictionary of gptrt_epilogue's fields (rows, cols, out_dtype, format, transpose, stat_slot, stat_slot_t, db_dtype), got 4 : i64}}
+  rt.kernel "gelu_fwd" ins(%x : memref<4xbf16>) outs(%y, %a : memref<4xbf16>, memref<1xf32>) consts [4, 2, 2, 4]
+  return
+}
+
+// -----
+
+func.func @descriptor_unknown_field(%x: memref<4xbf16>, %y: memref<4xbf16>, %a: memref<1xf32>) {
+  // expected-error @+1 {{constant 3 ('epilogue') of kernel "gelu_fwd" sets 'width', which gptrt_epilogue does not have; its fields: rows, cols, out_dtype, format, transpose, stat_slot, stat_slot_t, db_dtype}}
+  rt.kernel "gelu_fwd" ins(%x : memref<4xbf16>) outs(%y, %a : memref<4xbf16>, memref<1xf32>) consts [4, 2, 2, {rows = 1, width = 4}]
+  return
+}
+
+// -----
+
+func.func @descriptor_field_not_i64(%x: memref<4xbf16>, %y: memref<4xbf16>, %a: memref<1xf32>) {
+  // expected-error @+1 {{field 'cols' of constant 3 ('epilogue') of kernel "gelu_fwd" must be an i64, got 4 : i32}}
+  rt.kernel "gelu_fwd" ins(%x : memref<4xbf16>) outs(%y, %a : memref<4xbf16>, memref<1xf32>) consts [4, 2, 2, {rows = 1, cols = 4 : i32}]
+  return
+}
+
+// -----
+
+// The epilogue's buffers say what it does: amax comes with the descriptor.
+func.func @amax_without_descriptor(%x: memref<4xbf16>, %y: memref<4xbf16>, %a: memref<1xf32>) {
+  // expected-error @+1 {{kernel "gelu_fwd": an amax buffer without an epilogue descriptor (see the epilogue descriptor in runtime/abi/gptrt_kernels.def)}}
+  rt.kernel "gelu_fwd" ins(%x : memref<4xbf16>) outs(%y, %a : memref<4xbf16>, memref<1xf32>) consts [4, 2, 2]
+  return
+}
+
+// -----
+
+func.func @descriptor_without_amax(%x: memref<4xbf16>, %y: memref<4xbf16>) {
+  // expected-error @+1 {{kernel "gelu_fwd": an epilogue descriptor without its amax buffer (see the epilogue descriptor in runtime/abi/gptrt_kernels.def)}}
+  rt.kernel "gelu_fwd" ins(%x : memref<4xbf16>) outs(%y : memref<4xbf16>) consts [4, 2, 2, {rows = 1, cols = 4, out_dtype = 2}]
+  return
+}
+
+// -----
+
+func.func @scale_without_q(%x: memref<4xbf16>, %s: memref<1xf32>, %y: memref<4xbf16>, %a: memref<1xf32>) {
+  // expected-error @+1 {{kernel "gelu_fwd": the epilogue's cast needs both scale and q (see the epilogue descriptor in runtime/abi/gptrt_kernels.def)}}
+  rt.kernel "gelu_fwd" ins(%x, %s : memref<4xbf16>, memref<1xf32>) outs(%y, %a : memref<4xbf16>, memref<1xf32>) consts [4, 2, 2, {rows = 1, cols = 4, out_dtype = 2}]
+  return
+}
+
+// -----
+
+func.func @q_without_scale(%x: memref<4xbf16>, %y: memref<4xbf16>, %a: memref<1xf32>, %q: memref<4xf8E4M3FN>) {
+  %n = rt.null : memref<0xf32>
+  // expected-error @+1 {{kernel "gelu_fwd": the epilogue's cast needs both scale and q (see the epilogue descriptor in runtime/abi/gptrt_kernels.def)}}
+  rt.kernel "gelu_fwd" ins(%x, %n : memref<4xbf16>, memref<0xf32>) outs(%y, %a, %q : memref<4xbf16>, memref<1xf32>, memref<4xf8E4M3FN>) consts [4, 2, 2, {rows = 1, cols = 4, out_dtype = 2}]
+  return
+}
+
+// -----
+
+func.func @q_t_without_q(%x: memref<4xbf16>, %a: memref<1xf32>, %qt: memref<4xf8E4M3FN>) {
+  %n = rt.null : memref<0xbf16>
+  %nq = rt.null : memref<0xf8E4M3FN>
+  // expected-error @+1 {{kernel "gelu_fwd": q_t without q (see the epilogue descriptor in runtime/abi/gptrt_kernels.def)}}
+  rt.kernel "gelu_fwd" ins(%x : memref<4xbf16>) outs(%n, %a, %nq, %qt : memref<0xbf16>, memref<1xf32>, memref<0xf8E4M3FN>, memref<4xf8E4M3FN>) consts [4, 2, 2, {rows = 1, cols = 4, out_dtype = 2}]
+  return
+}
+
+// -----
+
+func.func @db_without_q_t(%dout: memref<8x16xbf16>, %x: memref<8x16xbf16>, %s: memref<1xf32>, %dx: memref<8x16xbf16>, %a: memref<1xf32>, %q: memref<8x16xf8E5M2>, %db: memref<16xf32>) {
+  %nqt = rt.null : memref<0xf8E5M2>
+  // expected-error @+1 {{kernel "gelu_bwd": db without q_t (see the epilogue descriptor in runtime/abi/gptrt_kernels.def)}}
+  rt.kernel "gelu_bwd" ins(%dout, %x, %s : memref<8x16xbf16>, memref<8x16xbf16>, memref<1xf32>) outs(%dx, %a, %q, %nqt, %db : memref<8x16xbf16>, memref<1xf32>, memref<8x16xf8E5M2>, memref<0xf8E5M2>, memref<16xf32>) consts [128, 2, 2, 2, {rows = 8, cols = 16, out_dtype = 2, format = 1, db_dtype = 1}]
+  return
+}
+
+// -----
+
+// The dual cast (q_t) does not store the producer's own output: it is
+// rt.null exactly then.
+func.func @dual_cast_stores_output(%x: memref<8x16xbf16>, %s: memref<1xf32>, %y: memref<8x16xbf16>, %a: memref<1xf32>, %q: memref<8x16xf8E4M3FN>, %qt: memref<16x8xf8E4M3FN>) {
+  // expected-error @+1 {{kernel "gelu_fwd": its output 'out' must be rt.null with q_t (the dual cast does not store it) (see the epilogue descriptor in runtime/abi/gptrt_kernels.def)}}
+  rt.kernel "gelu_fwd" ins(%x, %s : memref<8x16xbf16>, memref<1xf32>) outs(%y, %a, %q, %qt : memref<8x16xbf16>, memref<1xf32>, memref<8x16xf8E4M3FN>, memref<16x8xf8E4M3FN>) consts [128, 2, 2, {rows = 8, cols = 16, out_dtype = 2}]
+  return
+}
+
+// -----
+
+func.func @dual_cast_output_in_dx(%dout: memref<8x16xbf16>, %x: memref<8x16xbf16>, %s: memref<1xf32>, %dx: memref<8x16xbf16>, %a: memref<1xf32>, %q: memref<8x16xf8E5M2>, %qt: memref<16x8xf8E5M2>) {
+  // expected-error @+1 {{kernel "gelu_bwd": its output 'dx' must be rt.null with q_t (the dual cast does not store it) (see the epilogue descriptor in runtime/abi/gptrt_kernels.def)}}
+  rt.kernel "gelu_bwd" ins(%dout, %x, %s : memref<8x16xbf16>, memref<8x16xbf16>, memref<1xf32>) outs(%dx, %a, %q, %qt : memref<8x16xbf16>, memref<1xf32>, memref<8x16xf8E5M2>, memref<16x8xf8E5M2>) consts [128, 2, 2, 2, {rows = 8, cols = 16, out_dtype = 2, format = 1}]
+  return
+}
+
+// -----
+
+func.func @output_missing_without_q_t(%x: memref<4xbf16>, %a: memref<1xf32>) {
+  %n = rt.null : memref<0xbf16>
+  // expected-error @+1 {{kernel "gelu_fwd": its output 'out' is missing, which only the dual cast (q_t) allows (see the epilogue descriptor in runtime/abi/gptrt_kernels.def)}}
+  rt.kernel "gelu_fwd" ins(%x : memref<4xbf16>) outs(%n, %a : memref<0xbf16>, memref<1xf32>) consts [4, 2, 2, {rows = 1, cols = 4, out_dtype = 2}]
+  return
+}
+
+// -----
+
+// The same when the output is left out of layernorm_fwd's outs: the call
+// that leaves out everything after it (mean, rstd) is refused already.
+func.func @layernorm_output_missing(%x: memref<8x16xf32>, %w: memref<16xf32>, %m: memref<8xf32>, %a: memref<1xf32>) {
+  %n = rt.null : memref<0xbf16>
+  // expected-error @+1 {{kernel "layernorm_fwd": its output 'out' is missing, which only the dual cast (q_t) allows (see the epilogue descriptor in runtime/abi/gptrt_kernels.def)}}
+  rt.kernel "layernorm_fwd" ins(%x, %w, %w : memref<8x16xf32>, memref<16xf32>, memref<16xf32>) outs(%n, %m, %m, %a : memref<0xbf16>, memref<8xf32>, memref<8xf32>, memref<1xf32>) consts [8, 16, 1.0e-5 : f64, 1, 2, {rows = 8, cols = 16, out_dtype = 2}]
+  return
+}
+
+// -----
+
+// The descriptor's `format` says what q holds, its `db_dtype` what a `void`
+// db holds, as the constants of the same names do.
+func.func @descriptor_format_contradicts_q(%x: memref<4xbf16>, %s: memref<1xf32>, %y: memref<4xbf16>, %a: memref<1xf32>, %q: memref<4xf8E5M2>) {
+  // expected-error @+1 {{field 'format' of constant 3 ('epilogue') of kernel "gelu_fwd" says q holds 'f8E4M3FN', but it is 'memref<4xf8E5M2>'}}
+  rt.kernel "gelu_fwd" ins(%x, %s : memref<4xbf16>, memref<1xf32>) outs(%y, %a, %q : memref<4xbf16>, memref<1xf32>, memref<4xf8E5M2>) consts [4, 2, 2, {rows = 1, cols = 4, out_dtype = 2, format = 0}]
+  return
+}
+
+// -----
+
+func.func @descriptor_format_not_a_format(%x: memref<4xbf16>, %s: memref<1xf32>, %y: memref<4xbf16>, %a: memref<1xf32>, %q: memref<4xf8E5M2>) {
+  // expected-error @+1 {{field 'format' of constant 3 ('epilogue') of kernel "gelu_fwd" is 2, expected an FP8 format: 0 (E4M3) or 1 (E5M2)}}
+  rt.kernel "gelu_fwd" ins(%x, %s : memref<4xbf16>, memref<1xf32>) outs(%y, %a, %q : memref<4xbf16>, memref<1xf32>, memref<4xf8E5M2>) consts [4, 2, 2, {rows = 1, cols = 4, out_dtype = 2, format = 2}]
+  return
+}
+
+// -----
+
+func.func @descriptor_db_dtype_contradicts_db(%dout: memref<8x16xbf16>, %x: memref<8x16xbf16>, %s: memref<1xf32>, %a: memref<1xf32>, %q: memref<8x16xf8E5M2>, %qt: memref<16x8xf8E5M2>, %db: memref<16xbf16>) {
+  %n = rt.null : memref<0xbf16>
+  // expected-error @+1 {{field 'db_dtype' of constant 4 ('epilogue') of kernel "gelu_bwd" says db holds 'f32', but it is 'memref<16xbf16>'}}
+  rt.kernel "gelu_bwd" ins(%dout, %x, %s : memref<8x16xbf16>, memref<8x16xbf16>, memref<1xf32>) outs(%n, %a, %q, %qt, %db : memref<0xbf16>, memref<1xf32>, memref<8x16xf8E5M2>, memref<16x8xf8E5M2>, memref<16xbf16>) consts [128, 2, 2, 2, {rows = 8, cols = 16, out_dtype = 2, format = 1, db_dtype = 257}]
   return
 }
 
@@ -67,7 +257,7 @@ func.func @too_many_outputs(%x: memref<4xf32>, %y: memref<4xf32>) {
 // -----
 
 func.func @missing_constant(%x: memref<4xbf16>, %y: memref<4xbf16>) {
-  // expected-error @+1 {{kernel "gelu_fwd" takes 3 constants (n, x_dtype, out_dtype), got 2; the kernel table runtime/abi/gptrt_kernels.def is the reference}}
+  // expected-error @+1 {{kernel "gelu_fwd" takes 4 constants (n, x_dtype, out_dtype, epilogue), the descriptor optional, got 2; the kernel table runtime/abi/gptrt_kernels.def is the reference}}
   rt.kernel "gelu_fwd" ins(%x : memref<4xbf16>) outs(%y : memref<4xbf16>) consts [4, 2]
   return
 }

@@ -5,6 +5,7 @@
 #include "runtime/core/Context.h"
 #include "runtime/cpu/Bf16.h"
 #include "runtime/cpu/Fp8.h"
+#include "test/unit/runtime/Epilogue.h"
 #include "test/unit/runtime/TestUtil.h"
 
 #include <gmock/gmock.h>
@@ -55,11 +56,11 @@ std::vector<uint16_t> bf16Codes(const std::vector<float> &x) {
 TEST_F(AbiFp8Test, ConvertRoundsToBf16AndBack) {
   std::vector<float> x = randomF(1001, 3, -50.0, 50.0);
   std::vector<uint16_t> bf(x.size(), 0xFFFF);
-  gptrt_convert(h, x.data(), bf.data(), x.size(), GPTRT_DTYPE_F32,
-                GPTRT_DTYPE_BF16);
+  gptrt_convert(h, x.data(), nullptr, bf.data(), nullptr, nullptr, x.size(),
+                GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16, nullptr);
   std::vector<float> back(x.size(), NAN);
-  gptrt_convert(h, bf.data(), back.data(), x.size(), GPTRT_DTYPE_BF16,
-                GPTRT_DTYPE_F32);
+  gptrt_convert(h, bf.data(), nullptr, back.data(), nullptr, nullptr, x.size(),
+                GPTRT_DTYPE_BF16, GPTRT_DTYPE_F32, nullptr);
   for (size_t i = 0; i < x.size(); ++i) {
     EXPECT_EQ(bf[i], cpu::floatToBf16(x[i])) << i;
     EXPECT_EQ(back[i], cpu::bf16ToFloat(bf[i])) << i;
@@ -70,7 +71,8 @@ TEST_F(AbiFp8Test, ConvertRoundsToBf16AndBack) {
 
 TEST_F(AbiFp8Test, ConvertRejectsOtherTypes) {
   float x = 1.0f, y = 0.0f;
-  gptrt_convert(h, &x, &y, 1, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32);
+  gptrt_convert(h, &x, nullptr, &y, nullptr, nullptr, 1, GPTRT_DTYPE_F32,
+                GPTRT_DTYPE_F32, nullptr);
   ASSERT_TRUE(ctx.failed());
   EXPECT_NE(ctx.error().find("expected f32 (1) <-> bf16 (2)"), std::string::npos)
       << ctx.error();
@@ -335,9 +337,10 @@ TEST_F(AbiFp8Test, ScaledMatmulIsTheProductOfDecodedValues) {
     b[i] = cpu::floatToE4M3(xb[i] * 16.0f);
   float sa = 8.0f, sb = 16.0f;
   std::vector<float> c = poisoned<float>(m * n);
-  gptrt_scaled_matmul(h, a.data(), b.data(), &sa, &sb, c.data(), 1, m, n, k, 0,
-                      1, 0, 0, 0, GPTRT_FP8_E5M2, GPTRT_FP8_E4M3, 0,
-                      GPTRT_DTYPE_F32);
+  gptrt_scaled_matmul(h, a.data(), b.data(), &sa, &sb, nullptr, c.data(),
+                      nullptr, nullptr, 1, m, n, k, 0, 1, 0, 0, 0,
+                      GPTRT_FP8_E5M2, GPTRT_FP8_E4M3, 0, GPTRT_DTYPE_F32,
+                      nullptr);
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
       double want = 0;
@@ -379,13 +382,15 @@ TEST_F(AbiFp8Test, Bf16InputsAndOutputsAreTheF32OnesBetweenConversions) {
   for (size_t i = 0; i < b.size(); ++i)
     b[i] = cpu::floatToE4M3(x[(i * 7) % x.size()] * scale);
   std::vector<float> c32((batch - 1) * strideC + m * n);
-  gptrt_scaled_matmul(h, a.data(), b.data(), &scale, &scale, c32.data(), batch,
-                      m, n, k, 0, 1, m * k, 0, strideC, GPTRT_FP8_E4M3,
-                      GPTRT_FP8_E4M3, 0, GPTRT_DTYPE_F32);
+  gptrt_scaled_matmul(h, a.data(), b.data(), &scale, &scale, nullptr,
+                      c32.data(), nullptr, nullptr, batch, m, n, k, 0, 1, m * k,
+                      0, strideC, GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 0,
+                      GPTRT_DTYPE_F32, nullptr);
   std::vector<uint16_t> c16(c32.size(), 0xBEEF);
-  gptrt_scaled_matmul(h, a.data(), b.data(), &scale, &scale, c16.data(), batch,
-                      m, n, k, 0, 1, m * k, 0, strideC, GPTRT_FP8_E4M3,
-                      GPTRT_FP8_E4M3, 0, GPTRT_DTYPE_BF16);
+  gptrt_scaled_matmul(h, a.data(), b.data(), &scale, &scale, nullptr,
+                      c16.data(), nullptr, nullptr, batch, m, n, k, 0, 1, m * k,
+                      0, strideC, GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 0,
+                      GPTRT_DTYPE_BF16, nullptr);
   for (int64_t p = 0; p < batch; ++p) {
     for (int64_t i = 0; i < m * n; ++i)
       EXPECT_EQ(c16[p * strideC + i], cpu::floatToBf16(c32[p * strideC + i]))
@@ -766,11 +771,12 @@ TEST_F(AbiFp8Test, ScaledMatmulBiasIsTheGemmThenTheBiasAdd) {
     const size_t bytes = count * (dtype == GPTRT_DTYPE_F32 ? 4 : 2);
     std::vector<unsigned char> product(bytes), want(bytes, 0xEE),
         got(bytes, 0xDD);
-    gptrt_scaled_matmul(h, a.data(), b.data(), &sa, &sb, product.data(), batch,
-                        m, n, k, 0, 1, m * k, 0, m * n, GPTRT_FP8_E4M3,
-                        GPTRT_FP8_E5M2, 1, dtype);
-    gptrt_add(h, product.data(), bias.data(), want.data(), batch * m, n, 1,
-              dtype, GPTRT_DTYPE_F32, dtype);
+    gptrt_scaled_matmul(h, a.data(), b.data(), &sa, &sb, nullptr,
+                        product.data(), nullptr, nullptr, batch, m, n, k, 0, 1,
+                        m * k, 0, m * n, GPTRT_FP8_E4M3, GPTRT_FP8_E5M2, 1,
+                        dtype, nullptr);
+    gptrt_add(h, product.data(), bias.data(), nullptr, want.data(), nullptr,
+              nullptr, batch * m, n, 1, dtype, GPTRT_DTYPE_F32, dtype, nullptr);
     gptrt_scaled_matmul_bias(h, a.data(), b.data(), &sa, &sb, bias.data(),
                              got.data(), batch, m, n, k, 0, 1, m * k, 0, m * n,
                              GPTRT_FP8_E4M3, GPTRT_FP8_E5M2, 1, dtype);
@@ -787,8 +793,9 @@ TEST_F(AbiFp8Test, ScaledMatmulBiasIsTheGemmThenTheBiasAdd) {
                                 colScales.data(), rowProduct.data(), batch, m,
                                 n, k, 0, 1, m * k, 0, m * n, GPTRT_FP8_E4M3,
                                 GPTRT_FP8_E5M2, 1, 1, 1, dtype);
-    gptrt_add(h, rowProduct.data(), bias.data(), rowWant.data(), batch * m, n,
-              1, dtype, GPTRT_DTYPE_F32, dtype);
+    gptrt_add(h, rowProduct.data(), bias.data(), nullptr, rowWant.data(),
+              nullptr, nullptr, batch * m, n, 1, dtype, GPTRT_DTYPE_F32, dtype,
+              nullptr);
     gptrt_scaled_matmul_rowwise_bias(
         h, a.data(), b.data(), rowScales.data(), colScales.data(), bias.data(),
         rowGot.data(), batch, m, n, k, 0, 1, m * k, 0, m * n, GPTRT_FP8_E4M3,
@@ -894,9 +901,10 @@ TEST_F(AbiFp8Test, AccumulatingFp8GemmsAddTheF32Result) {
   };
   float sa = 64.0f, sb = 32.0f;
   std::vector<float> product(count), c = grad;
-  gptrt_scaled_matmul(h, a.data(), b.data(), &sa, &sb, product.data(), batch, m,
-                      n, k, 0, 1, m * k, 0, m * n, GPTRT_FP8_E5M2,
-                      GPTRT_FP8_E4M3, 0, GPTRT_DTYPE_F32);
+  gptrt_scaled_matmul(h, a.data(), b.data(), &sa, &sb, nullptr, product.data(),
+                      nullptr, nullptr, batch, m, n, k, 0, 1, m * k, 0, m * n,
+                      GPTRT_FP8_E5M2, GPTRT_FP8_E4M3, 0, GPTRT_DTYPE_F32,
+                      nullptr);
   gptrt_scaled_matmul_accumulate(h, a.data(), b.data(), &sa, &sb, c.data(),
                                  batch, m, n, k, 0, 1, m * k, 0, m * n,
                                  GPTRT_FP8_E5M2, GPTRT_FP8_E4M3, 0);
@@ -987,16 +995,18 @@ TEST_F(AbiFp8Test, FastAccumulationIsAFlagTheCpuAccumulatesAlike) {
   std::vector<float> precise = poisoned<float>(m * n),
                      fast = poisoned<float>(m * n);
   for (auto [fastAccum, c] : {std::pair{0, &precise}, std::pair{1, &fast}})
-    gptrt_scaled_matmul(h, a.data(), b.data(), &sa, &sb, c->data(), 1, m, n, k,
-                        0, 1, 0, 0, 0, GPTRT_FP8_E4M3, GPTRT_FP8_E4M3,
-                        fastAccum, GPTRT_DTYPE_F32);
+    gptrt_scaled_matmul(h, a.data(), b.data(), &sa, &sb, nullptr, c->data(),
+                        nullptr, nullptr, 1, m, n, k, 0, 1, 0, 0, 0,
+                        GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, fastAccum,
+                        GPTRT_DTYPE_F32, nullptr);
   ASSERT_FALSE(ctx.failed()) << ctx.error();
   EXPECT_EQ(std::memcmp(precise.data(), fast.data(), m * n * sizeof(float)), 0);
   EXPECT_FALSE(std::isnan(fast[0]));
 
-  gptrt_scaled_matmul(h, a.data(), b.data(), &sa, &sb, fast.data(), 1, m, n, k,
-                      0, 1, 0, 0, 0, GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 2,
-                      GPTRT_DTYPE_F32);
+  gptrt_scaled_matmul(h, a.data(), b.data(), &sa, &sb, nullptr, fast.data(),
+                      nullptr, nullptr, 1, m, n, k, 0, 1, 0, 0, 0,
+                      GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 2, GPTRT_DTYPE_F32,
+                      nullptr);
   ASSERT_TRUE(ctx.failed());
   EXPECT_NE(ctx.error().find("fast_accum 2, expected 0 or 1"),
             std::string::npos)
@@ -1019,9 +1029,10 @@ TEST_F(AbiFp8Test, ScaledMatmulWritesOnlyItsBatchesElements) {
   const float sa = 32.0f, sb = 16.0f;
   const float sentinel = 1234.5f;
   std::vector<float> c((batch - 1) * strideC + m * n, sentinel);
-  gptrt_scaled_matmul(h, a.data(), b.data(), &sa, &sb, c.data(), batch, m, n, k,
-                      0, 1, m * k, 0, strideC, GPTRT_FP8_E4M3, GPTRT_FP8_E4M3,
-                      0, GPTRT_DTYPE_F32);
+  gptrt_scaled_matmul(h, a.data(), b.data(), &sa, &sb, nullptr, c.data(),
+                      nullptr, nullptr, batch, m, n, k, 0, 1, m * k, 0, strideC,
+                      GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 0, GPTRT_DTYPE_F32,
+                      nullptr);
   ASSERT_FALSE(ctx.failed()) << ctx.error();
   for (int64_t i = m * n; i < strideC; ++i)
     EXPECT_EQ(c[i], sentinel) << "gap element " << i;
@@ -1029,22 +1040,25 @@ TEST_F(AbiFp8Test, ScaledMatmulWritesOnlyItsBatchesElements) {
     EXPECT_NE(c[i], sentinel) << "batch element " << i;
 
   std::vector<float> untouched(8, sentinel);
-  gptrt_scaled_matmul(h, a.data(), b.data(), &sa, &sb, untouched.data(), 0, m,
-                      n, k, 0, 1, m * k, 0, strideC, GPTRT_FP8_E4M3,
-                      GPTRT_FP8_E4M3, 0, GPTRT_DTYPE_F32);
+  gptrt_scaled_matmul(h, a.data(), b.data(), &sa, &sb, nullptr,
+                      untouched.data(), nullptr, nullptr, 0, m, n, k, 0, 1,
+                      m * k, 0, strideC, GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 0,
+                      GPTRT_DTYPE_F32, nullptr);
   ASSERT_FALSE(ctx.failed()) << ctx.error();
   EXPECT_THAT(untouched, ::testing::Each(sentinel)) << "batch 0";
 
   std::vector<float> empty(m * n, sentinel);
-  gptrt_scaled_matmul(h, a.data(), b.data(), &sa, &sb, empty.data(), 1, m, n, 0,
-                      0, 1, 0, 0, 0, GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 0,
-                      GPTRT_DTYPE_F32);
+  gptrt_scaled_matmul(h, a.data(), b.data(), &sa, &sb, nullptr, empty.data(),
+                      nullptr, nullptr, 1, m, n, 0, 0, 1, 0, 0, 0,
+                      GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 0, GPTRT_DTYPE_F32,
+                      nullptr);
   ASSERT_FALSE(ctx.failed()) << ctx.error();
   EXPECT_THAT(empty, ::testing::Each(0.0f)) << "k = 0";
 
-  gptrt_scaled_matmul(h, a.data(), b.data(), &sa, &sb, c.data(), -1, m, n, k, 0,
-                      1, m * k, 0, strideC, GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 0,
-                      GPTRT_DTYPE_F32);
+  gptrt_scaled_matmul(h, a.data(), b.data(), &sa, &sb, nullptr, c.data(),
+                      nullptr, nullptr, -1, m, n, k, 0, 1, m * k, 0, strideC,
+                      GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 0, GPTRT_DTYPE_F32,
+                      nullptr);
   EXPECT_THAT(ctx.error(), ::testing::HasSubstr("batch"));
   ctx.clearError();
 }
@@ -1071,17 +1085,20 @@ TEST_F(AbiFp8Test, NullBiasAndAmaxAreErrors) {
   gptrt_amax(h, x.data(), nullptr, m * n, GPTRT_DTYPE_F32);
   EXPECT_THAT(ctx.error(), ::testing::HasSubstr("amax is null"));
   ctx.clearError();
-  gptrt_gelu_fwd_amax(h, x.data(), y.data(), nullptr, m * n, GPTRT_DTYPE_F32,
-                      GPTRT_DTYPE_F32, m, n, GPTRT_DTYPE_F32);
-  EXPECT_THAT(ctx.error(), ::testing::HasSubstr("amax is null"));
+  gptrt_gelu_fwd(h, x.data(), nullptr, y.data(), nullptr, nullptr, nullptr,
+                 m * n, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32,
+                 epilogue(m, n, GPTRT_DTYPE_F32));
+  EXPECT_THAT(ctx.error(), ::testing::HasSubstr(
+                               "an epilogue descriptor without its amax buffer"));
   ctx.clearError();
   std::vector<int32_t> targets(m, 1);
   std::vector<float> lse(m), dlogits(m * n);
   float loss = 0;
-  gptrt_cross_entropy_fwd_bwd_amax(h, &one, x.data(), targets.data(), &loss,
-                                   lse.data(), dlogits.data(), nullptr, m, n, n,
-                                   -1, GPTRT_DTYPE_F32);
-  EXPECT_THAT(ctx.error(), ::testing::HasSubstr("amax is null"));
+  gptrt_cross_entropy_fwd_bwd(h, &one, x.data(), targets.data(), &loss,
+                              lse.data(), dlogits.data(), nullptr, m, n, n, -1,
+                              GPTRT_DTYPE_F32, epilogue(m, n, GPTRT_DTYPE_F32));
+  EXPECT_THAT(ctx.error(), ::testing::HasSubstr(
+                               "an epilogue descriptor without its amax buffer"));
   ctx.clearError();
 }
 
@@ -1254,8 +1271,8 @@ TEST_F(AbiFp8Test, StateQuantizeIsTheStateScaleThenTheCast) {
 TEST_F(AbiFp8Test, ScaledMatmulRejectsUnknownFormat) {
   uint8_t a = 0, b = 0;
   float s = 1, c = 0;
-  gptrt_scaled_matmul(h, &a, &b, &s, &s, &c, 1, 1, 1, 1, 0, 0, 0, 0, 0, 7, 0, 0,
-                      GPTRT_DTYPE_F32);
+  gptrt_scaled_matmul(h, &a, &b, &s, &s, nullptr, &c, nullptr, nullptr, 1, 1, 1,
+                      1, 0, 0, 0, 0, 0, 7, 0, 0, GPTRT_DTYPE_F32, nullptr);
   ASSERT_TRUE(ctx.failed());
   EXPECT_NE(ctx.error().find("expected 0 (E4M3) or 1 (E5M2)"), std::string::npos);
   ctx.clearError();

@@ -1,12 +1,13 @@
-// The fused FP8 epilogue kernels of the C ABI (gptrt_*_amax, gptrt_*_cast):
-// each must write exactly what its base kernel followed by a separate
-// gptrt_amax and gptrt_quantize_fp8 writes -- bit for bit, transposed
-// copies included -- since fp8-fuse-amax/fp8-fuse-cast promise unchanged
-// numerics.
+// The producers' FP8 output epilogue (the epilogue descriptor: amax, cast,
+// dual cast): each call must write exactly what the producer without it
+// followed by a separate gptrt_amax and gptrt_quantize_fp8 writes -- bit
+// for bit, transposed copies included -- since fp8-fuse-amax/fp8-fuse-cast
+// promise unchanged numerics.
 #include "runtime/abi/gptrt.h"
 #include "runtime/core/Context.h"
 #include "runtime/cpu/Bf16.h"
 #include "runtime/cpu/Fp8.h"
+#include "test/unit/runtime/Epilogue.h"
 #include "test/unit/runtime/TestUtil.h"
 
 #include <gtest/gtest.h>
@@ -67,23 +68,23 @@ TEST_F(AbiFusedTest, ConvertToBf16WithAmaxAndTransposedCast) {
   std::vector<uint16_t> stored(x.size()), storedRef(x.size());
   float amax = -1, amaxRef = -2, scale = 4.0f;
   std::vector<uint8_t> q(x.size()), qRef;
-  gptrt_convert_cast(h, x.data(), &scale, stored.data(), &amax, q.data(),
-                     x.size(), GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16, rows, cols,
-                     GPTRT_DTYPE_BF16, GPTRT_FP8_E4M3, 1, -1);
-  gptrt_convert(h, x.data(), storedRef.data(), x.size(), GPTRT_DTYPE_F32,
-                GPTRT_DTYPE_BF16);
+  gptrt_convert(h, x.data(), &scale, stored.data(), &amax, q.data(), x.size(),
+                GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16,
+                epilogue(rows, cols, GPTRT_DTYPE_BF16, GPTRT_FP8_E4M3, 1, -1));
+  gptrt_convert(h, x.data(), nullptr, storedRef.data(), nullptr, nullptr,
+                x.size(), GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16, nullptr);
   std::vector<float> wide(x.size());
-  gptrt_convert(h, storedRef.data(), wide.data(), x.size(), GPTRT_DTYPE_BF16,
-                GPTRT_DTYPE_F32);
+  gptrt_convert(h, storedRef.data(), nullptr, wide.data(), nullptr, nullptr,
+                x.size(), GPTRT_DTYPE_BF16, GPTRT_DTYPE_F32, nullptr);
   reference(wide, rows, cols, scale, GPTRT_FP8_E4M3, true, &amaxRef, qRef);
   EXPECT_EQ(stored, storedRef);
   EXPECT_EQ(amax, amaxRef);
   EXPECT_EQ(q, qRef);
 
   float amaxOnly = -1;
-  gptrt_convert_amax(h, x.data(), stored.data(), &amaxOnly, x.size(),
-                     GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16, rows, cols,
-                     GPTRT_DTYPE_BF16);
+  gptrt_convert(h, x.data(), nullptr, stored.data(), &amaxOnly, nullptr,
+                x.size(), GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16,
+                epilogue(rows, cols, GPTRT_DTYPE_BF16));
   EXPECT_EQ(amaxOnly, amaxRef);
 }
 
@@ -97,54 +98,58 @@ TEST_F(AbiFusedTest, LayernormGeluAddGeluGradMatchTheirBaseKernels) {
   std::vector<uint8_t> q(x.size()), qRef;
   float amax = -1, amaxRef = -2;
 
-  gptrt_layernorm_fwd_cast(h, x.data(), w.data(), b.data(), &scale, out.data(),
-                           mean.data(), rstd.data(), &amax, q.data(), rows,
-                           cols, 1e-5, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, rows,
-                           cols, GPTRT_DTYPE_F32, GPTRT_FP8_E4M3, 0, -1);
-  gptrt_layernorm_fwd(h, x.data(), w.data(), b.data(), ref.data(),
-                      meanRef.data(), rstdRef.data(), rows, cols, 1e-5,
-                      GPTRT_DTYPE_F32, GPTRT_DTYPE_F32);
+  gptrt_layernorm_fwd(
+      h, x.data(), w.data(), b.data(), &scale, out.data(), mean.data(),
+      rstd.data(), &amax, q.data(), nullptr, rows, cols, 1e-5, GPTRT_DTYPE_F32,
+      GPTRT_DTYPE_F32,
+      epilogue(rows, cols, GPTRT_DTYPE_F32, GPTRT_FP8_E4M3, 0, -1));
+  gptrt_layernorm_fwd(h, x.data(), w.data(), b.data(), nullptr, ref.data(),
+                      meanRef.data(), rstdRef.data(), nullptr, nullptr, nullptr,
+                      rows, cols, 1e-5, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32,
+                      nullptr);
   reference(ref, rows, cols, scale, GPTRT_FP8_E4M3, false, &amaxRef, qRef);
   EXPECT_EQ(out, ref);
   EXPECT_EQ(mean, meanRef);
   EXPECT_EQ(amax, amaxRef);
   EXPECT_EQ(q, qRef);
 
-  gptrt_gelu_fwd_cast(h, x.data(), &scale, out.data(), &amax, q.data(),
-                      x.size(), GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, rows, cols,
-                      GPTRT_DTYPE_F32, GPTRT_FP8_E5M2, 1, -1);
-  gptrt_gelu_fwd(h, x.data(), ref.data(), x.size(), GPTRT_DTYPE_F32,
-                 GPTRT_DTYPE_F32);
+  gptrt_gelu_fwd(h, x.data(), &scale, out.data(), &amax, q.data(), nullptr,
+                 x.size(), GPTRT_DTYPE_F32, GPTRT_DTYPE_F32,
+                 epilogue(rows, cols, GPTRT_DTYPE_F32, GPTRT_FP8_E5M2, 1, -1));
+  gptrt_gelu_fwd(h, x.data(), nullptr, ref.data(), nullptr, nullptr, nullptr,
+                 x.size(), GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, nullptr);
   reference(ref, rows, cols, scale, GPTRT_FP8_E5M2, true, &amaxRef, qRef);
   EXPECT_EQ(out, ref);
   EXPECT_EQ(amax, amaxRef);
   EXPECT_EQ(q, qRef);
 
   // Broadcast add of a bias row, amax only.
-  gptrt_add_amax(h, x.data(), b.data(), out.data(), &amax, rows, cols, 1,
-                 GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, rows, cols,
-                 GPTRT_DTYPE_F32);
-  gptrt_add(h, x.data(), b.data(), ref.data(), rows, cols, 1, GPTRT_DTYPE_F32,
-            GPTRT_DTYPE_F32, GPTRT_DTYPE_F32);
+  gptrt_add(h, x.data(), b.data(), nullptr, out.data(), &amax, nullptr, rows,
+            cols, 1, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32,
+            epilogue(rows, cols, GPTRT_DTYPE_F32));
+  gptrt_add(h, x.data(), b.data(), nullptr, ref.data(), nullptr, nullptr, rows,
+            cols, 1, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32,
+            nullptr);
   gptrt_amax(h, ref.data(), &amaxRef, ref.size(), GPTRT_DTYPE_F32);
   EXPECT_EQ(out, ref);
   EXPECT_EQ(amax, amaxRef);
 
   // The GELU gradient (the output gradient of mlp.fc), with its cast.
   std::vector<float> dy = randomF(x.size(), 8, -2.0, 2.0);
-  gptrt_gelu_bwd_cast(h, dy.data(), x.data(), &scale, out.data(), &amax,
-                      q.data(), x.size(), GPTRT_DTYPE_F32, GPTRT_DTYPE_F32,
-                      GPTRT_DTYPE_F32, rows, cols, GPTRT_DTYPE_F32,
-                      GPTRT_FP8_E5M2, 0, -1);
-  gptrt_gelu_bwd(h, dy.data(), x.data(), ref.data(), x.size(), GPTRT_DTYPE_F32,
-                 GPTRT_DTYPE_F32, GPTRT_DTYPE_F32);
+  gptrt_gelu_bwd(h, dy.data(), x.data(), &scale, out.data(), &amax, q.data(),
+                 nullptr, nullptr, x.size(), GPTRT_DTYPE_F32, GPTRT_DTYPE_F32,
+                 GPTRT_DTYPE_F32,
+                 epilogue(rows, cols, GPTRT_DTYPE_F32, GPTRT_FP8_E5M2, 0, -1));
+  gptrt_gelu_bwd(h, dy.data(), x.data(), nullptr, ref.data(), nullptr, nullptr,
+                 nullptr, nullptr, x.size(), GPTRT_DTYPE_F32, GPTRT_DTYPE_F32,
+                 GPTRT_DTYPE_F32, nullptr);
   reference(ref, rows, cols, scale, GPTRT_FP8_E5M2, false, &amaxRef, qRef);
   EXPECT_EQ(out, ref);
   EXPECT_EQ(amax, amaxRef);
   EXPECT_EQ(q, qRef);
-  gptrt_gelu_bwd_amax(h, dy.data(), x.data(), out.data(), &amax, x.size(),
-                      GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, rows,
-                      cols, GPTRT_DTYPE_F32);
+  gptrt_gelu_bwd(h, dy.data(), x.data(), nullptr, out.data(), &amax, nullptr,
+                 nullptr, nullptr, x.size(), GPTRT_DTYPE_F32, GPTRT_DTYPE_F32,
+                 GPTRT_DTYPE_F32, epilogue(rows, cols, GPTRT_DTYPE_F32));
   EXPECT_EQ(amax, amaxRef);
 }
 
@@ -159,19 +164,21 @@ TEST_F(AbiFusedTest, AddLayernormTakesTheLayernormsEpilogue) {
   std::vector<uint16_t> x(n), xRef(n);
   std::vector<float> y(n), yRef(n), mean(rows), meanRef(rows), rstd(rows),
       rstdRef(rows);
-  gptrt_add_layernorm_fwd(h, a.data(), b.data(), w.data(), bias.data(),
+  gptrt_add_layernorm_fwd(h, a.data(), b.data(), w.data(), bias.data(), nullptr,
                           xRef.data(), yRef.data(), meanRef.data(),
-                          rstdRef.data(), rows, cols, 1e-5, GPTRT_DTYPE_F32,
-                          GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16, GPTRT_DTYPE_F32);
+                          rstdRef.data(), nullptr, nullptr, nullptr, rows, cols,
+                          1e-5, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32,
+                          GPTRT_DTYPE_BF16, GPTRT_DTYPE_F32, nullptr);
   for (int64_t transpose : {0, 1}) {
     SCOPED_TRACE("transpose " + std::to_string(transpose));
     float amax = -1, amaxRef = -2;
     std::vector<uint8_t> q(n), qRef;
-    gptrt_add_layernorm_fwd_cast(
+    gptrt_add_layernorm_fwd(
         h, a.data(), b.data(), w.data(), bias.data(), &scale, x.data(),
-        y.data(), mean.data(), rstd.data(), &amax, q.data(), rows, cols, 1e-5,
-        GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16, GPTRT_DTYPE_F32,
-        rows, cols, GPTRT_DTYPE_F32, GPTRT_FP8_E4M3, transpose, -1);
+        y.data(), mean.data(), rstd.data(), &amax, q.data(), nullptr, rows,
+        cols, 1e-5, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16,
+        GPTRT_DTYPE_F32,
+        epilogue(rows, cols, GPTRT_DTYPE_F32, GPTRT_FP8_E4M3, transpose, -1));
     reference(yRef, rows, cols, scale, GPTRT_FP8_E4M3, transpose != 0, &amaxRef,
               qRef);
     EXPECT_EQ(x, xRef);
@@ -182,11 +189,11 @@ TEST_F(AbiFusedTest, AddLayernormTakesTheLayernormsEpilogue) {
     EXPECT_EQ(q, qRef);
   }
   float amax = -1, amaxRef = -2;
-  gptrt_add_layernorm_fwd_amax(h, a.data(), b.data(), w.data(), bias.data(),
-                               x.data(), y.data(), mean.data(), rstd.data(),
-                               &amax, rows, cols, 1e-5, GPTRT_DTYPE_F32,
-                               GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16,
-                               GPTRT_DTYPE_F32, rows, cols, GPTRT_DTYPE_F32);
+  gptrt_add_layernorm_fwd(h, a.data(), b.data(), w.data(), bias.data(), nullptr,
+                          x.data(), y.data(), mean.data(), rstd.data(), &amax,
+                          nullptr, nullptr, rows, cols, 1e-5, GPTRT_DTYPE_F32,
+                          GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16, GPTRT_DTYPE_F32,
+                          epilogue(rows, cols, GPTRT_DTYPE_F32));
   gptrt_amax(h, yRef.data(), &amaxRef, n, GPTRT_DTYPE_F32);
   EXPECT_EQ(y, yRef);
   EXPECT_EQ(amax, amaxRef);
@@ -199,10 +206,11 @@ TEST_F(AbiFusedTest, GemmOutputsWithAmaxAndCast) {
   std::vector<float> c(m * n), cRef(m * n);
   float amax = -1, amaxRef = -2, scale = 64.0f;
   std::vector<uint8_t> q(m * n), qRef;
-  gptrt_matmul_cast(h, a.data(), b.data(), &scale, c.data(), &amax, q.data(),
-                    1, m, n, k, 0, 1, 0, 0, 0, m, n, GPTRT_DTYPE_F32,
-                    GPTRT_FP8_E4M3, 1, -1);
-  gptrt_matmul(h, a.data(), b.data(), cRef.data(), 1, m, n, k, 0, 1, 0, 0, 0);
+  gptrt_matmul(h, a.data(), b.data(), &scale, c.data(), &amax, q.data(), 1, m,
+               n, k, 0, 1, 0, 0, 0,
+               epilogue(m, n, GPTRT_DTYPE_F32, GPTRT_FP8_E4M3, 1, -1));
+  gptrt_matmul(h, a.data(), b.data(), nullptr, cRef.data(), nullptr, nullptr, 1,
+               m, n, k, 0, 1, 0, 0, 0, nullptr);
   reference(cRef, m, n, scale, GPTRT_FP8_E4M3, true, &amaxRef, qRef);
   EXPECT_EQ(c, cRef);
   EXPECT_EQ(amax, amaxRef);
@@ -214,13 +222,14 @@ TEST_F(AbiFusedTest, GemmOutputsWithAmaxAndCast) {
   for (size_t i = 0; i < qb.size(); ++i)
     qb[i] = cpu::floatToE4M3(b[i] * 100.0f);
   float sa = 100.0f, sb = 100.0f;
-  gptrt_scaled_matmul_amax(h, qa.data(), qb.data(), &sa, &sb, c.data(), &amax,
-                           1, m, n, k, 0, 1, 0, 0, 0, GPTRT_FP8_E4M3,
-                           GPTRT_FP8_E4M3, 0, GPTRT_DTYPE_F32, m, n,
-                           GPTRT_DTYPE_F32);
-  gptrt_scaled_matmul(h, qa.data(), qb.data(), &sa, &sb, cRef.data(), 1, m, n,
-                      k, 0, 1, 0, 0, 0, GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 0,
-                      GPTRT_DTYPE_F32);
+  gptrt_scaled_matmul(h, qa.data(), qb.data(), &sa, &sb, nullptr, c.data(),
+                      &amax, nullptr, 1, m, n, k, 0, 1, 0, 0, 0, GPTRT_FP8_E4M3,
+                      GPTRT_FP8_E4M3, 0, GPTRT_DTYPE_F32,
+                      epilogue(m, n, GPTRT_DTYPE_F32));
+  gptrt_scaled_matmul(h, qa.data(), qb.data(), &sa, &sb, nullptr, cRef.data(),
+                      nullptr, nullptr, 1, m, n, k, 0, 1, 0, 0, 0,
+                      GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 0, GPTRT_DTYPE_F32,
+                      nullptr);
   gptrt_amax(h, cRef.data(), &amaxRef, cRef.size(), GPTRT_DTYPE_F32);
   EXPECT_EQ(c, cRef);
   EXPECT_EQ(amax, amaxRef);
@@ -235,9 +244,9 @@ TEST_F(AbiFusedTest, FusedCastRecordsStatisticsLikeQuantize) {
   std::vector<float> out(x.size());
   std::vector<uint8_t> q(x.size()), plain(x.size());
   ctx.beginFp8Stats(2);
-  gptrt_gelu_fwd_cast(h, x.data(), &scale, out.data(), &amax, q.data(),
-                      x.size(), GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, rows, cols,
-                      GPTRT_DTYPE_F32, GPTRT_FP8_E4M3, 1, 1);
+  gptrt_gelu_fwd(h, x.data(), &scale, out.data(), &amax, q.data(), nullptr,
+                 x.size(), GPTRT_DTYPE_F32, GPTRT_DTYPE_F32,
+                 epilogue(rows, cols, GPTRT_DTYPE_F32, GPTRT_FP8_E4M3, 1, 1));
   gptrt_quantize_fp8(h, out.data(), &scale, plain.data(), out.size(),
                      GPTRT_FP8_E4M3, 0, GPTRT_DTYPE_F32);
   ctx.endFp8Stats();
@@ -277,29 +286,29 @@ TEST_F(AbiFusedTest, GeluCastDualIsTheProducerCastThenTheTransposedCast) {
     std::vector<uint8_t> q(n), qT(n), qGot(n, 0xDD), qTGot(n, 0xDD);
     float amax = -1, amaxGot = -2;
     // Forward, E4M3.
-    gptrt_gelu_fwd_cast(h, in, &scale, y.data(), &amax, q.data(), n, dtype,
-                        dtype, rows, cols, dtype, GPTRT_FP8_E4M3, 0, -1);
+    gptrt_gelu_fwd(h, in, &scale, y.data(), &amax, q.data(), nullptr, n, dtype,
+                   dtype, epilogue(rows, cols, dtype, GPTRT_FP8_E4M3, 0, -1));
     gptrt_quantize_fp8_transposed(h, y.data(), &scale, qT.data(), rows, cols,
                                   GPTRT_FP8_E4M3, -1, dtype);
-    gptrt_gelu_fwd_cast_dual(h, in, &scale, &amaxGot, qGot.data(), qTGot.data(),
-                             n, dtype, dtype, rows, cols, dtype, GPTRT_FP8_E4M3,
-                             -1, -1);
+    gptrt_gelu_fwd(h, in, &scale, nullptr, &amaxGot, qGot.data(), qTGot.data(),
+                   n, dtype, dtype,
+                   epilogue(rows, cols, dtype, GPTRT_FP8_E4M3, 0, -1, -1));
     ASSERT_FALSE(ctx.failed()) << ctx.error();
     EXPECT_EQ(amaxGot, amax);
     EXPECT_EQ(qGot, q);
     EXPECT_EQ(qTGot, qT);
     // Backward, E5M2, the bias gradient added into an f32 one.
     std::vector<float> db(cols, 0.5f), dbGot(cols, 0.5f);
-    gptrt_gelu_bwd_cast(h, grad, in, &scale, y.data(), &amax, q.data(), n,
-                        dtype, dtype, dtype, rows, cols, dtype, GPTRT_FP8_E5M2,
-                        0, -1);
+    gptrt_gelu_bwd(h, grad, in, &scale, y.data(), &amax, q.data(), nullptr,
+                   nullptr, n, dtype, dtype, dtype,
+                   epilogue(rows, cols, dtype, GPTRT_FP8_E5M2, 0, -1));
     gptrt_quantize_fp8_transposed_bgrad(h, y.data(), &scale, qT.data(),
                                         db.data(), rows, cols, GPTRT_FP8_E5M2,
                                         -1, dtype, GPTRT_DTYPE_F32_ACCUMULATE);
-    gptrt_gelu_bwd_cast_dual_bgrad(h, grad, in, &scale, &amaxGot, qGot.data(),
-                                   qTGot.data(), dbGot.data(), n, dtype, dtype,
-                                   dtype, rows, cols, dtype, GPTRT_FP8_E5M2, -1,
-                                   -1, GPTRT_DTYPE_F32_ACCUMULATE);
+    gptrt_gelu_bwd(h, grad, in, &scale, nullptr, &amaxGot, qGot.data(),
+                   qTGot.data(), dbGot.data(), n, dtype, dtype, dtype,
+                   epilogue(rows, cols, dtype, GPTRT_FP8_E5M2, 0, -1, -1,
+                            GPTRT_DTYPE_F32_ACCUMULATE));
     ASSERT_FALSE(ctx.failed()) << ctx.error();
     EXPECT_EQ(amaxGot, amax);
     EXPECT_EQ(qGot, q);
@@ -312,30 +321,33 @@ TEST_F(AbiFusedTest, GeluCastDualIsTheProducerCastThenTheTransposedCast) {
   std::vector<uint8_t> q(n), qT(n);
   float amax;
   ctx.beginFp8Stats(4);
-  gptrt_gelu_fwd_cast_dual(h, x.data(), &scale, &amax, q.data(), qT.data(), n,
-                           GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16, rows, cols,
-                           GPTRT_DTYPE_BF16, GPTRT_FP8_E4M3, 0, 1);
-  gptrt_gelu_fwd_cast(h, x.data(), &scale, y.data(), &amax, q.data(), n,
-                      GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16, rows, cols,
-                      GPTRT_DTYPE_BF16, GPTRT_FP8_E4M3, 0, 2);
+  gptrt_gelu_fwd(
+      h, x.data(), &scale, nullptr, &amax, q.data(), qT.data(), n,
+      GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16,
+      epilogue(rows, cols, GPTRT_DTYPE_BF16, GPTRT_FP8_E4M3, 0, 0, 1));
+  gptrt_gelu_fwd(h, x.data(), &scale, y.data(), &amax, q.data(), nullptr, n,
+                 GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16,
+                 epilogue(rows, cols, GPTRT_DTYPE_BF16, GPTRT_FP8_E4M3, 0, 2));
   gptrt_quantize_fp8_transposed(h, y.data(), &scale, qT.data(), rows, cols,
                                 GPTRT_FP8_E4M3, 3, GPTRT_DTYPE_BF16);
   ctx.endFp8Stats();
   ASSERT_FALSE(ctx.failed()) << ctx.error();
   expectStatsOfTheSeparateCasts(ctx.fp8Stats(), n);
-  gptrt_gelu_fwd_cast_dual(h, x.data(), &scale, &amax, q.data(), qT.data(), n,
-                           GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, rows, cols - 1,
-                           GPTRT_DTYPE_F32, GPTRT_FP8_E4M3, -1, -1);
-  EXPECT_NE(ctx.error().find("gptrt_gelu_fwd_cast_dual: rows * cols = 920, "
+  gptrt_gelu_fwd(
+      h, x.data(), &scale, nullptr, &amax, q.data(), qT.data(), n,
+      GPTRT_DTYPE_F32, GPTRT_DTYPE_F32,
+      epilogue(rows, cols - 1, GPTRT_DTYPE_F32, GPTRT_FP8_E4M3, 0, -1, -1));
+  EXPECT_NE(ctx.error().find("gptrt_gelu_fwd+dual_cast: rows * cols = 920, "
                              "expected n = 960"),
             std::string::npos)
       << ctx.error();
   ctx.clearError();
-  gptrt_gelu_bwd_cast_dual_bgrad(
-      h, dy.data(), x.data(), &scale, &amax, q.data(), qT.data(), y.data(), n,
-      GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, rows, cols,
-      GPTRT_DTYPE_BF16, GPTRT_FP8_E5M2, -1, -1, GPTRT_DTYPE_F32);
-  EXPECT_NE(ctx.error().find("gptrt_gelu_bwd_cast_dual_bgrad: out_dtype 2 "
+  gptrt_gelu_bwd(h, dy.data(), x.data(), &scale, nullptr, &amax, q.data(),
+                 qT.data(), y.data(), n, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32,
+                 GPTRT_DTYPE_F32,
+                 epilogue(rows, cols, GPTRT_DTYPE_BF16, GPTRT_FP8_E5M2, 0, -1,
+                          -1, GPTRT_DTYPE_F32));
+  EXPECT_NE(ctx.error().find("gptrt_gelu_bwd+dual_cast: out_dtype 2 "
                              "differs from the output's dtype 1"),
             std::string::npos)
       << ctx.error();
@@ -372,16 +384,16 @@ TEST_F(AbiFusedTest, LayerNormCastDualIsTheProducerCastThenTheTransposedCast) {
           rstdGot(rows, -1);
       std::vector<uint8_t> q(n), qT(n), qGot(n, 0xDD), qTGot(n, 0xDD);
       float amax = -1, amaxGot = -2;
-      gptrt_layernorm_fwd_cast(h, in, w.data(), b.data(), &scale, y.data(),
-                               mean.data(), rstd.data(), &amax, q.data(), rows,
-                               width, 1e-5, dtype, dtype, rows, width, dtype,
-                               format, 0, -1);
+      gptrt_layernorm_fwd(h, in, w.data(), b.data(), &scale, y.data(),
+                          mean.data(), rstd.data(), &amax, q.data(), nullptr,
+                          rows, width, 1e-5, dtype, dtype,
+                          epilogue(rows, width, dtype, format, 0, -1));
       gptrt_quantize_fp8_transposed(h, y.data(), &scale, qT.data(), rows, width,
                                     format, -1, dtype);
-      gptrt_layernorm_fwd_cast_dual(h, in, w.data(), b.data(), &scale,
-                                    meanGot.data(), rstdGot.data(), &amaxGot,
-                                    qGot.data(), qTGot.data(), rows, width,
-                                    1e-5, dtype, dtype, format, -1, -1);
+      gptrt_layernorm_fwd(h, in, w.data(), b.data(), &scale, nullptr,
+                          meanGot.data(), rstdGot.data(), &amaxGot, qGot.data(),
+                          qTGot.data(), rows, width, 1e-5, dtype, dtype,
+                          epilogue(rows, width, dtype, format, 0, -1, -1));
       ASSERT_FALSE(ctx.failed()) << ctx.error();
       EXPECT_EQ(meanGot, mean);
       EXPECT_EQ(rstdGot, rstd);
@@ -391,16 +403,18 @@ TEST_F(AbiFusedTest, LayerNormCastDualIsTheProducerCastThenTheTransposedCast) {
       EXPECT_EQ(qTGot, qT);
       EXPECT_NE(qT, q); // a transposition that shows
       // The residual add in front: x = a + r stored, then its layernorm.
-      gptrt_add_layernorm_fwd_cast(
-          h, in, res, w.data(), b.data(), &scale, x.data(), y.data(),
-          mean.data(), rstd.data(), &amax, q.data(), rows, width, 1e-5, dtype,
-          dtype, dtype, dtype, rows, width, dtype, format, 0, -1);
+      gptrt_add_layernorm_fwd(h, in, res, w.data(), b.data(), &scale, x.data(),
+                              y.data(), mean.data(), rstd.data(), &amax,
+                              q.data(), nullptr, rows, width, 1e-5, dtype,
+                              dtype, dtype, dtype,
+                              epilogue(rows, width, dtype, format, 0, -1));
       gptrt_quantize_fp8_transposed(h, y.data(), &scale, qT.data(), rows, width,
                                     format, -1, dtype);
-      gptrt_add_layernorm_fwd_cast_dual(
-          h, in, res, w.data(), b.data(), &scale, xGot.data(), meanGot.data(),
-          rstdGot.data(), &amaxGot, qGot.data(), qTGot.data(), rows, width,
-          1e-5, dtype, dtype, dtype, dtype, format, -1, -1);
+      gptrt_add_layernorm_fwd(
+          h, in, res, w.data(), b.data(), &scale, xGot.data(), nullptr,
+          meanGot.data(), rstdGot.data(), &amaxGot, qGot.data(), qTGot.data(),
+          rows, width, 1e-5, dtype, dtype, dtype, dtype,
+          epilogue(rows, width, dtype, format, 0, -1, -1));
       ASSERT_FALSE(ctx.failed()) << ctx.error();
       EXPECT_EQ(std::memcmp(xGot.data(), x.data(), size_t(n) * (bf16 ? 2 : 4)),
                 0);
@@ -415,25 +429,27 @@ TEST_F(AbiFusedTest, LayerNormCastDualIsTheProducerCastThenTheTransposedCast) {
   std::vector<uint8_t> q(n), qT(n);
   float amax;
   ctx.beginFp8Stats(4);
-  gptrt_layernorm_fwd_cast_dual(h, a.data(), w.data(), b.data(), &scale,
-                                mean.data(), rstd.data(), &amax, q.data(),
-                                qT.data(), rows, width, 1e-5, GPTRT_DTYPE_F32,
-                                GPTRT_DTYPE_BF16, GPTRT_FP8_E4M3, 0, 1);
-  gptrt_layernorm_fwd_cast(h, a.data(), w.data(), b.data(), &scale, y.data(),
-                           mean.data(), rstd.data(), &amax, q.data(), rows,
-                           width, 1e-5, GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16, rows,
-                           width, GPTRT_DTYPE_BF16, GPTRT_FP8_E4M3, 0, 2);
+  gptrt_layernorm_fwd(
+      h, a.data(), w.data(), b.data(), &scale, nullptr, mean.data(),
+      rstd.data(), &amax, q.data(), qT.data(), rows, width, 1e-5,
+      GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16,
+      epilogue(rows, width, GPTRT_DTYPE_BF16, GPTRT_FP8_E4M3, 0, 0, 1));
+  gptrt_layernorm_fwd(
+      h, a.data(), w.data(), b.data(), &scale, y.data(), mean.data(),
+      rstd.data(), &amax, q.data(), nullptr, rows, width, 1e-5, GPTRT_DTYPE_F32,
+      GPTRT_DTYPE_BF16,
+      epilogue(rows, width, GPTRT_DTYPE_BF16, GPTRT_FP8_E4M3, 0, 2));
   gptrt_quantize_fp8_transposed(h, y.data(), &scale, qT.data(), rows, width,
                                 GPTRT_FP8_E4M3, 3, GPTRT_DTYPE_BF16);
   ctx.endFp8Stats();
   ASSERT_FALSE(ctx.failed()) << ctx.error();
   expectStatsOfTheSeparateCasts(ctx.fp8Stats(), n);
-  gptrt_add_layernorm_fwd_cast_dual(h, a.data(), r.data(), w.data(), b.data(),
-                                    &scale, y.data(), mean.data(), rstd.data(),
-                                    &amax, q.data(), qT.data(), rows, width,
-                                    1e-5, GPTRT_DTYPE_F32, 9, GPTRT_DTYPE_F32,
-                                    GPTRT_DTYPE_F32, GPTRT_FP8_E4M3, -1, -1);
-  EXPECT_NE(ctx.error().find("gptrt_add_layernorm_fwd_cast_dual: b_dtype 9"),
+  gptrt_add_layernorm_fwd(
+      h, a.data(), r.data(), w.data(), b.data(), &scale, y.data(), nullptr,
+      mean.data(), rstd.data(), &amax, q.data(), qT.data(), rows, width, 1e-5,
+      GPTRT_DTYPE_F32, 9, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32,
+      epilogue(rows, width, GPTRT_DTYPE_F32, GPTRT_FP8_E4M3, 0, -1, -1));
+  EXPECT_NE(ctx.error().find("gptrt_add_layernorm_fwd+dual_cast: b_dtype 9"),
             std::string::npos)
       << ctx.error();
   ctx.clearError();
@@ -441,7 +457,8 @@ TEST_F(AbiFusedTest, LayerNormCastDualIsTheProducerCastThenTheTransposedCast) {
 
 TEST_F(AbiFusedTest, BadEpilogueArgumentsAreErrors) {
   float x = 1, out = 0, amax = 0;
-  gptrt_gelu_fwd_amax(h, &x, &out, &amax, 1, GPTRT_DTYPE_F32, 7, 1, 1, 7);
+  gptrt_gelu_fwd(h, &x, nullptr, &out, &amax, nullptr, nullptr, 1,
+                 GPTRT_DTYPE_F32, 7, epilogue(1, 1, 7));
   ASSERT_TRUE(ctx.failed());
   EXPECT_NE(ctx.error().find("gptrt_gelu_fwd: out_dtype 7, expected f32 "
                              "(1) or bf16 (2)"),
@@ -449,14 +466,74 @@ TEST_F(AbiFusedTest, BadEpilogueArgumentsAreErrors) {
       << ctx.error();
   ctx.clearError();
   // The epilogue's out_dtype repeats the kernel's own: they must agree.
-  gptrt_gelu_fwd_amax(h, &x, &out, &amax, 1, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32,
-                      1, 1, GPTRT_DTYPE_BF16);
+  gptrt_gelu_fwd(h, &x, nullptr, &out, &amax, nullptr, nullptr, 1,
+                 GPTRT_DTYPE_F32, GPTRT_DTYPE_F32,
+                 epilogue(1, 1, GPTRT_DTYPE_BF16));
   ASSERT_TRUE(ctx.failed());
-  EXPECT_NE(ctx.error().find("gptrt_gelu_fwd_amax: out_dtype 2 differs from "
+  EXPECT_NE(ctx.error().find("gptrt_gelu_fwd+amax: out_dtype 2 differs from "
                              "the kernel's output dtype 1"),
             std::string::npos)
       << ctx.error();
   ctx.clearError();
+}
+
+// The buffers a call passes say what its epilogue does; combinations the
+// descriptor does not describe are refused with one line naming them
+// (the rt.kernel verifier refuses the same in IR), and nothing is written.
+TEST_F(AbiFusedTest, EpilogueBuffersMustAgreeWithTheDescriptor) {
+  const int64_t rows = 4, cols = 8, n = rows * cols;
+  std::vector<float> x = randomF(n, 21, -1.0, 1.0), dy = randomF(n, 22, -1, 1);
+  std::vector<float> out(n, -7.0f), db(cols, -7.0f);
+  std::vector<uint8_t> q(n, 0xAB), qT(n, 0xAB);
+  float amax = -7.0f, scale = 2.0f;
+  const gptrt_epilogue *e = epilogue(rows, cols, GPTRT_DTYPE_F32);
+  auto refused = [&](const std::string &what) {
+    ASSERT_TRUE(ctx.failed()) << what;
+    EXPECT_NE(ctx.error().find(what), std::string::npos) << ctx.error();
+    EXPECT_NE(ctx.error().find("gptrt_kernels.def"), std::string::npos);
+    ctx.clearError();
+    EXPECT_EQ(amax, -7.0f) << "nothing written";
+    EXPECT_EQ(out[0], -7.0f) << "nothing written";
+  };
+  gptrt_gelu_fwd(h, x.data(), nullptr, out.data(), &amax, nullptr, nullptr, n,
+                 GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, nullptr);
+  refused("gptrt_gelu_fwd: epilogue buffers (scale, amax, q, q_t or db) "
+          "without an epilogue descriptor");
+  gptrt_gelu_fwd(h, x.data(), &scale, out.data(), &amax, nullptr, nullptr, n,
+                 GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, e);
+  refused("the epilogue's cast needs both scale and q");
+  gptrt_gelu_fwd(h, x.data(), nullptr, nullptr, &amax, nullptr, qT.data(), n,
+                 GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, e);
+  refused("q_t without q");
+  gptrt_gelu_bwd(h, dy.data(), x.data(), &scale, out.data(), &amax, q.data(),
+                 nullptr, db.data(), n, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32,
+                 GPTRT_DTYPE_F32, e);
+  refused("db without q_t");
+  gptrt_gelu_fwd(h, x.data(), &scale, nullptr, &amax, q.data(), nullptr, n,
+                 GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, e);
+  refused("no output buffer: only the dual cast (q_t) leaves it out");
+  gptrt_gelu_fwd(h, x.data(), &scale, out.data(), &amax, q.data(), qT.data(),
+                 n, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, e);
+  refused("an output buffer with q_t: the dual cast does not store the "
+          "output, pass null");
+  // A producer takes the epilogue work its row lists, no more.
+  std::vector<float> b = randomF(n, 23, -1, 1);
+  gptrt_add(h, x.data(), b.data(), &scale, out.data(), &amax, q.data(), rows,
+            cols, 0, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, e);
+  EXPECT_FALSE(ctx.failed()) << ctx.error();
+  amax = -7.0f;
+  out.assign(n, -7.0f);
+  // Producers that take the amax their own way check the descriptor covers
+  // their whole output.
+  std::vector<int32_t> targets(rows, 1);
+  std::vector<float> lse(rows);
+  float loss = 0, one = 1;
+  gptrt_cross_entropy_fwd_bwd(h, &one, x.data(), targets.data(), &loss,
+                              lse.data(), out.data(), &amax, rows, cols, cols,
+                              -1, GPTRT_DTYPE_F32,
+                              epilogue(rows, cols - 1, GPTRT_DTYPE_F32));
+  refused("gptrt_cross_entropy_fwd_bwd+amax: the epilogue is rows 4 x cols 7 "
+          "of out_dtype 1, expected the whole output: 32 values of dtype 1");
 }
 
 } // namespace

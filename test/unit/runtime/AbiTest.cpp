@@ -9,6 +9,7 @@
 #include "runtime/cpu/Bf16.h"
 #include "runtime/cpu/Kernels.h"
 #include "runtime/cuda/Backend.h"
+#include "test/unit/runtime/Epilogue.h"
 #include "test/unit/runtime/TempDir.h"
 #include "test/unit/runtime/TestUtil.h"
 
@@ -108,8 +109,9 @@ TEST_F(AbiTest, AddOfEveryStorageCombination) {
     for (int mask = 0; mask < 8; ++mask) {
       const bool aBf16 = mask & 1, bBf16 = mask & 2, outBf16 = mask & 4;
       F want(n);
-      gptrt_add(h, a32.data(), b32.data(), want.data(), outer, inner,
-                broadcast, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32);
+      gptrt_add(h, a32.data(), b32.data(), nullptr, want.data(), nullptr,
+                nullptr, outer, inner, broadcast, GPTRT_DTYPE_F32,
+                GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, nullptr);
       F out32 = nanF(n);
       std::vector<uint16_t> out16(n, 0xBEEF);
       auto dtype = [](bool bf16) {
@@ -117,9 +119,10 @@ TEST_F(AbiTest, AddOfEveryStorageCombination) {
       };
       gptrt_add(h, aBf16 ? static_cast<const void *>(a16.data()) : a32.data(),
                 bBf16 ? static_cast<const void *>(b16.data()) : b32.data(),
+                nullptr,
                 outBf16 ? static_cast<void *>(out16.data()) : out32.data(),
-                outer, inner, broadcast, dtype(aBf16), dtype(bBf16),
-                dtype(outBf16));
+                nullptr, nullptr, outer, inner, broadcast, dtype(aBf16),
+                dtype(bBf16), dtype(outBf16), nullptr);
       ASSERT_EQ(ctx.error(), "") << "mask " << mask;
       if (outBf16)
         EXPECT_EQ(out16, toBf16(want)) << "mask " << mask;
@@ -130,13 +133,15 @@ TEST_F(AbiTest, AddOfEveryStorageCombination) {
   // activation would be.
   std::vector<uint16_t> inPlace = a16;
   F want(n);
-  gptrt_add(h, a32.data(), b32.data(), want.data(), outer, inner, 0,
-            GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32);
-  gptrt_add(h, inPlace.data(), b16.data(), inPlace.data(), outer, inner, 0,
-            GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16);
+  gptrt_add(h, a32.data(), b32.data(), nullptr, want.data(), nullptr, nullptr,
+            outer, inner, 0, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32,
+            nullptr);
+  gptrt_add(h, inPlace.data(), b16.data(), nullptr, inPlace.data(), nullptr,
+            nullptr, outer, inner, 0, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16,
+            GPTRT_DTYPE_BF16, nullptr);
   EXPECT_EQ(inPlace, toBf16(want));
-  gptrt_add(h, a32.data(), b32.data(), want.data(), outer, inner, 0,
-            GPTRT_DTYPE_F32, 0, GPTRT_DTYPE_F32);
+  gptrt_add(h, a32.data(), b32.data(), nullptr, want.data(), nullptr, nullptr,
+            outer, inner, 0, GPTRT_DTYPE_F32, 0, GPTRT_DTYPE_F32, nullptr);
   EXPECT_THAT(ctx.error(), ::testing::HasSubstr("b_dtype 0, expected f32 (1) or bf16 (2)"));
   ctx.clearError();
 }
@@ -264,15 +269,16 @@ TEST_F(AbiTest, GradientOutputsAccumulateWithDtype257) {
                         w.data(), b.data(), rows, cols, 1e-5f);
   F dx(rows * cols), dw = nanF(cols), db = nanF(cols);
   gptrt_layernorm_bwd(h, dout.data(), x.data(), w.data(), mean.data(),
-                      rstd.data(), dx.data(), dw.data(), db.data(), rows, cols,
+                      rstd.data(), dx.data(), dw.data(), db.data(), nullptr,
+                      rows, cols, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32,
                       GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32,
-                      GPTRT_DTYPE_F32, GPTRT_DTYPE_F32);
+                      nullptr);
   F gotDw = grad, gotDb = grad, gotDx(rows * cols);
   gptrt_layernorm_bwd(h, dout.data(), x.data(), w.data(), mean.data(),
                       rstd.data(), gotDx.data(), gotDw.data(), gotDb.data(),
-                      rows, cols, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32,
+                      nullptr, rows, cols, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32,
                       GPTRT_DTYPE_F32, GPTRT_DTYPE_F32_ACCUMULATE,
-                      GPTRT_DTYPE_F32_ACCUMULATE);
+                      GPTRT_DTYPE_F32_ACCUMULATE, nullptr);
   expectSameBits(gotDx, dx, "layernorm dx");
   expectAdds(gotDw, dw, "layernorm dw");
   expectAdds(gotDb, db, "layernorm db");
@@ -280,15 +286,16 @@ TEST_F(AbiTest, GradientOutputsAccumulateWithDtype257) {
   // Not a storage dtype: refused where the output is not a gradient's.
   gptrt_layernorm_bwd(h, dout.data(), x.data(), w.data(), mean.data(),
                       rstd.data(), gotDx.data(), gotDw.data(), gotDb.data(),
-                      rows, cols, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32,
+                      nullptr, rows, cols, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32,
                       GPTRT_DTYPE_F32_ACCUMULATE, GPTRT_DTYPE_F32,
-                      GPTRT_DTYPE_F32);
+                      GPTRT_DTYPE_F32, nullptr);
   EXPECT_THAT(ctx.error(),
               ::testing::HasSubstr("dx_dtype 257, expected f32 (1) or bf16"));
   ctx.clearError();
   F gelu(rows * cols);
-  gptrt_gelu_fwd(h, x.data(), gelu.data(), rows * cols, GPTRT_DTYPE_F32,
-                 GPTRT_DTYPE_F32_ACCUMULATE);
+  gptrt_gelu_fwd(h, x.data(), nullptr, gelu.data(), nullptr, nullptr, nullptr,
+                 rows * cols, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32_ACCUMULATE,
+                 nullptr);
   EXPECT_THAT(ctx.error(), ::testing::HasSubstr("out_dtype 257"));
   ctx.clearError();
   gptrt_reduce_rows(h, x.data(), got.data(), rows, cols, GPTRT_DTYPE_F32, 7);
@@ -315,9 +322,9 @@ TEST_F(AbiTest, LayerNormForwardMatchesKernel) {
     b = randomF(width, 8);
   F out = nanF(rows * width), mean = nanF(rows), rstd = nanF(rows);
   F wOut(rows * width), wMean(rows), wRstd(rows);
-  gptrt_layernorm_fwd(h, x.data(), w.data(), b.data(), out.data(), mean.data(),
-                      rstd.data(), rows, width, 1e-5, GPTRT_DTYPE_F32,
-                      GPTRT_DTYPE_F32);
+  gptrt_layernorm_fwd(h, x.data(), w.data(), b.data(), nullptr, out.data(),
+                      mean.data(), rstd.data(), nullptr, nullptr, nullptr, rows,
+                      width, 1e-5, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, nullptr);
   cpu::layerNormForward(wOut.data(), wMean.data(), wRstd.data(), x.data(),
                         w.data(), b.data(), rows, width, 1e-5f);
   expectSameBits(out, wOut, "out");
@@ -338,9 +345,9 @@ TEST_F(AbiTest, LayerNormOnBf16Storage) {
                         w.data(), b.data(), rows, width, 1e-5f);
   std::vector<uint16_t> out16(rows * width, 0xBEEF);
   F mean = nanF(rows), rstd = nanF(rows);
-  gptrt_layernorm_fwd(h, x16.data(), w.data(), b.data(), out16.data(),
-                      mean.data(), rstd.data(), rows, width, 1e-5,
-                      GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16);
+  gptrt_layernorm_fwd(h, x16.data(), w.data(), b.data(), nullptr, out16.data(),
+                      mean.data(), rstd.data(), nullptr, nullptr, nullptr, rows,
+                      width, 1e-5, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16, nullptr);
   EXPECT_EQ(out16, toBf16(wOut));
   expectSameBits(mean, wMean, "mean");
   expectSameBits(rstd, wRstd, "rstd");
@@ -352,9 +359,10 @@ TEST_F(AbiTest, LayerNormOnBf16Storage) {
   std::vector<uint16_t> dx16(rows * width, 0xBEEF), dw16(width, 0xBEEF);
   F db = nanF(width);
   gptrt_layernorm_bwd(h, dout16.data(), x16.data(), w.data(), mean.data(),
-                      rstd.data(), dx16.data(), dw16.data(), db.data(), rows,
-                      width, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16,
-                      GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16, GPTRT_DTYPE_F32);
+                      rstd.data(), dx16.data(), dw16.data(), db.data(), nullptr,
+                      rows, width, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16,
+                      GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16, GPTRT_DTYPE_F32,
+                      nullptr);
   EXPECT_EQ(dx16, toBf16(wDx));
   EXPECT_EQ(dw16, toBf16(wDw));
   expectSameBits(db, wDb, "db");
@@ -370,9 +378,10 @@ TEST_F(AbiTest, LayerNormBackwardWritesWeightAndBiasGrads) {
   F dx = nanF(rows * width), dw = nanF(width), db = nanF(width);
   F wDx(rows * width), wDw(width, 0.0f), wDb(width, 0.0f);
   gptrt_layernorm_bwd(h, dout.data(), x.data(), w.data(), mean.data(),
-                      rstd.data(), dx.data(), dw.data(), db.data(), rows,
-                      width, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32,
-                      GPTRT_DTYPE_F32, GPTRT_DTYPE_F32);
+                      rstd.data(), dx.data(), dw.data(), db.data(), nullptr,
+                      rows, width, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32,
+                      GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32,
+                      nullptr);
   cpu::layerNormBackward(wDx.data(), wDw.data(), wDb.data(), dout.data(),
                          x.data(), mean.data(), rstd.data(), w.data(), rows,
                          width);
@@ -382,10 +391,11 @@ TEST_F(AbiTest, LayerNormBackwardWritesWeightAndBiasGrads) {
   // _amax (rt-fuse-amax): the same outputs and gptrt_amax of dx.
   F aDx = nanF(rows * width), aDw = nanF(width), aDb = nanF(width),
     amax = nanF(1), want = nanF(1);
-  gptrt_layernorm_bwd_amax(
+  gptrt_layernorm_bwd(
       h, dout.data(), x.data(), w.data(), mean.data(), rstd.data(), aDx.data(),
       aDw.data(), aDb.data(), amax.data(), rows, width, GPTRT_DTYPE_F32,
-      GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32);
+      GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32,
+      epilogue(rows, width, GPTRT_DTYPE_F32, 0, 0, -1, -1, GPTRT_DTYPE_F32));
   gptrt_amax(h, dx.data(), want.data(), rows * width, GPTRT_DTYPE_F32);
   expectSameBits(aDx, dx, "dx (_amax)");
   expectSameBits(aDw, dw, "dw (_amax)");
@@ -417,18 +427,20 @@ TEST_F(AbiTest, LayerNormBackwardAddIsTheTwoKernels) {
         wantDb] = backward([&](uint16_t *sum, float *dw, float *db) {
     std::vector<uint16_t> dx(n, 0xBEEF);
     gptrt_layernorm_bwd(h, dout16.data(), x16.data(), w.data(), mean.data(),
-                        rstd.data(), dx.data(), dw, db, rows, width,
+                        rstd.data(), dx.data(), dw, db, nullptr, rows, width,
                         GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16,
-                        GPTRT_DTYPE_F32_ACCUMULATE, GPTRT_DTYPE_F32_ACCUMULATE);
-    gptrt_add(h, dx.data(), resid.data(), sum, 1, n, 0, GPTRT_DTYPE_BF16,
-              GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16);
+                        GPTRT_DTYPE_F32_ACCUMULATE, GPTRT_DTYPE_F32_ACCUMULATE,
+                        nullptr);
+    gptrt_add(h, dx.data(), resid.data(), nullptr, sum, nullptr, nullptr, 1, n,
+              0, GPTRT_DTYPE_BF16, GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16, nullptr);
   });
   auto [got, gotDw, gotDb] = backward([&](uint16_t *sum, float *dw, float *db) {
     gptrt_layernorm_bwd_add(
         h, dout16.data(), x16.data(), w.data(), mean.data(), rstd.data(),
-        resid.data(), sum, dw, db, rows, width, GPTRT_DTYPE_BF16,
-        GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16, GPTRT_DTYPE_F32_ACCUMULATE,
-        GPTRT_DTYPE_F32_ACCUMULATE, GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16);
+        resid.data(), nullptr, sum, dw, db, nullptr, nullptr, rows, width,
+        GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16,
+        GPTRT_DTYPE_F32_ACCUMULATE, GPTRT_DTYPE_F32_ACCUMULATE, GPTRT_DTYPE_F32,
+        GPTRT_DTYPE_BF16, nullptr);
   });
   ASSERT_FALSE(ctx.failed()) << ctx.error();
   EXPECT_EQ(got, want);
@@ -441,12 +453,14 @@ TEST_F(AbiTest, LayerNormBackwardAddIsTheTwoKernels) {
   gptrt_amax(h, want.data(), wantAmax.data(), n, GPTRT_DTYPE_BF16);
   auto [amaxSum, amaxDw, amaxDb] =
       backward([&](uint16_t *sum, float *dw, float *db) {
-        gptrt_layernorm_bwd_add_amax(
+        gptrt_layernorm_bwd_add(
             h, dout16.data(), x16.data(), w.data(), mean.data(), rstd.data(),
-            resid.data(), sum, dw, db, amax.data(), rows, width,
-            GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16,
+            resid.data(), nullptr, sum, dw, db, amax.data(), nullptr, rows,
+            width, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16,
             GPTRT_DTYPE_F32_ACCUMULATE, GPTRT_DTYPE_F32_ACCUMULATE,
-            GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16, rows, width, GPTRT_DTYPE_BF16);
+            GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16,
+            epilogue(rows, width, GPTRT_DTYPE_BF16, 0, 0, -1, -1,
+                     GPTRT_DTYPE_F32_ACCUMULATE));
       });
   ASSERT_FALSE(ctx.failed()) << ctx.error();
   EXPECT_EQ(amaxSum, want);
@@ -469,13 +483,14 @@ TEST_F(AbiTest, LayerNormBackwardAddIsTheTwoKernels) {
     F castAmax = nanF(1);
     auto [castSum, castDw, castDb] =
         backward([&](uint16_t *sum, float *dw, float *db) {
-          gptrt_layernorm_bwd_add_cast(
+          gptrt_layernorm_bwd_add(
               h, dout16.data(), x16.data(), w.data(), mean.data(), rstd.data(),
               resid.data(), scale.data(), sum, dw, db, castAmax.data(),
               q.data(), rows, width, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16,
               GPTRT_DTYPE_BF16, GPTRT_DTYPE_F32_ACCUMULATE,
               GPTRT_DTYPE_F32_ACCUMULATE, GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16,
-              rows, width, GPTRT_DTYPE_BF16, GPTRT_FP8_E5M2, transpose, -1);
+              epilogue(rows, width, GPTRT_DTYPE_BF16, GPTRT_FP8_E5M2, transpose,
+                       -1, -1, GPTRT_DTYPE_F32_ACCUMULATE));
         });
     ASSERT_FALSE(ctx.failed()) << ctx.error();
     EXPECT_EQ(castSum, want);
@@ -486,11 +501,11 @@ TEST_F(AbiTest, LayerNormBackwardAddIsTheTwoKernels) {
 
   // A null residual is an error naming it, not a crash.
   backward([&](uint16_t *sum, float *dw, float *db) {
-    gptrt_layernorm_bwd_add(h, dout16.data(), x16.data(), w.data(), mean.data(),
-                            rstd.data(), nullptr, sum, dw, db, rows, width,
-                            GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16,
-                            GPTRT_DTYPE_BF16, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32,
-                            GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16);
+    gptrt_layernorm_bwd_add(
+        h, dout16.data(), x16.data(), w.data(), mean.data(), rstd.data(),
+        nullptr, nullptr, sum, dw, db, nullptr, nullptr, rows, width,
+        GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16, GPTRT_DTYPE_F32,
+        GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16, nullptr);
   });
   EXPECT_NE(ctx.error().find("resid is null"), std::string::npos)
       << ctx.error();
@@ -515,8 +530,8 @@ TEST_F(AbiTest, MatmulMatchesKernelForEveryTransposeAndBroadcast) {
   forEachGemmLayout(k, n, [&](int ta, int tb, int64_t strideB) {
     F a = randomF(batch * m * k, 13 + ta), b = randomF(batch * k * n, 15 + tb);
     F got = nanF(batch * m * n), want(batch * m * n, 0.0f);
-    gptrt_matmul(h, a.data(), b.data(), got.data(), batch, m, n, k, ta, tb,
-                 m * k, strideB, m * n);
+    gptrt_matmul(h, a.data(), b.data(), nullptr, got.data(), nullptr, nullptr,
+                 batch, m, n, k, ta, tb, m * k, strideB, m * n, nullptr);
     cpu::gemmBatched(want.data(), a.data(), b.data(), batch, m, n, k,
                      ta != 0, tb != 0, 0.0f, m * k, strideB, m * n);
     expectSameBits(got, want, "c");
@@ -541,8 +556,8 @@ TEST_F(AbiTest, MatmulBf16IsTheF32GemmOfTheWidenedOperands) {
     F got = nanF(batch * m * n), want(batch * m * n, 0.0f);
     gptrt_matmul_bf16(h, a16.data(), b16.data(), got.data(), batch, m, n,
                       k, ta, tb, m * k, strideB, m * n, GPTRT_DTYPE_F32);
-    gptrt_matmul(h, a.data(), b.data(), want.data(), batch, m, n, k, ta,
-                 tb, m * k, strideB, m * n);
+    gptrt_matmul(h, a.data(), b.data(), nullptr, want.data(), nullptr, nullptr,
+                 batch, m, n, k, ta, tb, m * k, strideB, m * n, nullptr);
     expectSameBits(got, want, "c");
     // A bf16 result is that f32 result rounded once; the gap between
     // strided batches (stride_c > m * n) is left alone.
@@ -631,15 +646,16 @@ TEST_F(AbiTest, AddLayerNormIsTheAddThenTheLayerNorm) {
           wantX(bytes, 0xFF), wantOut(bytes, 0xFF);
       F mean = nanF(rows), rstd = nanF(rows), wantMean = nanF(rows),
         wantRstd = nanF(rows);
-      gptrt_add_layernorm_fwd(h, a.data(), b.data(), w.data(), bias.data(),
-                              x.data(), out.data(), mean.data(), rstd.data(),
-                              rows, width, 1e-5, aDtype, bDtype, xDtype,
-                              outDtype);
-      gptrt_add(h, a.data(), b.data(), wantX.data(), rows, width, 0, aDtype,
-                bDtype, xDtype);
-      gptrt_layernorm_fwd(h, wantX.data(), w.data(), bias.data(),
+      gptrt_add_layernorm_fwd(
+          h, a.data(), b.data(), w.data(), bias.data(), nullptr, x.data(),
+          out.data(), mean.data(), rstd.data(), nullptr, nullptr, nullptr, rows,
+          width, 1e-5, aDtype, bDtype, xDtype, outDtype, nullptr);
+      gptrt_add(h, a.data(), b.data(), nullptr, wantX.data(), nullptr, nullptr,
+                rows, width, 0, aDtype, bDtype, xDtype, nullptr);
+      gptrt_layernorm_fwd(h, wantX.data(), w.data(), bias.data(), nullptr,
                           wantOut.data(), wantMean.data(), wantRstd.data(),
-                          rows, width, 1e-5, xDtype, outDtype);
+                          nullptr, nullptr, nullptr, rows, width, 1e-5, xDtype,
+                          outDtype, nullptr);
       EXPECT_EQ(x, wantX);
       EXPECT_EQ(out, wantOut);
       expectSameBits(mean, wantMean, "mean");
@@ -672,7 +688,8 @@ TEST_F(AbiTest, GeluEpiloguesAreTheKernelsTheyFold) {
                                 m * n, dtype, dtype);
     gptrt_matmul_bf16_bias(h, a.data(), b.data(), bias.data(), wantPre.data(),
                            batch, m, n, k, 0, 0, m * k, 0, m * n, dtype);
-    gptrt_gelu_fwd(h, wantPre.data(), wantOut.data(), count, dtype, dtype);
+    gptrt_gelu_fwd(h, wantPre.data(), nullptr, wantOut.data(), nullptr, nullptr,
+                   nullptr, count, dtype, dtype, nullptr);
     EXPECT_EQ(pre, wantPre);
     EXPECT_EQ(out, wantOut);
     // Backward: dx = gelu'(pre) * (a b), the product stored as dg_dtype.
@@ -685,8 +702,9 @@ TEST_F(AbiTest, GeluEpiloguesAreTheKernelsTheyFold) {
                               dtype, dtype);
       gptrt_matmul_bf16(h, a.data(), b.data(), dg.data(), batch, m, n, k, 0, 0,
                         m * k, 0, m * n, dgDtype);
-      gptrt_gelu_bwd(h, dg.data(), wantPre.data(), wantDx.data(), count,
-                     dgDtype, dtype, dtype);
+      gptrt_gelu_bwd(h, dg.data(), wantPre.data(), nullptr, wantDx.data(),
+                     nullptr, nullptr, nullptr, nullptr, count, dgDtype, dtype,
+                     dtype, nullptr);
       EXPECT_EQ(dx, wantDx) << "dg_dtype " << dgDtype;
     }
   }
@@ -819,13 +837,15 @@ TEST_F(AbiTest, AddWithAndWithoutBroadcast) {
   F a = randomF(outer * inner, 20), b = randomF(outer * inner, 21),
     bRow = randomF(inner, 22);
   F got = nanF(outer * inner), want(outer * inner);
-  gptrt_add(h, a.data(), b.data(), got.data(), outer, inner, 0,
-            GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32);
+  gptrt_add(h, a.data(), b.data(), nullptr, got.data(), nullptr, nullptr, outer,
+            inner, 0, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32,
+            nullptr);
   cpu::add(want.data(), a.data(), b.data(), outer, inner, false);
   expectSameBits(got, want, "full");
   got = nanF(outer * inner);
-  gptrt_add(h, a.data(), bRow.data(), got.data(), outer, inner, 1,
-            GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32);
+  gptrt_add(h, a.data(), bRow.data(), nullptr, got.data(), nullptr, nullptr,
+            outer, inner, 1, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32,
+            nullptr);
   cpu::add(want.data(), a.data(), bRow.data(), outer, inner, true);
   expectSameBits(got, want, "broadcast");
 }
@@ -840,11 +860,13 @@ TEST_F(AbiTest, ScaleWrites) {
 TEST_F(AbiTest, GeluForwardAndBackward) {
   F x = randomF(33, 24, -4, 4), dout = randomF(33, 25);
   F y = nanF(33), wantY(33), dx = nanF(33), wantDx(33);
-  gptrt_gelu_fwd(h, x.data(), y.data(), 33, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32);
+  gptrt_gelu_fwd(h, x.data(), nullptr, y.data(), nullptr, nullptr, nullptr, 33,
+                 GPTRT_DTYPE_F32, GPTRT_DTYPE_F32, nullptr);
   cpu::geluForward(wantY.data(), x.data(), 33);
   expectSameBits(y, wantY, "gelu");
-  gptrt_gelu_bwd(h, dout.data(), x.data(), dx.data(), 33, GPTRT_DTYPE_F32,
-                 GPTRT_DTYPE_F32, GPTRT_DTYPE_F32);
+  gptrt_gelu_bwd(h, dout.data(), x.data(), nullptr, dx.data(), nullptr, nullptr,
+                 nullptr, nullptr, 33, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32,
+                 GPTRT_DTYPE_F32, nullptr);
   cpu::geluBackward(wantDx.data(), x.data(), dout.data(), 33);
   expectSameBits(dx, wantDx, "dx");
 }
@@ -856,17 +878,19 @@ TEST_F(AbiTest, GeluOnBf16StorageIsTheF32KernelBetweenConversions) {
   cpu::geluForward(wantY.data(), x.data(), 33);
   cpu::geluBackward(wantDx.data(), x.data(), dout.data(), 33);
   std::vector<uint16_t> y16(33, 0xBEEF), dx16(33, 0xBEEF);
-  gptrt_gelu_fwd(h, x16.data(), y16.data(), 33, GPTRT_DTYPE_BF16,
-                 GPTRT_DTYPE_BF16);
+  gptrt_gelu_fwd(h, x16.data(), nullptr, y16.data(), nullptr, nullptr, nullptr,
+                 33, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16, nullptr);
   EXPECT_EQ(y16, toBf16(wantY));
-  gptrt_gelu_bwd(h, dout16.data(), x16.data(), dx16.data(), 33,
-                 GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16);
+  gptrt_gelu_bwd(h, dout16.data(), x16.data(), nullptr, dx16.data(), nullptr,
+                 nullptr, nullptr, nullptr, 33, GPTRT_DTYPE_BF16,
+                 GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16, nullptr);
   EXPECT_EQ(dx16, toBf16(wantDx));
   // Mixed: an f32 gradient against a bf16 input, into f32.
   F dx = nanF(33), dout32 = randomF(33, 30), wantMixed(33);
   cpu::geluBackward(wantMixed.data(), x.data(), dout32.data(), 33);
-  gptrt_gelu_bwd(h, dout32.data(), x16.data(), dx.data(), 33,
-                 GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16, GPTRT_DTYPE_F32);
+  gptrt_gelu_bwd(h, dout32.data(), x16.data(), nullptr, dx.data(), nullptr,
+                 nullptr, nullptr, nullptr, 33, GPTRT_DTYPE_F32,
+                 GPTRT_DTYPE_BF16, GPTRT_DTYPE_F32, nullptr);
   expectSameBits(dx, wantMixed, "dx");
 }
 
@@ -972,8 +996,9 @@ TEST_F(AbiTest, PackedAttentionIsTheAttentionOfTheParts) {
         part[i][r * C + c] = qkv[(r * 3 + i) * C + c];
   F out = nanF(n), lse = nanF(B * H * T), wantOut = nanF(n),
     wantLse = nanF(B * H * T);
-  gptrt_attention_fwd_packed(h, qkv.data(), out.data(), lse.data(), B, T, C, H,
-                             1, GPTRT_DTYPE_F32);
+  gptrt_attention_fwd_packed(h, qkv.data(), nullptr, out.data(), lse.data(),
+                             nullptr, nullptr, B, T, C, H, 1, GPTRT_DTYPE_F32,
+                             nullptr);
   gptrt_attention_fwd(h, part[0].data(), part[1].data(), part[2].data(),
                       wantOut.data(), wantLse.data(), B, T, C, H, 1,
                       GPTRT_DTYPE_F32);
@@ -982,8 +1007,10 @@ TEST_F(AbiTest, PackedAttentionIsTheAttentionOfTheParts) {
   // _amax: the same outputs and gptrt_amax of out.
   F amaxOut = nanF(n), amaxLse = nanF(B * H * T), amax = nanF(1),
     wantAmax = nanF(1);
-  gptrt_attention_fwd_packed_amax(h, qkv.data(), amaxOut.data(), amaxLse.data(),
-                                  amax.data(), B, T, C, H, 1, GPTRT_DTYPE_F32);
+  gptrt_attention_fwd_packed(h, qkv.data(), nullptr, amaxOut.data(),
+                             amaxLse.data(), amax.data(), nullptr, B, T, C, H,
+                             1, GPTRT_DTYPE_F32,
+                             epilogue((B) * (T), C, GPTRT_DTYPE_F32));
   gptrt_amax(h, out.data(), wantAmax.data(), n, GPTRT_DTYPE_F32);
   expectSameBits(amaxOut, out, "out (_amax)");
   expectSameBits(amaxLse, lse, "lse (_amax)");
@@ -995,10 +1022,10 @@ TEST_F(AbiTest, PackedAttentionIsTheAttentionOfTheParts) {
     const float scale = 37.0f;
     F castOut = nanF(n), castLse = nanF(B * H * T), castAmax = nanF(1);
     std::vector<uint8_t> q(n, 0xDD), wantQ(n, 0xEE);
-    gptrt_attention_fwd_packed_cast(h, qkv.data(), &scale, castOut.data(),
-                                    castLse.data(), castAmax.data(), q.data(),
-                                    B, T, C, H, 1, GPTRT_DTYPE_F32, B * T, C,
-                                    GPTRT_DTYPE_F32, format, 0, -1);
+    gptrt_attention_fwd_packed(
+        h, qkv.data(), &scale, castOut.data(), castLse.data(), castAmax.data(),
+        q.data(), B, T, C, H, 1, GPTRT_DTYPE_F32,
+        epilogue(B * T, C, GPTRT_DTYPE_F32, format, 0, -1));
     gptrt_quantize_fp8(h, out.data(), &scale, wantQ.data(), n, format, -1,
                        GPTRT_DTYPE_F32);
     expectSameBits(castOut, out, "out (_cast)");
@@ -1008,7 +1035,8 @@ TEST_F(AbiTest, PackedAttentionIsTheAttentionOfTheParts) {
   }
   F dqkv = nanF(3 * n), grad[3] = {nanF(n), nanF(n), nanF(n)};
   gptrt_attention_bwd_packed(h, dout.data(), qkv.data(), out.data(), lse.data(),
-                             dqkv.data(), B, T, C, H, 1, GPTRT_DTYPE_F32);
+                             dqkv.data(), nullptr, B, T, C, H, 1,
+                             GPTRT_DTYPE_F32, nullptr);
   gptrt_attention_bwd(h, dout.data(), part[0].data(), part[1].data(),
                       part[2].data(), out.data(), lse.data(), grad[0].data(),
                       grad[1].data(), grad[2].data(), B, T, C, H, 1,
@@ -1021,9 +1049,10 @@ TEST_F(AbiTest, PackedAttentionIsTheAttentionOfTheParts) {
   expectSameBits(dqkv, packedGrad, "dqkv");
   // The backward's _amax: the same gradient and gptrt_amax of it.
   F amaxDqkv = nanF(3 * n), gradAmax = nanF(1), wantGradAmax = nanF(1);
-  gptrt_attention_bwd_packed_amax(h, dout.data(), qkv.data(), out.data(),
-                                  lse.data(), amaxDqkv.data(), gradAmax.data(),
-                                  B, T, C, H, 1, GPTRT_DTYPE_F32);
+  gptrt_attention_bwd_packed(h, dout.data(), qkv.data(), out.data(), lse.data(),
+                             amaxDqkv.data(), gradAmax.data(), B, T, C, H, 1,
+                             GPTRT_DTYPE_F32,
+                             epilogue((B) * (T), 3 * (C), GPTRT_DTYPE_F32));
   gptrt_amax(h, dqkv.data(), wantGradAmax.data(), 3 * n, GPTRT_DTYPE_F32);
   expectSameBits(amaxDqkv, dqkv, "dqkv (_amax)");
   expectSameBits(gradAmax, wantGradAmax, "amax of dqkv");
@@ -1032,11 +1061,12 @@ TEST_F(AbiTest, PackedAttentionIsTheAttentionOfTheParts) {
   std::vector<uint16_t> qkv16 = toBf16(qkv), out16(n, 0xBEEF),
                         dqkv16(3 * n, 0xBEEF), dout16 = toBf16(dout);
   F lse16 = nanF(B * H * T);
-  gptrt_attention_fwd_packed(h, qkv16.data(), out16.data(), lse16.data(), B, T,
-                             C, H, 1, GPTRT_DTYPE_BF16);
+  gptrt_attention_fwd_packed(h, qkv16.data(), nullptr, out16.data(),
+                             lse16.data(), nullptr, nullptr, B, T, C, H, 1,
+                             GPTRT_DTYPE_BF16, nullptr);
   gptrt_attention_bwd_packed(h, dout16.data(), qkv16.data(), out16.data(),
-                             lse16.data(), dqkv16.data(), B, T, C, H, 1,
-                             GPTRT_DTYPE_BF16);
+                             lse16.data(), dqkv16.data(), nullptr, B, T, C, H,
+                             1, GPTRT_DTYPE_BF16, nullptr);
   std::vector<uint16_t> parts16[3], grads16[3];
   for (int i = 0; i < 3; ++i) {
     parts16[i] = toBf16(part[i]);
@@ -1123,7 +1153,7 @@ TEST_F(AbiTest, FusedClassifierIsTheForwardThenTheBackward) {
     std::vector<unsigned char> fusedGrad(grad.size(), 0xDD);
     gptrt_cross_entropy_fwd_bwd(
         h, dloss.data(), in, targets.data(), fusedLoss.data(), fusedLse.data(),
-        fusedGrad.data(), rows, vocab, padded, -1, dtype);
+        fusedGrad.data(), nullptr, rows, vocab, padded, -1, dtype, nullptr);
     ASSERT_FALSE(ctx.failed()) << ctx.error();
     expectSameBits(fusedLoss, loss, "loss");
     expectSameBits(fusedLse, lse, "lse");
@@ -1133,9 +1163,10 @@ TEST_F(AbiTest, FusedClassifierIsTheForwardThenTheBackward) {
     // _amax: the same outputs and gptrt_amax of the stored gradient.
     F amax = nanF(1), amaxLoss = nanF(1), amaxLse = nanF(rows), want = nanF(1);
     std::vector<unsigned char> amaxGrad(grad.size(), 0xCC);
-    gptrt_cross_entropy_fwd_bwd_amax(
+    gptrt_cross_entropy_fwd_bwd(
         h, dloss.data(), in, targets.data(), amaxLoss.data(), amaxLse.data(),
-        amaxGrad.data(), amax.data(), rows, vocab, padded, -1, dtype);
+        amaxGrad.data(), amax.data(), rows, vocab, padded, -1, dtype,
+        epilogue(rows, padded, dtype));
     gptrt_amax(h, grad.data(), want.data(), rows * padded, dtype);
     ASSERT_FALSE(ctx.failed()) << ctx.error();
     expectSameBits(amaxLoss, loss, "loss (_amax)");

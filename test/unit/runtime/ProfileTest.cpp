@@ -5,6 +5,7 @@
 #include "runtime/train/Profile.h"
 #include "runtime/abi/gptrt.h"
 #include "runtime/core/Context.h"
+#include "test/unit/runtime/Epilogue.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -14,6 +15,8 @@
 
 namespace gptrt {
 namespace {
+
+using test::epilogue;
 
 TEST(ProfileTest, ContextTimesEachOutermostCallOnce) {
   Context ctx(Device::Cpu, {});
@@ -33,9 +36,9 @@ TEST(ProfileTest, ContextTimesEachOutermostCallOnce) {
   // A base kernel and its epilogue, two guarded calls.
   float scale = 8.0f, castAmax = 0;
   std::vector<uint16_t> y16(n);
-  gptrt_convert_cast(h, x.data(), &scale, y16.data(), &castAmax, q.data(), n,
-                     GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16, rows, cols,
-                     GPTRT_DTYPE_BF16, GPTRT_FP8_E4M3, 0, -1);
+  gptrt_convert(h, x.data(), &scale, y16.data(), &castAmax, q.data(), n,
+                GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16,
+                epilogue(rows, cols, GPTRT_DTYPE_BF16, GPTRT_FP8_E4M3, 0, -1));
   gptrt_fill(h, y.data(), n, 2.0);
   const std::vector<Context::ProfiledCall> calls = ctx.endProfile();
   ASSERT_FALSE(ctx.failed()) << ctx.error();
@@ -47,7 +50,7 @@ TEST(ProfileTest, ContextTimesEachOutermostCallOnce) {
   }
   EXPECT_THAT(names,
               ::testing::ElementsAre("gptrt_amax_quantize_rows",
-                                     "gptrt_convert_cast", "gptrt_fill"));
+                                     "gptrt_convert+cast", "gptrt_fill"));
   EXPECT_EQ(castAmax, 2.0f); // the epilogue ran
   // A new profile starts empty; calls after its end are not recorded.
   ctx.beginProfile();
