@@ -2,6 +2,7 @@
 #include "compiler/precision/PluginLoader.h"
 
 #include "compiler/precision/PluginApi.h"
+#include "runtime/abi/ElfCheck.h"
 
 #include "llvm/Support/FileSystem.h"
 
@@ -34,6 +35,12 @@ llvm::Error loadPrecisionPlugin(llvm::StringRef path,
     return failure("cannot load " + quoted +
                    ": no such file; pass the path of a plugin .so built "
                    "against gptc's install (docs/writing-a-precision-policy.md)");
+  // A truncated file would be mapped by dlopen and crash on first touch.
+  if (std::optional<std::string> problem =
+          gptrt::elfSharedObjectProblem(path.str()))
+    return failure("cannot load " + quoted + ": " + *problem +
+                   "; rebuild the plugin against gptc's install "
+                   "(docs/writing-a-precision-policy.md)");
   // RTLD_NOW: a plugin whose symbols do not resolve against this gptc (an
   // older libGptcPrecision, a missing library) fails here with the name of
   // the symbol, not later in the middle of a compilation. Never closed: the

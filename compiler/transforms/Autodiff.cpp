@@ -51,6 +51,15 @@ public:
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    // recompute names forward ops (gelu, layernorm, ...): a name that is no
+    // gpt op would silently recompute nothing.
+    for (const std::string &name : recompute)
+      if (!RegisteredOperationName::lookup("gpt." + name, &getContext())) {
+        module.emitError() << "gpt-autodiff recompute='" << name
+                           << "' names no gpt op; list forward ops by name, "
+                              "e.g. recompute=gelu,layernorm";
+        return signalPassFailure();
+      }
     auto forward = module.lookupSymbol<func::FuncOp>("forward");
     if (!forward) {
       module.emitError("has no @forward function; gpt-autodiff differentiates "

@@ -15,6 +15,9 @@ namespace gpt = gptc::gpt;
 
 namespace {
 
+// A bucket larger than any model's gradients is a typo (1 TiB).
+constexpr double kMaxBucketMb = 1024.0 * 1024.0;
+
 struct ParamInfo {
   gpt::ParamOp op;
   int64_t index = 0;     // declaration order = order of the grads arena
@@ -30,10 +33,12 @@ public:
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (bucketMb < 0) {
+    // (NaN fails every comparison: it is refused here too.)
+    if (!(bucketMb >= 0 && bucketMb <= kMaxBucketMb)) {
       module.emitError() << "gpt-data-parallel bucket-mb=" << bucketMb
-                         << " must be >= 0 (0: no buckets, the runtime sums "
-                            "all gradients after the step)";
+                         << " must be between 0 and " << kMaxBucketMb
+                         << " MiB (0: no buckets, the runtime sums all "
+                            "gradients after the step)";
       return signalPassFailure();
     }
     if (gradComm != "f32" && gradComm != "fp8") {

@@ -27,6 +27,12 @@ using gptc::PrecisionPolicy;
 
 namespace {
 
+// The largest margin that still leaves the amax a code above zero: scaled
+// values top out at fp8_max / 2^margin, E5M2's smallest subnormal is 2^-16
+// and its largest value 57344 < 2^16 (E4M3's: 2^-9 and 448, so E4M3 loses
+// everything beyond a margin of 17 already).
+constexpr int64_t kMaxMargin = 31;
+
 /// The GEMM's (M, N, K), or nullopt for a shape the check cannot read.
 std::optional<std::array<int64_t, 3>> gemmSizes(gpt::MatmulOp op) {
   auto a = cast<RankedTensorType>(op.getA().getType());
@@ -115,10 +121,13 @@ public:
                             "or most_recent";
       return signalPassFailure();
     }
-    if (margin < 0 || historyLength < 1) {
+    if (margin < 0 || margin > kMaxMargin || historyLength < 1) {
       module.emitError() << "fp8-precision margin=" << static_cast<int64_t>(margin)
                          << " and history=" << static_cast<int64_t>(historyLength)
-                         << " must be >= 0 and >= 1";
+                         << " must be 0.." << kMaxMargin << " and >= 1 (a "
+                            "margin divides the scales by 2^margin: beyond "
+                         << kMaxMargin
+                         << " even the amax codes to zero, in E4M3 beyond 17)";
       return signalPassFailure();
     }
     if (weightScaling != "policy" && weightScaling != "current") {
@@ -190,14 +199,17 @@ private:
 
   LogicalResult checkDecision(gpt::MatmulOp op, unsigned index,
                               const PrecisionDecision &decision) {
-    if (!decision.useFp8 || (decision.margin >= 0 && decision.amaxHistory >= 0))
+    if (!decision.useFp8 ||
+        (decision.margin >= 0 && decision.margin <= kMaxMargin &&
+         decision.amaxHistory >= 0))
       return success();
     return op.emitError() << "policy '" << policy << "' chose margin "
                           << decision.margin << " and amax history "
                           << decision.amaxHistory << " for operand "
                           << (index ? "b" : "a") << " of layer '"
                           << op.getLayer() << "'"
-                          << "; both must be >= 0 (history 0 takes the "
+                          << "; the margin must be 0.." << kMaxMargin
+                          << " and the history >= 0 (history 0 takes the "
                              "pass's history option): fix the policy";
   }
 

@@ -55,7 +55,8 @@ def GptAutodiff : Pass<"gpt-autodiff", "::mlir::ModuleOp"> {
     ListOption<"recompute", "recompute", "std::string",
       "Forward ops to compute again in the backward instead of keeping their "
       "results alive between the two passes, by op name without the dialect "
-      "(e.g. recompute=gelu,layernorm). Trades compute for activation memory.">,
+      "(e.g. recompute=gelu,layernorm; a name that is no gpt op is an "
+      "error). Trades compute for activation memory.">,
   ];
 }
 
@@ -181,7 +182,8 @@ def Fp8Precision : Pass<"fp8-precision", "::mlir::ModuleOp"> {
            "most_recent (follows the tensor closely)">,
     Option<"margin", "margin", "int64_t", "0",
            "Scales are divided by 2^margin, leaving headroom above the amax "
-           "(for operands whose policy sets no margin of its own)">,
+           "(for operands whose policy sets no margin of its own); 0..31, "
+           "since beyond 31 even the amax codes to zero">,
     Option<"weightScaling", "weight-scaling", "std::string", "\"policy\"",
            "How parameter operands (weights, looking through reshapes, "
            "transposes and casts) are scaled where the policy chose delayed "
@@ -384,7 +386,8 @@ def GptDataParallel : Pass<"gpt-data-parallel", "::mlir::ModuleOp"> {
     Option<"bucketMb", "bucket-mb", "double", "25",
            "Largest bucket in MiB of f32 gradients (PyTorch DDP's default "
            "bucket_cap_mb is 25); smaller buckets start communicating "
-           "earlier but pay more per-message latency; 0 disables the pass">,
+           "earlier but pay more per-message latency; 0 disables the pass; "
+           "at most 1048576 (1 TiB)">,
     Option<"zero", "zero", "int", "0",
            "ZeRO stage: 0 all-reduces gradients and every rank runs the whole "
            "optimizer; 1 reduce-scatters them, shards AdamW and its moments "

@@ -21,6 +21,8 @@ def Gpt_Dialect : Dialect {
     sequence length and widths are static.
   }];
   let useDefaultAttributePrinterParser = 1;
+  // gpt.config on the module: checked against the graph (GptDialect.cpp).
+  let hasOperationAttrVerify = 1;
 }
 
 def Gpt_InitKind : I32EnumAttr<"InitKind", "how a parameter is initialised", [

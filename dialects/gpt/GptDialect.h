@@ -19,6 +19,7 @@
 #include "dialects/gpt/GptAttrs.h.inc"
 
 #include "dialects/gpt/GptInterfaces.h.inc"
+#include "dialects/gpt/GptTraits.h"
 
 #define GET_OP_CLASSES
 #include "dialects/gpt/GptOps.h.inc"

@@ -1,10 +1,14 @@
 // Verifiers of the gpt dialect's ops. Each error names the value, what was
 // expected and what was found.
 #include "dialects/common/MatmulShape.h"
+#include "dialects/common/ShapeChecks.h"
 #include "dialects/gpt/GptDialect.h"
 
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <algorithm>
 
 using namespace mlir;
 using namespace gptc;
@@ -110,6 +114,49 @@ static void printGeluGradTypes(OpAsmPrinter &printer, Operation *, Type input,
     printer << " -> " << inputGrad;
 }
 
+// The most bytes one tensor may take: far beyond any accelerator or host,
+// and far enough below 2^63 that sums and offsets of many such tensors
+// (arenas, the micro-batch's multiples) cannot overflow an int64.
+constexpr int64_t kMaxTensorBytes = int64_t(1) << 48;
+
+LogicalResult gptc::gpt::verifyTensorSizes(Operation *op) {
+  auto check = [&](Type type, StringRef role, unsigned index) -> LogicalResult {
+    auto shaped = dyn_cast<ShapedType>(type);
+    if (!shaped || !shaped.hasRank())
+      return success();
+    Type element = shaped.getElementType();
+    const unsigned bits =
+        element.isIntOrFloat() ? element.getIntOrFloatBitWidth() : 64;
+    int64_t bytes = std::max<int64_t>(1, (bits + 7) / 8);
+    for (int64_t dim : shaped.getShape()) {
+      if (ShapedType::isDynamic(dim))
+        continue;
+      if (dim <= 0)
+        return op->emitOpError()
+               << role << " " << index << " has shape "
+               << shapeString(shaped.getShape())
+               << ": every dimension must be positive; check the model's "
+                  "widths, heads, sequence length and vocabulary";
+      if (llvm::MulOverflow(bytes, dim, bytes) || bytes > kMaxTensorBytes)
+        return op->emitOpError()
+               << role << " " << index << " has shape "
+               << shapeString(shaped.getShape()) << " of "
+               << shaped.getElementType()
+               << ": more than 2^48 bytes (256 TiB), which no machine "
+                  "holds and gptc does not plan; make the model (or the "
+                  "micro-batch) smaller";
+    }
+    return success();
+  };
+  for (auto [index, type] : llvm::enumerate(op->getOperandTypes()))
+    if (failed(check(type, "operand", index)))
+      return failure();
+  for (auto [index, type] : llvm::enumerate(op->getResultTypes()))
+    if (failed(check(type, "result", index)))
+      return failure();
+  return success();
+}
+
 #define GET_OP_CLASSES
 #include "dialects/gpt/GptOps.cpp.inc"
 
@@ -127,6 +174,15 @@ LogicalResult ParamOp::verify() {
     return emitOpError() << "parameter @" << getSymName()
                          << " needs a float element type, got "
                          << type.getElementType();
+  int64_t elements = 1;
+  for (int64_t dim : type.getShape())
+    if (dim <= 0 || llvm::MulOverflow(elements, dim, elements) ||
+        elements > kMaxTensorBytes / 4)
+      return emitOpError() << "parameter @" << getSymName() << " has shape "
+                           << shapeString(type.getShape())
+                           << ": every dimension must be positive and its "
+                              "f32 values at most 2^48 bytes; check the "
+                              "model's widths and vocabulary";
   if (getInit().has_value() == getTiedTo().has_value())
     return emitOpError() << "parameter @" << getSymName()
                          << " needs exactly one of an initialiser (init "

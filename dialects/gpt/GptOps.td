@@ -23,8 +23,13 @@ def Gpt_GemmRole : I32EnumAttr<"GemmRole", "which GEMM of a layer a matmul is", 
   let cppNamespace = "::gptc::gpt";
 }
 
+// Positive static dimensions and byte sizes an int64 holds (GptTraits.h).
+def Gpt_SizedTensors : NativeOpTrait<"SizedTensors"> {
+  let cppNamespace = "::gptc::gpt";
+}
+
 class Gpt_Op<string mnemonic, list<Trait> traits = []>
-    : Op<Gpt_Dialect, mnemonic, traits>;
+    : Op<Gpt_Dialect, mnemonic, !listconcat(traits, [Gpt_SizedTensors])>;
 
 // A compute op: pure, and named after its layer.
 class Gpt_LayerOp<string mnemonic, list<Trait> traits = []>

@@ -97,27 +97,11 @@ void checkWritable(const std::string &dir) {
   fs::remove(probe, ec);
 }
 
-std::string save(const std::string &dir, const mf::Manifest &manifest,
-                 const Context &ctx, cp::Checkpoint index, int keep,
-                 std::string_view unshardedOptimizer) {
-  const bool sharded = ctx.optimizerShard() != nullptr;
-  if (sharded &&
-      unshardedOptimizer.size() !=
-          manifest.arenas(static_cast<int>(ctx.optimizerShardArena())).size())
-    throw std::logic_error(
-        "saving a ZeRO-1 context needs the unsharded optimizer arena (" +
-        std::to_string(manifest.arenas(static_cast<int>(ctx.optimizerShardArena()))
-                           .size()) +
-        " bytes), got " + std::to_string(unshardedOptimizer.size()));
-  fs::path root(dir);
-  std::error_code ec;
-  fs::create_directories(root, ec);
-  if (ec)
-    throw std::runtime_error("cannot create --ckpt-dir " + dir + ": " +
-                             ec.message());
-  fs::path final = root / stepName(index.step());
-  fs::path tmp = root / (stepName(index.step()) + ".tmp");
-  fs::remove_all(tmp);
+namespace {
+// The files of one checkpoint, written into `tmp`.
+void writeCheckpoint(const fs::path &tmp, const mf::Manifest &manifest,
+                     const Context &ctx, cp::Checkpoint index, bool sharded,
+                     std::string_view unshardedOptimizer) {
   fs::create_directory(tmp);
 
   index.set_format_version(kFormatVersion);
@@ -149,29 +133,102 @@ std::string save(const std::string &dir, const mf::Manifest &manifest,
   index.SerializeToString(&serialized);
   writeDurably(tmp / kIndexFile, serialized.data(), serialized.size());
   syncDirectory(tmp);
+}
+} // namespace
 
-  fs::remove_all(final);
-  fs::rename(tmp, final);
-  // `latest` is replaced by rename too: it always names a whole checkpoint.
+std::string save(const std::string &dir, const mf::Manifest &manifest,
+                 const Context &ctx, cp::Checkpoint index, int keep,
+                 std::string_view unshardedOptimizer) {
+  const bool sharded = ctx.optimizerShard() != nullptr;
+  if (sharded &&
+      unshardedOptimizer.size() !=
+          manifest.arenas(static_cast<int>(ctx.optimizerShardArena())).size())
+    throw std::logic_error(
+        "saving a ZeRO-1 context needs the unsharded optimizer arena (" +
+        std::to_string(manifest.arenas(static_cast<int>(ctx.optimizerShardArena()))
+                           .size()) +
+        " bytes), got " + std::to_string(unshardedOptimizer.size()));
+  fs::path root(dir);
+  std::error_code ec;
+  fs::create_directories(root, ec);
+  if (ec)
+    throw std::runtime_error("cannot create --ckpt-dir " + dir + ": " +
+                             ec.message());
+  fs::path final = root / stepName(index.step());
+  fs::path tmp = root / (stepName(index.step()) + ".tmp");
   fs::path latestTmp = root / (std::string(kLatestFile) + ".tmp");
-  std::string name = final.filename().string() + "\n";
-  writeDurably(latestTmp, name.data(), name.size());
-  fs::rename(latestTmp, root / kLatestFile);
-  syncDirectory(root);
+  fs::remove_all(tmp);
+  try {
+    writeCheckpoint(tmp, manifest, ctx, index, sharded, unshardedOptimizer);
+    fs::remove_all(final);
+    fs::rename(tmp, final);
+    // `latest` is replaced by rename too: it always names a whole
+    // checkpoint.
+    std::string name = final.filename().string() + "\n";
+    writeDurably(latestTmp, name.data(), name.size());
+    fs::rename(latestTmp, root / kLatestFile);
+    syncDirectory(root);
+  } catch (...) {
+    // A full disk must not keep the half-written files: the next write
+    // needs their room.
+    std::error_code ignored;
+    fs::remove_all(tmp, ignored);
+    fs::remove(latestTmp, ignored);
+    throw;
+  }
 
   if (keep > 0) {
     std::vector<fs::path> steps;
     for (const auto &entry : fs::directory_iterator(root)) {
       std::string n = entry.path().filename().string();
       if (entry.is_directory() && n.rfind("step_", 0) == 0 &&
-          n.find(".tmp") == std::string::npos)
+          n.find(".tmp") == std::string::npos && entry.path() != final)
         steps.push_back(entry.path());
     }
+    // The oldest go first; the one just written (which `latest` names) is
+    // kept whatever its number.
     std::sort(steps.begin(), steps.end());
-    for (size_t i = 0; i + keep < steps.size(); ++i)
+    for (size_t i = 0; i + keep < steps.size() + 1; ++i)
       fs::remove_all(steps[i]);
   }
   return final.string();
+}
+
+std::vector<std::string> claimDirectory(const std::string &dir,
+                                        const std::string &resumedFrom,
+                                        bool overwrite) {
+  fs::path root(dir);
+  std::error_code ec;
+  if (!fs::is_directory(root, ec))
+    return {};
+  // Resuming from a checkpoint of this directory continues its line.
+  if (!resumedFrom.empty() &&
+      fs::equivalent(fs::path(resumedFrom).parent_path(), root, ec))
+    return {};
+  std::vector<std::string> earlier, steps;
+  for (const auto &entry : fs::directory_iterator(root)) {
+    const std::string n = entry.path().filename().string();
+    const bool step = entry.is_directory() && n.rfind("step_", 0) == 0;
+    if (step || n == kLatestFile || n == std::string(kLatestFile) + ".tmp")
+      earlier.push_back(entry.path().string());
+    if (step)
+      steps.push_back(n);
+  }
+  if (earlier.empty())
+    return {};
+  std::sort(steps.begin(), steps.end());
+  const std::string which =
+      steps.empty() ? std::string("a '") + kLatestFile + "' file"
+      : std::to_string(steps.size()) + " checkpoint(s) (" + steps.front() +
+            (steps.size() > 1 ? " ... " + steps.back() : "") + ")";
+  if (!overwrite)
+    throw std::runtime_error(
+        "--ckpt-dir " + dir + " holds " + which +
+        " of an earlier run: pass --resume to continue that run, --overwrite "
+        "to replace its checkpoints, or another --ckpt-dir");
+  for (const std::string &path : earlier)
+    fs::remove_all(path);
+  return {"removed " + which + " of an earlier run from " + dir};
 }
 
 std::string resolve(const std::string &path) {
@@ -180,9 +237,17 @@ std::string resolve(const std::string &path) {
     return p.string();
   std::ifstream latest(p / kLatestFile);
   std::string name;
-  if (latest && std::getline(latest, name) && !name.empty() &&
-      fs::exists(p / name / kIndexFile))
-    return (p / name).string();
+  if (latest && std::getline(latest, name) && !name.empty()) {
+    // A checkpoint of this directory: a name of its own, never a path.
+    if (name.find('/') != std::string::npos || name == "." || name == "..")
+      throw std::runtime_error(
+          "'" + (p / kLatestFile).string() + "' names '" + name +
+          "', which is not a checkpoint inside " + path +
+          ": it must name one of its step_NNNNNNNN directories; fix or "
+          "delete that file, or pass the checkpoint's path to --resume");
+    if (fs::exists(p / name / kIndexFile))
+      return (p / name).string();
+  }
   throw std::runtime_error("no checkpoint at " + path +
                            ": expected a checkpoint directory (holding " +
                            kIndexFile + ") or a --ckpt-dir with a '" +
@@ -199,6 +264,15 @@ cp::Checkpoint readIndex(const std::string &path) {
     throw std::runtime_error("checkpoint " + path + " has no readable " +
                              kIndexFile + ": it is not a gptrun checkpoint or "
                              "is damaged; resume from another one");
+  // Every checkpoint gptrun writes records its format: an empty or foreign
+  // index parses as format 0.
+  if (index.format_version() == 0)
+    throw std::runtime_error(
+        "checkpoint " + path + "'s " + kIndexFile + " is " +
+        (bytes.empty() ? std::string("empty")
+                       : "not a gptrun index (no format version)") +
+        ": the checkpoint is not whole (a write cut short?); resume from "
+        "another one");
   if (index.format_version() != kFormatVersion)
     throw std::runtime_error(
         "checkpoint " + path + " has format " +

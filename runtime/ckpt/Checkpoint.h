@@ -8,6 +8,7 @@
 #include "runtime/ckpt/checkpoint.pb.h"
 
 #include <string>
+#include <vector>
 #include <string_view>
 
 namespace gptc::manifest {
@@ -28,8 +29,21 @@ uint64_t manifestHash(const gptc::manifest::Manifest &manifest);
 /// a bad --ckpt-dir fails before training rather than at the first save.
 void checkWritable(const std::string &dir);
 
+/// The rule for a run's --ckpt-dir: checkpoints of an earlier run there
+/// are refused (naming them) unless the run resumes from one of them
+/// (`resumedFrom`, a checkpoint path, inside `dir`) or `overwrite` is set,
+/// in which case they are removed (a line saying so is returned, for the
+/// run's log). Pruning by step number is only sound within one run's line
+/// of checkpoints.
+std::vector<std::string> claimDirectory(const std::string &dir,
+                                        const std::string &resumedFrom,
+                                        bool overwrite);
+
 /// Writes DIR/step_NNNNNNNN (atomically) and points DIR/latest at it; keeps
-/// the `keep` newest checkpoints (0: all). Returns the checkpoint's path.
+/// the `keep` newest checkpoints (0: all; never the one just written). A
+/// write that fails removes its temporary files before it throws, so that
+/// they do not take the room the next write needs. Returns the
+/// checkpoint's path.
 /// A context whose optimizer is sharded (ZeRO-1) needs `unshardedOptimizer`:
 /// the whole optimizer arena as one rank would hold it (RankSync's
 /// gatherOptimizer), written in place of this rank's shard, so that the
@@ -39,7 +53,8 @@ std::string save(const std::string &dir, const gptc::manifest::Manifest &manifes
                  int keep, std::string_view unshardedOptimizer = {});
 
 /// The checkpoint `path` names: a checkpoint directory, or a checkpoint
-/// root whose `latest` file names one.
+/// root whose `latest` file names one of its own subdirectories (a name
+/// with a '/' or "..", which would lead elsewhere, is refused).
 std::string resolve(const std::string &path);
 
 /// The index of the checkpoint at `path` (a checkpoint directory), without

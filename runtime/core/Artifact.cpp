@@ -2,6 +2,7 @@
 // validation, entry point resolution.
 #include "runtime/core/Artifact.h"
 
+#include "runtime/abi/ElfCheck.h"
 #include "runtime/core/Abi.h"
 #include "runtime/core/Context.h"
 #include "runtime/cuda/Backend.h"
@@ -43,6 +44,11 @@ Artifact::Artifact(const std::string &path) : path_(path) {
   if (!S_ISREG(st.st_mode))
     throw std::runtime_error(name + " is not a regular file, expected a .so "
                                     "written by gptc: pass the artifact file");
+  // dlopen maps a truncated file and the first touch of a missing page is a
+  // SIGBUS with nothing on stderr.
+  if (std::optional<std::string> problem = elfSharedObjectProblem(path))
+    throw std::runtime_error(name + " cannot be loaded: " + *problem +
+                             "; rebuild it with gptc -o FILE.so");
   // A name without '/' would make dlopen search the library path instead.
   const std::string openPath =
       path.find('/') == std::string::npos ? "./" + path : path;

@@ -32,6 +32,13 @@ namespace gptrt::train {
 
 namespace {
 
+/// A flag's value as the user would write it ("-0.001", "nan").
+std::string number(double value) {
+  std::ostringstream text;
+  text << value;
+  return text.str();
+}
+
 using Clock = std::chrono::steady_clock;
 
 double secondsSince(Clock::time_point start) {
@@ -160,6 +167,19 @@ Prepared prepare(const TrainOptions &o, const gptc::manifest::Manifest &manifest
   if (o.steps <= 0)
     throw std::runtime_error("--steps " + std::to_string(o.steps) +
                              " must be positive");
+  const Schedule &s = o.schedule;
+  if (!std::isfinite(s.maxLr) || s.maxLr < 0)
+    throw std::runtime_error("--lr " + number(s.maxLr) +
+                             " must be a finite learning rate >= 0 (e.g. 6e-4)");
+  if (!(s.minLrFraction >= 0 && s.minLrFraction <= 1))
+    throw std::runtime_error("--min-lr-frac " + number(s.minLrFraction) +
+                             " must be between 0 and 1 (the decay's floor as "
+                             "a fraction of --lr)");
+  if (s.warmupSteps < 0 || s.warmupSteps > o.steps)
+    throw std::runtime_error("--warmup " + std::to_string(s.warmupSteps) +
+                             " must be between 0 and --steps " +
+                             std::to_string(o.steps) +
+                             " (the learning rate would never reach --lr)");
   p.accumulation = p.batchTokens / stepTokens;
 
   p.loader = std::make_unique<data::DataLoader>(o.data, B, T, rank, world);
@@ -213,6 +233,12 @@ Prepared prepare(const TrainOptions &o, const gptc::manifest::Manifest &manifest
             "differ, so the run could not continue exactly");
     }
   }
+  // An earlier run's checkpoints in --ckpt-dir: refused, or with
+  // --overwrite removed, so that pruning and `latest` follow this run only.
+  if (!o.ckptDir.empty() && rank == 0)
+    for (const std::string &line :
+         ckpt::claimDirectory(o.ckptDir, p.resumePath, o.overwrite))
+      std::printf("gptrun: %s (--overwrite)\n", line.c_str());
   return p;
 }
 

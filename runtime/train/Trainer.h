@@ -68,6 +68,8 @@ struct TrainOptions {
   int64_t ckptEvery = 0;     ///< steps between checkpoints (and one at the end)
   int keep = 0;              ///< newest checkpoints kept; 0: all
   std::string resume;        ///< "latest" (in ckptDir) or a checkpoint path
+  /// Replace an earlier run's checkpoints in ckptDir (refused without).
+  bool overwrite = false;
 };
 
 /// Runs the whole training in this process; throws std::runtime_error with

@@ -26,8 +26,11 @@ int fail(const llvm::Twine &message) {
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
   cl::OptionCategory category("gpt-model options");
-  std::string presets = llvm::join(gptc::models::gpt2PresetNames(), ", ");
-  cl::opt<std::string> preset("preset", cl::desc("One of: " + presets),
+  const std::string presets =
+      llvm::join(gptc::models::gpt2PresetNames(), ", ");
+  // cl::desc keeps a StringRef: the text must outlive the option.
+  const std::string presetHelp = "One of: " + presets;
+  cl::opt<std::string> preset("preset", cl::desc(presetHelp),
                               cl::value_desc("name"), cl::cat(category));
   cl::opt<int64_t> depth("depth", cl::desc("Transformer blocks"),
                          cl::cat(category));

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -117,6 +118,8 @@ const char *kUsage =
     "all)\n"
     "  --resume [PATH]            continue from PATH, or from the latest\n"
     "                             checkpoint in --ckpt-dir\n"
+    "  --overwrite                replace an earlier run's checkpoints in\n"
+    "                             --ckpt-dir (refused without it)\n"
     "  --quiet                    no progress lines\n"
     "\n"
     "data parallelism (each worker trains on its slice of every global batch;\n"
@@ -209,7 +212,7 @@ void parseFlags(int argc, char **argv, int first,
       }
       usageError("unknown argument '" + arg + "'");
     }
-    if (arg == "--per-example") {  // a switch: no value follows
+    if (arg == "--per-example" || arg == "--overwrite") {  // switches
       it->second("");
       continue;
     }
@@ -228,6 +231,10 @@ void parseFlags(int argc, char **argv, int first,
 } // namespace
 
 int main(int argc, char **argv) {
+  // Past a file-size limit (ulimit -f) writes fail with EFBIG, as on a full
+  // disk, and the checkpoint writer reports it; the default action of
+  // SIGXFSZ would kill the run without a word.
+  std::signal(SIGXFSZ, SIG_IGN);
   if (argc < 2)
     usageError("no artifact given");
   try {
@@ -350,6 +357,11 @@ int main(int argc, char **argv) {
          {"--total-batch-tokens",
           [&](const std::string &v) {
             o.totalBatchTokens = toInt("--total-batch-tokens", v);
+            // 0 inside means "one micro-step": a flag that says 0 is a mistake.
+            if (o.totalBatchTokens <= 0)
+              usageError("--total-batch-tokens " + v +
+                         " must be positive: tokens per optimizer step, a "
+                         "multiple of micro-batch x sequence length");
           }},
          {"--lr", [&](const std::string &v) { s.maxLr = toReal("--lr", v); }},
          {"--min-lr-frac",
@@ -407,6 +419,7 @@ int main(int argc, char **argv) {
           }},
          {"--keep", [&](const std::string &v) { o.keep = toInt("--keep", v); }},
          {"--resume", [&](const std::string &v) { o.resume = v; }},
+         {"--overwrite", [&](const std::string &) { o.overwrite = true; }},
          {"--procs",
           [&](const std::string &v) { launch.procs = toCount("--procs", v); }},
          {"--gpus",

@@ -1,5 +1,8 @@
 // RUN: gpt-opt %s -split-input-file -gpt-autodiff -verify-diagnostics | FileCheck %s
 // RUN: gpt-opt %s -split-input-file -gpt-autodiff="recompute=layernorm" -verify-diagnostics | FileCheck %s --check-prefix=RECOMPUTE
+// A recompute list naming no gpt op would recompute nothing, silently.
+// RUN: not gpt-opt %s -split-input-file -gpt-autodiff="recompute=gelu,foo" 2>&1 | FileCheck %s --check-prefix=UNKNOWN
+// UNKNOWN: error: gpt-autodiff recompute='foo' names no gpt op; list forward ops by name, e.g. recompute=gelu,layernorm
 
 // A one-block model with every kind of op GPT-2 uses: embeddings, a tied
 // lm_head, layer norm, a biased linear, gelu, split and attention.

@@ -2,6 +2,7 @@
 // RUN: gpt-opt %s -split-input-file -gpt-data-parallel="bucket-mb=0.001" -rt-bufferize | FileCheck %s --check-prefix=RT
 // RUN: gpt-opt %s -split-input-file -gpt-data-parallel="bucket-mb=0" | FileCheck %s --check-prefix=OFF
 // RUN: not gpt-opt %s -split-input-file -gpt-data-parallel="bucket-mb=-1" 2>&1 | FileCheck %s --check-prefix=NEG
+// RUN: not gpt-opt %s -split-input-file -gpt-data-parallel="bucket-mb=nan" 2>&1 | FileCheck %s --check-prefix=NAN
 // RUN: gpt-opt %s -split-input-file -gpt-data-parallel="bucket-mb=0.001 grad-comm=fp8" -rt-bufferize | FileCheck %s --check-prefix=FP8
 // RUN: not gpt-opt %s -split-input-file -gpt-data-parallel="grad-comm=bf16" 2>&1 | FileCheck %s --check-prefix=COMM
 // The last case fails under zero=1 (ZUNUSED), so these runs expect failure.
@@ -40,7 +41,8 @@
 // COMM: error: gpt-data-parallel grad-comm='bf16' is not a format; use f32 or fp8
 // OFF-NOT: grad_bucket_ready
 // OFF-NOT: grad_sync
-// NEG: error: gpt-data-parallel bucket-mb=-1{{.*}} must be >= 0 (0: no buckets, the runtime sums all gradients after the step)
+// NEG: error: gpt-data-parallel bucket-mb=-1{{.*}} must be between 0 and 1.048576e+06 MiB (0: no buckets, the runtime sums all gradients after the step)
+// NAN: error: gpt-data-parallel bucket-mb=nan must be between 0 and 1.048576e+06 MiB
 // zero=1 (ZeRO-1): the buckets are reduce-scattered, the norm and AdamW
 // work on this rank's slices, and the parameters are gathered before the
 // gradients are cleared.

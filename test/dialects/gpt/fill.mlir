@@ -18,11 +18,21 @@ func.func @fill() -> (tensor<f32>, tensor<4x8xf32>, tensor<2x3x4xbf16>, tensor<1
 
 // -----
 
-// CHECK-LABEL: func.func @fill_empty
-// CHECK:         %{{.*}} = gpt.fill "empty" 3.000000e+00 : tensor<0x8xf32>
+// No gpt op holds an empty tensor: a dimension of 0 is a model mistake
+// (a width of 0), refused where it is parsed (GptTraits.h).
 func.func @fill_empty() -> tensor<0x8xf32> {
+  // expected-error @+1 {{result 0 has shape [0, 8]: every dimension must be positive; check the model's widths, heads, sequence length and vocabulary}}
   %0 = gpt.fill "empty" 3.0 : tensor<0x8xf32>
   return %0 : tensor<0x8xf32>
+}
+
+// -----
+
+// Nor one too large to address: 2^48 bytes is the most a tensor may take.
+func.func @fill_huge() -> tensor<65536x65536x16385xf32> {
+  // expected-error @+1 {{result 0 has shape [65536, 65536, 16385] of 'f32': more than 2^48 bytes (256 TiB), which no machine holds and gptc does not plan; make the model (or the micro-batch) smaller}}
+  %0 = gpt.fill "huge" 3.0 : tensor<65536x65536x16385xf32>
+  return %0 : tensor<65536x65536x16385xf32>
 }
 
 // -----

@@ -27,6 +27,17 @@ gpt.param @w : tensor<?x16xf32> init <zeros> layer "w"
 
 // -----
 
+// A width of 0, and a table too large to address.
+// expected-error @+1 {{parameter @w has shape [0, 16]: every dimension must be positive and its f32 values at most 2^48 bytes; check the model's widths and vocabulary}}
+gpt.param @w : tensor<0x16xf32> init <zeros> layer "w"
+
+// -----
+
+// expected-error @+1 {{parameter @w has shape [50304, 1000000000000]: every dimension must be positive}}
+gpt.param @w : tensor<50304x1000000000000xf32> init <zeros> layer "w"
+
+// -----
+
 // expected-error @+1 {{parameter @w needs a float element type, got 'i32'}}
 gpt.param @w : tensor<4x16xi32> init <zeros> layer "w"
 

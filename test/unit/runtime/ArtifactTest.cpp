@@ -225,11 +225,36 @@ TEST(ArtifactLoadTest, NotASharedObject) {
   TempDir dir;
   writeBytes(dir.file("tiny.so"), "this is not an ELF file\n");
   const std::string msg = errorOf([&] { Artifact a(dir.file("tiny.so")); });
-  EXPECT_THAT(msg, ::testing::HasSubstr("artifact " + dir.file("tiny.so") +
-                                        " cannot be loaded ("));
-  EXPECT_THAT(msg, ::testing::HasSubstr(
-                       "expected a shared object built by gptc: rebuild it "
-                       "with gptc -o FILE.so"));
+  EXPECT_EQ(msg, "artifact " + dir.file("tiny.so") +
+                     " cannot be loaded: it is 24 bytes, shorter than an ELF "
+                     "header; rebuild it with gptc -o FILE.so");
+  writeBytes(dir.file("text.so"),
+             std::string(200, 'x') + "this is not an ELF file either\n");
+  EXPECT_ERROR(Artifact(dir.file("text.so")),
+               "artifact " + dir.file("text.so") +
+                   " cannot be loaded: it does not start with the ELF magic "
+                   "bytes (not a shared object); rebuild it with gptc -o "
+                   "FILE.so");
+}
+
+// A truncated artifact is refused before dlopen maps it: touching a page
+// past the file's end would be a SIGBUS with nothing on stderr. Cut at
+// every eighth of the file, the refusal names what lies past the end.
+TEST(ArtifactLoadTest, TruncatedSharedObject) {
+  const std::string whole = readBytes(fixture("fixture-ok"));
+  ASSERT_GT(whole.size(), 1024u);
+  TempDir dir;
+  for (size_t eighth = 1; eighth < 8; ++eighth) {
+    const std::string path = dir.file("cut" + std::to_string(eighth) + ".so");
+    writeBytes(path, whole.substr(0, whole.size() * eighth / 8));
+    const std::string msg = errorOf([&] { Artifact a(path); });
+    EXPECT_THAT(msg, ::testing::StartsWith("artifact " + path +
+                                           " cannot be loaded: its "));
+    EXPECT_THAT(msg, ::testing::HasSubstr(
+                         "truncated; rebuild it with gptc -o FILE.so"));
+  }
+  // The whole file loads.
+  EXPECT_NO_THROW(Artifact a(fixture("fixture-ok")));
 }
 
 TEST(ArtifactLoadTest, AbiVersionMismatch) {
