@@ -60,6 +60,15 @@ bool preadAll(int fd, void *dst, size_t bytes, int64_t offset) {
   return true;
 }
 
+[[noreturn]] void outOfVocabulary(const std::string &path, uint16_t token,
+                                  int64_t position, int64_t vocabulary) {
+  throw std::runtime_error(
+      "shard " + path + " has token " + std::to_string(token) +
+      " at position " + std::to_string(position) + ", expected ids below " +
+      std::to_string(vocabulary) +
+      " (the model's vocabulary): use data tokenized for this model");
+}
+
 ShardInfo checkHeader(const std::string &path, int fd) {
   struct stat st;
   if (fstat(fd, &st) != 0)
@@ -303,13 +312,37 @@ void DataLoader::next(Batch &out) {
   if (vocabulary_ > 0)
     for (int64_t i = 0; i <= bt; ++i)
       if (buffer_[static_cast<size_t>(i)] >= vocabulary_)
-        throw std::runtime_error(
-            "shard " + shard.path + " has token " +
-            std::to_string(buffer_[static_cast<size_t>(i)]) + " at position " +
-            std::to_string(start + i) + ", expected ids below " +
-            std::to_string(vocabulary_) +
-            " (the model's vocabulary): use data tokenized for this model");
+        outOfVocabulary(shard.path, buffer_[static_cast<size_t>(i)], start + i,
+                        vocabulary_);
   pos_.offset += windowTokens();
+}
+
+void DataLoader::checkVocabulary(int64_t vocabulary) {
+  vocabulary_ = vocabulary;
+  if (vocabulary <= 0 || vocabulary > 65535)
+    return; // uint16 tokens: every id is below 65536
+  std::vector<uint16_t> chunk(1 << 20);
+  for (const ShardInfo &shard : shards_) {
+    Fd fd(shard.path);
+    for (int64_t start = 0; start < shard.tokens;
+         start += static_cast<int64_t>(chunk.size())) {
+      const size_t n = static_cast<size_t>(
+          std::min<int64_t>(shard.tokens - start, chunk.size()));
+      if (!preadAll(fd.get(), chunk.data(), n * sizeof(uint16_t),
+                    kShardHeaderBytes + 2 * start))
+        throw std::runtime_error("shard " + shard.path + ": cannot read " +
+                                 std::to_string(n) + " tokens at token " +
+                                 std::to_string(start) +
+                                 ": the file changed; restore it");
+      const uint16_t largest = *std::max_element(chunk.begin(), chunk.begin() + n);
+      if (largest < vocabulary)
+        continue;
+      for (size_t i = 0; i < n; ++i)
+        if (chunk[i] >= vocabulary)
+          outOfVocabulary(shard.path, chunk[i], start + static_cast<int64_t>(i),
+                          vocabulary);
+    }
+  }
 }
 
 void DataLoader::restore(const Position &p) {

@@ -95,9 +95,11 @@ public:
   void restore(const Position &position);
   void reset() { pos_ = Position{}; }
 
-  // From now on next() refuses, naming the shard and position, any token
-  // >= `vocabulary` (the model's; 0: no check).
-  void checkVocabulary(int64_t vocabulary) { vocabulary_ = vocabulary; }
+  // Reads every shard now and throws, naming the shard, position and
+  // token, if one holds a token >= `vocabulary` (the model's): found before
+  // the first step, not when training reaches its window. From then on
+  // next() checks each window it reads too (0: no checks).
+  void checkVocabulary(int64_t vocabulary);
 
   const std::vector<ShardInfo> &shards() const { return shards_; }
   int64_t batchSize() const { return batch_; }

@@ -235,6 +235,20 @@ TEST_F(LoaderTest, RestoreErrors) {
   EXPECT_EQ(loader.next().tokens[0], 1000);
 }
 
+// A token outside the model's vocabulary is found before training: here
+// the last token of the last shard, which only the 24th batch reads.
+TEST_F(LoaderTest, VocabularyIsCheckedBeforeTheFirstBatch) {
+  DataLoader fits(files, 2, 4);
+  EXPECT_NO_THROW(fits.checkVocabulary(2041)) << "the largest id is 2040";
+  EXPECT_EQ(fits.next().tokens[0], 0) << "and batches follow as before";
+  DataLoader tight(files, 2, 4);
+  EXPECT_ERROR(tight.checkVocabulary(2040),
+               "shard " + files[2] +
+                   " has token 2040 at position 40, expected ids below 2040 "
+                   "(the model's vocabulary): use data tokenized for this "
+                   "model");
+}
+
 TEST_F(LoaderTest, ConfigurationErrors) {
   EXPECT_ERROR(DataLoader(files, 4, 5, 0, 3),
                "shard " + files[1] +
