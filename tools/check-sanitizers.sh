@@ -8,6 +8,12 @@
 # sanitizers they take hours; `ctest -R e2e-` in that directory runs them.
 #   bash tools/check-sanitizers.sh            # build and test
 #   bash tools/check-sanitizers.sh -R lit     # only tests matching a regex
+# Open (2026-12-07): two use-after-poison reports inside MLIR's parser
+# (dialects/gpt/accumulate_grad.mlir's generic round trip, and
+# tools/gptc/bad-model-sizes.test's zero-noconfig model), in attribute
+# storage that Debian's uninstrumented libMLIR allocated; not yet told
+# apart from a false positive of LLVM's inline allocator code being
+# instrumented in our objects only. Everything else passes.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${GPTC_SANITIZER_BUILD_DIR:-$root/build-asan}"

@@ -22,6 +22,7 @@ public:
   using Base::Base;
 
   void runOnOperation() override {
+    consumed.clear();
     SmallVector<rt::KernelOp> adds, backwards;
     getOperation().walk([&](rt::KernelOp op) {
       if (op.getKernel() == "add")
@@ -31,10 +32,16 @@ public:
     });
     for (rt::KernelOp norm : backwards)
       fuseBackward(norm);
+    // An erased op cannot be asked whether it still exists: the backward
+    // fusions record the adds they consumed.
     for (rt::KernelOp add : adds)
-      if (add->getBlock()) // (not consumed by a backward fusion)
+      if (!consumed.contains(add.getOperation()))
         fuse(add);
   }
+
+  // Adds a backward fusion erased (AddressSanitizer found the old
+  // `add->getBlock()` test reading freed memory).
+  llvm::SmallPtrSet<Operation *, 16> consumed;
 
 private:
   // add(a, b) -> x; layernorm_fwd(x, w, bias) -> out, mean, rstd (with
@@ -155,6 +162,7 @@ private:
                                consts, buffers, fields);
     // The FP8 statistics' slot names (rt.fp8_stat) stay with the cast.
     fusedOp->setDiscardableAttrs(add->getDiscardableAttrDictionary());
+    consumed.insert(add.getOperation());
     add.erase();
     norm.erase();
     eraseUnused(dxRoot);
