@@ -172,12 +172,13 @@ GPTRT_EXPORT void gptrt_attention_fwd_packed(
     float *lse, float *amax, uint8_t *q, int64_t batch, int64_t seq,
     int64_t width, int64_t heads, int64_t causal, int64_t dtype,
     const gptrt_epilogue *epilogue) {
+  static const EpilogueLabels labels("gptrt_attention_fwd_packed");
   const EpilogueCall call{epilogue, scale, amax, q};
   const std::optional<EpilogueWork> work = epilogueWork(
       ctx, "gptrt_attention_fwd_packed", call, out, /*dualCast=*/false);
   if (!work)
     return;
-  const char *fn = workLabel("gptrt_attention_fwd_packed", *work);
+  const char *fn = labels[*work];
   if (*work != EpilogueWork::Cast) {
     if (!coversOutput(ctx, fn, epilogue, batch * seq * width, dtype))
       return;
@@ -203,12 +204,13 @@ GPTRT_EXPORT void gptrt_attention_bwd_packed(
     const float *lse, void *dqkv, float *amax, int64_t batch, int64_t seq,
     int64_t width, int64_t heads, int64_t causal, int64_t dtype,
     const gptrt_epilogue *epilogue) {
+  static const EpilogueLabels labels("gptrt_attention_bwd_packed");
   const EpilogueCall call{epilogue, nullptr, amax};
   const std::optional<EpilogueWork> work = epilogueWork(
       ctx, "gptrt_attention_bwd_packed", call, dqkv, /*dualCast=*/false);
   if (!work)
     return;
-  const char *fn = workLabel("gptrt_attention_bwd_packed", *work);
+  const char *fn = labels[*work];
   if (!coversOutput(ctx, fn, epilogue, 3 * batch * seq * width, dtype))
     return;
   attentionGradPacked(ctx, fn, dout, qkv, out, lse, dqkv, amax, batch, seq,

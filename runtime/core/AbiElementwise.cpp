@@ -331,6 +331,7 @@ GPTRT_EXPORT void gptrt_convert(gptrt_context *ctx, const void *src,
                                 const float *scale, void *dst, float *amax,
                                 uint8_t *q, int64_t n, int64_t from,
                                 int64_t to, const gptrt_epilogue *epilogue) {
+  static const EpilogueLabels labels("gptrt_convert");
   const EpilogueCall call{epilogue, scale, amax, q};
   const std::optional<EpilogueWork> work =
       epilogueWork(ctx, "gptrt_convert", call, dst, /*dualCast=*/false);
@@ -338,7 +339,7 @@ GPTRT_EXPORT void gptrt_convert(gptrt_context *ctx, const void *src,
     return;
   if (*work == EpilogueWork::None)
     return convertValues(ctx, src, dst, n, from, to);
-  const char *fn = workLabel("gptrt_convert", *work);
+  const char *fn = labels[*work];
   const TimedCall timed(ctx, fn);
   convertValues(ctx, src, dst, n, from, to);
   finish(ctx, fn, dst, call.epilogue());
@@ -350,6 +351,7 @@ GPTRT_EXPORT void gptrt_add(gptrt_context *ctx, const void *a, const void *b,
                             int64_t broadcast_b, int64_t a_dtype,
                             int64_t b_dtype, int64_t out_dtype,
                             const gptrt_epilogue *epilogue) {
+  static const EpilogueLabels labels("gptrt_add");
   const EpilogueCall call{epilogue, scale, amax, q};
   const std::optional<EpilogueWork> work =
       epilogueWork(ctx, "gptrt_add", call, out, /*dualCast=*/false);
@@ -359,8 +361,7 @@ GPTRT_EXPORT void gptrt_add(gptrt_context *ctx, const void *a, const void *b,
     return addValues(ctx, a, b, out, outer, inner, broadcast_b, a_dtype,
                      b_dtype, out_dtype);
   fusedProducer(
-      ctx, workLabel("gptrt_add", *work), out_dtype, out, outer * inner,
-      call.epilogue(),
+      ctx, labels[*work], out_dtype, out, outer * inner, call.epilogue(),
       [&](Gpu &g, const gptrt::cuda::Fp8Epilogue &fp8) {
         addOnGpu(g, a, b, out, outer, inner, broadcast_b, a_dtype, b_dtype,
                  out_dtype, fp8);
@@ -442,12 +443,13 @@ GPTRT_EXPORT void gptrt_gelu_fwd(gptrt_context *ctx, const void *x,
                                  uint8_t *q, uint8_t *q_t, int64_t n,
                                  int64_t x_dtype, int64_t out_dtype,
                                  const gptrt_epilogue *epilogue) {
+  static const EpilogueLabels labels("gptrt_gelu_fwd");
   const EpilogueCall call{epilogue, scale, amax, q, q_t};
   const std::optional<EpilogueWork> work =
       epilogueWork(ctx, "gptrt_gelu_fwd", call, out, /*dualCast=*/true);
   if (!work)
     return;
-  const char *fn = workLabel("gptrt_gelu_fwd", *work);
+  const char *fn = labels[*work];
   switch (*work) {
   case EpilogueWork::None:
     return geluValues(ctx, x, out, n, x_dtype, out_dtype);
@@ -470,13 +472,14 @@ GPTRT_EXPORT void gptrt_gelu_bwd(gptrt_context *ctx, const void *dout,
                                  void *db, int64_t n, int64_t dout_dtype,
                                  int64_t x_dtype, int64_t dx_dtype,
                                  const gptrt_epilogue *epilogue) {
+  static const EpilogueLabels labels("gptrt_gelu_bwd");
   const EpilogueCall call{epilogue, scale, amax, q, q_t, db};
   const std::optional<EpilogueWork> work =
       epilogueWork(ctx, "gptrt_gelu_bwd", call, dx, /*dualCast=*/true,
                    /*biasGradient=*/true);
   if (!work)
     return;
-  const char *fn = workLabel("gptrt_gelu_bwd", *work);
+  const char *fn = labels[*work];
   switch (*work) {
   case EpilogueWork::None:
     return geluGradValues(ctx, dout, x, dx, n, dout_dtype, x_dtype, dx_dtype);

@@ -2,8 +2,6 @@
 // kernel.
 #include "runtime/core/AbiEpilogue.h"
 
-#include <mutex>
-#include <set>
 #include <string>
 
 namespace gptrt::abi {
@@ -134,13 +132,10 @@ bool coversOutput(gptrt_context *ctx, const char *fn, const gptrt_epilogue *e,
   return false;
 }
 
-const char *workLabel(const char *fn, EpilogueWork work) {
+EpilogueLabels::EpilogueLabels(const char *fn) {
   static const char *const kSuffix[] = {"", "+amax", "+cast", "+dual_cast"};
-  static std::mutex mutex;
-  static std::set<std::string> labels;
-  const std::lock_guard<std::mutex> lock(mutex);
-  return labels.insert(std::string(fn) + kSuffix[static_cast<int>(work)])
-      .first->c_str();
+  for (size_t i = 0; i < names_.size(); ++i)
+    names_[i] = std::string(fn) + kSuffix[i];
 }
 
 bool agreeingDtypes(gptrt_context *ctx, const char *fn, int64_t kernelDtype,

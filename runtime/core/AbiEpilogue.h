@@ -7,7 +7,9 @@
 
 #include "runtime/core/AbiSupport.h"
 
+#include <array>
 #include <optional>
+#include <string>
 
 namespace gptrt::abi {
 
@@ -86,9 +88,19 @@ std::optional<EpilogueWork> epilogueWork(gptrt_context *ctx, const char *fn,
 bool coversOutput(gptrt_context *ctx, const char *fn, const gptrt_epilogue *e,
                   int64_t elements, int64_t dtype);
 
-/// The name a producer's call goes by in profiles and errors: `fn`, with
-/// the epilogue's work after a '+' ("gptrt_gelu_fwd+cast"). Stable storage.
-const char *workLabel(const char *fn, EpilogueWork work);
+/// The names a producer's calls go by in profiles and errors: `fn`, with
+/// the epilogue's work after a '+' ("gptrt_gelu_fwd+cast"). Made once per
+/// producer (a function-local static), not on each call.
+class EpilogueLabels {
+public:
+  explicit EpilogueLabels(const char *fn);
+  const char *operator[](EpilogueWork work) const {
+    return names_[static_cast<size_t>(work)].c_str();
+  }
+
+private:
+  std::array<std::string, 4> names_;
+};
 
 /// Runs `epilogue` after the base kernel, unless the base kernel failed.
 void finish(gptrt_context *ctx, const char *fn, const void *out,

@@ -539,6 +539,7 @@ GPTRT_EXPORT void gptrt_matmul(gptrt_context *ctx, const float *a,
                                int64_t stride_a, int64_t stride_b,
                                int64_t stride_c,
                                const gptrt_epilogue *epilogue) {
+  static const EpilogueLabels labels("gptrt_matmul");
   const EpilogueCall call{epilogue, scale, amax, q};
   const std::optional<EpilogueWork> work =
       epilogueWork(ctx, "gptrt_matmul", call, c, /*dualCast=*/false);
@@ -547,7 +548,7 @@ GPTRT_EXPORT void gptrt_matmul(gptrt_context *ctx, const float *a,
   if (*work == EpilogueWork::None)
     return matmulValues(ctx, a, b, c, batch, m, n, k, trans_a, trans_b,
                         stride_a, stride_b, stride_c);
-  const char *fn = workLabel("gptrt_matmul", *work);
+  const char *fn = labels[*work];
   const TimedCall timed(ctx, fn);
   matmulValues(ctx, a, b, c, batch, m, n, k, trans_a, trans_b, stride_a,
                stride_b, stride_c);
@@ -561,6 +562,7 @@ GPTRT_EXPORT void gptrt_scaled_matmul(
     int64_t trans_a, int64_t trans_b, int64_t stride_a, int64_t stride_b,
     int64_t stride_c, int64_t format_a, int64_t format_b, int64_t fast_accum,
     int64_t out_dtype, const gptrt_epilogue *epilogue) {
+  static const EpilogueLabels labels("gptrt_scaled_matmul");
   const EpilogueCall call{epilogue, scale, amax, q};
   const std::optional<EpilogueWork> work =
       epilogueWork(ctx, "gptrt_scaled_matmul", call, c, /*dualCast=*/false);
@@ -573,7 +575,7 @@ GPTRT_EXPORT void gptrt_scaled_matmul(
   };
   if (*work == EpilogueWork::None)
     return product();
-  const char *fn = workLabel("gptrt_scaled_matmul", *work);
+  const char *fn = labels[*work];
   const TimedCall timed(ctx, fn);
   const Epilogue e = call.epilogue();
   if (!agreeingDtypes(ctx, fn, out_dtype, e.dtype))

@@ -99,12 +99,13 @@ GPTRT_EXPORT void gptrt_cross_entropy_fwd_bwd(
     const int32_t *targets, float *loss, float *lse, void *dlogits,
     float *amax, int64_t rows, int64_t vocab, int64_t padded_vocab,
     int64_t ignore_index, int64_t dtype, const gptrt_epilogue *epilogue) {
+  static const EpilogueLabels labels("gptrt_cross_entropy_fwd_bwd");
   const EpilogueCall call{epilogue, nullptr, amax};
   const std::optional<EpilogueWork> work = epilogueWork(
       ctx, "gptrt_cross_entropy_fwd_bwd", call, dlogits, /*dualCast=*/false);
   if (!work)
     return;
-  const char *fn = workLabel("gptrt_cross_entropy_fwd_bwd", *work);
+  const char *fn = labels[*work];
   if (!coversOutput(ctx, fn, epilogue, rows * padded_vocab, dtype))
     return;
   crossEntropyFwdBwd(ctx, fn, dloss, logits, targets, loss, lse, dlogits, amax,

@@ -267,12 +267,13 @@ GPTRT_EXPORT void gptrt_layernorm_fwd(
     const float *scale, void *out, float *mean, float *rstd, float *amax,
     uint8_t *q, uint8_t *q_t, int64_t rows, int64_t width, double eps,
     int64_t x_dtype, int64_t out_dtype, const gptrt_epilogue *epilogue) {
+  static const EpilogueLabels labels("gptrt_layernorm_fwd");
   const EpilogueCall call{epilogue, scale, amax, q, q_t};
   const std::optional<EpilogueWork> work =
       epilogueWork(ctx, "gptrt_layernorm_fwd", call, out, /*dualCast=*/true);
   if (!work)
     return;
-  const char *fn = workLabel("gptrt_layernorm_fwd", *work);
+  const char *fn = labels[*work];
   switch (*work) {
   case EpilogueWork::None:
     return layerNormValues(ctx, x, w, b, out, mean, rstd, rows, width, eps,
@@ -302,12 +303,13 @@ GPTRT_EXPORT void gptrt_add_layernorm_fwd(
     float *rstd, float *amax, uint8_t *q, uint8_t *q_t, int64_t rows,
     int64_t width, double eps, int64_t a_dtype, int64_t b_dtype,
     int64_t x_dtype, int64_t out_dtype, const gptrt_epilogue *epilogue) {
+  static const EpilogueLabels labels("gptrt_add_layernorm_fwd");
   const EpilogueCall call{epilogue, scale, amax, q, q_t};
   const std::optional<EpilogueWork> work = epilogueWork(
       ctx, "gptrt_add_layernorm_fwd", call, out, /*dualCast=*/true);
   if (!work)
     return;
-  const char *fn = workLabel("gptrt_add_layernorm_fwd", *work);
+  const char *fn = labels[*work];
   switch (*work) {
   case EpilogueWork::None:
     return addLayerNormValues(ctx, a, b, w, bias, x, out, mean, rstd, rows,
@@ -337,6 +339,7 @@ GPTRT_EXPORT void gptrt_layernorm_bwd(
     float *amax, int64_t rows, int64_t width, int64_t dout_dtype,
     int64_t x_dtype, int64_t dx_dtype, int64_t dw_dtype, int64_t db_dtype,
     const gptrt_epilogue *epilogue) {
+  static const EpilogueLabels labels("gptrt_layernorm_bwd");
   const EpilogueCall call{epilogue, nullptr, amax};
   const std::optional<EpilogueWork> work =
       epilogueWork(ctx, "gptrt_layernorm_bwd", call, dx, /*dualCast=*/false);
@@ -347,8 +350,7 @@ GPTRT_EXPORT void gptrt_layernorm_bwd(
                                width, dout_dtype, x_dtype, dx_dtype, dw_dtype,
                                db_dtype);
   fusedProducer(
-      ctx, workLabel("gptrt_layernorm_bwd", *work), dx_dtype, dx,
-      rows * width, call.epilogue(),
+      ctx, labels[*work], dx_dtype, dx, rows * width, call.epilogue(),
       [&](Gpu &g, const gptrt::cuda::Fp8Epilogue &fp8) {
         layerNormBackwardOnGpu(g, dout, x, w, mean, rstd, dx, dw, db, rows,
                                width, dout_dtype, x_dtype, dx_dtype, dw_dtype,
@@ -368,6 +370,7 @@ GPTRT_EXPORT void gptrt_layernorm_bwd_add(
     int64_t rows, int64_t width, int64_t dout_dtype, int64_t x_dtype,
     int64_t dx_dtype, int64_t dw_dtype, int64_t db_dtype, int64_t resid_dtype,
     int64_t sum_dtype, const gptrt_epilogue *epilogue) {
+  static const EpilogueLabels labels("gptrt_layernorm_bwd_add");
   const EpilogueCall call{epilogue, scale, amax, q};
   const std::optional<EpilogueWork> work = epilogueWork(
       ctx, "gptrt_layernorm_bwd_add", call, sum, /*dualCast=*/false);
@@ -379,8 +382,7 @@ GPTRT_EXPORT void gptrt_layernorm_bwd_add(
                                   dx_dtype, dw_dtype, db_dtype, resid_dtype,
                                   sum_dtype);
   fusedProducer(
-      ctx, workLabel("gptrt_layernorm_bwd_add", *work), sum_dtype, sum,
-      rows * width, call.epilogue(),
+      ctx, labels[*work], sum_dtype, sum, rows * width, call.epilogue(),
       [&](Gpu &g, const gptrt::cuda::Fp8Epilogue &fp8) {
         layerNormBackwardAddOnGpu(g, dout, x, w, mean, rstd, resid, sum, dw, db,
                                   rows, width, dout_dtype, x_dtype, dx_dtype,
