@@ -15,7 +15,9 @@
 #include "compiler/target/Manifest.h"
 #include "compiler/target/ObjectFile.h"
 #include "compiler/transforms/Passes.h"
+#include "compiler/transforms/RtEpilogue.h"
 #include "dialects/InitDialects.h"
+#include "runtime/abi/GemmForm.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
@@ -116,6 +118,25 @@ void printMemory(ModuleOp module, StringRef precision, int64_t microBatch,
        << llvm::right_justify(mebibytes(arena.getSize()), 14) << "\n";
 }
 
+/// A call's name in the report: its kernel, and for a GEMM its form as the
+/// runtime's profile names it ("gemm.bf16+bias+gelu").
+std::string callName(rt::KernelOp op) {
+  if (op.getKernel() != "gemm")
+    return op.getKernel().str();
+  auto field = [&](StringRef name) {
+    return *rt::descriptorField(op, "gemm_desc", name);
+  };
+  gptrt::GemmForm form;
+  form.operands = gptrt::gemmOperands(field("a_dtype"), field("a_scaling"),
+                                      field("b_scaling"));
+  form.bias = bool(rt::bufferNamed(op, "bias"));
+  form.gelu = bool(rt::bufferNamed(op, "gelu_pre"));
+  form.dgelu = bool(rt::bufferNamed(op, "dgelu_pre"));
+  form.dbias = bool(rt::bufferNamed(op, "dbias"));
+  form.accumulate = field("c_dtype") == GPTRT_DTYPE_F32_ACCUMULATE;
+  return "gemm." + form.name();
+}
+
 /// How many runtime calls (kernels and collectives) each entry point makes
 /// and how often it runs: the number fusion passes and options move, and
 /// on a GPU roughly the launches of a step.
@@ -149,7 +170,7 @@ void printRuntimeCalls(ModuleOp module, llvm::raw_ostream &os) {
   if (!train || train.isExternal())
     return;
   llvm::StringMap<int64_t> byKernel;
-  train.walk([&](rt::KernelOp op) { ++byKernel[op.getKernel()]; });
+  train.walk([&](rt::KernelOp op) { ++byKernel[callName(op)]; });
   std::vector<std::pair<StringRef, int64_t>> sorted;
   for (const auto &entry : byKernel)
     sorted.push_back({entry.getKey(), entry.getValue()});

@@ -43,7 +43,7 @@ MemRefType bufferType(Type tensor) {
   return MemRefType::get(type.getShape(), type.getElementType());
 }
 
-/// One (batched) GEMM in the runtime's terms: see gptrt_matmul.
+/// One (batched) GEMM in the runtime's terms: see gptrt_gemm_desc.
 struct GemmShape {
   int64_t batch = 1, m = 0, n = 0, k = 0;
   bool ta = false, tb = false;
@@ -251,6 +251,24 @@ LogicalResult EntryLowering::appendDtypes(Operation *op, ValueRange values,
   return success();
 }
 
+/// gptrt_gemm_desc's fields for a GEMM of `g`'s shape on `a`, `b` into a
+/// `c` of the runtime's dtypes (GPTRT_DTYPE_*).
+SmallVector<rt::NamedField> gemmFields(const GemmShape &g, int64_t a, int64_t b,
+                                       int64_t c) {
+  return {{"batch", g.batch},
+          {"m", g.m},
+          {"n", g.n},
+          {"k", g.k},
+          {"trans_a", g.ta},
+          {"trans_b", g.tb},
+          {"stride_a", g.strideA},
+          {"stride_b", g.strideB},
+          {"stride_c", g.strideC},
+          {"a_dtype", a},
+          {"b_dtype", b},
+          {"c_dtype", c}};
+}
+
 LogicalResult EntryLowering::lowerMatmul(gpt::MatmulOp op) {
   auto a = cast<ShapedType>(op.getA().getType());
   // (The verifier allows a bf16 result only with bf16 operands.)
@@ -259,30 +277,28 @@ LogicalResult EntryLowering::lowerMatmul(gpt::MatmulOp op) {
   auto c = cast<ShapedType>(op.getType());
   Value out = define(op.getResult());
   GemmShape g = gemmShape(a, w, c, op.getTransposeA(), op.getTransposeB());
-  SmallVector<Attribute> consts{i64(g.batch),   i64(g.m),       i64(g.n),
-                                i64(g.k),       i64(g.ta),      i64(g.tb),
-                                i64(g.strideA), i64(g.strideB), i64(g.strideC)};
   Value bias = op.getBias();
   if (bias && !getElementTypeOrSelf(bias.getType()).isF32())
     return op.emitOpError()
            << "has a bias of type " << bias.getType()
            << "; the runtime adds an f32 bias (in the GEMM's f32 "
               "epilogue): keep the bias f32";
-  if (a.getElementType().isBF16()) {
-    // bf16 operands (gpt-bf16-gemm): f32 accumulation, the f32 bias added
-    // in the epilogue, an f32 or bf16 result.
-    consts.push_back(i64(bf16Result ? GPTRT_DTYPE_BF16 : GPTRT_DTYPE_F32));
-    if (bias)
-      kernel("matmul_bf16_bias",
-             {lookup(op.getA()), lookup(op.getB()), lookup(bias)}, {out},
-             consts);
-    else
-      kernel("matmul_bf16", {lookup(op.getA()), lookup(op.getB())}, {out},
-             consts);
-    return success();
-  }
-  kernel("matmul", {lookup(op.getA()), lookup(op.getB())}, {out}, consts);
-  if (bias)
+  const bool bf16 = a.getElementType().isBF16();
+  // bf16 operands (gpt-bf16-gemm): f32 accumulation, the f32 bias added in
+  // the epilogue, an f32 or bf16 result. f32 operands: an f32 result, the
+  // bias added after it.
+  const int64_t operands = bf16 ? GPTRT_DTYPE_BF16 : GPTRT_DTYPE_F32;
+  SmallVector<rt::NamedBuffer> optional;
+  if (bias && bf16)
+    optional.push_back({"bias", lookup(bias)});
+  rt::createWithEpilogue(
+      b, loc, "gemm", {lookup(op.getA()), lookup(op.getB())}, {out},
+      {rt::descriptorAttr(
+          b.getContext(), "gemm", "gemm_desc",
+          gemmFields(g, operands, operands,
+                     bf16Result ? GPTRT_DTYPE_BF16 : GPTRT_DTYPE_F32))},
+      optional, {});
+  if (bias && !bf16)
     kernel("bias_add", {lookup(bias)}, {out},
            {i64(numElements(c) / g.n), i64(g.n)});
   return success();
@@ -379,30 +395,25 @@ LogicalResult EntryLowering::lowerScaledMatmul(fp8::ScaledMatmulOp op) {
   auto c = cast<ShapedType>(op.getResult().getType());
   Value out = define(op.getResult());
   GemmShape g = gemmShape(a, w, c, op.getTransposeA(), op.getTransposeB());
-  SmallVector<Attribute> consts{i64(g.batch),
-                                i64(g.m),
-                                i64(g.n),
-                                i64(g.k),
-                                i64(g.ta),
-                                i64(g.tb),
-                                i64(g.strideA),
-                                i64(g.strideB),
-                                i64(g.strideC),
-                                i64(fp8Format(op.getA().getType())),
-                                i64(fp8Format(op.getB().getType())),
-                                i64(op.getFastAccum())};
-  // Rowwise scales (vectors) take the kernel that reads one per row of c
-  // for a and one per column for b.
-  bool rowsA = cast<ShapedType>(op.getAScale().getType()).getRank() == 1;
-  bool rowsB = cast<ShapedType>(op.getBScale().getType()).getRank() == 1;
-  if (rowsA || rowsB)
-    consts.append({i64(rowsA), i64(rowsB)});
-  consts.push_back(i64(c.getElementType().isBF16() ? GPTRT_DTYPE_BF16
-                                                   : GPTRT_DTYPE_F32));
-  kernel(rowsA || rowsB ? "scaled_matmul_rowwise" : "scaled_matmul",
-         {lookup(op.getA()), lookup(op.getB()), lookup(op.getAScale()),
-          lookup(op.getBScale())},
-         {out}, consts);
+  SmallVector<rt::NamedField> fields = gemmFields(
+      g, GPTRT_DTYPE_E4M3 + fp8Format(op.getA().getType()),
+      GPTRT_DTYPE_E4M3 + fp8Format(op.getB().getType()),
+      c.getElementType().isBF16() ? GPTRT_DTYPE_BF16 : GPTRT_DTYPE_F32);
+  // Rowwise scales (vectors): one per row of c for a, one per column for b.
+  auto scaling = [](Value scale) -> int64_t {
+    return cast<ShapedType>(scale.getType()).getRank() == 1
+               ? GPTRT_SCALING_ROWWISE
+               : GPTRT_SCALING_TENSOR;
+  };
+  fields.append({{"a_scaling", scaling(op.getAScale())},
+                 {"b_scaling", scaling(op.getBScale())},
+                 {"fast_accum", int64_t(op.getFastAccum())}});
+  rt::createWithEpilogue(
+      b, loc, "gemm", {lookup(op.getA()), lookup(op.getB())}, {out},
+      {rt::descriptorAttr(b.getContext(), "gemm", "gemm_desc", fields)},
+      {{"scale_a", lookup(op.getAScale())},
+       {"scale_b", lookup(op.getBScale())}},
+      {});
   return success();
 }
 

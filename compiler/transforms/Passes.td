@@ -301,7 +301,8 @@ def GptBf16Gemm : Pass<"gpt-bf16-gemm", "::mlir::ModuleOp"> {
     whose two operands are both such widenings of bf16 values gets those
     bf16 values instead (its result stays f32: bf16 products accumulate in
     f32), and casts left without users are erased. rt-bufferize then calls
-    the runtime's bf16 GEMM (`gptrt_matmul_bf16`, tensor cores on a GPU)
+    the runtime's GEMM with bf16 operands (`gptrt_gemm`, a_dtype bf16:
+    tensor cores on a GPU)
     on the stored bf16 buffers, without an f32 copy of either operand in
     between. Widening is exact, so results are bit for bit those of the f32
     GEMM on the widened values (the CPU kernel computes exactly that).
@@ -421,29 +422,29 @@ def RtBufferize : Pass<"rt-bufferize", "::mlir::ModuleOp"> {
 def RtFuseGemmEpilogue : Pass<"rt-fuse-gemm-epilogue", "::mlir::ModuleOp"> {
   let summary = "Folds GELU, its gradient and biases into the GEMMs beside them";
   let description = [{
-    Runs after rt-bufferize, before rt-plan-memory. A `matmul_bf16_bias`
-    whose result is next touched by a `gelu_fwd` reading it becomes one
-    `matmul_bf16_bias_gelu` writing both the pre-activation (which the
-    backward keeps) and the GELU; a `matmul_bf16` whose result only a
-    `gelu_bwd` reads becomes one `matmul_bf16_dgelu` that reads the saved
-    pre-activation, and the product's buffer disappears. The fused kernel
+    Runs after rt-bufferize, before rt-plan-memory. Each fusion gives the
+    `gemm` call one of its epilogues (an optional buffer of gptrt_gemm,
+    runtime/abi/gptrt_kernels.def). A bf16 `gemm` with a bias whose result
+    is next touched by a `gelu_fwd` reading it takes the GELU epilogue: it
+    writes the pre-activation (`gelu_pre`, which the backward keeps) and
+    the GELU (`c`); a bf16 `gemm` whose result only a `gelu_bwd` reads
+    takes the GELU-gradient epilogue, reading the saved pre-activation
+    (`dgelu_pre`), and the product's buffer disappears. The fused call
     takes the GEMM's place: the GELU's output is defined there (its rt.alloc
     moves up) and must not be touched in between, the pre-activation must
     not change in between, and only contiguous results (batch 1 or
     stride_c = m * n) are fused. On the CPU the fused kernels run the two
     kernels they replace, with the same numbers; on a GPU cuBLASLt computes
     the GELU, or its gradient, in the GEMM's epilogue (gptrt.h). Likewise
-    a weight-gradient `matmul_bf16` (batch 1, trans_a: a is the output
+    a weight-gradient bf16 `gemm` (batch 1, trans_a: a is the output
     gradient stored tokens x features) and the `reduce_rows` of the same
-    gradient after it (the bias gradient) become one `matmul_bf16_bgrad`
-    (cuBLASLt's BGRADB epilogue on a GPU). And an FP8 `scaled_matmul`
-    whose result only the bias `add` after it reads (an f32 bias broadcast
-    over the rows, the same dtype in and out) becomes one
-    `scaled_matmul_bias` writing the sum (cuBLASLt's BIAS epilogue in the
-    FP8 GEMM on a GPU); the product's buffer disappears. A rowwise
-    `scaled_matmul_rowwise` likewise becomes `scaled_matmul_rowwise_bias`
-    (on a GPU the bias is added in the GEMM's unscaling pass, with the two
-    kernels' roundings). `gptc --gemm-epilogues=false` leaves this pass
+    gradient after it (the bias gradient) become one `gemm` writing it as
+    `dbias` (cuBLASLt's BGRADB epilogue on a GPU). And an FP8 `gemm`
+    (tensorwise or rowwise) whose result only the bias `add` after it reads
+    (an f32 bias broadcast over the rows, the same dtype in and out) takes
+    the `bias` and writes the sum (cuBLASLt's BIAS epilogue in the FP8 GEMM
+    on a GPU; for rowwise scales, the GEMM's unscaling pass, with the two
+    kernels' roundings); the product's buffer disappears. `gptc --gemm-epilogues=false` leaves this pass
     out.
   }];
   let dependentDialects = ["::gptc::rt::RtDialect"];
@@ -646,15 +647,15 @@ def RtFuseGradAccumulation
     : Pass<"rt-fuse-grad-accumulation", "::mlir::ModuleOp"> {
   let summary = "Lets each weight-gradient GEMM add into the f32 gradient";
   let description = [{
-    Runs after the other rt fusions (it folds `matmul_bf16_bgrad`), before
-    rt-plan-memory. A weight gradient is a GEMM's result that one
-    `accumulate` then adds into the parameter's f32 buffer in the grads
-    arena. When the GEMM is `matmul_bf16`, `matmul_bf16_bgrad`,
-    `scaled_matmul` or `scaled_matmul_rowwise` with a contiguous result
-    that nothing but the `accumulate` reads (the whole of it, in the
-    GEMM's dtype), and the gradient's range of the arena is not touched in
-    between, the pair becomes the GEMM's `_accumulate` form at the GEMM,
-    adding its f32 result into the gradient directly (cuBLASLt's beta = 1
+    Runs after the other rt fusions (it folds the bias-gradient GEMMs of
+    rt-fuse-gemm-epilogue), before rt-plan-memory. A weight gradient is a
+    GEMM's result that one `accumulate` then adds into the parameter's f32
+    buffer in the grads arena. When the GEMM is a bf16 or FP8 `gemm` with
+    no bias or GELU epilogue and a contiguous result that nothing but the
+    `accumulate` reads (the whole of it, in the GEMM's dtype), and the
+    gradient's range of the arena is not touched in between, the `gemm`
+    writes the gradient as its `c` with c_dtype GPTRT_DTYPE_F32_ACCUMULATE,
+    adding its f32 result into it directly (cuBLASLt's beta = 1
     on a GPU): one pass over the gradient instead of three, no temporary
     the size of the weight, and -- the reason TransformerEngine and
     Megatron fuse it -- no rounding of each micro-step's product to bf16
@@ -662,15 +663,16 @@ def RtFuseGradAccumulation
     `embedding_bwd_accumulate`, which adds each token's row into the
     table's gradient: no zeroed table-sized temporary, and no pass over
     the rows no token names (most of a 50257-row vocabulary). And the small
-    gradients -- each bias's (`reduce_rows`, or the db of
-    `matmul_bf16_bgrad` and of the `_bgrad` FP8 casts) and each layernorm's
+    gradients -- each bias's (`reduce_rows`, or a `gemm`'s dbias and the db
+    of the `_bgrad` FP8 casts) and each layernorm's
     weight and bias (`layernorm_bwd`, with or without its epilogue) -- are
-    written straight into theirs: the output's dtype constant becomes
+    written straight into theirs: the output's dtype constant (or field)
+    becomes
     GPTRT_DTYPE_F32_ACCUMULATE (gptrt.h), f32 added into. So unlike the
     other rt fusions this one changes the numbers, by at most those
     roundings (and the order of an embedding row's additions); `gptc
     --fuse-grad-accumulation=false` leaves this pass out. The f32
-    precision's `matmul` keeps its `accumulate` (nothing is rounded there);
+    precision's f32 `gemm` keeps its `accumulate` (nothing is rounded there);
     under gptc's defaults (bf16 storage) no `accumulate` kernel is left in
     train_step.
   }];

@@ -161,6 +161,68 @@ epilogueOf(KernelOp op) {
   return result;
 }
 
+namespace {
+// The position of `op`'s descriptor constant `descriptor`, when it passes
+// one.
+std::optional<unsigned> descriptorIndex(KernelOp op, StringRef descriptor) {
+  const KernelSignature *row = lookupKernel(op.getKernel());
+  if (!row)
+    return std::nullopt;
+  std::optional<unsigned> index = row->constantIndex(descriptor);
+  if (!index || *index >= op.getConsts().size() ||
+      !isa<DictionaryAttr>(op.getConsts()[*index]))
+    return std::nullopt;
+  return index;
+}
+} // namespace
+
+DictionaryAttr descriptorAttr(MLIRContext *context, StringRef kernel,
+                              StringRef descriptor,
+                              ArrayRef<NamedField> fields) {
+  const KernelSignature *row = lookupKernel(kernel);
+  std::optional<unsigned> index =
+      row ? row->constantIndex(descriptor) : std::nullopt;
+  assert(index && row->constants()[*index].descriptor &&
+         "a descriptor parameter of the kernel's row");
+  const KernelDescriptor &table = *row->constants()[*index].descriptor;
+  Builder b(context);
+  SmallVector<NamedAttribute> entries;
+  for (auto [name, value] : fields) {
+    const KernelField *field = table.field(name);
+    assert(field && "a field of the descriptor");
+    if (field->defaultValue != value)
+      entries.push_back(b.getNamedAttr(name, b.getI64IntegerAttr(value)));
+  }
+  return b.getDictionaryAttr(entries);
+}
+
+std::optional<int64_t> descriptorField(KernelOp op, StringRef descriptor,
+                                       StringRef name) {
+  std::optional<unsigned> index = descriptorIndex(op, descriptor);
+  if (!index)
+    return std::nullopt;
+  auto fields = cast<DictionaryAttr>(op.getConsts()[*index]);
+  if (auto value = fields.getAs<IntegerAttr>(name))
+    return value.getInt();
+  const KernelParam &param = lookupKernel(op.getKernel())->constants()[*index];
+  if (const KernelField *field = param.descriptor->field(name))
+    return field->defaultValue;
+  return std::nullopt;
+}
+
+void setDescriptorFields(KernelOp op, StringRef descriptor,
+                         ArrayRef<NamedField> fields) {
+  std::optional<unsigned> index = descriptorIndex(op, descriptor);
+  assert(index && "a call passing that descriptor");
+  NamedAttrList entries(cast<DictionaryAttr>(op.getConsts()[*index]));
+  Builder b(op.getContext());
+  for (auto [name, value] : fields)
+    entries.set(name, b.getI64IntegerAttr(value));
+  SmallVector<Attribute> consts(op.getConsts().getValue());
+  consts[*index] = entries.getDictionary(op.getContext());
+  op.setConstsAttr(b.getArrayAttr(consts));
+}
+
 KernelOp withEpilogue(KernelOp op, ArrayRef<NamedBuffer> buffers,
                       ArrayRef<NamedField> fields) {
   ArrayRef<Attribute> consts = op.getConsts().getValue();

@@ -1,6 +1,7 @@
 // A producer kernel's output epilogue (the `epilogue` descriptor of
-// runtime/abi/gptrt_kernels.def): its optional buffers found by name and a
-// call rebuilt with some of them set, for the passes that fuse amax
+// runtime/abi/gptrt_kernels.def), and descriptor constants in general: the
+// optional buffers and descriptor fields found by name, and a call rebuilt
+// with some of them set, for the passes that fuse amax
 // reductions and FP8 casts into the kernels producing the values
 // (rt-bufferize's fp8.fused lowering, rt-fuse-amax, rt-fuse-producer-cast,
 // rt-fuse-producer-dual-cast, and the rt-fuse passes that merge two
@@ -58,6 +59,24 @@ KernelOp withEpilogue(KernelOp op, llvm::ArrayRef<NamedBuffer> buffers,
 /// another kernel of the same epilogue (an add + layernorm merge, say).
 std::pair<llvm::SmallVector<NamedBuffer>, llvm::SmallVector<NamedField>>
 epilogueOf(KernelOp op);
+
+/// The descriptor constant `descriptor` of kernel `kernel` (a GPTRT_DESC
+/// parameter, such as gemm's `gemm_desc`) setting `fields`; those equal to
+/// their default are left out, as the verifier and rt-to-llvm fill them.
+mlir::DictionaryAttr descriptorAttr(mlir::MLIRContext *context,
+                                    llvm::StringRef kernel,
+                                    llvm::StringRef descriptor,
+                                    llvm::ArrayRef<NamedField> fields);
+
+/// The field `name` of `op`'s descriptor constant `descriptor` (its
+/// default when the dictionary leaves it out), or nullopt when `op` passes
+/// no such descriptor.
+std::optional<int64_t> descriptorField(KernelOp op, llvm::StringRef descriptor,
+                                       llvm::StringRef name);
+
+/// Sets `fields` in `op`'s descriptor constant `descriptor`, in place.
+void setDescriptorFields(KernelOp op, llvm::StringRef descriptor,
+                         llvm::ArrayRef<NamedField> fields);
 
 } // namespace gptc::rt
 

@@ -3,6 +3,7 @@
 // Passes.td). Runs on rt.alloc buffers, before rt-plan-memory, so moving a
 // result's definition up to the GEMM is what the planner then sees.
 #include "compiler/transforms/Passes.h"
+#include "compiler/transforms/RtEpilogue.h"
 #include "compiler/transforms/RtKernelQueries.h"
 #include "runtime/abi/gptrt.h"
 
@@ -16,14 +17,9 @@ namespace rt = gptc::rt;
 
 namespace {
 
-// The GEMM kernels' constants (Bufferize.cpp, gptrt_matmul_bf16):
-// batch, m, n, k, trans_a, trans_b, stride_a, stride_b, stride_c, dtype.
-constexpr unsigned kGemmConsts = 10;
-// gptrt_scaled_matmul's: the same first nine, then format_a, format_b,
-// fast_accum and the result's dtype; gptrt_scaled_matmul_rowwise's also
-// rowwise_a and rowwise_b before the dtype.
-constexpr unsigned kFp8GemmConsts = 13;
-constexpr unsigned kRowwiseGemmConsts = 15;
+int64_t gemmField(rt::KernelOp gemm, StringRef name) {
+  return *rt::descriptorField(gemm, "gemm_desc", name);
+}
 
 struct GemmShape {
   int64_t elements; // batch * m * n
@@ -31,9 +27,13 @@ struct GemmShape {
 };
 
 GemmShape shapeOf(rt::KernelOp gemm) {
-  const int64_t batch = rt::constAt(gemm, 0), m = rt::constAt(gemm, 1),
-                n = rt::constAt(gemm, 2), strideC = rt::constAt(gemm, 8);
-  return {batch * m * n, batch == 1 || strideC == m * n};
+  const int64_t batch = gemmField(gemm, "batch"), m = gemmField(gemm, "m"),
+                n = gemmField(gemm, "n");
+  return {batch * m * n, batch == 1 || gemmField(gemm, "stride_c") == m * n};
+}
+
+bool isFp8(int64_t dtype) {
+  return dtype == GPTRT_DTYPE_E4M3 || dtype == GPTRT_DTYPE_E5M2;
 }
 
 class RtFuseGemmEpiloguePass
@@ -45,28 +45,25 @@ public:
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (func.isExternal())
         continue;
+      // GEMMs with no epilogue yet, storing their product.
       SmallVector<rt::KernelOp> gemms;
       func.walk([&](rt::KernelOp op) {
-        if (op.getKernel() == "matmul_bf16_bias" ||
-            op.getKernel() == "matmul_bf16" ||
-            op.getKernel() == "scaled_matmul" ||
-            op.getKernel() == "scaled_matmul_rowwise")
+        if (op.getKernel() == "gemm" && !rt::hasEpilogue(op) &&
+            !rt::bufferNamed(op, "gelu_pre") &&
+            !rt::bufferNamed(op, "dgelu_pre") &&
+            !rt::bufferNamed(op, "dbias") &&
+            gemmField(op, "c_dtype") != GPTRT_DTYPE_F32_ACCUMULATE &&
+            shapeOf(op).contiguous)
           gemms.push_back(op);
       });
       for (rt::KernelOp gemm : gemms) {
-        const bool rowwise = gemm.getKernel() == "scaled_matmul_rowwise";
-        const bool fp8 = rowwise || gemm.getKernel() == "scaled_matmul";
-        const unsigned consts = rowwise ? kRowwiseGemmConsts
-                                : fp8   ? kFp8GemmConsts
-                                        : kGemmConsts;
-        if (gemm.getConsts().size() != consts ||
-            gemm.getOutputs().size() != 1 || !shapeOf(gemm).contiguous)
-          continue;
-        if (fp8)
+        const int64_t operands = gemmField(gemm, "a_dtype");
+        const bool bias = bool(rt::bufferNamed(gemm, "bias"));
+        if (isFp8(operands) && !bias)
           fuseFp8Bias(gemm);
-        else if (gemm.getKernel() == "matmul_bf16_bias")
+        else if (operands == GPTRT_DTYPE_BF16 && bias)
           fuseGelu(gemm);
-        else if (!fuseGeluGrad(gemm))
+        else if (operands == GPTRT_DTYPE_BF16 && !fuseGeluGrad(gemm))
           fuseBiasGrad(gemm);
       }
     }
@@ -90,8 +87,8 @@ private:
       def->moveBefore(gemm);
   }
 
-  // matmul_bf16_bias -> y, then gelu_fwd(y) -> g: one matmul_bf16_bias_gelu
-  // writing y (kept for the backward) and g.
+  // A bf16 GEMM with a bias -> y, then gelu_fwd(y) -> g: one GEMM with the
+  // GELU epilogue writing y (gelu_pre, kept for the backward) and g (c).
   void fuseGelu(rt::KernelOp gemm) {
     Value pre = gemm.getOutputs()[0];
     auto gelu = dyn_cast_or_null<rt::KernelOp>(rt::nextUser(gemm, pre));
@@ -100,28 +97,26 @@ private:
         gelu.getOutputs().size() != 1 || gelu.getConsts().size() != 3)
       return;
     // gelu_fwd's constants: n, x_dtype, out_dtype.
+    const int64_t preDtype = gemmField(gemm, "c_dtype");
     if (rt::constAt(gelu, 0) != shapeOf(gemm).elements ||
-        rt::constAt(gelu, 1) != rt::constAt(gemm, 9))
+        rt::constAt(gelu, 1) != preDtype)
       return;
     Value out = gelu.getOutputs()[0];
     if (!canWriteEarly(out, gemm, gelu))
       return;
     defineBefore(out, gemm);
-    SmallVector<Attribute> consts(gemm.getConsts().begin(),
-                                  gemm.getConsts().end());
-    consts.push_back(gelu.getConsts()[2]);
-    OpBuilder b(gemm);
-    rt::KernelOp::create(b, gemm.getLoc(), "matmul_bf16_bias_gelu",
-                         gemm.getInputs(), ValueRange{pre, out},
-                         /*stream=*/0, b.getArrayAttr(consts));
+    gemm.getOutputsMutable()[0].set(out);
+    rt::KernelOp fused = rt::withEpilogue(gemm, {{"gelu_pre", pre}}, {});
+    rt::setDescriptorFields(
+        fused, "gemm_desc",
+        {{"gelu_pre_dtype", preDtype}, {"c_dtype", rt::constAt(gelu, 2)}});
     gelu.erase();
-    gemm.erase();
     ++fusedGelu;
   }
 
-  // scaled_matmul (or scaled_matmul_rowwise) -> d, read only by add(d,
-  // bias) -> y with the bias broadcast over d's rows: one
-  // scaled_matmul_bias (scaled_matmul_rowwise_bias) writing y; d is gone.
+  // An FP8 GEMM -> d, read only by add(d, bias) -> y with the bias
+  // broadcast over d's rows: one GEMM with the bias epilogue writing y; d
+  // is gone.
   void fuseFp8Bias(rt::KernelOp gemm) {
     Value d = gemm.getOutputs()[0];
     rt::KernelOp add;
@@ -138,8 +133,7 @@ private:
         add.getInputs()[0] != d || add.getOutputs().size() != 1 ||
         add.getConsts().size() != 6 || !gemm->isBeforeInBlock(add))
       return;
-    const int64_t n = rt::constAt(gemm, 2),
-                  dtype = rt::constAt(gemm, gemm.getConsts().size() - 1);
+    const int64_t n = gemmField(gemm, "n"), dtype = gemmField(gemm, "c_dtype");
     if (rt::constAt(add, 2) != 1 || rt::constAt(add, 1) != n ||
         rt::constAt(add, 0) * n != shapeOf(gemm).elements ||
         rt::constAt(add, 3) != dtype ||
@@ -160,13 +154,9 @@ private:
     if (moveBias)
       biasDef->moveBefore(gemm);
     defineBefore(y, gemm);
-    SmallVector<Value> ins(gemm.getInputs().begin(), gemm.getInputs().end());
-    ins.push_back(bias);
-    OpBuilder b(gemm);
-    rt::KernelOp::create(b, gemm.getLoc(), (gemm.getKernel() + "_bias").str(),
-                         ins, ValueRange{y}, /*stream=*/0, gemm.getConsts());
+    gemm.getOutputsMutable()[0].set(y);
+    rt::withEpilogue(gemm, {{"bias", bias}}, {});
     add.erase();
-    gemm.erase();
     if (Operation *def = d.getDefiningOp(); def && d.use_empty())
       def->erase();
     ++fusedFp8Bias;
@@ -174,11 +164,11 @@ private:
 
   // The weight gradient's GEMM (batch 1, a stored [k, m]: the output
   // gradient) and, after it, reduce_rows of the same buffer (the bias
-  // gradient): one matmul_bf16_bgrad at the GEMM writing both.
+  // gradient): one GEMM with the bias-gradient epilogue writing both.
   void fuseBiasGrad(rt::KernelOp gemm) {
-    if (rt::constAt(gemm, 0) != 1 || rt::constAt(gemm, 4) != 1)
+    if (gemmField(gemm, "batch") != 1 || gemmField(gemm, "trans_a") != 1)
       return;
-    const int64_t m = rt::constAt(gemm, 1), k = rt::constAt(gemm, 3);
+    const int64_t m = gemmField(gemm, "m"), k = gemmField(gemm, "k");
     Value a = gemm.getInputs()[0], source = rt::rootBuffer(a);
     // gptrt_reduce_rows's constants: rows, cols, x_dtype, out_dtype.
     // Every view of the gradient's buffer (through reshapes), then the
@@ -210,21 +200,16 @@ private:
     if (!canWriteEarly(db, gemm, reduce))
       return;
     defineBefore(db, gemm);
-    SmallVector<Attribute> consts(gemm.getConsts().begin(),
-                                  gemm.getConsts().end());
-    consts.push_back(reduce.getConsts()[3]);
-    OpBuilder b(gemm);
-    rt::KernelOp::create(b, gemm.getLoc(), "matmul_bf16_bgrad",
-                         gemm.getInputs(), ValueRange{gemm.getOutputs()[0], db},
-                         /*stream=*/0, b.getArrayAttr(consts));
+    rt::KernelOp fused = rt::withEpilogue(gemm, {{"dbias", db}}, {});
+    rt::setDescriptorFields(fused, "gemm_desc",
+                            {{"dbias_dtype", rt::constAt(reduce, 3)}});
     reduce.erase();
-    gemm.erase();
     ++fusedBiasGrad;
   }
 
-  // matmul_bf16 -> dg, read only by gelu_bwd(dg, pre) -> dx: one
-  // matmul_bf16_dgelu reading pre and writing dx; dg is gone. Returns
-  // whether it fused.
+  // A bf16 GEMM -> dg, read only by gelu_bwd(dg, pre) -> dx: one GEMM with
+  // the GELU-gradient epilogue reading pre (dgelu_pre) and writing dx (c);
+  // dg is gone. Returns whether it fused.
   bool fuseGeluGrad(rt::KernelOp gemm) {
     Value dg = gemm.getOutputs()[0];
     rt::KernelOp grad;
@@ -242,8 +227,9 @@ private:
         !gemm->isBeforeInBlock(grad))
       return false;
     // gelu_bwd's constants: n, dout_dtype, x_dtype, dx_dtype.
+    const int64_t productDtype = gemmField(gemm, "c_dtype");
     if (rt::constAt(grad, 0) != shapeOf(gemm).elements ||
-        rt::constAt(grad, 1) != rt::constAt(gemm, 9))
+        rt::constAt(grad, 1) != productDtype)
       return false;
     // The pre-activation is read earlier than gelu_bwd read it: it must
     // already hold its value at the GEMM and keep it until then.
@@ -259,17 +245,13 @@ private:
     if (!canWriteEarly(dx, gemm, grad))
       return false;
     defineBefore(dx, gemm);
-    SmallVector<Value> ins(gemm.getInputs().begin(), gemm.getInputs().end());
-    ins.push_back(pre);
-    SmallVector<Attribute> consts(gemm.getConsts().begin(),
-                                  gemm.getConsts().end());
-    consts.push_back(grad.getConsts()[2]);
-    consts.push_back(grad.getConsts()[3]);
-    OpBuilder b(gemm);
-    rt::KernelOp::create(b, gemm.getLoc(), "matmul_bf16_dgelu", ins,
-                         ValueRange{dx}, /*stream=*/0, b.getArrayAttr(consts));
+    gemm.getOutputsMutable()[0].set(dx);
+    rt::KernelOp fused = rt::withEpilogue(gemm, {{"dgelu_pre", pre}}, {});
+    rt::setDescriptorFields(fused, "gemm_desc",
+                            {{"product_dtype", productDtype},
+                             {"dgelu_pre_dtype", rt::constAt(grad, 2)},
+                             {"c_dtype", rt::constAt(grad, 3)}});
     grad.erase();
-    gemm.erase();
     if (Operation *def = dg.getDefiningOp(); def && dg.use_empty())
       def->erase();
     ++fusedGeluGrad;

@@ -1,9 +1,11 @@
 // rt-fuse-grad-accumulation: a weight-gradient GEMM (or an embedding's
 // backward) and the `accumulate` that adds its result into the f32
-// gradient become its _accumulate form, which adds into the gradient itself
+// gradient become one call that adds into the gradient itself (the GEMM's
+// c_dtype GPTRT_DTYPE_F32_ACCUMULATE, the embedding's _accumulate form)
 // (see Passes.td). Runs on rt.alloc buffers, before rt-plan-memory, so the
 // product's buffer is gone by the time memory is planned.
 #include "compiler/transforms/Passes.h"
+#include "compiler/transforms/RtEpilogue.h"
 #include "compiler/transforms/RtKernelQueries.h"
 #include "runtime/abi/gptrt.h"
 
@@ -27,23 +29,35 @@ namespace {
 struct AccumulatingForm {
   unsigned consts;
   unsigned resultDtype;
-  bool gemm;
 };
 
 std::optional<AccumulatingForm> accumulatingForm(StringRef kernel) {
-  // The GEMMs' first nine constants are batch, m, n, k, trans_a, trans_b,
-  // stride_a, stride_b, stride_c (Bufferize.cpp).
   return llvm::StringSwitch<std::optional<AccumulatingForm>>(kernel)
-      .Case("matmul_bf16", AccumulatingForm{10, 9, true})
-      // ..., out_dtype, db_dtype
-      .Case("matmul_bf16_bgrad", AccumulatingForm{11, 9, true})
-      // ..., format_a, format_b, fast_accum, out_dtype
-      .Case("scaled_matmul", AccumulatingForm{13, 12, true})
-      // ..., fast_accum, rowwise_a, rowwise_b, out_dtype
-      .Case("scaled_matmul_rowwise", AccumulatingForm{15, 14, true})
       // rows, table_rows, width, dout_dtype, dtable_dtype
-      .Case("embedding_bwd", AccumulatingForm{5, 4, false})
+      .Case("embedding_bwd", AccumulatingForm{5, 4})
       .Default(std::nullopt);
+}
+
+int64_t gemmField(rt::KernelOp gemm, StringRef name) {
+  return *rt::descriptorField(gemm, "gemm_desc", name);
+}
+
+// A bf16 or FP8 weight-gradient GEMM that can add its product into c
+// (gptrt_gemm's c_dtype GPTRT_DTYPE_F32_ACCUMULATE): no epilogue that
+// reads the product, a contiguous result. An f32 GEMM keeps its
+// `accumulate` (nothing is rounded there). Its result's element count.
+std::optional<int64_t> accumulatingGemm(rt::KernelOp op) {
+  if (op.getKernel() != "gemm" || rt::hasEpilogue(op) ||
+      rt::bufferNamed(op, "bias") || rt::bufferNamed(op, "gelu_pre") ||
+      rt::bufferNamed(op, "dgelu_pre") ||
+      gemmField(op, "a_dtype") == GPTRT_DTYPE_F32 ||
+      gemmField(op, "c_dtype") == GPTRT_DTYPE_F32_ACCUMULATE)
+    return std::nullopt;
+  const int64_t batch = gemmField(op, "batch"), m = gemmField(op, "m"),
+                n = gemmField(op, "n");
+  if (batch != 1 && gemmField(op, "stride_c") != m * n)
+    return std::nullopt;
+  return batch * m * n;
 }
 
 // Kernels whose small gradient outputs take GPTRT_DTYPE_F32_ACCUMULATE:
@@ -67,21 +81,7 @@ SmallVector<AccumulatingOutput, 2> accumulatingOutputs(StringRef kernel) {
       .Case("quantize_rows_transposed_bgrad", {{1, 6}})
       // outs q, q_t, db; ..., stat_slot_t, x_dtype, db_dtype
       .Case("quantize_fp8_dual_bgrad", {{2, 6}})
-      // outs c, db; the GEMM's nine, out_dtype, db_dtype (the
-      // _accumulate form without out_dtype)
-      .Case("matmul_bf16_bgrad", {{1, 10}})
-      .Case("matmul_bf16_bgrad_accumulate", {{1, 9}})
       .Default({});
-}
-
-// The elements of the kernel's result, or -1 where it is not one
-// contiguous buffer (a GEMM's strided batches).
-int64_t resultElements(rt::KernelOp kernel, const AccumulatingForm &form) {
-  if (!form.gemm)
-    return rt::constAt(kernel, 1) * rt::constAt(kernel, 2);
-  const int64_t batch = rt::constAt(kernel, 0), m = rt::constAt(kernel, 1),
-                n = rt::constAt(kernel, 2), strideC = rt::constAt(kernel, 8);
-  return batch == 1 || strideC == m * n ? batch * m * n : -1;
 }
 
 class RtFuseGradAccumulationPass
@@ -129,6 +129,11 @@ private:
     if (producer.getOutputs()[0] == product &&
         accumulatingForm(producer.getKernel()))
       foldIntoForm(producer, accumulate, product);
+    else if (producer.getKernel() == "gemm" &&
+             producer.getOutputs()[0] == product)
+      foldIntoGemm(producer, accumulate, product);
+    else if (producer.getKernel() == "gemm")
+      foldIntoGemmBiasGradient(producer, accumulate, product);
     else
       foldIntoOutput(producer, accumulate, product);
   }
@@ -154,8 +159,9 @@ private:
         accumulatingForm(producer.getKernel());
     if (producer.getConsts().size() != form->consts)
       return;
-    const int64_t elements = resultElements(producer, *form);
-    if (elements < 0 || rt::constAt(accumulate, 0) != elements ||
+    const int64_t elements =
+        rt::constAt(producer, 1) * rt::constAt(producer, 2);
+    if (rt::constAt(accumulate, 0) != elements ||
         rt::constAt(accumulate, 1) !=
             rt::constAt(producer, form->resultDtype) ||
         !gradientCanMoveUp(producer, accumulate))
@@ -175,6 +181,46 @@ private:
     if (Operation *def = product.getDefiningOp(); def && product.use_empty())
       def->erase();
     ++fused;
+  }
+
+  // A weight-gradient GEMM: the same call, writing the gradient as its c
+  // with c_dtype GPTRT_DTYPE_F32_ACCUMULATE.
+  void foldIntoGemm(rt::KernelOp gemm, rt::KernelOp accumulate, Value product) {
+    std::optional<int64_t> elements = accumulatingGemm(gemm);
+    if (!elements || rt::constAt(accumulate, 0) != *elements ||
+        rt::constAt(accumulate, 1) != gemmField(gemm, "c_dtype") ||
+        !gradientCanMoveUp(gemm, accumulate))
+      return;
+    rt::moveOutputDefsBefore(gemm, accumulate);
+    gemm.getOutputsMutable()[0].set(accumulate.getOutputs()[0]);
+    rt::setDescriptorFields(gemm, "gemm_desc",
+                            {{"c_dtype", GPTRT_DTYPE_F32_ACCUMULATE}});
+    accumulate.erase();
+    if (Operation *def = product.getDefiningOp(); def && product.use_empty())
+      def->erase();
+    ++fused;
+  }
+
+  // A GEMM's bias gradient (its dbias): written into the gradient with
+  // dbias_dtype GPTRT_DTYPE_F32_ACCUMULATE.
+  void foldIntoGemmBiasGradient(rt::KernelOp gemm, rt::KernelOp accumulate,
+                                Value product) {
+    auto productType = cast<MemRefType>(product.getType());
+    if (rt::bufferNamed(gemm, "dbias") != product ||
+        rt::constAt(accumulate, 0) != productType.getNumElements() ||
+        rt::constAt(accumulate, 1) != gemmField(gemm, "dbias_dtype") ||
+        !gradientCanMoveUp(gemm, accumulate))
+      return;
+    const unsigned index =
+        llvm::find(gemm.getOutputs(), product) - gemm.getOutputs().begin();
+    rt::moveOutputDefsBefore(gemm, accumulate);
+    gemm.getOutputsMutable()[index].set(accumulate.getOutputs()[0]);
+    rt::setDescriptorFields(gemm, "gemm_desc",
+                            {{"dbias_dtype", GPTRT_DTYPE_F32_ACCUMULATE}});
+    accumulate.erase();
+    if (Operation *def = product.getDefiningOp(); def && product.use_empty())
+      def->erase();
+    ++fusedOutputs;
   }
 
   // A small gradient output (a bias's; a layernorm's weight or bias): the

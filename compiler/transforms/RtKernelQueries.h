@@ -226,11 +226,8 @@ inline bool sameBytes(mlir::Value a, mlir::Value b) {
          viewA.getSizeInBytes() == viewB.getSizeInBytes();
 }
 
-// Whether `op` is a GEMM kernel (bf16 or FP8, any fused form).
-inline bool isGemm(KernelOp op) {
-  llvm::StringRef name = op.getKernel();
-  return name.starts_with("matmul") || name.starts_with("scaled_matmul");
-}
+// Whether `op` is a GEMM (gptrt_gemm: any operands, any epilogue).
+inline bool isGemm(KernelOp op) { return op.getKernel() == "gemm"; }
 
 // Whether making `twin`'s transposed FP8 copy of x where `cast` makes the
 // row-major copy q (one read of x instead of two) keeps no buffer alive

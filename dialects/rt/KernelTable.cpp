@@ -52,12 +52,17 @@ namespace rowParams {
   {KernelParamKind::Output, elementOf<type>(), #name},
 #define GPTRT_OUT_OPT(type, name)                                              \
   {KernelParamKind::Output, elementOf<type>(), #name, true},
+#define GPTRT_OUT_VALUE(type, name)                                            \
+  {KernelParamKind::Output, elementOf<type>(), #name, true, nullptr, true},
 #define GPTRT_I64(name) {KernelParamKind::I64, KernelElement::None, #name},
 #define GPTRT_F64(name) {KernelParamKind::F64, KernelElement::None, #name},
 #define GPTRT_I64_TABLE(name)                                                  \
   {KernelParamKind::I64Table, KernelElement::None, #name},
 #define GPTRT_DESC(desc)                                                       \
-  {KernelParamKind::Descriptor, KernelElement::None, #desc, true,             \
+  {KernelParamKind::Descriptor, KernelElement::None, #desc, false,             \
+   &descriptors::desc},
+#define GPTRT_DESC_OPT(desc)                                                   \
+  {KernelParamKind::Descriptor, KernelElement::None, #desc, true,              \
    &descriptors::desc},
 // The row's list arrives expanded (commas and all), so it is passed on as
 // the variadic part.
@@ -86,10 +91,12 @@ const KernelSignature kRows[] = {
 #undef GPTRT_IN_OPT
 #undef GPTRT_OUT
 #undef GPTRT_OUT_OPT
+#undef GPTRT_OUT_VALUE
 #undef GPTRT_I64
 #undef GPTRT_F64
 #undef GPTRT_I64_TABLE
 #undef GPTRT_DESC
+#undef GPTRT_DESC_OPT
 
 llvm::ArrayRef<KernelParam> paramsOfKind(llvm::ArrayRef<KernelParam> params,
                                          bool (*keep)(const KernelParam &)) {

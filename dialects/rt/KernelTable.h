@@ -39,11 +39,15 @@ struct KernelParam {
   KernelParamKind kind;
   KernelElement element; // None for constants
   const char *name;
-  /// GPTRT_IN_OPT / GPTRT_OUT_OPT: the call may pass rt.null, or leave the
-  /// buffer out when every buffer after it in its group is optional too.
-  /// A descriptor is always optional (left out as the last constant).
+  /// GPTRT_IN_OPT / GPTRT_OUT_OPT / GPTRT_OUT_VALUE: the call may pass
+  /// rt.null, or leave the buffer out when every buffer after it in its
+  /// group is optional too. GPTRT_DESC_OPT: the descriptor may be left out
+  /// when it is the last constant.
   bool optional = false;
   const KernelDescriptor *descriptor = nullptr; // Descriptor only
+  /// GPTRT_OUT_VALUE: the value an output epilogue works on, which the
+  /// dual cast leaves out.
+  bool epilogueValue = false;
 
   bool isBuffer() const {
     return kind == KernelParamKind::Input || kind == KernelParamKind::Output;

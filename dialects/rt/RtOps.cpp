@@ -127,10 +127,21 @@ Type elementOfConstant(MLIRContext *context, bool format, int64_t value) {
     return value == 0   ? Type(Float8E4M3FNType::get(context))
            : value == 1 ? Type(Float8E5M2Type::get(context))
                         : Type();
-  // 257: f32, accumulated into (GPTRT_DTYPE_F32_ACCUMULATE).
-  return value == 1 || value == 257 ? Type(Float32Type::get(context))
-         : value == 2               ? Type(BFloat16Type::get(context))
-                                    : Type();
+  // 257: f32, accumulated into (GPTRT_DTYPE_F32_ACCUMULATE); 4 and 5: FP8
+  // codes, the manifest's DType numbers (GPTRT_DTYPE_E4M3, _E5M2).
+  switch (value) {
+  case 1:
+  case 257:
+    return Float32Type::get(context);
+  case 2:
+    return BFloat16Type::get(context);
+  case 4:
+    return Float8E4M3FNType::get(context);
+  case 5:
+    return Float8E5M2Type::get(context);
+  default:
+    return Type();
+  }
 }
 
 /// The constants that say what a buffer holds agree with the buffer's
@@ -167,8 +178,8 @@ LogicalResult verifyTypeConstants(KernelOp op, const KernelSignature &row) {
              << what << " of kernel \"" << op.getKernel() << "\" is " << value
              << ", expected "
              << (format ? "an FP8 format: 0 (E4M3) or 1 (E5M2)"
-                        : "a dtype: 1 (f32), 2 (bf16) or 257 (f32, "
-                          "accumulated)");
+                        : "a dtype: 1 (f32), 2 (bf16), 4 (E4M3), 5 "
+                          "(E5M2) or 257 (f32, accumulated)");
     Type type = buffer.first.getType();
     if (cast<MemRefType>(type).getElementType() != expected)
       return op.emitOpError()
@@ -293,6 +304,7 @@ LogicalResult verifyEpilogue(KernelOp op, const KernelSignature &row) {
              !isNull(op.getOutputs()[*i]);
     return false;
   };
+  // The epilogue descriptor is the row's last constant (GPTRT_DESC_OPT).
   const bool descriptor = op.getConsts().size() == row.constants().size();
   auto refuse = [&](const Twine &why) {
     return op.emitOpError() << "kernel \"" << op.getKernel()
@@ -310,10 +322,8 @@ LogicalResult verifyEpilogue(KernelOp op, const KernelSignature &row) {
   if (given("db") && !given("q_t"))
     return refuse("db without q_t");
   const bool dual = given("q_t");
-  const StringRef epilogueSlots[] = {"amax", "q", "q_t", "db"};
   for (auto [index, param] : llvm::enumerate(row.outputs())) {
-    if (!param.optional ||
-        llvm::is_contained(epilogueSlots, StringRef(param.name)))
+    if (!param.epilogueValue)
       continue;
     const bool absent = index >= op.getOutputs().size() ||
                         isNull(op.getOutputs()[index]);

@@ -40,18 +40,27 @@ typedef struct gptrt_context gptrt_context;
 /* Element types in constants, numbered as the manifest's DType. */
 #define GPTRT_DTYPE_F32 1
 #define GPTRT_DTYPE_BF16 2
+/* FP8 codes (uint8_t), as GEMM operands (gptrt_gemm's a_dtype, b_dtype). */
+#define GPTRT_DTYPE_E4M3 4
+#define GPTRT_DTYPE_E5M2 5
 /* Not a storage type: as the dtype of a parameter gradient's output
  * (rt-fuse-grad-accumulation) it means f32, with the kernel's values added
  * to what the buffer holds (out[i] += v, one f32 addition each) instead of
  * stored. Taken by gptrt_reduce_rows's out, gptrt_layernorm_bwd's dw and
  * db, and the db of gptrt_quantize_fp8_dual_bgrad,
- * gptrt_quantize_fp8_transposed_bgrad and gptrt_matmul_bf16_bgrad (and
- * their _accumulate forms), and an epilogue's db_dtype. */
+ * gptrt_quantize_fp8_transposed_bgrad, gptrt_gemm's c and dbias, and an
+ * epilogue's db_dtype. */
 #define GPTRT_DTYPE_F32_ACCUMULATE 257
 
 /* FP8 formats in constants. */
 #define GPTRT_FP8_E4M3 0
 #define GPTRT_FP8_E5M2 1
+
+/* How an FP8 GEMM operand is scaled (gptrt_gemm's a_scaling, b_scaling):
+ * one scale for the tensor, or one per row of op(a) (over all batch x m
+ * rows) / per column of op(b). */
+#define GPTRT_SCALING_TENSOR 0
+#define GPTRT_SCALING_ROWWISE 1
 
 /* The most decay ranges one gptrt_adamw_multi takes. */
 #define GPTRT_ADAMW_MAX_DECAY_RANGES 64

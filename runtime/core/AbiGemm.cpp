@@ -1,585 +1,460 @@
-// gptrt_* GEMMs: f32, bf16 and FP8 (scaled, tensorwise or rowwise), with
-// their bias / GELU / gradient / accumulate epilogues; the f32 and the
-// tensorwise FP8 GEMM with the FP8 output epilogue.
+// gptrt_gemm: the one GEMM entry. Its descriptor (gptrt_gemm_desc in
+// gptrt_kernels.def) says the operands' formats and scaling and the result's
+// dtype; its optional buffers say the epilogue (bias, GELU, GELU gradient,
+// bias gradient, the FP8 output epilogue). Here the call is checked and
+// dispatched: on the CPU each form is the kernels it stands for, so fused
+// and unfused agree bit for bit; on a GPU the cuBLASLt form of Gemm.cu.
+#include "runtime/abi/GemmForm.h"
 #include "runtime/core/AbiEpilogue.h"
 #include "runtime/core/AbiSupport.h"
 #include "runtime/cpu/Kernels.h"
 
-#include <utility>
+#include <string>
+#include <vector>
 
 using namespace gptrt::abi;
 
 namespace {
 
-// The fused GEMM epilogues' sizes, and their results contiguous, so that
-// the GELU or the bias runs over batch * m * n elements
-// (rt-fuse-gemm-epilogue fuses only those).
-void requireContiguous(int64_t batch, int64_t m, int64_t n, int64_t k,
-                       int64_t strideC) {
-  requireNonNegative(batch, "batch");
-  requireNonNegative(m, "m");
-  requireNonNegative(n, "n");
-  requireNonNegative(k, "k");
-  if (batch > 1 && strideC != m * n)
+using Operands = gptrt::GemmOperands;
+
+// A gptrt_gemm call, checked: its descriptor, buffers and what they ask.
+struct GemmCall {
+  const gptrt_gemm_desc &d;
+  const void *a, *b;
+  const float *scaleA, *scaleB, *bias;
+  const void *dgeluPre;
+  void *c, *geluPre, *dbias;
+  Operands operands;
+  bool accumulate; // c_dtype GPTRT_DTYPE_F32_ACCUMULATE
+
+  bool fp8() const {
+    return operands == Operands::Fp8 || operands == Operands::Fp8Rowwise;
+  }
+  // The FP8 formats (GPTRT_FP8_*) of FP8 operands.
+  int64_t formatA() const { return d.a_dtype - GPTRT_DTYPE_E4M3; }
+  int64_t formatB() const { return d.b_dtype - GPTRT_DTYPE_E4M3; }
+  // What the product is stored as before c: c's dtype, f32 when c
+  // accumulates.
+  int64_t resultDtype() const {
+    return accumulate ? GPTRT_DTYPE_F32 : d.c_dtype;
+  }
+  int64_t elements() const { return d.batch * d.m * d.n; }
+};
+
+bool isFp8Dtype(int64_t dtype) {
+  return dtype == GPTRT_DTYPE_E4M3 || dtype == GPTRT_DTYPE_E5M2;
+}
+
+std::string field(const char *name, int64_t value) {
+  return std::string(name) + " " + std::to_string(value);
+}
+
+// Which operands, from the descriptor (and the scales FP8 needs).
+Operands operandsOf(const gptrt_gemm_desc &d, const float *scaleA,
+                    const float *scaleB) {
+  if (d.a_dtype == GPTRT_DTYPE_F32 && d.b_dtype == GPTRT_DTYPE_F32)
+    return Operands::F32;
+  if (d.a_dtype == GPTRT_DTYPE_BF16 && d.b_dtype == GPTRT_DTYPE_BF16)
+    return Operands::Bf16;
+  if (!isFp8Dtype(d.a_dtype) || !isFp8Dtype(d.b_dtype))
     throw std::invalid_argument(
-        "stride_c " + std::to_string(strideC) +
-        ", expected m * n = " + std::to_string(m * n) +
-        " (a fused GEMM epilogue needs a contiguous result)");
+        field("a_dtype", d.a_dtype) + ", " + field("b_dtype", d.b_dtype) +
+        ": expected both f32 (1), both bf16 (2), or FP8 codes for both (4 "
+        "E4M3, 5 E5M2)");
+  if (scaleA == nullptr || scaleB == nullptr)
+    throw std::invalid_argument(std::string(scaleA ? "scale_b" : "scale_a") +
+                                " is null: FP8 operands need both scales");
+  for (auto [scaling, name] :
+       {std::pair{d.a_scaling, "a_scaling"}, {d.b_scaling, "b_scaling"}})
+    if (scaling != GPTRT_SCALING_TENSOR && scaling != GPTRT_SCALING_ROWWISE)
+      throw std::invalid_argument(field(name, scaling) +
+                                  ", expected 0 (one scale for the tensor) "
+                                  "or 1 (one per row / column)");
+  requireFlag(d.fast_accum, "fast_accum");
+  return gptrt::gemmOperands(d.a_dtype, d.a_scaling, d.b_scaling);
 }
 
-// The CPU side of the *_accumulate GEMMs: c[i] += r[i] for the `count`
-// f32 values r that `gemm` (the GEMM without the suffix, out_dtype f32)
-// writes into its own buffer (the GEMMs use the context's scratch).
-template <typename Gemm>
-void addGemmResult(Context &ctx, float *c, int64_t count, Gemm &&gemm) {
-  float *result = temporary(ctx, Temporary::GemmResult, count);
-  gemm(result);
-  if (ctx.failed())
-    return;
-  for (int64_t i = 0; i < count; ++i)
-    c[i] += result[i];
+// The epilogues work over the whole result as one array.
+void requireContiguous(const gptrt_gemm_desc &d, const char *why) {
+  if (d.batch > 1 && d.stride_c != d.m * d.n)
+    throw std::invalid_argument(
+        field("stride_c", d.stride_c) +
+        ", expected m * n = " + std::to_string(d.m * d.n) + " (" + why + ")");
 }
 
-// An FP8 GEMM's bias: a vector of n floats.
-void requireBias(const float *bias) {
-  if (bias == nullptr)
+void refuseUnless(bool ok, const std::string &what) {
+  if (!ok)
+    throw std::invalid_argument(what);
+}
+
+GemmCall checkedCall(const gptrt_gemm_desc *d, const void *a, const void *b,
+                     const float *scaleA, const float *scaleB,
+                     const float *bias, const void *dgeluPre, void *c,
+                     void *geluPre, void *dbias) {
+  if (d == nullptr)
+    throw std::invalid_argument("the gemm descriptor is null; every call "
+                                "passes one (gptrt_gemm_desc in gptrt.h)");
+  for (auto [value, name] : {std::pair{d->batch, "batch"},
+                             {d->m, "m"},
+                             {d->n, "n"},
+                             {d->k, "k"},
+                             {d->stride_a, "stride_a"},
+                             {d->stride_b, "stride_b"},
+                             {d->stride_c, "stride_c"}})
+    requireNonNegative(value, name);
+  requireFlag(d->trans_a, "trans_a");
+  requireFlag(d->trans_b, "trans_b");
+  const Operands operands = operandsOf(*d, scaleA, scaleB);
+  const bool fp8 =
+      operands == Operands::Fp8 || operands == Operands::Fp8Rowwise;
+  if (!fp8 && (scaleA || scaleB))
+    throw std::invalid_argument(std::string(scaleA ? "scale_a" : "scale_b") +
+                                " is given, but the operands are not FP8 "
+                                "(a_dtype " +
+                                std::to_string(d->a_dtype) + ")");
+  const bool accumulate = d->c_dtype == GPTRT_DTYPE_F32_ACCUMULATE;
+  if (!accumulate)
+    requireStorageDtype(d->c_dtype, "c_dtype");
+  const bool bf16 = operands == Operands::Bf16;
+  refuseUnless(operands != Operands::F32 ||
+                   (d->c_dtype == GPTRT_DTYPE_F32 && !bias && !dgeluPre &&
+                    !geluPre && !dbias),
+               "an f32 GEMM (a_dtype 1) writes an f32 c (c_dtype 1) and takes "
+               "no bias, GELU or bias-gradient epilogue (gptrt_bias_add adds a "
+               "bias after it)");
+  // (A bf16 GEMM adds its bias per batch, in place; the other epilogues
+  // run over the whole result as one array.)
+  if ((bias && fp8) || geluPre || dgeluPre)
+    requireContiguous(*d, "a fused GEMM epilogue needs a contiguous result");
+  if (operands == Operands::Fp8Rowwise)
+    requireContiguous(*d, "rowwise scales index contiguous rows");
+  if (geluPre) {
+    refuseUnless(bf16 && bias, "gelu_pre (the GELU epilogue) needs bf16 "
+                               "operands and a bias");
+    requireStorageDtype(d->gelu_pre_dtype, "gelu_pre_dtype");
+  }
+  if (dgeluPre) {
+    refuseUnless(bf16 && !bias && !geluPre,
+                 "dgelu_pre (the GELU-gradient epilogue) needs bf16 operands "
+                 "and no bias or gelu_pre");
+    requireStorageDtype(d->dgelu_pre_dtype, "dgelu_pre_dtype");
+    requireStorageDtype(d->product_dtype, "product_dtype");
+  }
+  if (dbias) {
+    refuseUnless(bf16 && !bias && !geluPre && !dgeluPre,
+                 "dbias (the bias-gradient epilogue) needs bf16 operands and "
+                 "no other epilogue");
+    refuseUnless(d->batch == 1 && d->trans_a == 1,
+                 field("batch", d->batch) + ", " +
+                     field("trans_a", d->trans_a) +
+                     ": dbias needs 1 and 1 (the weight gradient's GEMM, a "
+                     "stored [k, m])");
+    requireGradientDtype(d->dbias_dtype, "dbias_dtype");
+  }
+  if (accumulate) {
+    refuseUnless(!bias && !geluPre && !dgeluPre,
+                 "c_dtype 257 (accumulate into c) takes no bias or GELU "
+                 "epilogue");
+    requireContiguous(*d, "c accumulates as one array");
+  }
+  if (bias == nullptr && geluPre)
     throw std::invalid_argument("bias is null, expected a vector of n floats");
+  return GemmCall{*d,       a, b,       scaleA, scaleB,   bias,
+                  dgeluPre, c, geluPre, dbias,  operands, accumulate};
 }
 
-// The CPU side of the FP8 GEMMs with a bias (rt-fuse-gemm-epilogue): the
-// two kernels they fuse, so the same numbers as without the fusion -- the
-// product as `gemm` stores it in out_dtype (into its own buffer: the GEMMs
-// use the context's scratch), then gptrt_add of the bias (n f32) into c.
-template <typename Gemm>
-void gemmThenBias(gptrt_context *ctx, const float *bias, void *c, int64_t batch,
-                  int64_t m, int64_t n, int64_t outDtype, Gemm &&gemm) {
-  requireBias(bias);
-  const int64_t count = batch * m * n;
-  float *product =
-      temporary(Context::fromHandle(ctx), Temporary::GemmProduct,
-                outDtype == GPTRT_DTYPE_BF16 ? (count + 1) / 2 : count);
-  gemm(static_cast<void *>(product));
-  gptrt_add(ctx, product, bias, nullptr, c, nullptr, nullptr, batch * m, n, 1,
-            outDtype, GPTRT_DTYPE_F32, outDtype, nullptr);
+// The call's name in profiles and errors: gptrt_gemm.<form> with the
+// output epilogue's work after a '+' ("gptrt_gemm.bf16+bias+gelu",
+// "gptrt_gemm.fp8+cast"). Every name is made once, not on each call.
+const char *labelOf(const GemmCall &g, EpilogueWork work) {
+  constexpr unsigned kWorks = 4;
+  static const std::vector<std::string> labels = [] {
+    const char *workNames[kWorks] = {"", "+amax", "+cast", "+dual_cast"};
+    std::vector<std::string> all;
+    for (unsigned w = 0; w < kWorks; ++w)
+      for (unsigned i = 0; i < gptrt::GemmForm::kCount; ++i)
+        all.push_back("gptrt_gemm." + gptrt::GemmForm::fromIndex(i).name() +
+                      workNames[w]);
+    return all;
+  }();
+  gptrt::GemmForm form;
+  form.operands = g.operands;
+  form.bias = g.bias != nullptr;
+  form.gelu = g.geluPre != nullptr;
+  form.dgelu = g.dgeluPre != nullptr;
+  form.dbias = g.dbias != nullptr;
+  form.accumulate = g.accumulate;
+  return labels[static_cast<size_t>(work) * gptrt::GemmForm::kCount +
+                form.index()]
+      .c_str();
 }
 
-/// The CPU emulation of an FP8 GEMM before its scales are divided out: FP8
-/// codes decode exactly to f32, so an f32 GEMM of the decoded values is the
-/// FP8 product up to accumulation order.
-void fp8GemmUnscaled(Context &ctx, const uint8_t *a, const uint8_t *b, float *c,
-                     int64_t batch, int64_t m, int64_t n, int64_t k,
-                     int64_t transA, int64_t transB, int64_t strideA,
-                     int64_t strideB, int64_t strideC, int64_t formatA,
-                     int64_t formatB) {
-  requireFormat(formatA);
-  requireFormat(formatB);
+// ------------------------------------------------------------ the CPU
+
+/// An FP8 GEMM before its scales are divided out: FP8 codes decode exactly
+/// to f32, so an f32 GEMM of the decoded values is the FP8 product up to
+/// accumulation order.
+void fp8GemmUnscaled(Context &ctx, const GemmCall &g, float *c) {
+  const gptrt_gemm_desc &d = g.d;
+  requireFormat(g.formatA());
+  requireFormat(g.formatB());
   // Elements spanned by `batch` matrices of `size` elements, `stride` apart
   // (0 when there are none; one shared matrix when the stride is 0).
   auto extent = [&](int64_t stride, int64_t size) -> int64_t {
-    return batch == 0 ? 0 : (batch - 1) * stride + size;
+    return d.batch == 0 ? 0 : (d.batch - 1) * stride + size;
   };
-  const int64_t aElems = extent(strideA, m * k);
-  const int64_t bElems = extent(strideB, n * k);
+  const int64_t aElems = extent(d.stride_a, d.m * d.k);
+  const int64_t bElems = extent(d.stride_b, d.n * d.k);
   float *fa = temporary(ctx, Temporary::Fp8OperandA, aElems),
         *fb = temporary(ctx, Temporary::Fp8OperandB, bElems);
   // Every code's value, once: a table lookup per element.
   float valueA[256], valueB[256];
   for (int code = 0; code < 256; ++code) {
-    valueA[code] = fp8Decode(static_cast<uint8_t>(code), formatA);
-    valueB[code] = fp8Decode(static_cast<uint8_t>(code), formatB);
+    valueA[code] = fp8Decode(static_cast<uint8_t>(code), g.formatA());
+    valueB[code] = fp8Decode(static_cast<uint8_t>(code), g.formatB());
   }
+  const uint8_t *a = static_cast<const uint8_t *>(g.a),
+                *b = static_cast<const uint8_t *>(g.b);
   for (int64_t i = 0; i < aElems; ++i)
     fa[i] = valueA[a[i]];
   for (int64_t i = 0; i < bElems; ++i)
     fb[i] = valueB[b[i]];
-  cpu::gemmBatched(c, fa, fb, batch, m, n, k, transA != 0, transB != 0, 0.0f,
-                   strideA, strideB, strideC);
+  cpu::gemmBatched(c, fa, fb, d.batch, d.m, d.n, d.k, d.trans_a != 0,
+                   d.trans_b != 0, 0.0f, d.stride_a, d.stride_b, d.stride_c);
 }
 
-// The GEMMs' own work, which their exported functions run with or
-// without an output epilogue.
-void matmulValues(gptrt_context *ctx, const float *a, const float *b, float *c,
-                  int64_t batch, int64_t m, int64_t n, int64_t k,
-                  int64_t trans_a, int64_t trans_b, int64_t stride_a,
-                  int64_t stride_b, int64_t stride_c) {
-  guarded(ctx, "gptrt_matmul", [&](Context &) {
-    requireNonNegative(batch, "batch");
-    cpu::gemmBatched(c, a, b, batch, m, n, k, trans_a != 0, trans_b != 0,
-                     0.0f, stride_a, stride_b, stride_c);
-  }, [&](Context &, Gpu &g) {
-    g.matmul(a, b, c, batch, m, n, k, trans_a != 0, trans_b != 0, stride_a,
-             stride_b, stride_c);
-  });
-}
-
-// gptrt_matmul_bf16 and, with a bias (`withBias`), gptrt_matmul_bf16_bias.
-void matmulBf16(gptrt_context *ctx, const char *fn, bool withBias,
-                const uint16_t *a, const uint16_t *b, const float *bias,
-                void *c, int64_t batch, int64_t m, int64_t n, int64_t k,
-                int64_t trans_a, int64_t trans_b, int64_t stride_a,
-                int64_t stride_b, int64_t stride_c, int64_t out_dtype) {
-  auto checkArguments = [&] {
-    if (withBias && bias == nullptr)
-      throw std::invalid_argument("bias is null, expected a vector of n "
-                                  "floats (gptrt_matmul_bf16 has no bias)");
-    requireNonNegative(batch, "batch");
-    requireNonNegative(m, "m");
-    requireNonNegative(n, "n");
-    requireNonNegative(k, "k");
-    requireNonNegative(stride_a, "stride_a");
-    requireNonNegative(stride_b, "stride_b");
-    requireNonNegative(stride_c, "stride_c");
-    requireStorageDtype(out_dtype, "out_dtype");
-  };
-  guarded(ctx, fn, [&](Context &ctxRef) {
-    checkArguments();
-    if (batch == 0)
-      return;
+// The product of any operands into `c`, stored as `dtype` (f32 or bf16),
+// with `bias` (bf16 operands only) added in f32 before the rounding.
+void productInto(Context &ctx, const GemmCall &g, void *c, int64_t dtype,
+                 const float *bias) {
+  const gptrt_gemm_desc &d = g.d;
+  if (d.batch == 0)
+    return;
+  const bool narrow = dtype == GPTRT_DTYPE_BF16;
+  const int64_t extentC = (d.batch - 1) * d.stride_c + d.m * d.n;
+  switch (g.operands) {
+  case Operands::F32:
+    cpu::gemmBatched(static_cast<float *>(c), static_cast<const float *>(g.a),
+                     static_cast<const float *>(g.b), d.batch, d.m, d.n, d.k,
+                     d.trans_a != 0, d.trans_b != 0, 0.0f, d.stride_a,
+                     d.stride_b, d.stride_c);
+    return;
+  case Operands::Bf16: {
     // Widened in their own layout (strides included), then the f32 GEMM:
     // widening is exact, so this is the f32 GEMM of the bf16 values.
-    const int64_t extentA = (batch - 1) * stride_a + m * k;
-    const int64_t extentB = (batch - 1) * stride_b + k * n;
-    const int64_t extentC = (batch - 1) * stride_c + m * n;
-    const bool narrow = out_dtype == GPTRT_DTYPE_BF16;
-    float *wide = ctxRef.scratch(
+    const int64_t extentA = (d.batch - 1) * d.stride_a + d.m * d.k;
+    const int64_t extentB = (d.batch - 1) * d.stride_b + d.k * d.n;
+    float *wide = ctx.scratch(
         static_cast<size_t>(extentA + extentB + (narrow ? extentC : 0)));
+    const uint16_t *a = static_cast<const uint16_t *>(g.a),
+                   *b = static_cast<const uint16_t *>(g.b);
     for (int64_t i = 0; i < extentA; ++i)
       wide[i] = cpu::bf16ToFloat(a[i]);
     for (int64_t i = 0; i < extentB; ++i)
       wide[extentA + i] = cpu::bf16ToFloat(b[i]);
     float *result = narrow ? wide + extentA + extentB : static_cast<float *>(c);
-    cpu::gemmBatched(result, wide, wide + extentA, batch, m, n, k,
-                     trans_a != 0, trans_b != 0, 0.0f, stride_a, stride_b,
-                     stride_c);
+    cpu::gemmBatched(result, wide, wide + extentA, d.batch, d.m, d.n, d.k,
+                     d.trans_a != 0, d.trans_b != 0, 0.0f, d.stride_a,
+                     d.stride_b, d.stride_c);
     // Only the result's own elements: the gaps between strided batches
     // belong to someone else.
-    for (int64_t p = 0; p < batch; ++p) {
-      float *batchResult = result + p * stride_c;
+    for (int64_t p = 0; p < d.batch; ++p) {
+      float *batchResult = result + p * d.stride_c;
       if (bias)
-        cpu::addBias(batchResult, bias, m, n);
+        cpu::addBias(batchResult, bias, d.m, d.n);
       if (narrow) {
-        uint16_t *out = static_cast<uint16_t *>(c) + p * stride_c;
-        for (int64_t i = 0; i < m * n; ++i)
+        uint16_t *out = static_cast<uint16_t *>(c) + p * d.stride_c;
+        for (int64_t i = 0; i < d.m * d.n; ++i)
           out[i] = cpu::floatToBf16(batchResult[i]);
       }
     }
-  }, [&](Context &, Gpu &g) {
-    checkArguments();
-    g.matmulBf16(a, b, bias, c, out_dtype, batch, m, n, k, trans_a != 0,
-                 trans_b != 0, stride_a, stride_b, stride_c);
-  });
-}
-
-} // namespace
-
-GPTRT_EXPORT void gptrt_matmul_bf16(gptrt_context *ctx, const uint16_t *a,
-                                    const uint16_t *b, void *c,
-                                    int64_t batch, int64_t m, int64_t n,
-                                    int64_t k, int64_t trans_a,
-                                    int64_t trans_b, int64_t stride_a,
-                                    int64_t stride_b, int64_t stride_c,
-                                    int64_t out_dtype) {
-  matmulBf16(ctx, "gptrt_matmul_bf16", /*withBias=*/false, a, b, nullptr, c,
-             batch, m, n, k, trans_a, trans_b, stride_a, stride_b, stride_c,
-             out_dtype);
-}
-
-GPTRT_EXPORT void gptrt_matmul_bf16_bias(
-    gptrt_context *ctx, const uint16_t *a, const uint16_t *b,
-    const float *bias, void *c, int64_t batch, int64_t m, int64_t n,
-    int64_t k, int64_t trans_a, int64_t trans_b, int64_t stride_a,
-    int64_t stride_b, int64_t stride_c, int64_t out_dtype) {
-  matmulBf16(ctx, "gptrt_matmul_bf16_bias", /*withBias=*/true, a, b, bias, c,
-             batch, m, n, k, trans_a, trans_b, stride_a, stride_b, stride_c,
-             out_dtype);
-}
-
-GPTRT_EXPORT void gptrt_matmul_bf16_bias_gelu(
-    gptrt_context *ctx, const uint16_t *a, const uint16_t *b, const float *bias,
-    void *pre, void *out, int64_t batch, int64_t m, int64_t n, int64_t k,
-    int64_t trans_a, int64_t trans_b, int64_t stride_a, int64_t stride_b,
-    int64_t stride_c, int64_t pre_dtype, int64_t out_dtype) {
-  guarded(
-      ctx, "gptrt_matmul_bf16_bias_gelu",
-      [&](Context &) {
-        requireContiguous(batch, m, n, k, stride_c);
-        // The two kernels it fuses, so the same numbers as without the fusion.
-        gptrt_matmul_bf16_bias(ctx, a, b, bias, pre, batch, m, n, k, trans_a,
-                               trans_b, stride_a, stride_b, stride_c,
-                               pre_dtype);
-        gptrt_gelu_fwd(ctx, pre, nullptr, out, nullptr, nullptr, nullptr,
-                       batch * m * n, pre_dtype, out_dtype, nullptr);
-      },
-      [&](Context &, Gpu &g) {
-        if (bias == nullptr)
-          throw std::invalid_argument("bias is null, expected a vector of n "
-                                      "floats");
-        requireContiguous(batch, m, n, k, stride_c);
-        requireStorageDtype(pre_dtype, "pre_dtype");
-        requireStorageDtype(out_dtype, "out_dtype");
-        g.matmulBf16BiasGelu(a, b, bias, pre, pre_dtype, out, out_dtype, batch,
-                             m, n, k, trans_a != 0, trans_b != 0, stride_a,
-                             stride_b, stride_c);
-      });
-}
-
-namespace {
-
-// gptrt_matmul_bf16_bgrad's shapes: the bias gradient sums a's stored
-// rows, so one GEMM with a stored [k, m].
-void requireBiasGradientGemm(int64_t batch, int64_t m, int64_t n, int64_t k,
-                             int64_t trans_a, int64_t db_dtype) {
-  requireNonNegative(m, "m");
-  requireNonNegative(n, "n");
-  requireNonNegative(k, "k");
-  if (batch != 1 || trans_a != 1)
-    throw std::invalid_argument(
-        "batch " + std::to_string(batch) + ", trans_a " +
-        std::to_string(trans_a) +
-        ", expected 1 and 1 (the weight gradient's GEMM, a stored [k, m])");
-  requireGradientDtype(db_dtype, "db_dtype");
-}
-
-} // namespace
-
-GPTRT_EXPORT void gptrt_matmul_bf16_bgrad(gptrt_context *ctx, const uint16_t *a,
-                                          const uint16_t *b, void *c, void *db,
-                                          int64_t batch, int64_t m, int64_t n,
-                                          int64_t k, int64_t trans_a,
-                                          int64_t trans_b, int64_t stride_a,
-                                          int64_t stride_b, int64_t stride_c,
-                                          int64_t out_dtype, int64_t db_dtype) {
-  auto checkShape = [&] {
-    requireBiasGradientGemm(batch, m, n, k, trans_a, db_dtype);
-  };
-  guarded(
-      ctx, "gptrt_matmul_bf16_bgrad",
-      [&](Context &) {
-        checkShape();
-        // The two kernels it fuses, so the same numbers as without the fusion.
-        gptrt_matmul_bf16(ctx, a, b, c, batch, m, n, k, trans_a, trans_b,
-                          stride_a, stride_b, stride_c, out_dtype);
-        gptrt_reduce_rows(ctx, a, db, k, m, GPTRT_DTYPE_BF16, db_dtype);
-      },
-      [&](Context &, Gpu &g) {
-        checkShape();
-        requireStorageDtype(out_dtype, "out_dtype");
-        g.matmulBf16Bgrad(a, b, c, out_dtype, db, db_dtype, m, n, k,
-                          trans_b != 0, stride_a, stride_b, stride_c);
-      });
-}
-
-GPTRT_EXPORT void gptrt_matmul_bf16_accumulate(
-    gptrt_context *ctx, const uint16_t *a, const uint16_t *b, float *c,
-    int64_t batch, int64_t m, int64_t n, int64_t k, int64_t trans_a,
-    int64_t trans_b, int64_t stride_a, int64_t stride_b, int64_t stride_c) {
-  guarded(
-      ctx, "gptrt_matmul_bf16_accumulate",
-      [&](Context &ctxRef) {
-        requireContiguous(batch, m, n, k, stride_c);
-        addGemmResult(ctxRef, c, batch * m * n, [&](float *result) {
-          gptrt_matmul_bf16(ctx, a, b, result, batch, m, n, k, trans_a, trans_b,
-                            stride_a, stride_b, stride_c, GPTRT_DTYPE_F32);
-        });
-      },
-      [&](Context &, Gpu &g) {
-        requireContiguous(batch, m, n, k, stride_c);
-        requireNonNegative(stride_a, "stride_a");
-        requireNonNegative(stride_b, "stride_b");
-        g.matmulBf16(a, b, nullptr, c, gptrt::cuda::kAccumulateF32, batch, m, n,
-                     k, trans_a != 0, trans_b != 0, stride_a, stride_b,
-                     stride_c);
-      });
-}
-
-GPTRT_EXPORT void gptrt_matmul_bf16_bgrad_accumulate(
-    gptrt_context *ctx, const uint16_t *a, const uint16_t *b, float *c,
-    void *db, int64_t batch, int64_t m, int64_t n, int64_t k, int64_t trans_a,
-    int64_t trans_b, int64_t stride_a, int64_t stride_b, int64_t stride_c,
-    int64_t db_dtype) {
-  guarded(
-      ctx, "gptrt_matmul_bf16_bgrad_accumulate",
-      [&](Context &ctxRef) {
-        requireBiasGradientGemm(batch, m, n, k, trans_a, db_dtype);
-        addGemmResult(ctxRef, c, m * n, [&](float *result) {
-          gptrt_matmul_bf16_bgrad(ctx, a, b, result, db, batch, m, n, k,
-                                  trans_a, trans_b, stride_a, stride_b,
-                                  stride_c, GPTRT_DTYPE_F32, db_dtype);
-        });
-      },
-      [&](Context &, Gpu &g) {
-        requireBiasGradientGemm(batch, m, n, k, trans_a, db_dtype);
-        g.matmulBf16Bgrad(a, b, c, gptrt::cuda::kAccumulateF32, db, db_dtype, m,
-                          n, k, trans_b != 0, stride_a, stride_b, stride_c);
-      });
-}
-
-GPTRT_EXPORT void gptrt_matmul_bf16_dgelu(
-    gptrt_context *ctx, const uint16_t *a, const uint16_t *b, const void *pre,
-    void *dx, int64_t batch, int64_t m, int64_t n, int64_t k, int64_t trans_a,
-    int64_t trans_b, int64_t stride_a, int64_t stride_b, int64_t stride_c,
-    int64_t dg_dtype, int64_t pre_dtype, int64_t dx_dtype) {
-  guarded(
-      ctx, "gptrt_matmul_bf16_dgelu",
-      [&](Context &c) {
-        requireContiguous(batch, m, n, k, stride_c);
-        requireStorageDtype(dg_dtype, "dg_dtype");
-        // The product as the unfused GEMM stored it (its own buffer: the GEMM
-        // uses the context's scratch), then the GELU gradient.
-        const int64_t count = batch * m * n;
-        float *dg =
-            temporary(c, Temporary::GemmProduct,
-                      dg_dtype == GPTRT_DTYPE_BF16 ? (count + 1) / 2 : count);
-        gptrt_matmul_bf16(ctx, a, b, dg, batch, m, n, k, trans_a, trans_b,
-                          stride_a, stride_b, stride_c, dg_dtype);
-        gptrt_gelu_bwd(ctx, dg, pre, nullptr, dx, nullptr, nullptr, nullptr,
-                       nullptr, count, dg_dtype, pre_dtype, dx_dtype, nullptr);
-      },
-      [&](Context &, Gpu &g) {
-        requireContiguous(batch, m, n, k, stride_c);
-        requireStorageDtype(dg_dtype, "dg_dtype");
-        requireStorageDtype(pre_dtype, "pre_dtype");
-        requireStorageDtype(dx_dtype, "dx_dtype");
-        g.matmulBf16Dgelu(a, b, pre, pre_dtype, dx, dx_dtype, dg_dtype, batch,
-                          m, n, k, trans_a != 0, trans_b != 0, stride_a,
-                          stride_b, stride_c);
-      });
-}
-
-namespace {
-void scaledMatmulValues(gptrt_context *ctx, const uint8_t *a, const uint8_t *b,
-                        const float *scaleA, const float *scaleB, void *c,
-                        int64_t batch, int64_t m, int64_t n, int64_t k,
-                        int64_t transA, int64_t transB, int64_t strideA,
-                        int64_t strideB, int64_t strideC, int64_t formatA,
-                        int64_t formatB, int64_t fastAccum, int64_t outDtype) {
-  guarded(ctx, "gptrt_scaled_matmul", [&](Context &ctxRef) {
-    requireFlag(fastAccum, "fast_accum");
-    requireStorageDtype(outDtype, "out_dtype");
-    for (auto [value, name] :
-         {std::pair{batch, "batch"}, {m, "m"}, {n, "n"}, {k, "k"}})
-      requireNonNegative(value, name);
-    const int64_t cElems = batch == 0 ? 0 : (batch - 1) * strideC + m * n;
-    // A bf16 c: the f32 result in scratch, rounded once. Only the batches'
-    // own elements are touched: the gaps between strided batches are
-    // someone else's.
-    const bool narrow = outDtype == GPTRT_DTYPE_BF16;
-    float *result = narrow ? ctxRef.scratch(static_cast<size_t>(cElems))
+    return;
+  }
+  case Operands::Fp8: {
+    // A bf16 c: the f32 result in scratch, rounded once.
+    float *result = narrow ? ctx.scratch(static_cast<size_t>(extentC))
                            : static_cast<float *>(c);
-    fp8GemmUnscaled(ctxRef, a, b, result, batch, m, n, k, transA, transB,
-                    strideA, strideB, strideC, formatA, formatB);
-    const float dequant = scaleA[0] * scaleB[0];
+    fp8GemmUnscaled(ctx, g, result);
+    const float dequant = g.scaleA[0] * g.scaleB[0];
     uint16_t *out = static_cast<uint16_t *>(c);
-    for (int64_t p = 0; p < batch; ++p)
-      for (int64_t i = p * strideC; i < p * strideC + m * n; ++i) {
+    for (int64_t p = 0; p < d.batch; ++p)
+      for (int64_t i = p * d.stride_c; i < p * d.stride_c + d.m * d.n; ++i) {
         result[i] /= dequant;
         if (narrow)
           out[i] = cpu::floatToBf16(result[i]);
       }
-  }, [&](Context &, Gpu &g) {
-    requireFlag(fastAccum, "fast_accum");
-    requireStorageDtype(outDtype, "out_dtype");
-    g.scaledMatmul(a, b, scaleA, scaleB, c, batch, m, n, k, transA != 0,
-                   transB != 0, strideA, strideB, strideC, formatA, formatB,
-                   fastAccum != 0, outDtype);
-  });
-}
-} // namespace
-
-GPTRT_EXPORT void gptrt_scaled_matmul_bias(
-    gptrt_context *ctx, const uint8_t *a, const uint8_t *b, const float *scaleA,
-    const float *scaleB, const float *bias, void *c, int64_t batch, int64_t m,
-    int64_t n, int64_t k, int64_t transA, int64_t transB, int64_t strideA,
-    int64_t strideB, int64_t strideC, int64_t formatA, int64_t formatB,
-    int64_t fastAccum, int64_t outDtype) {
-  guarded(
-      ctx, "gptrt_scaled_matmul_bias",
-      [&](Context &) {
-        requireContiguous(batch, m, n, k, strideC);
-        gemmThenBias(ctx, bias, c, batch, m, n, outDtype, [&](void *product) {
-          scaledMatmulValues(ctx, a, b, scaleA, scaleB, product, batch, m, n,
-                              k, transA, transB, strideA, strideB, strideC,
-                              formatA, formatB, fastAccum, outDtype);
-        });
-      },
-      [&](Context &, Gpu &g) {
-        requireBias(bias);
-        requireContiguous(batch, m, n, k, strideC);
-        requireFlag(fastAccum, "fast_accum");
-        requireStorageDtype(outDtype, "out_dtype");
-        g.scaledMatmulBias(a, b, scaleA, scaleB, bias, c, batch, m, n, k,
-                           transA != 0, transB != 0, strideA, strideB, strideC,
-                           formatA, formatB, fastAccum != 0, outDtype);
-      });
-}
-
-GPTRT_EXPORT void gptrt_scaled_matmul_rowwise(
-    gptrt_context *ctx, const uint8_t *a, const uint8_t *b,
-    const float *scaleA, const float *scaleB, void *c, int64_t batch,
-    int64_t m, int64_t n, int64_t k, int64_t transA, int64_t transB,
-    int64_t strideA, int64_t strideB, int64_t strideC, int64_t formatA,
-    int64_t formatB, int64_t fastAccum, int64_t rowwiseA, int64_t rowwiseB,
-    int64_t outDtype) {
-  guarded(ctx, "gptrt_scaled_matmul_rowwise", [&](Context &ctxRef) {
-    requireFlag(fastAccum, "fast_accum");
-    if (batch > 1 && strideC != m * n)
-      throw std::invalid_argument("stride_c " + std::to_string(strideC) +
-                                  ", expected m * n = " +
-                                  std::to_string(m * n) +
-                                  " (rowwise scales index contiguous rows)");
-    F32Staging f32(ctxRef, {{c, outDtype, batch * m * n, true, "out_dtype"}});
+    return;
+  }
+  case Operands::Fp8Rowwise: {
+    F32Staging f32(ctx, {{c, dtype, g.elements(), true, "c_dtype"}});
     float *result = f32[0];
-    fp8GemmUnscaled(ctxRef, a, b, result, batch, m, n, k, transA, transB,
-                    strideA, strideB, strideC, formatA, formatB);
+    fp8GemmUnscaled(ctx, g, result);
     // Row r of all batch x m rows of c, column j: divided by a's scale of
     // its row and b's of its column (each a scalar when not rowwise).
-    for (int64_t r = 0; r < batch * m; ++r)
-      for (int64_t j = 0; j < n; ++j)
-        result[r * n + j] /= (rowwiseA ? scaleA[r] : scaleA[0]) *
-                             (rowwiseB ? scaleB[j] : scaleB[0]);
+    const bool rowsA = d.a_scaling == GPTRT_SCALING_ROWWISE,
+               colsB = d.b_scaling == GPTRT_SCALING_ROWWISE;
+    for (int64_t r = 0; r < d.batch * d.m; ++r)
+      for (int64_t j = 0; j < d.n; ++j)
+        result[r * d.n + j] /= (rowsA ? g.scaleA[r] : g.scaleA[0]) *
+                               (colsB ? g.scaleB[j] : g.scaleB[0]);
     f32.finish();
-  }, [&](Context &, Gpu &g) {
-    requireFlag(fastAccum, "fast_accum");
-    requireStorageDtype(outDtype, "out_dtype");
-    g.scaledMatmulRowwise(a, b, scaleA, scaleB, nullptr, c, batch, m, n, k,
-                          transA != 0, transB != 0, strideA, strideB, strideC,
-                          formatA, formatB, fastAccum != 0, rowwiseA != 0,
-                          rowwiseB != 0, outDtype);
-  });
-}
-
-GPTRT_EXPORT void gptrt_scaled_matmul_rowwise_bias(
-    gptrt_context *ctx, const uint8_t *a, const uint8_t *b, const float *scaleA,
-    const float *scaleB, const float *bias, void *c, int64_t batch, int64_t m,
-    int64_t n, int64_t k, int64_t transA, int64_t transB, int64_t strideA,
-    int64_t strideB, int64_t strideC, int64_t formatA, int64_t formatB,
-    int64_t fastAccum, int64_t rowwiseA, int64_t rowwiseB, int64_t outDtype) {
-  guarded(
-      ctx, "gptrt_scaled_matmul_rowwise_bias",
-      [&](Context &) {
-        requireContiguous(batch, m, n, k, strideC);
-        gemmThenBias(ctx, bias, c, batch, m, n, outDtype, [&](void *product) {
-          gptrt_scaled_matmul_rowwise(ctx, a, b, scaleA, scaleB, product, batch,
-                                      m, n, k, transA, transB, strideA, strideB,
-                                      strideC, formatA, formatB, fastAccum,
-                                      rowwiseA, rowwiseB, outDtype);
-        });
-      },
-      [&](Context &, Gpu &g) {
-        requireBias(bias);
-        requireContiguous(batch, m, n, k, strideC);
-        requireFlag(fastAccum, "fast_accum");
-        requireStorageDtype(outDtype, "out_dtype");
-        g.scaledMatmulRowwise(a, b, scaleA, scaleB, bias, c, batch, m, n, k,
-                              transA != 0, transB != 0, strideA, strideB,
-                              strideC, formatA, formatB, fastAccum != 0,
-                              rowwiseA != 0, rowwiseB != 0, outDtype);
-      });
-}
-
-GPTRT_EXPORT void gptrt_scaled_matmul_accumulate(
-    gptrt_context *ctx, const uint8_t *a, const uint8_t *b, const float *scaleA,
-    const float *scaleB, float *c, int64_t batch, int64_t m, int64_t n,
-    int64_t k, int64_t transA, int64_t transB, int64_t strideA, int64_t strideB,
-    int64_t strideC, int64_t formatA, int64_t formatB, int64_t fastAccum) {
-  guarded(
-      ctx, "gptrt_scaled_matmul_accumulate",
-      [&](Context &ctxRef) {
-        requireContiguous(batch, m, n, k, strideC);
-        addGemmResult(ctxRef, c, batch * m * n, [&](float *result) {
-          scaledMatmulValues(ctx, a, b, scaleA, scaleB, result, batch, m, n, k,
-                              transA, transB, strideA, strideB, strideC,
-                              formatA, formatB, fastAccum, GPTRT_DTYPE_F32);
-        });
-      },
-      [&](Context &, Gpu &g) {
-        requireContiguous(batch, m, n, k, strideC);
-        requireFlag(fastAccum, "fast_accum");
-        g.scaledMatmul(a, b, scaleA, scaleB, c, batch, m, n, k, transA != 0,
-                       transB != 0, strideA, strideB, strideC, formatA, formatB,
-                       fastAccum != 0, gptrt::cuda::kAccumulateF32);
-      });
-}
-
-GPTRT_EXPORT void gptrt_scaled_matmul_rowwise_accumulate(
-    gptrt_context *ctx, const uint8_t *a, const uint8_t *b, const float *scaleA,
-    const float *scaleB, float *c, int64_t batch, int64_t m, int64_t n,
-    int64_t k, int64_t transA, int64_t transB, int64_t strideA, int64_t strideB,
-    int64_t strideC, int64_t formatA, int64_t formatB, int64_t fastAccum,
-    int64_t rowwiseA, int64_t rowwiseB) {
-  guarded(
-      ctx, "gptrt_scaled_matmul_rowwise_accumulate",
-      [&](Context &ctxRef) {
-        requireContiguous(batch, m, n, k, strideC);
-        addGemmResult(ctxRef, c, batch * m * n, [&](float *result) {
-          gptrt_scaled_matmul_rowwise(ctx, a, b, scaleA, scaleB, result, batch,
-                                      m, n, k, transA, transB, strideA, strideB,
-                                      strideC, formatA, formatB, fastAccum,
-                                      rowwiseA, rowwiseB, GPTRT_DTYPE_F32);
-        });
-      },
-      [&](Context &, Gpu &g) {
-        requireContiguous(batch, m, n, k, strideC);
-        requireFlag(fastAccum, "fast_accum");
-        g.scaledMatmulRowwise(a, b, scaleA, scaleB, nullptr, c, batch, m, n, k,
-                              transA != 0, transB != 0, strideA, strideB,
-                              strideC, formatA, formatB, fastAccum != 0,
-                              rowwiseA != 0, rowwiseB != 0,
-                              gptrt::cuda::kAccumulateF32);
-      });
-}
-
-// ------------------------------- GEMMs with their output epilogue
-
-GPTRT_EXPORT void gptrt_matmul(gptrt_context *ctx, const float *a,
-                               const float *b, const float *scale, float *c,
-                               float *amax, uint8_t *q, int64_t batch,
-                               int64_t m, int64_t n, int64_t k,
-                               int64_t trans_a, int64_t trans_b,
-                               int64_t stride_a, int64_t stride_b,
-                               int64_t stride_c,
-                               const gptrt_epilogue *epilogue) {
-  static const EpilogueLabels labels("gptrt_matmul");
-  const EpilogueCall call{epilogue, scale, amax, q};
-  const std::optional<EpilogueWork> work =
-      epilogueWork(ctx, "gptrt_matmul", call, c, /*dualCast=*/false);
-  if (!work)
     return;
-  if (*work == EpilogueWork::None)
-    return matmulValues(ctx, a, b, c, batch, m, n, k, trans_a, trans_b,
-                        stride_a, stride_b, stride_c);
-  const char *fn = labels[*work];
-  const TimedCall timed(ctx, fn);
-  matmulValues(ctx, a, b, c, batch, m, n, k, trans_a, trans_b, stride_a,
-               stride_b, stride_c);
-  finish(ctx, fn, c, call.epilogue());
+  }
+  }
 }
 
-GPTRT_EXPORT void gptrt_scaled_matmul(
-    gptrt_context *ctx, const uint8_t *a, const uint8_t *b,
-    const float *scale_a, const float *scale_b, const float *scale, void *c,
-    float *amax, uint8_t *q, int64_t batch, int64_t m, int64_t n, int64_t k,
-    int64_t trans_a, int64_t trans_b, int64_t stride_a, int64_t stride_b,
-    int64_t stride_c, int64_t format_a, int64_t format_b, int64_t fast_accum,
-    int64_t out_dtype, const gptrt_epilogue *epilogue) {
-  static const EpilogueLabels labels("gptrt_scaled_matmul");
-  const EpilogueCall call{epilogue, scale, amax, q};
-  const std::optional<EpilogueWork> work =
-      epilogueWork(ctx, "gptrt_scaled_matmul", call, c, /*dualCast=*/false);
-  if (!work)
-    return;
-  auto product = [&] {
-    scaledMatmulValues(ctx, a, b, scale_a, scale_b, c, batch, m, n, k, trans_a,
-                       trans_b, stride_a, stride_b, stride_c, format_a,
-                       format_b, fast_accum, out_dtype);
+// The CPU's gptrt_gemm: the product and each epilogue as the kernels the
+// fused forms replace.
+void gemmOnCpu(gptrt_context *ctx, Context &c, const GemmCall &g) {
+  const gptrt_gemm_desc &d = g.d;
+  const int64_t count = g.elements();
+  // Where the product goes before its epilogue: c itself, or a temporary
+  // when the epilogue reads it and writes c.
+  auto product = [&](void *into, int64_t dtype) {
+    if (g.fp8() && g.bias) {
+      // The FP8 product as stored in c_dtype, then gptrt_add of the bias.
+      float *stored =
+          temporary(c, Temporary::GemmProduct,
+                    dtype == GPTRT_DTYPE_BF16 ? (count + 1) / 2 : count);
+      productInto(c, g, stored, dtype, nullptr);
+      gptrt_add(ctx, stored, g.bias, nullptr, into, nullptr, nullptr,
+                d.batch * d.m, d.n, 1, dtype, GPTRT_DTYPE_F32, dtype, nullptr);
+      return;
+    }
+    productInto(c, g, into, dtype, g.bias);
   };
-  if (*work == EpilogueWork::None)
-    return product();
-  const char *fn = labels[*work];
-  const TimedCall timed(ctx, fn);
-  const Epilogue e = call.epilogue();
-  if (!agreeingDtypes(ctx, fn, out_dtype, e.dtype))
+  if (g.geluPre) {
+    product(g.geluPre, d.gelu_pre_dtype);
+    gptrt_gelu_fwd(ctx, g.geluPre, nullptr, g.c, nullptr, nullptr, nullptr,
+                   count, d.gelu_pre_dtype, d.c_dtype, nullptr);
     return;
-  product();
-  finish(ctx, fn, c, e);
+  }
+  if (g.dgeluPre) {
+    float *dg = temporary(c, Temporary::GemmProduct,
+                          d.product_dtype == GPTRT_DTYPE_BF16 ? (count + 1) / 2
+                                                              : count);
+    product(dg, d.product_dtype);
+    gptrt_gelu_bwd(ctx, dg, g.dgeluPre, nullptr, g.c, nullptr, nullptr, nullptr,
+                   nullptr, count, d.product_dtype, d.dgelu_pre_dtype,
+                   d.c_dtype, nullptr);
+    return;
+  }
+  if (g.accumulate) {
+    // c[i] += the f32 result, one addition each.
+    float *result = temporary(c, Temporary::GemmResult, count);
+    product(result, GPTRT_DTYPE_F32);
+    if (c.failed())
+      return;
+    float *sum = static_cast<float *>(g.c);
+    for (int64_t i = 0; i < count; ++i)
+      sum[i] += result[i];
+  } else {
+    product(g.c, d.c_dtype);
+  }
+  if (g.dbias)
+    gptrt_reduce_rows(ctx, g.a, g.dbias, d.k, d.m, GPTRT_DTYPE_BF16,
+                      d.dbias_dtype);
+}
+
+// ------------------------------------------------------------ a GPU
+
+void gemmOnGpu(const GemmCall &g, Gpu &gpu) {
+  const gptrt_gemm_desc &d = g.d;
+  const bool ta = d.trans_a != 0, tb = d.trans_b != 0;
+  switch (g.operands) {
+  case Operands::F32:
+    gpu.matmul(static_cast<const float *>(g.a), static_cast<const float *>(g.b),
+               static_cast<float *>(g.c), d.batch, d.m, d.n, d.k, ta, tb,
+               d.stride_a, d.stride_b, d.stride_c);
+    return;
+  case Operands::Bf16: {
+    const uint16_t *a = static_cast<const uint16_t *>(g.a),
+                   *b = static_cast<const uint16_t *>(g.b);
+    if (g.geluPre)
+      return gpu.matmulBf16BiasGelu(a, b, g.bias, g.geluPre, d.gelu_pre_dtype,
+                                    g.c, d.c_dtype, d.batch, d.m, d.n, d.k, ta,
+                                    tb, d.stride_a, d.stride_b, d.stride_c);
+    if (g.dgeluPre)
+      return gpu.matmulBf16Dgelu(
+          a, b, g.dgeluPre, d.dgelu_pre_dtype, g.c, d.c_dtype, d.product_dtype,
+          d.batch, d.m, d.n, d.k, ta, tb, d.stride_a, d.stride_b, d.stride_c);
+    if (g.dbias)
+      return gpu.matmulBf16Bgrad(a, b, g.c, d.c_dtype, g.dbias, d.dbias_dtype,
+                                 d.m, d.n, d.k, tb, d.stride_a, d.stride_b,
+                                 d.stride_c);
+    // c_dtype may be kAccumulateF32 (AbiSupport.h checks it is 257).
+    return gpu.matmulBf16(a, b, g.bias, g.c, d.c_dtype, d.batch, d.m, d.n, d.k,
+                          ta, tb, d.stride_a, d.stride_b, d.stride_c);
+  }
+  case Operands::Fp8:
+  case Operands::Fp8Rowwise: {
+    const uint8_t *a = static_cast<const uint8_t *>(g.a),
+                  *b = static_cast<const uint8_t *>(g.b);
+    if (g.operands == Operands::Fp8Rowwise)
+      return gpu.scaledMatmulRowwise(
+          a, b, g.scaleA, g.scaleB, g.bias, g.c, d.batch, d.m, d.n, d.k, ta, tb,
+          d.stride_a, d.stride_b, d.stride_c, g.formatA(), g.formatB(),
+          d.fast_accum != 0, d.a_scaling == GPTRT_SCALING_ROWWISE,
+          d.b_scaling == GPTRT_SCALING_ROWWISE, d.c_dtype);
+    if (g.bias)
+      return gpu.scaledMatmulBias(a, b, g.scaleA, g.scaleB, g.bias, g.c,
+                                  d.batch, d.m, d.n, d.k, ta, tb, d.stride_a,
+                                  d.stride_b, d.stride_c, g.formatA(),
+                                  g.formatB(), d.fast_accum != 0, d.c_dtype);
+    return gpu.scaledMatmul(a, b, g.scaleA, g.scaleB, g.c, d.batch, d.m, d.n,
+                            d.k, ta, tb, d.stride_a, d.stride_b, d.stride_c,
+                            g.formatA(), g.formatB(), d.fast_accum != 0,
+                            d.c_dtype);
+  }
+  }
+}
+
+} // namespace
+
+GPTRT_EXPORT void gptrt_gemm(gptrt_context *ctx, const void *a, const void *b,
+                             const float *scale_a, const float *scale_b,
+                             const float *bias, const void *dgelu_pre,
+                             const float *scale, void *c, void *gelu_pre,
+                             void *dbias, float *amax, uint8_t *q,
+                             const gptrt_gemm_desc *gemm_desc,
+                             const gptrt_epilogue *epilogue) {
+  // The call is checked before it is timed: its name in the profile says
+  // its form.
+  Context &context = contextOf(ctx, "gptrt_gemm");
+  if (context.failed())
+    return;
+  std::optional<GemmCall> call;
+  try {
+    call.emplace(checkedCall(gemm_desc, a, b, scale_a, scale_b, bias, dgelu_pre,
+                             c, gelu_pre, dbias));
+  } catch (const std::exception &e) {
+    context.recordError(std::string("gptrt_gemm: ") + e.what());
+    return;
+  }
+  const EpilogueCall output{epilogue, scale, amax, q};
+  const std::optional<EpilogueWork> work =
+      epilogueWork(ctx, "gptrt_gemm", output, c, /*dualCast=*/false);
+  if (!work)
+    return;
+  const char *fn = labelOf(*call, *work);
+  const TimedCall timed(ctx, fn);
+  if (*work != EpilogueWork::None) {
+    const bool plain =
+        !bias && !gelu_pre && !dgelu_pre && !dbias && !call->accumulate;
+    if (!plain) {
+      context.recordError(std::string(fn) +
+                          ": the output epilogue (amax, scale, q) works on a "
+                          "stored c without a bias, GELU, bias-gradient or "
+                          "accumulating epilogue");
+      return;
+    }
+    if (!agreeingDtypes(ctx, fn, gemm_desc->c_dtype, output.epilogue().dtype))
+      return;
+  }
+  guarded(
+      ctx, fn, [&](Context &cpuContext) { gemmOnCpu(ctx, cpuContext, *call); },
+      [&](Context &, Gpu &gpu) { gemmOnGpu(*call, gpu); });
+  if (*work != EpilogueWork::None)
+    finish(ctx, fn, c, output.epilogue());
 }

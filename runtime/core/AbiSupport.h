@@ -112,8 +112,8 @@ static_assert(gptrt::cuda::kAccumulateF32 == GPTRT_DTYPE_F32_ACCUMULATE,
 // purpose is never in use twice at once -- none of the calls that take
 // one reach another call taking the same one.
 enum class Temporary : unsigned {
-  GemmResult = 1, // addGemmResult
-  GemmProduct,    // gemmThenBias, gptrt_matmul_bf16_dgelu
+  GemmResult = 1, // gptrt_gemm accumulating into c
+  GemmProduct,    // gptrt_gemm: the product an FP8 bias or a dGELU reads
   Fp8OperandA,    // fp8GemmUnscaled's decoded operands
   Fp8OperandB,
   LayerNormDx,    // gptrt_layernorm_bwd_add's dx

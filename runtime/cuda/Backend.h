@@ -312,8 +312,8 @@ public:
   virtual void copyStepScalar(float *out, int64_t which) = 0;
 
   // FP8 rowwise scaling (gptrt.h's amax_rows, row_scales, quantize_rows,
-  // scaled_matmul_rowwise), as the CPU kernels define them. The rowwise
-  // GEMM is the FP8 GEMM with unit scales followed by one pass dividing
+  // gptrt_gemm with rowwise FP8 scaling), as the CPU kernels define them. The
+  // rowwise GEMM is the FP8 GEMM with unit scales followed by one pass dividing
   // element (r, j) by scaleA[r] * scaleB[j] (a scalar where not rowwise),
   // or with setRowwiseOuterVecScales one GEMM multiplying by their
   // reciprocals (exact for fp8-rowwise's power-of-two scales).
@@ -464,7 +464,7 @@ public:
                       int64_t strideC) = 0;
   // a, b bf16 codes (uint16), f32 accumulation; bias (may be null) f32,
   // added before c is stored as f32 or bf16 (outDtype, rounded once).
-  // gptrt_matmul_bf16_bias_gelu / _dgelu: the GELU (or its derivative at
+  // gptrt_gemm's gelu_pre / dgelu_pre epilogues: the GELU (or its derivative at
   // pre) in cuBLASLt's epilogue where it applies, else matmulBf16 and the
   // GELU kernel. Results contiguous (batch 1 or strideC = m * n).
   virtual void matmulBf16BiasGelu(const uint16_t *a, const uint16_t *b,
@@ -480,7 +480,7 @@ public:
                                int64_t m, int64_t n, int64_t k, bool transA,
                                bool transB, int64_t strideA, int64_t strideB,
                                int64_t strideC) = 0;
-  // gptrt_matmul_bf16_bgrad: cuBLASLt's BGRADB epilogue where it applies,
+  // gptrt_gemm's dbias epilogue: cuBLASLt's BGRADB epilogue where it applies,
   // else matmulBf16 and reduceRows.
   virtual void matmulBf16Bgrad(const uint16_t *a, const uint16_t *b, void *c,
                                int64_t outDtype, void *db, int64_t dbDtype,

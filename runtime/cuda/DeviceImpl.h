@@ -59,7 +59,7 @@ struct GemmKey {
   // An f32 bias vector added in the epilogue: its pointer's alignment in
   // bytes, 0 without a bias.
   int64_t alignBias = 0;
-  // FP8 only: CUBLASLT_MATMUL_DESC_FAST_ACCUM (gptrt_scaled_matmul's
+  // FP8 only: CUBLASLT_MATMUL_DESC_FAST_ACCUM (gptrt_gemm_desc's
   // fast_accum).
   bool fastAccum = false;
   // A GELU epilogue (GemmEpilogue) and its aux matrix pointer's alignment.

@@ -799,7 +799,7 @@ void DeviceImpl::scaledMatmulRowwise(
     return;
   unscaleRowwiseKernel<<<gridFor(total), 256, 0, stream_>>>(
       sum, c, store, batch * m, n, scaleA, rowwiseA, scaleB, rowwiseB, bias);
-  checkLaunch("gptrt_scaled_matmul_rowwise unscale");
+  checkLaunch("gptrt_gemm.fp8_rowwise unscale");
 }
 
 void DeviceImpl::beginCastStats(size_t slots) {

@@ -1,5 +1,5 @@
-// GEMMs through cuBLASLt: gptrt_matmul (f32), a bf16 variant, and FP8
-// gptrt_scaled_matmul, each plan (descriptors + the heuristic's algorithm)
+// GEMMs through cuBLASLt, the forms of gptrt_gemm: f32, bf16 and FP8
+// operands, each plan (descriptors + the heuristic's algorithm)
 // cached per shape, one workspace for all.
 //
 // Row-major vs column-major. gptrt.h's matrices are row-major; cuBLAS's
@@ -351,7 +351,7 @@ bool DeviceImpl::runGemm(GemmPlan &plan, const GemmKey &key, const void *a,
     const float *inv1 = scaleB, *inv2 = scaleA;
     if (!key.outerVecScales) {
       reciprocalKernel<<<1, 1, 0, stream_>>>(scaleB, scaleA, gemmScales_);
-      checkLaunch("gptrt_scaled_matmul (scale reciprocals)");
+      checkLaunch("gptrt_gemm.fp8 (scale reciprocals)");
       inv1 = gemmScales_;
       inv2 = gemmScales_ + 1;
     }
@@ -789,7 +789,7 @@ bool DeviceImpl::rowwiseOuterVecGemm(
            "rowwise GEMM dequantisation scales"));
   dequantVectorsKernel<<<gridFor(rows + n), 256, 0, stream_>>>(
       scaleA, rowwiseA, rows, scaleB, rowwiseB, n, dequant, dequant + offB);
-  checkLaunch("gptrt_scaled_matmul_rowwise (dequantisation scales)");
+  checkLaunch("gptrt_gemm.fp8_rowwise (dequantisation scales)");
   const uint8_t *aT, *bT;
   moveToTn(tn, a, b, batch, m, n, k, strideA, strideB, aT, bT);
   // A heuristic's answer is not a promise: a refusal at the call itself

@@ -184,7 +184,7 @@ void DeviceImpl::biasStore(const float *sum, const float *bias, void *c,
     return;
   biasStoreKernel<<<gridFor(total), 256, 0, stream_>>>(
       sum, bias, Storage(c, cDtype), batch, rows, cols, strideC);
-  checkLaunch("gptrt_matmul_bf16_bias (bias and store)");
+  checkLaunch("gptrt_gemm.bf16+bias (bias and store)");
 }
 
 void DeviceImpl::reduceRows(const void *x, int64_t xDtype, void *out,

@@ -13,9 +13,9 @@ lm_head kept bf16 (--fp8-exclude=lm_head). rt-fuse-grad-accumulation, which does
 the numbers (the weight gradients are no longer rounded to bf16), is off in
 every variant (test/e2e/grad_accumulation.py covers it). Also checks that
 the rewrites happened (gptc
---emit=rt, train_step): every bf16 GEMM is a matmul_bf16(_bias) kernel with
-its bias in the epilogue (no bias_add left), or one with the GELU (or its
-gradient, or the bias gradient) in it, FP8 GEMMs (tensorwise and rowwise)
+--emit=rt, train_step): every bf16 GEMM is a bf16 gemm call with its bias in
+the epilogue (no bias_add left), or one with the GELU (or its gradient, or
+the bias gradient) in it, FP8 GEMMs (tensorwise and rowwise)
 take their bias, each storage pass removes convert kernels, the fused
 classifier replaces the loss's two kernels and attention reads q, k, v
 packed (no copy_blocks left).
@@ -28,6 +28,7 @@ import subprocess
 import sys
 
 import e2e_setup
+from rt_kernels import gemm_calls
 
 # (precision flags, GEMMs expected to read bf16: the tiny GPT has 4 blocks
 # of 4 linear layers plus lm_head, each with a forward, a grad_input and a
@@ -45,8 +46,8 @@ CASES = (
     # adds, which rt-fuse-add-layernorm folds into the layernorm backward)
     (["--precision=fp8-delayed", "--fp8-exclude=lm_head"], 3, 0, 4 * 4),
 )
-FUSED = ('rt.kernel "matmul_bf16_bias_gelu"', 'rt.kernel "matmul_bf16_dgelu"',
-         'rt.kernel "matmul_bf16_bgrad"')
+# The bf16 GEMM forms with a fused epilogue (rt_kernels.gemm_form).
+FUSED = ("bf16+bias+gelu", "bf16+dgelu", "bf16+dbias")
 
 
 def main():
@@ -77,16 +78,15 @@ def main():
                                 check=True, capture_output=True, text=True).stdout
             train = rt[rt.index("func.func @train_step"):]
             train = train[:train.find("func.func @", 1)]
+            forms = [form for form, _ in gemm_calls(train)]
             counts[variant] = {
-                "bf16 GEMMs": train.count('rt.kernel "matmul_bf16"') +
-                              train.count('rt.kernel "matmul_bf16_bias"') +
-                              sum(train.count(k) for k in FUSED),
-                "GEMM epilogues": sum(train.count(k) for k in FUSED),
+                "bf16 GEMMs": sum(1 for f in forms if f.startswith("bf16")),
+                "GEMM epilogues": sum(1 for f in forms if f in FUSED),
                 "convert": train.count('rt.kernel "convert"'),
                 "bias_add": train.count('rt.kernel "bias_add"'),
                 "classifier": train.count('rt.kernel "cross_entropy_fwd_bwd"'),
-                "fp8 bias": len(re.findall(
-                    r'rt\.kernel "scaled_matmul(?:_rowwise)?_bias"', train)),
+                "fp8 bias": sum(1 for f in forms
+                                if f in ("fp8+bias", "fp8_rowwise+bias")),
                 "copies": train.count('rt.kernel "copy_blocks"'),
                 "packed attention": len(re.findall(
                     r'rt\.kernel "attention_(?:fwd|bwd)_packed(?:_amax|_cast)?"',

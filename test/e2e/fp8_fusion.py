@@ -28,7 +28,7 @@ import subprocess
 import sys
 
 import e2e_setup
-from rt_kernels import kernel_forms
+from rt_kernels import gemm_calls, kernel_forms
 
 def main():
     args = e2e_setup.parse_and_prepare(__doc__.splitlines()[0])
@@ -60,9 +60,11 @@ def main():
                                rt.count('rt.kernel "scale_from_amax"') +
                                rt.count('rt.kernel "fp8_state_scale"'))
             rts[fusion] = rt
-            # gptrt_scaled_matmul's constants: batch, m, n, k, trans_a, trans_b.
-            flags_ab = re.findall(r'rt\.kernel "scaled_matmul" .* consts \[\d+, \d+, \d+, \d+, (\d), (\d)', rt)
-            not_tn[fusion] = sum(1 for a, b in flags_ab if a != "0" or b != "1")
+            # Plain tensorwise FP8 GEMMs not in the TN layout (trans_a 0,
+            # trans_b 1).
+            not_tn[fusion] = sum(
+                1 for form, d in gemm_calls(rt) if form == "fp8" and
+                (d.get("trans_a", 0) != 0 or d.get("trans_b", 0) != 1))
             log = art + ".jsonl"
             subprocess.run([args.gptrun, art, "--data", work + "/data/train_*.bin",
                             "--steps", "8", "--lr", "1e-3", "--fp8-stats-every", "4",
@@ -231,14 +233,16 @@ def main():
         rt = subprocess.run([args.gptc, *flags, "--emit=rt", "-o", "-"],
                             check=True, capture_output=True, text=True).stdout
         rowwise_rt[transpose] = rt
-        flags_ab = re.findall(r'rt\.kernel "scaled_matmul_rowwise" .* consts \[\d+, \d+, \d+, \d+, (\d), (\d)', rt)
+        not_tn_rowwise = sum(
+            1 for form, d in gemm_calls(rt) if form == "fp8_rowwise"
+            and (d.get("trans_a", 0) != 0 or d.get("trans_b", 0) != 1))
         log = art + ".jsonl"
         subprocess.run([args.gptrun, art, "--data", work + "/data/train_*.bin",
                         "--steps", "8", "--lr", "1e-3", "--log", log, "--quiet"],
                        check=True, stdout=subprocess.DEVNULL)
         with open(log) as f:
             rowwise[transpose] = ([json.loads(line)["loss"] for line in f],
-                                  sum(1 for a, b in flags_ab if a != "0" or b != "1"))
+                                  not_tn_rowwise)
     # A cast along rows makes its amaxes, scales and codes in one kernel
     # (rt-fuse-rowwise-cast): the same losses, three kernels fewer each.
     # A transposed cast along columns makes its scales (rt-fuse-cast-scale),

@@ -1,12 +1,13 @@
-// cuBLASLt GEMMs against the CPU: gptrt_matmul (f32, every transpose
-// combination, batched, broadcast b) and the bf16 variant against float64;
-// FP8 gptrt_scaled_matmul against the CPU ABI's exact emulation (decoded
+// cuBLASLt GEMMs (gptrt_gemm) against the CPU: f32 operands (every
+// transpose combination, batched, broadcast b) and bf16 ones against
+// float64; FP8 operands against the CPU ABI's exact emulation (decoded
 // codes, f32 accumulation: equal up to accumulation order), including the
 // layouts that need the transpose kernel, and its refusals.
 #include "runtime/cpu/Bf16.h"
 #include "runtime/cpu/Fp8.h"
 #include "runtime/cpu/Kernels.h"
 #include "test/gpu/GpuTestUtil.h"
+#include "test/unit/runtime/Gemm.h"
 
 #include <gmock/gmock.h>
 
@@ -15,6 +16,11 @@
 
 namespace gptrt::gputest {
 namespace {
+
+using gptrt::test::bf16Gemm;
+using gptrt::test::fp8Gemm;
+using gptrt::test::fp8RowwiseGemm;
+using gptrt::test::gemmDesc;
 
 struct Shape {
   int64_t batch, m, n, k;
@@ -26,7 +32,7 @@ const Shape kShapes[] = {
     {4, 64, 96, 128, false},  {3, 128, 48, 80, true},
     {1, 512, 768, 768, false}};
 
-// double reference of one gptrt_matmul call on f32 (or decoded) inputs.
+// double reference of one gptrt_gemm call on f32 (or decoded) inputs.
 std::vector<double> refGemm(const std::vector<float> &a,
                             const std::vector<float> &b, const Shape &s,
                             bool ta, bool tb) {
@@ -38,16 +44,19 @@ std::vector<double> refGemm(const std::vector<float> &a,
   return c;
 }
 
-TEST_F(GpuTest, MatmulF32AllLayouts) {
+TEST_F(GpuTest, GemmF32AllLayouts) {
   for (const Shape &s : kShapes)
     for (int ta : {0, 1})
       for (int tb : {0, 1}) {
         std::vector<float> a = randn(s.batch * s.m * s.k),
                            b = randn((s.broadcastB ? 1 : s.batch) * s.n * s.k);
         float *c = alloc<float>(s.batch * s.m * s.n);
-        gptrt_matmul(g(), upload(a), upload(b), nullptr, c, nullptr, nullptr,
-                     s.batch, s.m, s.n, s.k, ta, tb, s.m * s.k,
-                     s.broadcastB ? 0 : s.n * s.k, s.m * s.n, nullptr);
+        const gptrt_gemm_desc d =
+            gemmDesc(s.batch, s.m, s.n, s.k, ta, tb, s.m * s.k,
+                     s.broadcastB ? 0 : s.n * s.k, s.m * s.n);
+        gptrt_gemm(g(), upload(a), upload(b), nullptr, nullptr, nullptr,
+                   nullptr, nullptr, c, nullptr, nullptr, nullptr, nullptr, &d,
+                   nullptr);
         expectOk();
         EXPECT_LT(relErr(download(c, s.batch * s.m * s.n),
                          refGemm(a, b, s, ta, tb)),
@@ -57,7 +66,7 @@ TEST_F(GpuTest, MatmulF32AllLayouts) {
       }
 }
 
-TEST_F(GpuTest, MatmulBf16AllLayouts) {
+TEST_F(GpuTest, GemmBf16AllLayouts) {
   for (const Shape &s : kShapes)
     for (int ta : {0, 1})
       for (int tb : {0, 1}) {
@@ -80,10 +89,12 @@ TEST_F(GpuTest, MatmulBf16AllLayouts) {
         // an unwritten element shows.
         const int64_t count = s.batch * s.m * s.n;
         uint16_t *narrow = upload(std::vector<uint16_t>(count, 0xFFFF));
-        gptrt_matmul_bf16(g(), upload(ah), upload(bh), narrow, s.batch, s.m,
-                          s.n, s.k, ta, tb, s.m * s.k,
-                          s.broadcastB ? 0 : s.n * s.k, s.m * s.n,
-                          GPTRT_DTYPE_BF16);
+        const gptrt_gemm_desc toBf16 =
+            bf16Gemm(s.batch, s.m, s.n, s.k, ta, tb, s.m * s.k,
+                     s.broadcastB ? 0 : s.n * s.k, s.m * s.n, GPTRT_DTYPE_BF16);
+        gptrt_gemm(g(), upload(ah), upload(bh), nullptr, nullptr, nullptr,
+                   nullptr, nullptr, narrow, nullptr, nullptr, nullptr, nullptr,
+                   &toBf16, nullptr);
         expectOk();
         std::vector<uint16_t> bf16 = download(narrow, count);
         std::vector<float> rounded(count);
@@ -102,18 +113,19 @@ TEST_F(GpuTest, MatmulBf16AllLayouts) {
         for (int64_t i = 0; i < count; ++i)
           withBias[i] += bias[i % s.n];
         float *cb = upload(std::vector<float>(count, std::nanf("")));
-        gptrt_matmul_bf16_bias(g(), upload(ah), upload(bh), upload(bias), cb,
-                               s.batch, s.m, s.n, s.k, ta, tb, s.m * s.k,
-                               s.broadcastB ? 0 : s.n * s.k, s.m * s.n,
-                               GPTRT_DTYPE_F32);
+        const gptrt_gemm_desc toF32 =
+            bf16Gemm(s.batch, s.m, s.n, s.k, ta, tb, s.m * s.k,
+                     s.broadcastB ? 0 : s.n * s.k, s.m * s.n, GPTRT_DTYPE_F32);
+        gptrt_gemm(g(), upload(ah), upload(bh), nullptr, nullptr, upload(bias),
+                   nullptr, nullptr, cb, nullptr, nullptr, nullptr, nullptr,
+                   &toF32, nullptr);
         expectOk();
         EXPECT_LT(relErr(download(cb, count), withBias), kBf16Tol)
             << "bias f32 " << s.batch << "x" << s.m << "x" << s.n;
         uint16_t *nb = upload(std::vector<uint16_t>(count, 0xFFFF));
-        gptrt_matmul_bf16_bias(g(), upload(ah), upload(bh), upload(bias), nb,
-                               s.batch, s.m, s.n, s.k, ta, tb, s.m * s.k,
-                               s.broadcastB ? 0 : s.n * s.k, s.m * s.n,
-                               GPTRT_DTYPE_BF16);
+        gptrt_gemm(g(), upload(ah), upload(bh), nullptr, nullptr, upload(bias),
+                   nullptr, nullptr, nb, nullptr, nullptr, nullptr, nullptr,
+                   &toBf16, nullptr);
         expectOk();
         std::vector<uint16_t> nbh = download(nb, count);
         std::vector<float> nbf(count);
@@ -132,8 +144,8 @@ TEST_F(GpuTest, MatmulBf16AllLayouts) {
       }
 }
 
-// The GELU epilogues (gptrt_matmul_bf16_bias_gelu / _dgelu) and the bias
-// gradient's (gptrt_matmul_bf16_bgrad): cuBLASLt's
+// The GELU epilogues (gptrt_gemm with bias and gelu_pre / with dgelu_pre)
+// and the bias gradient's (with dbias): cuBLASLt's
 // GELU_AUX_BIAS and DGELU where n is a multiple of 8, the GEMM and the GELU
 // kernel otherwise (n = 36), against the CPU's two kernels. The GPU takes
 // the GELU of the f32 sum (and a bf16-rounded bias), the CPU of the stored
@@ -157,15 +169,17 @@ TEST_F(GpuTest, GeluEpiloguesMatchCpu) {
     };
     // Forward: x [m, k] times w [n, k] transposed, as a linear layer.
     uint16_t *pre = poisoned(), *out = poisoned();
-    gptrt_matmul_bf16_bias_gelu(g(), upload(a), upload(w), upload(bias), pre,
-                                out, s.batch, s.m, s.n, s.k, 0, 1, s.m * s.k, 0,
-                                s.m * s.n, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16);
+    gptrt_gemm_desc gelu = bf16Gemm(s.batch, s.m, s.n, s.k, 0, 1, s.m * s.k, 0,
+                                    s.m * s.n, GPTRT_DTYPE_BF16);
+    gelu.gelu_pre_dtype = GPTRT_DTYPE_BF16;
+    gptrt_gemm(g(), upload(a), upload(w), nullptr, nullptr, upload(bias),
+               nullptr, nullptr, out, pre, nullptr, nullptr, nullptr, &gelu,
+               nullptr);
     expectOk();
     std::vector<uint16_t> cpuPre(count), cpuOut(count);
-    gptrt_matmul_bf16_bias_gelu(cpuCtx.handle(), a.data(), w.data(),
-                                bias.data(), cpuPre.data(), cpuOut.data(),
-                                s.batch, s.m, s.n, s.k, 0, 1, s.m * s.k, 0,
-                                s.m * s.n, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16);
+    gptrt_gemm(cpuCtx.handle(), a.data(), w.data(), nullptr, nullptr,
+               bias.data(), nullptr, nullptr, cpuOut.data(), cpuPre.data(),
+               nullptr, nullptr, nullptr, &gelu, nullptr);
     ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
     EXPECT_LT(relErr(bf16Values(download(pre, count)), bf16Values(cpuPre)),
               kBf16Tol);
@@ -175,16 +189,18 @@ TEST_F(GpuTest, GeluEpiloguesMatchCpu) {
     // any [k, n] matrix), times gelu'(pre) -- the CPU's pre for both.
     std::vector<uint16_t> w2 = toBf16(randn(s.k * s.n, 0.2f));
     uint16_t *dx = poisoned();
-    gptrt_matmul_bf16_dgelu(g(), upload(dy), upload(w2), upload(cpuPre), dx,
-                            s.batch, s.m, s.n, s.k, 0, 0, s.m * s.k, 0,
-                            s.m * s.n, GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16,
-                            GPTRT_DTYPE_BF16);
+    gptrt_gemm_desc dgelu = bf16Gemm(s.batch, s.m, s.n, s.k, 0, 0, s.m * s.k, 0,
+                                     s.m * s.n, GPTRT_DTYPE_BF16);
+    dgelu.product_dtype = GPTRT_DTYPE_BF16;
+    dgelu.dgelu_pre_dtype = GPTRT_DTYPE_BF16;
+    gptrt_gemm(g(), upload(dy), upload(w2), nullptr, nullptr, nullptr,
+               upload(cpuPre), nullptr, dx, nullptr, nullptr, nullptr, nullptr,
+               &dgelu, nullptr);
     expectOk();
     std::vector<uint16_t> cpuDx(count);
-    gptrt_matmul_bf16_dgelu(cpuCtx.handle(), dy.data(), w2.data(),
-                            cpuPre.data(), cpuDx.data(), s.batch, s.m, s.n, s.k,
-                            0, 0, s.m * s.k, 0, s.m * s.n, GPTRT_DTYPE_BF16,
-                            GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16);
+    gptrt_gemm(cpuCtx.handle(), dy.data(), w2.data(), nullptr, nullptr, nullptr,
+               cpuPre.data(), nullptr, cpuDx.data(), nullptr, nullptr, nullptr,
+               nullptr, &dgelu, nullptr);
     ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
     EXPECT_LT(relErr(bf16Values(download(dx, count)), bf16Values(cpuDx)),
               kBf16Tol);
@@ -195,14 +211,16 @@ TEST_F(GpuTest, GeluEpiloguesMatchCpu) {
     const int64_t tokens = s.batch * s.m;
     uint16_t *dw = upload(std::vector<uint16_t>(s.n * s.k, uint16_t(0xFFFF)));
     uint16_t *db = upload(std::vector<uint16_t>(s.n, uint16_t(0xFFFF)));
-    gptrt_matmul_bf16_bgrad(g(), upload(gdx), upload(a), dw, db, 1, s.n, s.k,
-                            tokens, 1, 0, 0, 0, 0, GPTRT_DTYPE_BF16,
-                            GPTRT_DTYPE_BF16);
+    gptrt_gemm_desc bgrad =
+        bf16Gemm(1, s.n, s.k, tokens, 1, 0, 0, 0, 0, GPTRT_DTYPE_BF16);
+    bgrad.dbias_dtype = GPTRT_DTYPE_BF16;
+    gptrt_gemm(g(), upload(gdx), upload(a), nullptr, nullptr, nullptr, nullptr,
+               nullptr, dw, nullptr, db, nullptr, nullptr, &bgrad, nullptr);
     expectOk();
     std::vector<uint16_t> cpuDw(s.n * s.k), cpuDb(s.n);
-    gptrt_matmul_bf16_bgrad(cpuCtx.handle(), gdx.data(), a.data(), cpuDw.data(),
-                            cpuDb.data(), 1, s.n, s.k, tokens, 1, 0, 0, 0, 0,
-                            GPTRT_DTYPE_BF16, GPTRT_DTYPE_BF16);
+    gptrt_gemm(cpuCtx.handle(), gdx.data(), a.data(), nullptr, nullptr, nullptr,
+               nullptr, nullptr, cpuDw.data(), nullptr, cpuDb.data(), nullptr,
+               nullptr, &bgrad, nullptr);
     ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
     EXPECT_LT(relErr(bf16Values(download(dw, s.n * s.k)), bf16Values(cpuDw)),
               kBf16Tol);
@@ -222,7 +240,7 @@ constexpr double kFp8GemmTol = 5e-4;
 // it must stay below what bf16 storage of the result loses (2^-9 each).
 constexpr double kFp8FastGemmTol = 5e-3;
 
-TEST_F(GpuTest, ScaledMatmulFp8MatchesEmulation) {
+TEST_F(GpuTest, GemmFp8MatchesEmulation) {
   Context cpuCtx(Device::Cpu, {});
   double worst = 0, worstFast = 0;
   const Shape shapes[] = {{1, 16, 16, 16, false},
@@ -253,25 +271,25 @@ TEST_F(GpuTest, ScaledMatmulFp8MatchesEmulation) {
           const int64_t sA = s.m * s.k, sB = s.broadcastB ? 0 : s.n * s.k,
                         sC = s.m * s.n;
           float *c = alloc<float>(s.batch * sC);
-          gptrt_scaled_matmul(g(), upload(a), upload(b),
-                              upload(std::vector<float>{sa}),
-                              upload(std::vector<float>{sb}), nullptr, c,
-                              nullptr, nullptr, s.batch, s.m, s.n, s.k, ta, tb,
-                              sA, sB, sC, fa, fb, 0, GPTRT_DTYPE_F32, nullptr);
+          const gptrt_gemm_desc precise =
+              fp8Gemm(s.batch, s.m, s.n, s.k, ta, tb, sA, sB, sC, fa, fb, 0,
+                      GPTRT_DTYPE_F32);
+          gptrt_gemm(g(), upload(a), upload(b), upload(std::vector<float>{sa}),
+                     upload(std::vector<float>{sb}), nullptr, nullptr, nullptr,
+                     c, nullptr, nullptr, nullptr, nullptr, &precise, nullptr);
           expectOk();
           std::vector<float> ref(s.batch * sC);
-          gptrt_scaled_matmul(cpuCtx.handle(), a.data(), b.data(), &sa, &sb,
-                              nullptr, ref.data(), nullptr, nullptr, s.batch,
-                              s.m, s.n, s.k, ta, tb, sA, sB, sC, fa, fb, 0,
-                              GPTRT_DTYPE_F32, nullptr);
+          gptrt_gemm(cpuCtx.handle(), a.data(), b.data(), &sa, &sb, nullptr,
+                     nullptr, nullptr, ref.data(), nullptr, nullptr, nullptr,
+                     nullptr, &precise, nullptr);
           ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
           // Fast accumulation, as the forward GEMMs run.
           float *cFast = alloc<float>(s.batch * sC);
-          gptrt_scaled_matmul(g(), upload(a), upload(b),
-                              upload(std::vector<float>{sa}),
-                              upload(std::vector<float>{sb}), nullptr, cFast,
-                              nullptr, nullptr, s.batch, s.m, s.n, s.k, ta, tb,
-                              sA, sB, sC, fa, fb, 1, GPTRT_DTYPE_F32, nullptr);
+          gptrt_gemm_desc fast = precise;
+          fast.fast_accum = 1;
+          gptrt_gemm(g(), upload(a), upload(b), upload(std::vector<float>{sa}),
+                     upload(std::vector<float>{sb}), nullptr, nullptr, nullptr,
+                     cFast, nullptr, nullptr, nullptr, nullptr, &fast, nullptr);
           expectOk();
           const double fastErr =
               relErr(download(cFast, s.batch * sC), toDouble(ref));
@@ -295,11 +313,11 @@ TEST_F(GpuTest, ScaledMatmulFp8MatchesEmulation) {
           // f32 result rounded once, poisoned first (0xFFFF: bf16 NaN).
           uint16_t *c16 =
               upload(std::vector<uint16_t>(s.batch * sC, uint16_t(0xFFFF)));
-          gptrt_scaled_matmul(g(), upload(a), upload(b),
-                              upload(std::vector<float>{sa}),
-                              upload(std::vector<float>{sb}), nullptr, c16,
-                              nullptr, nullptr, s.batch, s.m, s.n, s.k, ta, tb,
-                              sA, sB, sC, fa, fb, 0, GPTRT_DTYPE_BF16, nullptr);
+          gptrt_gemm_desc toBf16 = precise;
+          toBf16.c_dtype = GPTRT_DTYPE_BF16;
+          gptrt_gemm(g(), upload(a), upload(b), upload(std::vector<float>{sa}),
+                     upload(std::vector<float>{sb}), nullptr, nullptr, nullptr,
+                     c16, nullptr, nullptr, nullptr, nullptr, &toBf16, nullptr);
           expectOk();
           std::vector<uint16_t> got16 = download(c16, s.batch * sC);
           std::vector<float> wide16(got16.size());
@@ -405,14 +423,15 @@ TEST_F(GpuTest, RowwiseFp8MatchesCpu) {
   EXPECT_EQ(download(dqCols, x.size()), qCols);
 
   std::vector<float> ref(batch * m * n);
-  gptrt_scaled_matmul_rowwise(cpuCtx.handle(), qa.data(), qw.data(),
-                              scaleA.data(), scaleW.data(), ref.data(), batch,
-                              m, n, k, 0, 1, m * k, 0, m * n, GPTRT_FP8_E4M3,
-                              GPTRT_FP8_E4M3, 0, 1, 1, GPTRT_DTYPE_F32);
+  const gptrt_gemm_desc rowwise =
+      fp8RowwiseGemm(batch, m, n, k, 0, 1, m * k, 0, m * n, GPTRT_FP8_E4M3,
+                     GPTRT_FP8_E4M3, 0, 1, 1, GPTRT_DTYPE_F32);
+  gptrt_gemm(cpuCtx.handle(), qa.data(), qw.data(), scaleA.data(),
+             scaleW.data(), nullptr, nullptr, nullptr, ref.data(), nullptr,
+             nullptr, nullptr, nullptr, &rowwise, nullptr);
   float *c = alloc<float>(batch * m * n);
-  gptrt_scaled_matmul_rowwise(g(), dqa, dqw, dScaleA, dScaleW, c, batch, m, n,
-                              k, 0, 1, m * k, 0, m * n, GPTRT_FP8_E4M3,
-                              GPTRT_FP8_E4M3, 0, 1, 1, GPTRT_DTYPE_F32);
+  gptrt_gemm(g(), dqa, dqw, dScaleA, dScaleW, nullptr, nullptr, nullptr, c,
+             nullptr, nullptr, nullptr, nullptr, &rowwise, nullptr);
   expectOk();
   ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
   const double err = relErr(download(c, batch * m * n), toDouble(ref));
@@ -422,9 +441,10 @@ TEST_F(GpuTest, RowwiseFp8MatchesCpu) {
   // poisoned first, and bf16 inputs to the amaxes and casts give the codes
   // of their exact widening.
   uint16_t *c16 = upload(std::vector<uint16_t>(batch * m * n, 0xFFFF));
-  gptrt_scaled_matmul_rowwise(g(), dqa, dqw, dScaleA, dScaleW, c16, batch, m, n,
-                              k, 0, 1, m * k, 0, m * n, GPTRT_FP8_E4M3,
-                              GPTRT_FP8_E4M3, 0, 1, 1, GPTRT_DTYPE_BF16);
+  gptrt_gemm_desc rowwiseToBf16 = rowwise;
+  rowwiseToBf16.c_dtype = GPTRT_DTYPE_BF16;
+  gptrt_gemm(g(), dqa, dqw, dScaleA, dScaleW, nullptr, nullptr, nullptr, c16,
+             nullptr, nullptr, nullptr, nullptr, &rowwiseToBf16, nullptr);
   expectOk();
   EXPECT_LT(relErr(bf16Values(download(c16, batch * m * n)), toDouble(ref)),
             1.0 / 256);
@@ -452,7 +472,7 @@ TEST_F(GpuTest, RowwiseFp8MatchesCpu) {
 // (the two unfused kernels) rounds the product first -- so bf16 precision
 // against the CPU, every element written (output poisoned); the f32 D goes
 // through the GEMM and an add, within the GEMM's tolerance.
-TEST_F(GpuTest, ScaledMatmulBiasMatchesCpu) {
+TEST_F(GpuTest, GemmFp8BiasMatchesCpu) {
   Context cpuCtx(Device::Cpu, {});
   const int64_t batch = 2, m = 128, n = 768, k = 256;
   auto codes = [&](size_t count, float scale) {
@@ -472,18 +492,18 @@ TEST_F(GpuTest, ScaledMatmulBiasMatchesCpu) {
     std::vector<uint16_t> ref16(count);
     void *refOut = bf16 ? static_cast<void *>(ref16.data())
                         : static_cast<void *>(ref.data());
-    gptrt_scaled_matmul_bias(cpuCtx.handle(), a.data(), b.data(), &sa, &sb,
-                             bias.data(), refOut, batch, m, n, k, 0, 1, m * k,
-                             0, m * n, GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 1,
-                             dtype);
+    const gptrt_gemm_desc d = fp8Gemm(batch, m, n, k, 0, 1, m * k, 0, m * n,
+                                      GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 1, dtype);
+    gptrt_gemm(cpuCtx.handle(), a.data(), b.data(), &sa, &sb, bias.data(),
+               nullptr, nullptr, refOut, nullptr, nullptr, nullptr, nullptr, &d,
+               nullptr);
     ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
     void *c = bf16 ? static_cast<void *>(
                          upload(std::vector<uint16_t>(count, uint16_t(0xFFFF))))
                    : static_cast<void *>(alloc<float>(count));
-    gptrt_scaled_matmul_bias(
-        g(), upload(a), upload(b), upload(std::vector<float>{sa}),
-        upload(std::vector<float>{sb}), upload(bias), c, batch, m, n, k, 0, 1,
-        m * k, 0, m * n, GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 1, dtype);
+    gptrt_gemm(g(), upload(a), upload(b), upload(std::vector<float>{sa}),
+               upload(std::vector<float>{sb}), upload(bias), nullptr, nullptr,
+               c, nullptr, nullptr, nullptr, nullptr, &d, nullptr);
     expectOk();
     if (bf16) {
       std::vector<uint16_t> got = download(static_cast<uint16_t *>(c), count);
@@ -497,10 +517,11 @@ TEST_F(GpuTest, ScaledMatmulBiasMatchesCpu) {
   }
 }
 
-// rt-fuse-grad-accumulation's GEMMs (gptrt_*_accumulate): cuBLASLt with
-// beta = 1 adds the f32 product into the gradient, against the CPU's
-// product-then-add. The gradient starts random and of the product's size,
-// so a GEMM that stored instead of adding, or wrote nothing, fails by far.
+// rt-fuse-grad-accumulation's GEMMs (c_dtype GPTRT_DTYPE_F32_ACCUMULATE):
+// cuBLASLt with beta = 1 adds the f32 product into the gradient, against
+// the CPU's product-then-add. The gradient starts random and of the
+// product's size, so a GEMM that stored instead of adding, or wrote
+// nothing, fails by far.
 // Weight-gradient layouts: a stored [k, m] (trans_a) for the bf16 GEMMs;
 // the FP8 ones both in the TN form rt-fuse-dual-cast feeds them and with
 // a transposed a (through the transpose kernel).
@@ -518,16 +539,20 @@ TEST_F(GpuTest, AccumulatingGemmsMatchCpu) {
                           x = toBf16(randn(d.k * d.n));
     const std::vector<float> grad = randn(count, std::sqrt(float(d.k)));
     std::vector<float> want = grad;
-    gptrt_matmul_bf16_accumulate(cpuCtx.handle(), dy.data(), x.data(),
-                                 want.data(), 1, d.m, d.n, d.k, 1, 0, 0, 0, 0);
+    const gptrt_gemm_desc accumulate =
+        bf16Gemm(1, d.m, d.n, d.k, 1, 0, 0, 0, 0, GPTRT_DTYPE_F32_ACCUMULATE);
+    gptrt_gemm(cpuCtx.handle(), dy.data(), x.data(), nullptr, nullptr, nullptr,
+               nullptr, nullptr, want.data(), nullptr, nullptr, nullptr,
+               nullptr, &accumulate, nullptr);
     ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
     float *c = upload(grad);
-    gptrt_matmul_bf16_accumulate(g(), upload(dy), upload(x), c, 1, d.m, d.n,
-                                 d.k, 1, 0, 0, 0, 0);
+    gptrt_gemm(g(), upload(dy), upload(x), nullptr, nullptr, nullptr, nullptr,
+               nullptr, c, nullptr, nullptr, nullptr, nullptr, &accumulate,
+               nullptr);
     expectOk();
     double err = relErr(download(c, count), toDouble(want));
     worstBf16 = std::max(worstBf16, err);
-    EXPECT_LT(err, kF32Tol) << "matmul_bf16_accumulate";
+    EXPECT_LT(err, kF32Tol) << "bf16 gemm, c_dtype accumulate";
 
     // With the bias gradient: BGRADB writes it in D's type (f32), so a
     // bf16 db goes through f32 sums first; either way the CPU's tree sum
@@ -539,19 +564,21 @@ TEST_F(GpuTest, AccumulatingGemmsMatchCpu) {
       std::vector<uint16_t> wantDb16(d.m);
       void *refDb = bf16 ? static_cast<void *>(wantDb16.data())
                          : static_cast<void *>(wantDb.data());
-      gptrt_matmul_bf16_bgrad_accumulate(cpuCtx.handle(), dy.data(), x.data(),
-                                         wantDw.data(), refDb, 1, d.m, d.n, d.k,
-                                         1, 0, 0, 0, 0, dbDtype);
+      gptrt_gemm_desc bgrad = accumulate;
+      bgrad.dbias_dtype = dbDtype;
+      gptrt_gemm(cpuCtx.handle(), dy.data(), x.data(), nullptr, nullptr,
+                 nullptr, nullptr, nullptr, wantDw.data(), nullptr, refDb,
+                 nullptr, nullptr, &bgrad, nullptr);
       ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
       float *dw = upload(grad);
       void *db = bf16 ? static_cast<void *>(upload(
                             std::vector<uint16_t>(d.m, uint16_t(0xFFFF))))
                       : static_cast<void *>(alloc<float>(d.m));
-      gptrt_matmul_bf16_bgrad_accumulate(g(), upload(dy), upload(x), dw, db, 1,
-                                         d.m, d.n, d.k, 1, 0, 0, 0, 0, dbDtype);
+      gptrt_gemm(g(), upload(dy), upload(x), nullptr, nullptr, nullptr, nullptr,
+                 nullptr, dw, nullptr, db, nullptr, nullptr, &bgrad, nullptr);
       expectOk();
       EXPECT_LT(relErr(download(dw, count), toDouble(wantDw)), kF32Tol)
-          << "matmul_bf16_bgrad_accumulate dw";
+          << "bf16 gemm with dbias, c_dtype accumulate: dw";
       if (bf16)
         EXPECT_LT(relErr(bf16Values(download(static_cast<uint16_t *>(db), d.m)),
                          bf16Values(wantDb16)),
@@ -586,19 +613,21 @@ TEST_F(GpuTest, AccumulatingGemmsMatchCpu) {
                            b = codes(d.n * d.k, false, sb);
       const std::vector<float> fpGrad = randn(count, 1.0f);
       std::vector<float> fpWant = fpGrad;
-      gptrt_scaled_matmul_accumulate(
-          cpuCtx.handle(), a.data(), b.data(), &sa, &sb, fpWant.data(), 1, d.m,
-          d.n, d.k, ta, tb, 0, 0, 0, GPTRT_FP8_E5M2, GPTRT_FP8_E4M3, 0);
+      const gptrt_gemm_desc fp8Accumulate =
+          fp8Gemm(1, d.m, d.n, d.k, ta, tb, 0, 0, 0, GPTRT_FP8_E5M2,
+                  GPTRT_FP8_E4M3, 0, GPTRT_DTYPE_F32_ACCUMULATE);
+      gptrt_gemm(cpuCtx.handle(), a.data(), b.data(), &sa, &sb, nullptr,
+                 nullptr, nullptr, fpWant.data(), nullptr, nullptr, nullptr,
+                 nullptr, &fp8Accumulate, nullptr);
       ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
       float *fc = upload(fpGrad);
-      gptrt_scaled_matmul_accumulate(
-          g(), upload(a), upload(b), upload(std::vector<float>{sa}),
-          upload(std::vector<float>{sb}), fc, 1, d.m, d.n, d.k, ta, tb, 0, 0, 0,
-          GPTRT_FP8_E5M2, GPTRT_FP8_E4M3, 0);
+      gptrt_gemm(g(), upload(a), upload(b), upload(std::vector<float>{sa}),
+                 upload(std::vector<float>{sb}), nullptr, nullptr, nullptr, fc,
+                 nullptr, nullptr, nullptr, nullptr, &fp8Accumulate, nullptr);
       expectOk();
       err = relErr(download(fc, count), toDouble(fpWant));
       worstFp8 = std::max(worstFp8, err);
-      EXPECT_LT(err, kFp8GemmTol) << "scaled_matmul_accumulate";
+      EXPECT_LT(err, kFp8GemmTol) << "fp8 gemm, c_dtype accumulate";
 
       // Rowwise: a scale per row of a and per column of b.
       std::vector<float> perRow(d.m), perCol(d.n);
@@ -607,18 +636,21 @@ TEST_F(GpuTest, AccumulatingGemmsMatchCpu) {
       for (float &v : perCol)
         v = std::ldexp(1.0f, int(rng_() % 9));
       std::vector<float> rowWant = fpGrad;
-      gptrt_scaled_matmul_rowwise_accumulate(
-          cpuCtx.handle(), a.data(), b.data(), perRow.data(), perCol.data(),
-          rowWant.data(), 1, d.m, d.n, d.k, ta, tb, 0, 0, 0, GPTRT_FP8_E5M2,
-          GPTRT_FP8_E4M3, 0, 1, 1);
+      const gptrt_gemm_desc rowwiseAccumulate =
+          fp8RowwiseGemm(1, d.m, d.n, d.k, ta, tb, 0, 0, 0, GPTRT_FP8_E5M2,
+                         GPTRT_FP8_E4M3, 0, 1, 1, GPTRT_DTYPE_F32_ACCUMULATE);
+      gptrt_gemm(cpuCtx.handle(), a.data(), b.data(), perRow.data(),
+                 perCol.data(), nullptr, nullptr, nullptr, rowWant.data(),
+                 nullptr, nullptr, nullptr, nullptr, &rowwiseAccumulate,
+                 nullptr);
       ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
       float *rc = upload(fpGrad);
-      gptrt_scaled_matmul_rowwise_accumulate(
-          g(), upload(a), upload(b), upload(perRow), upload(perCol), rc, 1, d.m,
-          d.n, d.k, ta, tb, 0, 0, 0, GPTRT_FP8_E5M2, GPTRT_FP8_E4M3, 0, 1, 1);
+      gptrt_gemm(g(), upload(a), upload(b), upload(perRow), upload(perCol),
+                 nullptr, nullptr, nullptr, rc, nullptr, nullptr, nullptr,
+                 nullptr, &rowwiseAccumulate, nullptr);
       expectOk();
       EXPECT_LT(relErr(download(rc, count), toDouble(rowWant)), kFp8GemmTol)
-          << "scaled_matmul_rowwise_accumulate";
+          << "rowwise fp8 gemm, c_dtype accumulate";
     }
   }
   std::printf("accumulating GEMMs vs CPU: worst norm-wise error bf16 %.3g, "
@@ -659,21 +691,21 @@ TEST_F(GpuTest, RowwiseBiasMatchesTheTwoKernels) {
     };
     unsigned char *fused = poisoned(), *product = poisoned(),
                   *twoKernels = poisoned();
-    gptrt_scaled_matmul_rowwise_bias(
-        g(), ga, gb, gsa, gsb, gbias, fused, batch, m, n, k, 0, 1, m * k, 0,
-        m * n, GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 1, 1, 1, dtype);
-    gptrt_scaled_matmul_rowwise(g(), ga, gb, gsa, gsb, product, batch, m, n, k,
-                                0, 1, m * k, 0, m * n, GPTRT_FP8_E4M3,
-                                GPTRT_FP8_E4M3, 1, 1, 1, dtype);
+    const gptrt_gemm_desc rowwise =
+        fp8RowwiseGemm(batch, m, n, k, 0, 1, m * k, 0, m * n, GPTRT_FP8_E4M3,
+                       GPTRT_FP8_E4M3, 1, 1, 1, dtype);
+    gptrt_gemm(g(), ga, gb, gsa, gsb, gbias, nullptr, nullptr, fused, nullptr,
+               nullptr, nullptr, nullptr, &rowwise, nullptr);
+    gptrt_gemm(g(), ga, gb, gsa, gsb, nullptr, nullptr, nullptr, product,
+               nullptr, nullptr, nullptr, nullptr, &rowwise, nullptr);
     gptrt_add(g(), product, gbias, nullptr, twoKernels, nullptr, nullptr,
               batch * m, n, 1, dtype, GPTRT_DTYPE_F32, dtype, nullptr);
     expectOk();
     EXPECT_EQ(download(fused, bytes), download(twoKernels, bytes));
     std::vector<unsigned char> ref(bytes);
-    gptrt_scaled_matmul_rowwise_bias(
-        cpuCtx.handle(), a.data(), b.data(), rowScales.data(), colScales.data(),
-        bias.data(), ref.data(), batch, m, n, k, 0, 1, m * k, 0, m * n,
-        GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 1, 1, 1, dtype);
+    gptrt_gemm(cpuCtx.handle(), a.data(), b.data(), rowScales.data(),
+               colScales.data(), bias.data(), nullptr, nullptr, ref.data(),
+               nullptr, nullptr, nullptr, nullptr, &rowwise, nullptr);
     ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
     std::vector<unsigned char> got = download(fused, bytes);
     std::vector<double> gotValues(count), refValues(count);
@@ -716,15 +748,17 @@ TEST_F(GpuTest, RowwiseWithTransposedOperandsMatchesCpu) {
   for (int64_t j = 0; j < n; ++j)
     sb[j] = 1.0f / float(1 << (j % 3));
   std::vector<uint16_t> ref(m * n);
-  gptrt_scaled_matmul_rowwise(cpuCtx.handle(), a.data(), b.data(), sa.data(),
-                              sb.data(), ref.data(), 1, m, n, k, 1, 0, 0, 0, 0,
-                              GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 0, 1, 1,
-                              GPTRT_DTYPE_BF16);
+  const gptrt_gemm_desc rowwise =
+      fp8RowwiseGemm(1, m, n, k, 1, 0, 0, 0, 0, GPTRT_FP8_E4M3, GPTRT_FP8_E4M3,
+                     0, 1, 1, GPTRT_DTYPE_BF16);
+  gptrt_gemm(cpuCtx.handle(), a.data(), b.data(), sa.data(), sb.data(), nullptr,
+             nullptr, nullptr, ref.data(), nullptr, nullptr, nullptr, nullptr,
+             &rowwise, nullptr);
   ASSERT_FALSE(cpuCtx.failed()) << cpuCtx.error();
   uint16_t *c = upload(std::vector<uint16_t>(m * n, 0xFFFF));
-  gptrt_scaled_matmul_rowwise(g(), upload(a), upload(b), upload(sa), upload(sb),
-                              c, 1, m, n, k, 1, 0, 0, 0, 0, GPTRT_FP8_E4M3,
-                              GPTRT_FP8_E4M3, 0, 1, 1, GPTRT_DTYPE_BF16);
+  gptrt_gemm(g(), upload(a), upload(b), upload(sa), upload(sb), nullptr,
+             nullptr, nullptr, c, nullptr, nullptr, nullptr, nullptr, &rowwise,
+             nullptr);
   expectOk();
   EXPECT_LT(relErr(bf16Values(download(c, m * n)), bf16Values(ref)), 1.0 / 256);
 }
@@ -791,20 +825,13 @@ TEST_F(GpuTest, RowwiseOuterVecScalesMatchCpuAndTheUnscalingPass) {
         auto run = [&](gptrt_context *ctx, const uint8_t *da, const uint8_t *db,
                        const float *dsa, const float *dsb, const float *dbias,
                        void *c) {
-          if (form == 2)
-            gptrt_scaled_matmul_rowwise_accumulate(
-                ctx, da, db, dsa, dsb, static_cast<float *>(c), 1, m, n, k,
-                layout.ta, layout.tb, 0, 0, 0, fa, GPTRT_FP8_E4M3, fast,
-                rowwiseA, rowwiseB);
-          else if (form >= 3)
-            gptrt_scaled_matmul_rowwise_bias(ctx, da, db, dsa, dsb, dbias, c, 1,
-                                             m, n, k, layout.ta, layout.tb, 0,
-                                             0, 0, fa, GPTRT_FP8_E4M3, fast,
-                                             rowwiseA, rowwiseB, dtype);
-          else
-            gptrt_scaled_matmul_rowwise(
-                ctx, da, db, dsa, dsb, c, 1, m, n, k, layout.ta, layout.tb, 0,
-                0, 0, fa, GPTRT_FP8_E4M3, fast, rowwiseA, rowwiseB, dtype);
+          const gptrt_gemm_desc desc =
+              fp8RowwiseGemm(1, m, n, k, layout.ta, layout.tb, 0, 0, 0, fa,
+                             GPTRT_FP8_E4M3, fast, rowwiseA, rowwiseB,
+                             form == 2 ? GPTRT_DTYPE_F32_ACCUMULATE : dtype);
+          gptrt_gemm(ctx, da, db, dsa, dsb, form >= 3 ? dbias : nullptr,
+                     nullptr, nullptr, c, nullptr, nullptr, nullptr, nullptr,
+                     &desc, nullptr);
         };
         // The accumulating form starts from `start`, the others poisoned.
         std::vector<unsigned char> initial(bytes, 0xFF);
@@ -874,15 +901,16 @@ TEST_F(GpuTest, RowwiseOuterVecScalesMatchCpuAndTheUnscalingPass) {
   float *on = alloc<float>(batch * m * n), *off = alloc<float>(batch * m * n);
   dev().setRowwiseOuterVecScales(true);
   const int64_t before = dev().outerVecGemms();
-  gptrt_scaled_matmul_rowwise(g(), da, db, dsa, dsb, on, batch, m, n, k, 0, 1,
-                              m * k, n * k, m * n, GPTRT_FP8_E4M3,
-                              GPTRT_FP8_E4M3, 0, 1, 1, GPTRT_DTYPE_F32);
+  const gptrt_gemm_desc batched =
+      fp8RowwiseGemm(batch, m, n, k, 0, 1, m * k, n * k, m * n, GPTRT_FP8_E4M3,
+                     GPTRT_FP8_E4M3, 0, 1, 1, GPTRT_DTYPE_F32);
+  gptrt_gemm(g(), da, db, dsa, dsb, nullptr, nullptr, nullptr, on, nullptr,
+             nullptr, nullptr, nullptr, &batched, nullptr);
   expectOk();
   EXPECT_EQ(dev().outerVecGemms(), before);
   dev().setRowwiseOuterVecScales(false);
-  gptrt_scaled_matmul_rowwise(g(), da, db, dsa, dsb, off, batch, m, n, k, 0, 1,
-                              m * k, n * k, m * n, GPTRT_FP8_E4M3,
-                              GPTRT_FP8_E4M3, 0, 1, 1, GPTRT_DTYPE_F32);
+  gptrt_gemm(g(), da, db, dsa, dsb, nullptr, nullptr, nullptr, off, nullptr,
+             nullptr, nullptr, nullptr, &batched, nullptr);
   expectOk();
   EXPECT_EQ(download(on, batch * m * n), download(off, batch * m * n));
 }
@@ -906,9 +934,11 @@ TEST_F(GpuTest, EmptyFp8GemmsMatchCpu) {
     else
       std::memcpy(hostBefore.data(), toBf16(before).data(), hostBefore.size());
     unsigned char *c = upload(hostBefore);
-    gptrt_scaled_matmul(g(), a, b, s, s + 1, nullptr, c, nullptr, nullptr,
-                        batch, m, n, 0, 0, 1, 0, 0, strideC, GPTRT_FP8_E4M3,
-                        GPTRT_FP8_E4M3, 0, dtype, nullptr);
+    const gptrt_gemm_desc empty =
+        fp8Gemm(batch, m, n, 0, 0, 1, 0, 0, strideC, GPTRT_FP8_E4M3,
+                GPTRT_FP8_E4M3, 0, dtype);
+    gptrt_gemm(g(), a, b, s, s + 1, nullptr, nullptr, nullptr, c, nullptr,
+               nullptr, nullptr, nullptr, &empty, nullptr);
     expectOk();
     const std::vector<unsigned char> got = download(c, hostBefore.size());
     for (size_t i = 0; i < extent; ++i) {
@@ -926,38 +956,53 @@ TEST_F(GpuTest, EmptyFp8GemmsMatchCpu) {
   const std::vector<float> bias = randn(n);
   float *biasDev = upload(bias);
   uint16_t *withBias = alloc<uint16_t>(m * n);
-  gptrt_scaled_matmul_bias(g(), a, b, s, s + 1, biasDev, withBias, 1, m, n, 0,
-                           0, 1, 0, 0, m * n, GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 0,
-                           GPTRT_DTYPE_BF16);
+  const gptrt_gemm_desc emptyWithBias =
+      fp8Gemm(1, m, n, 0, 0, 1, 0, 0, m * n, GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 0,
+              GPTRT_DTYPE_BF16);
+  gptrt_gemm(g(), a, b, s, s + 1, biasDev, nullptr, nullptr, withBias, nullptr,
+             nullptr, nullptr, nullptr, &emptyWithBias, nullptr);
   expectOk();
   const std::vector<uint16_t> gotBias = download(withBias, m * n);
   for (int64_t i = 0; i < m * n; ++i)
     ASSERT_EQ(gotBias[i], cpu::floatToBf16(bias[i % n])) << "element " << i;
-  // An accumulating c gains nothing, in both accumulating forms.
+  // An accumulating c gains nothing, tensorwise and rowwise (a scale per
+  // row of a and per column of b).
   float *acc = upload(before);
-  gptrt_scaled_matmul_accumulate(g(), a, b, s, s + 1, acc, 1, m, n, 0, 0, 1, 0,
-                                 0, m * n, GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 0);
-  gptrt_scaled_matmul_rowwise_accumulate(g(), a, b, s, s + 1, acc, 1, m, n, 0,
-                                         0, 1, 0, 0, m * n, GPTRT_FP8_E4M3,
-                                         GPTRT_FP8_E4M3, 0, 0, 0);
+  const gptrt_gemm_desc emptyAccumulate =
+      fp8Gemm(1, m, n, 0, 0, 1, 0, 0, m * n, GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 0,
+              GPTRT_DTYPE_F32_ACCUMULATE);
+  gptrt_gemm(g(), a, b, s, s + 1, nullptr, nullptr, nullptr, acc, nullptr,
+             nullptr, nullptr, nullptr, &emptyAccumulate, nullptr);
+  const gptrt_gemm_desc emptyRowwiseAccumulate =
+      fp8RowwiseGemm(1, m, n, 0, 0, 1, 0, 0, m * n, GPTRT_FP8_E4M3,
+                     GPTRT_FP8_E4M3, 0, 1, 1, GPTRT_DTYPE_F32_ACCUMULATE);
+  const float *rowScales = upload(std::vector<float>(m, 2.0f)),
+              *colScales = upload(std::vector<float>(n, 4.0f));
+  gptrt_gemm(g(), a, b, rowScales, colScales, nullptr, nullptr, nullptr, acc,
+             nullptr, nullptr, nullptr, nullptr, &emptyRowwiseAccumulate,
+             nullptr);
   expectOk();
   const std::vector<float> gotAcc = download(acc, m * n);
   for (int64_t i = 0; i < m * n; ++i)
     ASSERT_EQ(gotAcc[i], before[i]) << "element " << i;
 }
 
-TEST_F(GpuTest, ScaledMatmulRefusesWhatCublasLtCannotDo) {
+TEST_F(GpuTest, GemmFp8RefusesWhatCublasLtCannotDo) {
   uint8_t *a = alloc<uint8_t>(64 * 64), *b = alloc<uint8_t>(64 * 64);
   float *s = upload(std::vector<float>{1.0f, 1.0f});
   float *c = alloc<float>(64 * 64);
-  gptrt_scaled_matmul(g(), a, b, s, s + 1, nullptr, c, nullptr, nullptr, 1, 64,
-                      64, 64, 0, 1, 0, 0, 0, GPTRT_FP8_E5M2, GPTRT_FP8_E5M2, 0,
-                      GPTRT_DTYPE_F32, nullptr);
+  const gptrt_gemm_desc bothE5m2 =
+      fp8Gemm(1, 64, 64, 64, 0, 1, 0, 0, 0, GPTRT_FP8_E5M2, GPTRT_FP8_E5M2, 0,
+              GPTRT_DTYPE_F32);
+  gptrt_gemm(g(), a, b, s, s + 1, nullptr, nullptr, nullptr, c, nullptr,
+             nullptr, nullptr, nullptr, &bothE5m2, nullptr);
   EXPECT_THAT(gpu().error(), ::testing::HasSubstr("both E5M2"));
   gpu().clearError();
-  gptrt_scaled_matmul(g(), a, b, s, s + 1, nullptr, c, nullptr, nullptr, 1, 24,
-                      64, 64, 0, 1, 0, 0, 0, GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 0,
-                      GPTRT_DTYPE_F32, nullptr);
+  const gptrt_gemm_desc m24 =
+      fp8Gemm(1, 24, 64, 64, 0, 1, 0, 0, 0, GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 0,
+              GPTRT_DTYPE_F32);
+  gptrt_gemm(g(), a, b, s, s + 1, nullptr, nullptr, nullptr, c, nullptr,
+             nullptr, nullptr, nullptr, &m24, nullptr);
   EXPECT_THAT(gpu().error(), ::testing::HasSubstr("multiples of 16"));
   gpu().clearError();
 }

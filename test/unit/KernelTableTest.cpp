@@ -48,9 +48,28 @@ TEST(KernelTableTest, LooksUpRowsByName) {
   const KernelSignature *table = lookupKernel("adamw_multi");
   ASSERT_NE(table, nullptr);
   EXPECT_EQ(table->constants().back().kind, KernelParamKind::I64Table);
-  const KernelSignature *fp8 = lookupKernel("scaled_matmul");
-  ASSERT_NE(fp8, nullptr);
-  EXPECT_EQ(fp8->inputs()[0].element, KernelElement::Fp8);
+  // The one GEMM: operands of any element (the descriptor's a_dtype and
+  // b_dtype say which), FP8 codes out of its cast, and two descriptors --
+  // its own, always passed, then the optional output epilogue, last.
+  const KernelSignature *gemm = lookupKernel("gemm");
+  ASSERT_NE(gemm, nullptr);
+  EXPECT_EQ(gemm->inputs()[0].element, KernelElement::Any);
+  ASSERT_EQ(gemm->outputIndex("q"), 4u);
+  EXPECT_EQ(gemm->outputs()[4].element, KernelElement::Fp8);
+  ASSERT_EQ(gemm->constants().size(), 2u);
+  const KernelParam &desc = gemm->constants()[0];
+  EXPECT_EQ(desc.kind, KernelParamKind::Descriptor);
+  EXPECT_FALSE(desc.optional);
+  ASSERT_NE(desc.descriptor, nullptr);
+  EXPECT_EQ(desc.descriptor->name, "gemm_desc");
+  ASSERT_NE(desc.descriptor->field("batch"), nullptr);
+  EXPECT_EQ(desc.descriptor->field("batch")->defaultValue, 1);
+  ASSERT_NE(desc.descriptor->field("fast_accum"), nullptr);
+  EXPECT_EQ(desc.descriptor->field("fast_accum")->defaultValue, 0);
+  EXPECT_EQ(gemm->constants()[1].kind, KernelParamKind::Descriptor);
+  EXPECT_TRUE(gemm->constants()[1].optional);
+  EXPECT_EQ(lookupKernel("scaled_matmul"), nullptr);
+  EXPECT_EQ(lookupKernel("matmul_bf16"), nullptr);
 }
 
 TEST(KernelTableTest, ArenaBaseIsAnEntryNotAKernel) {
@@ -80,9 +99,12 @@ TEST(KernelTableTest, EveryRowFollowsTheCallingConvention) {
       EXPECT_TRUE(params.insert(param.name).second)
           << "parameter " << param.name << " twice";
       EXPECT_EQ(param.isBuffer(), param.element != KernelElement::None);
-      // rt-to-llvm passes a left-out descriptor as null: it must be last.
+      // rt-to-llvm passes a left-out descriptor as null: an optional one
+      // (GPTRT_DESC_OPT) must be last.
       if (param.kind == KernelParamKind::Descriptor) {
-        EXPECT_EQ(&param, &row.params.back()) << "a descriptor is last";
+        if (param.optional)
+          EXPECT_EQ(&param, &row.params.back())
+              << "an optional descriptor is last";
         EXPECT_NE(param.descriptor, nullptr);
       }
       if (!param.isBuffer() && param.kind != KernelParamKind::Descriptor)

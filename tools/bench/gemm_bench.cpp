@@ -8,19 +8,21 @@
 //
 // For each linear layer (qkv, attn.proj, fc, mlp.proj, lm_head) over
 // M = micro-batch x seq tokens, its three GEMMs:
-//   fwd    bf16: gptrt_matmul_bf16 (x, W^T) -> bf16
-//          fp8:  gptrt_scaled_matmul E4M3 x E4M3, fast accumulation -> bf16
-//   dgrad  bf16: gptrt_matmul_bf16 (dy, W) -> bf16
-//          fp8:  gptrt_scaled_matmul E5M2 x E4M3 -> bf16
-//   wgrad  bf16: gptrt_matmul_bf16_accumulate (dy^T, x) into f32
-//          fp8:  gptrt_scaled_matmul_accumulate E5M2 x E4M3 into f32
+// (each a gptrt_gemm call; its descriptor's operand and result dtypes):
+//   fwd    bf16: bf16 x bf16 (x, W^T) -> bf16
+//          fp8:  E4M3 x E4M3, fast accumulation -> bf16
+//   dgrad  bf16: bf16 x bf16 (dy, W) -> bf16
+//          fp8:  E5M2 x E4M3 -> bf16
+//   wgrad  bf16: bf16 x bf16 (dy^T, x) added into f32 (c_dtype
+//                GPTRT_DTYPE_F32_ACCUMULATE)
+//          fp8:  E5M2 x E4M3 added into f32
 // FP8 operands are K-contiguous ("TN"), as gptc's casts make them; the
 // epilogues (bias, GELU, bias gradient) are left out on both sides.
 // "+cast" adds what casting both operands from bf16 costs when nothing is
 // fused: gptrt_amax and gptrt_scale_quantize_fp8 of each (torch's +cast
 // column does the same). "rw us" is fp8-rowwise's GEMM of the same form
-// (gptrt_scaled_matmul_rowwise, or _accumulate for wgrad; a scale per row
-// of a and per column of b) as the CUDA runtime runs it by default (a
+// (GPTRT_SCALING_ROWWISE for both operands, accumulating for wgrad; a scale
+// per row of a and per column of b) as the CUDA runtime runs it by default (a
 // unit-scale GEMM to f32, then a pass dividing by the scales); "rw-ov
 // us" the same call with OUTER_VEC_32F scales inside cuBLASLt (gptrun
 // --fp8-rowwise-gemm outer-vec), "ov" after it saying whether cuBLASLt
@@ -37,6 +39,7 @@
 #include "runtime/core/Context.h"
 #include "runtime/cpu/Bf16.h"
 #include "runtime/cuda/Backend.h"
+#include "test/unit/runtime/Gemm.h"
 #include "tools/bench/BenchSupport.h"
 
 #include <algorithm>
@@ -251,51 +254,49 @@ int main(int argc, char **argv) {
       cast();
       // gptc's layouts: bf16 fwd (0, 1), dgrad (0, 0), wgrad (1, 0) into
       // the f32 gradient; every FP8 GEMM (0, 1).
+      const bool wgrad = g.kind == Gemm::Wgrad;
+      const int64_t resultDtype =
+          wgrad ? GPTRT_DTYPE_F32_ACCUMULATE : GPTRT_DTYPE_BF16;
+      const gptrt_gemm_desc bf16Desc = gptrt::test::bf16Gemm(
+          1, g.m, g.n, g.k, wgrad ? 1 : 0, g.kind == Gemm::Fwd ? 1 : 0, 0, 0, 0,
+          resultDtype);
+      const gptrt_gemm_desc fp8Desc =
+          gptrt::test::fp8Gemm(1, g.m, g.n, g.k, 0, 1, 0, 0, 0, formatA,
+                               GPTRT_FP8_E4M3, fastAccum, resultDtype);
+      const gptrt_gemm_desc rowwiseDesc = gptrt::test::fp8RowwiseGemm(
+          1, g.m, g.n, g.k, 0, 1, 0, 0, 0, formatA, GPTRT_FP8_E4M3, fastAccum,
+          1, 1, resultDtype);
       auto bf16 = [&] {
-        if (g.kind == Gemm::Wgrad)
-          gptrt_matmul_bf16_accumulate(h, buf.a, buf.b,
-                                       static_cast<float *>(buf.c), 1, g.m, g.n,
-                                       g.k, 1, 0, 0, 0, 0);
-        else
-          gptrt_matmul_bf16(h, buf.a, buf.b, buf.c, 1, g.m, g.n, g.k, 0,
-                            g.kind == Gemm::Fwd ? 1 : 0, 0, 0, 0,
-                            GPTRT_DTYPE_BF16);
+        gptrt_gemm(h, buf.a, buf.b, nullptr, nullptr, nullptr, nullptr, nullptr,
+                   buf.c, nullptr, nullptr, nullptr, nullptr, &bf16Desc,
+                   nullptr);
       };
       auto fp8 = [&] {
-        if (g.kind == Gemm::Wgrad)
-          gptrt_scaled_matmul_accumulate(
-              h, buf.a8, buf.b8, buf.scale, buf.scale + 1,
-              static_cast<float *>(buf.c), 1, g.m, g.n, g.k, 0, 1, 0, 0, 0,
-              formatA, GPTRT_FP8_E4M3, fastAccum);
-        else
-          gptrt_scaled_matmul(h, buf.a8, buf.b8, buf.scale, buf.scale + 1,
-                              nullptr, buf.c, nullptr, nullptr, 1, g.m, g.n,
-                              g.k, 0, 1, 0, 0, 0, formatA, GPTRT_FP8_E4M3,
-                              fastAccum, GPTRT_DTYPE_BF16, nullptr);
+        gptrt_gemm(h, buf.a8, buf.b8, buf.scale, buf.scale + 1, nullptr,
+                   nullptr, nullptr, buf.c, nullptr, nullptr, nullptr, nullptr,
+                   &fp8Desc, nullptr);
       };
       // fp8-rowwise's GEMM of the same form, both CUDA paths.
       auto rowwise = [&] {
         const float *rowScales = buf.rowScales,
                     *colScales = buf.rowScales + g.m;
-        if (g.kind == Gemm::Wgrad)
-          gptrt_scaled_matmul_rowwise_accumulate(
-              h, buf.a8, buf.b8, rowScales, colScales,
-              static_cast<float *>(buf.c), 1, g.m, g.n, g.k, 0, 1, 0, 0, 0,
-              formatA, GPTRT_FP8_E4M3, fastAccum, 1, 1);
-        else
-          gptrt_scaled_matmul_rowwise(h, buf.a8, buf.b8, rowScales, colScales,
-                                      buf.c, 1, g.m, g.n, g.k, 0, 1, 0, 0, 0,
-                                      formatA, GPTRT_FP8_E4M3, fastAccum, 1, 1,
-                                      GPTRT_DTYPE_BF16);
+        gptrt_gemm(h, buf.a8, buf.b8, rowScales, colScales, nullptr, nullptr,
+                   nullptr, buf.c, nullptr, nullptr, nullptr, nullptr,
+                   &rowwiseDesc, nullptr);
       };
       // The check: the first rows of a b^T in bf16 and in FP8, both f32.
       const int64_t rows = std::min(g.m, kCheckRows);
-      gptrt_matmul_bf16(h, buf.a, buf.b, buf.cRef, 1, rows, g.n, g.k, 0, 1, 0,
-                        0, 0, GPTRT_DTYPE_F32);
-      gptrt_scaled_matmul(h, buf.a8, buf.b8, buf.scale, buf.scale + 1, nullptr,
-                          buf.cFp8, nullptr, nullptr, 1, rows, g.n, g.k, 0, 1,
-                          0, 0, 0, formatA, GPTRT_FP8_E4M3, fastAccum,
-                          GPTRT_DTYPE_F32, nullptr);
+      const gptrt_gemm_desc bf16Check = gptrt::test::bf16Gemm(
+          1, rows, g.n, g.k, 0, 1, 0, 0, 0, GPTRT_DTYPE_F32);
+      gptrt_gemm(h, buf.a, buf.b, nullptr, nullptr, nullptr, nullptr, nullptr,
+                 buf.cRef, nullptr, nullptr, nullptr, nullptr, &bf16Check,
+                 nullptr);
+      const gptrt_gemm_desc fp8Check =
+          gptrt::test::fp8Gemm(1, rows, g.n, g.k, 0, 1, 0, 0, 0, formatA,
+                               GPTRT_FP8_E4M3, fastAccum, GPTRT_DTYPE_F32);
+      gptrt_gemm(h, buf.a8, buf.b8, buf.scale, buf.scale + 1, nullptr, nullptr,
+                 nullptr, buf.cFp8, nullptr, nullptr, nullptr, nullptr,
+                 &fp8Check, nullptr);
       std::vector<float> ref(size_t(rows * g.n)), got(ref.size());
       ctx.copyOut(ref.data(), buf.cRef, 4 * ref.size());
       ctx.copyOut(got.data(), buf.cFp8, 4 * got.size());
@@ -352,7 +353,7 @@ int main(int argc, char **argv) {
                   outerVecTaken ? "true" : "false");
       std::fflush(stdout);
     }
-    // gptrt_scaled_matmul launches a one-thread kernel in front of each
+    // An FP8 gptrt_gemm launches a one-thread kernel in front of each
     // FP8 GEMM (cuBLASLt multiplies by the reciprocals of our scales): a
     // one-thread kernel back to back is what that costs, eagerly.
     const double launchUs =

@@ -20,7 +20,7 @@
 // RT: rt.kernel "amax_rows" ins(%{{.*}} : memref<32x16xf32>) outs(%{{.*}} : memref<32xf32>) consts [32, 16, 0, 1]
 // RT: rt.kernel "row_scales" ins(%{{.*}} : memref<32xf32>) outs(%{{.*}} : memref<32xf32>) consts [32, 4.480000e+02, 0, 1, 9.9999999999999998E-13]
 // RT: rt.kernel "quantize_rows" {{.*}} consts [32, 16, 0, 0, 0, 1] {rt.fp8_stat = {gemm = "forward", layer = "fc", operand = "a", slot = 0 : i64}}
-// RT: rt.kernel "scaled_matmul_rowwise" {{.*}} consts [1, 32, 48, 16, 0, 1, 0, 0, 0, 0, 0, 1, 1, 1, 1]
+// RT: rt.kernel "gemm" ins(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<32x16xf8E4M3FN>, memref<48x16xf8E4M3FN>, memref<32xf32>, memref<48xf32>) outs(%{{.*}} : memref<32x48xf32>) consts [{a_dtype = 4 : i64, a_scaling = 1 : i64, b_dtype = 4 : i64, b_scaling = 1 : i64, fast_accum = 1 : i64, k = 16 : i64, m = 32 : i64, n = 48 : i64, trans_b = 1 : i64}]
 // RT: rt.kernel "amax_rows" ins(%{{.*}} : memref<32x48xf32>) outs(%{{.*}} : memref<48xf32>) consts [32, 48, 1, 1]
 gpt.param @w : tensor<48x16xf32> init <normal, std = 0.02> layer "fc"
 func.func @train_step(%x: tensor<32x16xf32> {gpt.input = "tokens"}, %dy: tensor<32x48xf32> {gpt.input = "targets"}) -> (tensor<32x48xf32> {gpt.output = "y"}, tensor<48x16xf32> {gpt.output = "dw"}) {

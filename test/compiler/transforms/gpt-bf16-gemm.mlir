@@ -8,10 +8,11 @@
 // CHECK:       %[[W:.*]] = gpt.cast "w" %{{.*}} : tensor<32x16xf32> -> tensor<32x16xbf16>
 // CHECK-NOT:   gpt.cast
 // CHECK:       gpt.matmul "fc" %[[X]], %[[W]] bias %{{.*}} transpose_b : tensor<4x16xbf16>, tensor<32x16xbf16>, tensor<32xf32> -> tensor<4x32xf32>
-// The runtime's bf16 GEMM gets the bf16 buffers and adds the f32 bias in
-// its epilogue.
+// The runtime's GEMM gets the bf16 buffers (a_dtype, b_dtype 2) and adds
+// the f32 bias in its epilogue (its bias buffer, after the two scales it
+// has none for); the result is f32 (c_dtype's default).
 // RT-LABEL: func.func @logits
-// RT: rt.kernel "matmul_bf16_bias" ins(%{{.*}}, %{{.*}}, %{{.*}} : memref<4x16xbf16>, memref<32x16xbf16>, memref<32xf32>) outs(%{{.*}} : memref<4x32xf32>) consts [1, 4, 32, 16, 0, 1, 0, 0, 0, 1]
+// RT: rt.kernel "gemm" ins(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<4x16xbf16>, memref<32x16xbf16>, memref<0xf32>, memref<0xf32>, memref<32xf32>) outs(%{{.*}} : memref<4x32xf32>) consts [{a_dtype = 2 : i64, b_dtype = 2 : i64, k = 16 : i64, m = 4 : i64, n = 32 : i64, trans_b = 1 : i64}]{{$}}
 // RT-NOT: rt.kernel "bias_add"
 func.func @logits() -> (tensor<4x32xf32> {gpt.output = "logits"}) {
   %x = gpt.fill "x" 1.0 : tensor<4x16xf32>
@@ -37,7 +38,7 @@ func.func @logits() -> (tensor<4x32xf32> {gpt.output = "logits"}) {
 // RT-LABEL: func.func @logits
 // RT: rt.kernel "convert"
 // RT: rt.kernel "convert"
-// RT: rt.kernel "matmul_bf16"
+// RT: rt.kernel "gemm" ins(%{{.*}}, %{{.*}} : memref<4x16xbf16>, memref<4x16xbf16>) {{.*}} consts [{a_dtype = 2 : i64, b_dtype = 2 : i64, {{.*}}}]
 // RT: rt.kernel "gelu_fwd"
 func.func @logits() -> (tensor<4x4xf32> {gpt.output = "logits"}, tensor<4x16xf32> {gpt.output = "act"}) {
   %x = gpt.fill "x" 1.0 : tensor<4x16xf32>
@@ -56,7 +57,7 @@ func.func @logits() -> (tensor<4x4xf32> {gpt.output = "logits"}, tensor<4x16xf32
 // CHECK:       %[[X32:.*]] = gpt.cast "x" %{{.*}} : tensor<4x16xbf16> -> tensor<4x16xf32>
 // CHECK:       gpt.matmul "mm" %[[X32]], %{{.*}} : tensor<4x16xf32>, tensor<16x8xf32> -> tensor<4x8xf32>
 // RT-LABEL: func.func @logits
-// RT: rt.kernel "matmul" ins
+// RT: rt.kernel "gemm" ins(%{{.*}}, %{{.*}} : memref<4x16xf32>, memref<16x8xf32>) outs(%{{.*}} : memref<4x8xf32>) consts [{k = 16 : i64, m = 4 : i64, n = 8 : i64}]{{$}}
 func.func @logits() -> (tensor<4x8xf32> {gpt.output = "logits"}) {
   %x = gpt.fill "x" 1.0 : tensor<4x16xf32>
   %w = gpt.fill "w" 0.5 : tensor<16x8xf32>
@@ -79,7 +80,7 @@ func.func @logits() -> (tensor<4x8xf32> {gpt.output = "logits"}) {
 // CHECK:       gpt.matmul "fc" %[[FLAT]], %[[G16]] transpose_a : tensor<8x16xbf16>, tensor<8x8xbf16> -> tensor<16x8xf32>
 // RT-LABEL: func.func @logits
 // RT: rt.reshape %{{.*}} : memref<2x4x16xbf16> -> memref<8x16xbf16>
-// RT: rt.kernel "matmul_bf16"
+// RT: rt.kernel "gemm" ins(%{{.*}}, %{{.*}} : memref<8x16xbf16>, memref<8x8xbf16>) {{.*}} consts [{a_dtype = 2 : i64, b_dtype = 2 : i64, {{.*}}}]
 func.func @logits() -> (tensor<16x8xf32> {gpt.output = "logits"}) {
   %x = gpt.fill "x" 1.0 : tensor<2x4x16xf32>
   %g = gpt.fill "g" 0.5 : tensor<8x8xf32>
@@ -103,8 +104,8 @@ func.func @logits() -> (tensor<16x8xf32> {gpt.output = "logits"}) {
 // CHECK:       gpt.cast "y" %[[Y]] : tensor<4x8xf32> -> tensor<4x8xbf16>
 // CHECK:       gpt.gelu "act" %[[Y]]
 // RT-LABEL: func.func @logits
-// RT: rt.kernel "matmul_bf16" {{.*}} outs(%{{.*}} : memref<4x8xbf16>) consts [1, 4, 8, 16, 0, 0, 0, 0, 0, 2]
-// RT: rt.kernel "matmul_bf16" {{.*}} outs(%{{.*}} : memref<4x8xf32>) consts [1, 4, 8, 16, 0, 0, 0, 0, 0, 1]
+// RT: rt.kernel "gemm" {{.*}} outs(%{{.*}} : memref<4x8xbf16>) consts [{a_dtype = 2 : i64, b_dtype = 2 : i64, c_dtype = 2 : i64, k = 16 : i64, m = 4 : i64, n = 8 : i64}]{{$}}
+// RT: rt.kernel "gemm" {{.*}} outs(%{{.*}} : memref<4x8xf32>) consts [{a_dtype = 2 : i64, b_dtype = 2 : i64, k = 16 : i64, m = 4 : i64, n = 8 : i64}]{{$}}
 func.func @logits() -> (tensor<4x8xf32> {gpt.output = "logits"}, tensor<4x8xf32> {gpt.output = "y16"}, tensor<4x8xf32> {gpt.output = "act"}) {
   %x = gpt.fill "x" 1.0 : tensor<4x16xf32>
   %w = gpt.fill "w" 0.5 : tensor<16x8xf32>
@@ -131,7 +132,7 @@ func.func @logits() -> (tensor<4x8xf32> {gpt.output = "logits"}, tensor<4x8xf32>
 // CHECK-NOT:   gpt.cast "fc"
 // CHECK:       gpt.cast "out" %[[Y]] : tensor<4x8xbf16> -> tensor<4x8xf32>
 // RT-LABEL: func.func @linear
-// RT: rt.kernel "matmul_bf16_bias" ins(%{{.*}}, %{{.*}}, %{{.*}} : memref<4x16xbf16>, memref<8x16xbf16>, memref<8xf32>) outs(%{{.*}} : memref<4x8xbf16>) consts [1, 4, 8, 16, 0, 1, 0, 0, 0, 2]
+// RT: rt.kernel "gemm" ins(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<4x16xbf16>, memref<8x16xbf16>, memref<0xf32>, memref<0xf32>, memref<8xf32>) outs(%{{.*}} : memref<4x8xbf16>) consts [{a_dtype = 2 : i64, b_dtype = 2 : i64, c_dtype = 2 : i64, k = 16 : i64, m = 4 : i64, n = 8 : i64, trans_b = 1 : i64}]{{$}}
 func.func @linear() -> (tensor<4x8xf32> {gpt.output = "y"}) {
   %x = gpt.fill "x" 1.0 : tensor<4x16xf32>
   %w = gpt.fill "w" 0.5 : tensor<8x16xf32>
@@ -157,9 +158,9 @@ func.func @linear() -> (tensor<4x8xf32> {gpt.output = "y"}) {
 // CHECK-NEXT:  %[[U:.*]] = fp8.scaled_matmul "fc3" {{.*}} -> tensor<16x16xf32>
 // CHECK-NEXT:  gpt.cast "fc3" %[[U]] : tensor<16x16xf32> -> tensor<16x16xbf16>
 // RT-LABEL: func.func @fp8
-// RT: rt.kernel "scaled_matmul" {{.*}} outs(%{{.*}} : memref<16x16xbf16>) consts [1, 16, 16, 32, 0, 1, 0, 0, 0, 0, 0, 0, 2]
-// RT: rt.kernel "scaled_matmul_rowwise" {{.*}} outs(%{{.*}} : memref<16x16xbf16>) consts [1, 16, 16, 32, 0, 1, 0, 0, 0, 0, 0, 0, 1, 1, 2]
-// RT: rt.kernel "scaled_matmul" {{.*}} outs(%{{.*}} : memref<16x16xf32>)
+// RT: rt.kernel "gemm" {{.*}} outs(%{{.*}} : memref<16x16xbf16>) consts [{a_dtype = 4 : i64, b_dtype = 4 : i64, c_dtype = 2 : i64, k = 32 : i64, m = 16 : i64, n = 16 : i64, trans_b = 1 : i64}]{{$}}
+// RT: rt.kernel "gemm" {{.*}} outs(%{{.*}} : memref<16x16xbf16>) consts [{a_dtype = 4 : i64, a_scaling = 1 : i64, b_dtype = 4 : i64, b_scaling = 1 : i64, c_dtype = 2 : i64, k = 32 : i64, m = 16 : i64, n = 16 : i64, trans_b = 1 : i64}]{{$}}
+// RT: rt.kernel "gemm" {{.*}} outs(%{{.*}} : memref<16x16xf32>) consts [{a_dtype = 4 : i64, b_dtype = 4 : i64, k = 32 : i64, m = 16 : i64, n = 16 : i64, trans_b = 1 : i64}]{{$}}
 func.func @fp8(%x: tensor<16x32xf32> {gpt.input = "tokens"}) -> (tensor<16x16xf32> {gpt.output = "y"}, tensor<16x16xf32> {gpt.output = "z"}, tensor<16x16xf32> {gpt.output = "u"}, tensor<16x16xf32> {gpt.output = "g"}) {
   %one = gpt.fill "s" 1.0 : tensor<f32>
   %rows = gpt.fill "s" 1.0 : tensor<16xf32>

@@ -1,15 +1,16 @@
 // RUN: gpt-opt %s -split-input-file -fp8-precision -rt-bufferize | FileCheck %s
 
 // FP8 ops lower to the runtime's FP8 kernels: amax, scale (E4M3 max 448,
-// eps 1e-12), quantize into one-byte buffers, and the scaled GEMM with both
-// formats (0 = E4M3, 1 = E5M2) and fast_accum (1: a forward GEMM) after the
-// gptrt_matmul constants. Outside
+// eps 1e-12), quantize into one-byte buffers, and the scaled GEMM: gemm
+// with the two scales, its descriptor giving both operands' dtypes (4 =
+// E4M3 codes, 5 = E5M2) and fast_accum (1: a forward GEMM), the f32 result
+// the default c_dtype. Outside
 // train_step no cast collects statistics (stat slot -1).
 // CHECK-LABEL: func.func @eval_step
 // CHECK: rt.kernel "amax" ins(%{{.*}} : memref<32x16xf32>) outs(%{{.*}} : memref<f32>) consts [512, 1]
 // CHECK: rt.kernel "scale_from_amax" {{.*}} consts [4.480000e+02, 0, 0, 9.9999999999999998E-13]
 // CHECK: rt.kernel "quantize_fp8" ins(%{{.*}}, %{{.*}} : memref<32x16xf32>, memref<f32>) outs(%{{.*}} : memref<32x16xf8E4M3FN>) consts [512, 0, -1, 1]{{$}}
-// CHECK: rt.kernel "scaled_matmul" ins({{.*}} : memref<32x16xf8E4M3FN>, memref<48x16xf8E4M3FN>, memref<f32>, memref<f32>) outs(%{{.*}} : memref<32x48xf32>) consts [1, 32, 48, 16, 0, 1, 0, 0, 0, 0, 0, 1, 1]
+// CHECK: rt.kernel "gemm" ins({{.*}} : memref<32x16xf8E4M3FN>, memref<48x16xf8E4M3FN>, memref<f32>, memref<f32>) outs(%{{.*}} : memref<32x48xf32>) consts [{a_dtype = 4 : i64, b_dtype = 4 : i64, fast_accum = 1 : i64, k = 16 : i64, m = 32 : i64, n = 48 : i64, trans_b = 1 : i64}]{{$}}
 gpt.param @w : tensor<48x16xf32> init <normal, std = 0.02> layer "fc"
 func.func @eval_step(%x: tensor<32x16xf32> {gpt.input = "tokens"}) -> (tensor<32x48xf32> {gpt.output = "logits"}) {
   %w = gpt.param_ref @w : tensor<48x16xf32>
@@ -25,7 +26,7 @@ func.func @eval_step(%x: tensor<32x16xf32> {gpt.input = "tokens"}) -> (tensor<32
 // CHECK-LABEL: func.func @train_step
 // CHECK: rt.kernel "quantize_fp8" {{.*}} consts [512, 0, 0, 1] {rt.fp8_stat = {gemm = "forward", layer = "fc", operand = "a", slot = 0 : i64}}
 // CHECK: rt.kernel "quantize_fp8" {{.*}} consts [768, 0, 1, 1] {rt.fp8_stat = {gemm = "forward", layer = "fc", operand = "b", slot = 1 : i64}}
-// CHECK: rt.kernel "scaled_matmul"
+// CHECK: rt.kernel "gemm" ins({{.*}} : memref<32x16xf8E4M3FN>, memref<48x16xf8E4M3FN>, memref<f32>, memref<f32>)
 gpt.param @w : tensor<48x16xf32> init <normal, std = 0.02> layer "fc"
 func.func @train_step(%x: tensor<32x16xf32> {gpt.input = "tokens"}) -> (tensor<32x48xf32> {gpt.output = "logits"}) {
   %w = gpt.param_ref @w : tensor<48x16xf32>

@@ -45,9 +45,10 @@ func.func @forward(%tokens: tensor<?x4xi32> {gpt.input = "tokens"}, %targets: te
 // CHECK: rt.kernel "embedding_fwd" ins(%[[WTE]], %[[TOK]] : {{.*}}) outs(%[[E]] : memref<2x4x8xf32>) consts [8, 8, 1]
 // Broadcast add: outer 2, inner 32, every operand f32 (dtype 1).
 // CHECK: rt.kernel "add" {{.*}} consts [2, 32, 1, 1, 1, 1]
-// A shared weight: one GEMM over all 8 rows, then the bias in place.
+// A shared weight: one GEMM over all 8 rows (f32 operands and result, the
+// descriptor's defaults), then the bias in place.
 // CHECK: %[[H:.*]] = rt.alloc : memref<2x4x24xf32>
-// CHECK: rt.kernel "matmul" {{.*}} outs(%[[H]] : memref<2x4x24xf32>) consts [1, 8, 24, 8, 0, 1, 0, 0, 0]
+// CHECK: rt.kernel "gemm" ins(%{{.*}}, %{{.*}} : memref<2x4x8xf32>, memref<24x8xf32>) outs(%[[H]] : memref<2x4x24xf32>) consts [{k = 8 : i64, m = 8 : i64, n = 24 : i64, trans_b = 1 : i64}]{{$}}
 // CHECK: rt.kernel "bias_add" {{.*}} outs(%[[H]] : memref<2x4x24xf32>) consts [8, 24]
 // Split along the last axis: rows of 24, parts of 8 at 0, 8, 16.
 // CHECK: rt.kernel "copy_blocks" ins(%[[H]] : {{.*}}) consts [8, 8, 8, 24, 0, 0, 1]

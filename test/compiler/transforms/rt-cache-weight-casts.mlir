@@ -11,17 +11,17 @@
 // CHECK-LABEL: func.func @train_step
 // CHECK-NOT: rt.kernel "convert"
 // CHECK: %[[W16:.*]] = rt.view @weight_cache[0] : memref<8x16xbf16>
-// CHECK: rt.kernel "matmul_bf16" ins(%{{.*}}, %[[W16]] :
+// CHECK: rt.kernel "gemm" ins(%{{.*}}, %[[W16]] :
 // CHECK: %[[W16B:.*]] = rt.view @weight_cache[0] : memref<8x16xbf16>
-// CHECK: rt.kernel "matmul_bf16" ins(%{{.*}}, %[[W16B]] :
+// CHECK: rt.kernel "gemm" ins(%{{.*}}, %[[W16B]] :
 // CHECK-NOT: rt.kernel "amax"
 // CHECK: %[[SCALE:.*]] = rt.view @weight_cache[256] : memref<f32>
 // CHECK: %[[CODES:.*]] = rt.view @weight_cache[512] : memref<16x8xf8E4M3FN>
-// CHECK: rt.kernel "scaled_matmul" ins(%{{.*}}, %[[CODES]], %{{.*}}, %[[SCALE]] :
+// CHECK: rt.kernel "gemm" ins(%{{.*}}, %[[CODES]], %{{.*}}, %[[SCALE]] :
 // CHECK-LABEL: func.func @eval_step
 // CHECK-NOT: rt.kernel "convert"
 // CHECK: %[[EW16:.*]] = rt.view @weight_cache[0] : memref<8x16xbf16>
-// CHECK: rt.kernel "matmul_bf16" ins(%{{.*}}, %[[EW16]] :
+// CHECK: rt.kernel "gemm" ins(%{{.*}}, %[[EW16]] :
 // CHECK-NOT: rt.kernel "amax"
 // CHECK-NOT: rt.kernel "scale_from_amax"
 // CHECK: %[[ESCALE:.*]] = rt.view @weight_cache[256] : memref<f32>
@@ -46,11 +46,11 @@ func.func @train_step() {
   %w = rt.alloc : memref<8x16xbf16>
   rt.kernel "convert" ins(%p : memref<8x16xf32>) outs(%w : memref<8x16xbf16>) consts [128, 1, 2]
   %y = rt.alloc : memref<4x8xbf16>
-  rt.kernel "matmul_bf16" ins(%x, %w : memref<4x16xbf16>, memref<8x16xbf16>) outs(%y : memref<4x8xbf16>) consts [1, 4, 8, 16, 0, 1, 0, 0, 0, 2]
+  rt.kernel "gemm" ins(%x, %w : memref<4x16xbf16>, memref<8x16xbf16>) outs(%y : memref<4x8xbf16>) consts [{a_dtype = 2, b_dtype = 2, c_dtype = 2, k = 16, m = 4, n = 8, trans_b = 1}]
   %w2 = rt.alloc : memref<8x16xbf16>
   rt.kernel "convert" ins(%p : memref<8x16xf32>) outs(%w2 : memref<8x16xbf16>) consts [128, 1, 2]
   %y2 = rt.alloc : memref<4x8xbf16>
-  rt.kernel "matmul_bf16" ins(%x, %w2 : memref<4x16xbf16>, memref<8x16xbf16>) outs(%y2 : memref<4x8xbf16>) consts [1, 4, 8, 16, 0, 1, 0, 0, 0, 2]
+  rt.kernel "gemm" ins(%x, %w2 : memref<4x16xbf16>, memref<8x16xbf16>) outs(%y2 : memref<4x8xbf16>) consts [{a_dtype = 2, b_dtype = 2, c_dtype = 2, k = 16, m = 4, n = 8, trans_b = 1}]
   %q = rt.view @params[512] : memref<16x8xf32>
   %amax = rt.alloc : memref<f32>
   rt.kernel "amax" ins(%q : memref<16x8xf32>) outs(%amax : memref<f32>) consts [128, 1]
@@ -61,7 +61,7 @@ func.func @train_step() {
   %a = rt.alloc : memref<4x8xf8E4M3FN>
   %sa = rt.alloc : memref<f32>
   %z = rt.alloc : memref<4x16xbf16>
-  rt.kernel "scaled_matmul" ins(%a, %codes, %sa, %scale : memref<4x8xf8E4M3FN>, memref<16x8xf8E4M3FN>, memref<f32>, memref<f32>) outs(%z : memref<4x16xbf16>) consts [1, 4, 16, 8, 0, 1, 0, 0, 0, 0, 0, 1, 2]
+  rt.kernel "gemm" ins(%a, %codes, %sa, %scale : memref<4x8xf8E4M3FN>, memref<16x8xf8E4M3FN>, memref<f32>, memref<f32>) outs(%z : memref<4x16xbf16>) consts [{a_dtype = 4, b_dtype = 4, c_dtype = 2, fast_accum = 1, k = 8, m = 4, n = 16, trans_b = 1}]
   return
 }
 func.func @eval_step() {
@@ -70,7 +70,7 @@ func.func @eval_step() {
   %w = rt.alloc : memref<8x16xbf16>
   rt.kernel "convert" ins(%p : memref<8x16xf32>) outs(%w : memref<8x16xbf16>) consts [128, 1, 2]
   %y = rt.alloc : memref<4x8xbf16>
-  rt.kernel "matmul_bf16" ins(%x, %w : memref<4x16xbf16>, memref<8x16xbf16>) outs(%y : memref<4x8xbf16>) consts [1, 4, 8, 16, 0, 1, 0, 0, 0, 2]
+  rt.kernel "gemm" ins(%x, %w : memref<4x16xbf16>, memref<8x16xbf16>) outs(%y : memref<4x8xbf16>) consts [{a_dtype = 2, b_dtype = 2, c_dtype = 2, k = 16, m = 4, n = 8, trans_b = 1}]
   %q = rt.view @params[512] : memref<16x8xf32>
   %amax = rt.alloc : memref<f32>
   rt.kernel "amax" ins(%q : memref<16x8xf32>) outs(%amax : memref<f32>) consts [128, 1]
@@ -124,7 +124,7 @@ func.func @train_step() {
 // (through a reshape): no view of the cache can stand for it, so it stays.
 // CHECK-LABEL: func.func @eval_step
 // CHECK: rt.kernel "convert"
-// CHECK: rt.kernel "matmul_bf16"
+// CHECK: rt.kernel "gemm"
 // CHECK-LABEL: func.func @cast_weights
 // CHECK: rt.kernel "convert"
 rt.arena @params params size = 1024
@@ -134,7 +134,7 @@ func.func @train_step() {
   %w = rt.alloc : memref<8x16xbf16>
   rt.kernel "convert" ins(%p : memref<8x16xf32>) outs(%w : memref<8x16xbf16>) consts [128, 1, 2]
   %y = rt.alloc : memref<4x8xbf16>
-  rt.kernel "matmul_bf16" ins(%x, %w : memref<4x16xbf16>, memref<8x16xbf16>) outs(%y : memref<4x8xbf16>) consts [1, 4, 8, 16, 0, 1, 0, 0, 0, 2]
+  rt.kernel "gemm" ins(%x, %w : memref<4x16xbf16>, memref<8x16xbf16>) outs(%y : memref<4x8xbf16>) consts [{a_dtype = 2, b_dtype = 2, c_dtype = 2, k = 16, m = 4, n = 8, trans_b = 1}]
   return
 }
 func.func @eval_step() {
@@ -144,7 +144,7 @@ func.func @eval_step() {
   %w = rt.reshape %flat : memref<128xbf16> -> memref<8x16xbf16>
   rt.kernel "convert" ins(%p : memref<8x16xf32>) outs(%w : memref<8x16xbf16>) consts [128, 1, 2]
   %y = rt.alloc : memref<4x8xbf16>
-  rt.kernel "matmul_bf16" ins(%x, %w : memref<4x16xbf16>, memref<8x16xbf16>) outs(%y : memref<4x8xbf16>) consts [1, 4, 8, 16, 0, 1, 0, 0, 0, 2]
+  rt.kernel "gemm" ins(%x, %w : memref<4x16xbf16>, memref<8x16xbf16>) outs(%y : memref<4x8xbf16>) consts [{a_dtype = 2, b_dtype = 2, c_dtype = 2, k = 16, m = 4, n = 8, trans_b = 1}]
   return
 }
 

@@ -7,7 +7,7 @@
 // CHECK-LABEL: func.func @cast
 // CHECK-NOT: scale_from_amax
 // CHECK: rt.kernel "scale_quantize_fp8" ins(%[[X:.*]], %[[M:.*]] : memref<32x64xbf16>, memref<f32>) outs(%[[Q:.*]], %[[S:.*]] : memref<32x64xf8E4M3FN>, memref<f32>) consts [2048, 0, 3, 2, 4.480000e+02, 0, 0, 9.9999999999999998E-13] {rt.fp8_stat = {gemm = "forward", layer = "fc", operand = "a", slot = 3 : i64}}
-// CHECK: rt.kernel "scaled_matmul" ins(%[[Q]], %{{.*}}, %[[S]],
+// CHECK: rt.kernel "gemm" ins(%[[Q]], %{{.*}}, %[[S]], %{{.*}} : memref<32x64xf8E4M3FN>, memref<48x64xf8E4M3FN>, memref<f32>, memref<f32>)
 func.func @cast() {
   %x = rt.alloc : memref<32x64xbf16>
   %m = rt.alloc : memref<f32>
@@ -19,7 +19,7 @@ func.func @cast() {
   %w = rt.alloc : memref<48x64xf8E4M3FN>
   %sw = rt.alloc : memref<f32>
   %y = rt.alloc : memref<32x48xbf16>
-  rt.kernel "scaled_matmul" ins(%q, %w, %s, %sw : memref<32x64xf8E4M3FN>, memref<48x64xf8E4M3FN>, memref<f32>, memref<f32>) outs(%y : memref<32x48xbf16>) consts [1, 32, 48, 64, 0, 1, 0, 0, 0, 0, 0, 1, 2]
+  rt.kernel "gemm" ins(%q, %w, %s, %sw : memref<32x64xf8E4M3FN>, memref<48x64xf8E4M3FN>, memref<f32>, memref<f32>) outs(%y : memref<32x48xbf16>) consts [{a_dtype = 4, b_dtype = 4, c_dtype = 2, fast_accum = 1, k = 64, m = 32, n = 48, trans_b = 1}]
   return
 }
 
@@ -79,7 +79,7 @@ func.func @apart() {
   %s1 = rt.alloc : memref<f32>
   rt.kernel "scale_from_amax" ins(%m1 : memref<f32>) outs(%s1 : memref<f32>) consts [4.480000e+02, 0, 0, 9.9999999999999998E-13]
   %q0 = rt.alloc : memref<32x64xf8E4M3FN>
-  rt.kernel "scaled_matmul" ins(%q0, %w, %s1, %s1 : memref<32x64xf8E4M3FN>, memref<48x64xf8E4M3FN>, memref<f32>, memref<f32>) outs(%y : memref<32x48xbf16>) consts [1, 32, 48, 64, 0, 1, 0, 0, 0, 0, 0, 1, 2]
+  rt.kernel "gemm" ins(%q0, %w, %s1, %s1 : memref<32x64xf8E4M3FN>, memref<48x64xf8E4M3FN>, memref<f32>, memref<f32>) outs(%y : memref<32x48xbf16>) consts [{a_dtype = 4, b_dtype = 4, c_dtype = 2, fast_accum = 1, k = 64, m = 32, n = 48, trans_b = 1}]
   %q1 = rt.alloc : memref<32x64xf8E4M3FN>
   rt.kernel "quantize_fp8" ins(%x, %s1 : memref<32x64xbf16>, memref<f32>) outs(%q1 : memref<32x64xf8E4M3FN>) consts [2048, 0, -1, 2]
 
@@ -192,7 +192,7 @@ func.func @delayed_apart() {
 // CHECK-LABEL: func.func @rowwise_columns
 // CHECK-NOT: "row_scales"
 // CHECK: rt.kernel "scale_quantize_rows_transposed" ins(%[[X:.*]], %[[M:.*]] : memref<256x128xbf16>, memref<128xf32>) outs(%[[Q:.*]], %[[S:.*]] : memref<128x256xf8E4M3FN>, memref<128xf32>) consts [256, 128, 1, 0, 7, 2, 4.480000e+02, 0, 1, 9.9999999999999998E-13] {rt.fp8_stat = {gemm = "grad_weight", layer = "fc", operand = "b", slot = 7 : i64}}
-// CHECK: rt.kernel "scaled_matmul_rowwise" ins(%{{.*}}, %[[Q]], %{{.*}}, %[[S]] :
+// CHECK: rt.kernel "gemm" ins(%{{.*}}, %[[Q]], %{{.*}}, %[[S]] : memref<64x256xf8E5M2>, memref<128x256xf8E4M3FN>, memref<64xf32>, memref<128xf32>) {{.*}} consts [{a_dtype = 5 : i64, a_scaling = 1 : i64, b_dtype = 4 : i64, b_scaling = 1 : i64, {{.*}}}]
 // CHECK: rt.kernel "row_scales" ins(%{{.*}} : memref<128xf32>) outs(%[[S2:.*]] : memref<128xf32>)
 // CHECK: rt.kernel "quantize_rows_transposed" ins(%{{.*}}, %[[S2]] : memref<128x256xbf16>, memref<128xf32>)
 func.func @rowwise_columns() {
@@ -206,7 +206,7 @@ func.func @rowwise_columns() {
   %a = rt.alloc : memref<64x256xf8E5M2>
   %sa = rt.alloc : memref<64xf32>
   %dw = rt.alloc : memref<64x128xf32>
-  rt.kernel "scaled_matmul_rowwise" ins(%a, %q, %sa, %s : memref<64x256xf8E5M2>, memref<128x256xf8E4M3FN>, memref<64xf32>, memref<128xf32>) outs(%dw : memref<64x128xf32>) consts [1, 64, 128, 256, 0, 1, 0, 0, 0, 1, 0, 0, 1, 1, 0]
+  rt.kernel "gemm" ins(%a, %q, %sa, %s : memref<64x256xf8E5M2>, memref<128x256xf8E4M3FN>, memref<64xf32>, memref<128xf32>) outs(%dw : memref<64x128xf32>) consts [{a_dtype = 5, a_scaling = 1, b_dtype = 4, b_scaling = 1, k = 256, m = 64, n = 128, trans_b = 1}]
   %y = rt.alloc : memref<128x256xbf16>
   %m2 = rt.alloc : memref<128xf32>
   %s2 = rt.alloc : memref<128xf32>

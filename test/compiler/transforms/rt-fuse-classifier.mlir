@@ -7,7 +7,7 @@
 // CHECK: rt.kernel "step_scalar" outs(%[[DLOSS:.*]] : memref<f32>)
 // CHECK: rt.kernel "cross_entropy_fwd_bwd" ins(%[[DLOSS]], %[[LOGITS:.*]], %[[T:.*]] : memref<f32>, memref<4x64x512xbf16>, memref<4x64xi32>) outs(%[[LOSS:.*]], %[[LSE:.*]], %[[G:.*]] : memref<f32>, memref<4x64xf32>, memref<4x64x512xbf16>) consts [256, 500, 512, -1, 2]
 // CHECK-NOT: cross_entropy_bwd
-// CHECK: rt.kernel "matmul_bf16" ins(%[[G]]
+// CHECK: rt.kernel "gemm" ins(%[[G]], %{{.*}} : memref<4x64x512xbf16>, memref<512x32xbf16>)
 rt.arena @inputs inputs size = 1024
 func.func @fused() {
   %t = rt.view @inputs[0] : memref<4x64xi32>
@@ -21,7 +21,7 @@ func.func @fused() {
   rt.kernel "cross_entropy_bwd" ins(%dloss, %logits, %t, %lse : memref<f32>, memref<4x64x512xbf16>, memref<4x64xi32>, memref<4x64xf32>) outs(%g : memref<4x64x512xbf16>) consts [256, 500, 512, -1, 2]
   %w = rt.alloc : memref<512x32xbf16>
   %dx = rt.alloc : memref<4x64x32xbf16>
-  rt.kernel "matmul_bf16" ins(%g, %w : memref<4x64x512xbf16>, memref<512x32xbf16>) outs(%dx : memref<4x64x32xbf16>) consts [1, 256, 32, 512, 0, 0, 0, 0, 0, 2]
+  rt.kernel "gemm" ins(%g, %w : memref<4x64x512xbf16>, memref<512x32xbf16>) outs(%dx : memref<4x64x32xbf16>) consts [{a_dtype = 2, b_dtype = 2, c_dtype = 2, k = 512, m = 256, n = 32}]
   return
 }
 

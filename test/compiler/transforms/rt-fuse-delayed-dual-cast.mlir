@@ -11,10 +11,10 @@ rt.arena @fp8_state fp8_state size = 256
 // CHECK-LABEL: func.func @weight
 // CHECK: %[[WT:.*]] = rt.alloc : memref<64x48xf8E4M3FN>
 // CHECK-NEXT: rt.kernel "state_quantize_fp8_dual" ins(%[[W:.*]], %[[H:.*]] : memref<48x64xf32>, memref<16xf32>) outs(%[[Q:.*]], %[[WT]], %[[S:.*]] : memref<48x64xf8E4M3FN>, memref<64x48xf8E4M3FN>, memref<f32>) consts [48, 64, 0, 1, 7, 1, 16, 4.480000e+02, 0, 0, 9.9999999999999998E-13, 0] {rt.fp8_stat = [{gemm = "forward", layer = "fc", operand = "b", slot = 1 : i64}, {gemm = "grad_input", layer = "fc", operand = "b", slot = 7 : i64}]}
-// CHECK: rt.kernel "scaled_matmul" ins(%{{.*}}, %[[Q]], %{{.*}}, %[[S]] :
-// CHECK: rt.kernel "scaled_matmul" ins(
+// CHECK: rt.kernel "gemm" ins(%{{.*}}, %[[Q]], %{{.*}}, %[[S]] :
+// CHECK: rt.kernel "gemm" ins(
 // CHECK-NOT: state_quantize_fp8_transposed
-// CHECK: rt.kernel "scaled_matmul" ins(%{{.*}}, %[[WT]], %{{.*}}, %[[S]] :
+// CHECK: rt.kernel "gemm" ins(%{{.*}}, %[[WT]], %{{.*}}, %[[S]] :
 // CHECK-NOT: rt.view @fp8_state
 // CHECK: return
 func.func @weight() {
@@ -25,11 +25,11 @@ func.func @weight() {
   rt.kernel "state_quantize_fp8" ins(%w, %h : memref<48x64xf32>, memref<16xf32>) outs(%q, %s : memref<48x64xf8E4M3FN>, memref<f32>) consts [3072, 0, 1, 1, 16, 4.480000e+02, 0, 0, 9.9999999999999998E-13, 0] {rt.fp8_stat = {gemm = "forward", layer = "fc", operand = "b", slot = 1 : i64}}
   %x = rt.alloc : memref<32x64xf8E4M3FN>
   %y = rt.alloc : memref<32x48xbf16>
-  rt.kernel "scaled_matmul" ins(%x, %q, %s, %s : memref<32x64xf8E4M3FN>, memref<48x64xf8E4M3FN>, memref<f32>, memref<f32>) outs(%y : memref<32x48xbf16>) consts [1, 32, 48, 64, 0, 1, 0, 0, 0, 0, 0, 1, 2]
+  rt.kernel "gemm" ins(%x, %q, %s, %s : memref<32x64xf8E4M3FN>, memref<48x64xf8E4M3FN>, memref<f32>, memref<f32>) outs(%y : memref<32x48xbf16>) consts [{a_dtype = 4, b_dtype = 4, c_dtype = 2, fast_accum = 1, k = 64, m = 32, n = 48, trans_b = 1}]
   %a = rt.alloc : memref<32x48xf8E4M3FN>
   %b = rt.alloc : memref<16x48xf8E4M3FN>
   %z = rt.alloc : memref<32x16xbf16>
-  rt.kernel "scaled_matmul" ins(%a, %b, %s, %s : memref<32x48xf8E4M3FN>, memref<16x48xf8E4M3FN>, memref<f32>, memref<f32>) outs(%z : memref<32x16xbf16>) consts [1, 32, 16, 48, 0, 1, 0, 0, 0, 0, 0, 1, 2]
+  rt.kernel "gemm" ins(%a, %b, %s, %s : memref<32x48xf8E4M3FN>, memref<16x48xf8E4M3FN>, memref<f32>, memref<f32>) outs(%z : memref<32x16xbf16>) consts [{a_dtype = 4, b_dtype = 4, c_dtype = 2, fast_accum = 1, k = 48, m = 32, n = 16, trans_b = 1}]
   %w2 = rt.view @params[0] : memref<48x64xf32>
   %h2 = rt.view @fp8_state[0] : memref<16xf32>
   %wt = rt.alloc : memref<64x48xf8E4M3FN>
@@ -37,7 +37,7 @@ func.func @weight() {
   rt.kernel "state_quantize_fp8_transposed" ins(%w2, %h2 : memref<48x64xf32>, memref<16xf32>) outs(%wt, %s2 : memref<64x48xf8E4M3FN>, memref<f32>) consts [48, 64, 0, 7, 1, 16, 4.480000e+02, 0, 0, 9.9999999999999998E-13, 0] {rt.fp8_stat = {gemm = "grad_input", layer = "fc", operand = "b", slot = 7 : i64}}
   %dy = rt.alloc : memref<32x48xf8E5M2>
   %dx = rt.alloc : memref<32x64xbf16>
-  rt.kernel "scaled_matmul" ins(%dy, %wt, %s, %s2 : memref<32x48xf8E5M2>, memref<64x48xf8E4M3FN>, memref<f32>, memref<f32>) outs(%dx : memref<32x64xbf16>) consts [1, 32, 64, 48, 0, 1, 0, 0, 0, 1, 0, 0, 2]
+  rt.kernel "gemm" ins(%dy, %wt, %s, %s2 : memref<32x48xf8E5M2>, memref<64x48xf8E4M3FN>, memref<f32>, memref<f32>) outs(%dx : memref<32x64xbf16>) consts [{a_dtype = 5, b_dtype = 4, c_dtype = 2, k = 48, m = 32, n = 64, trans_b = 1}]
   return
 }
 
@@ -51,9 +51,9 @@ rt.arena @fp8_state fp8_state size = 256
 // CHECK-LABEL: func.func @gradient
 // CHECK: %[[DB:.*]] = rt.alloc : memref<64xf32>
 // CHECK-NEXT: rt.kernel "state_quantize_fp8_dual_bgrad" ins(%{{.*}}, %{{.*}} : memref<2x16x64xbf16>, memref<16xf32>) outs(%[[Q:.*]], %[[QT:.*]], %[[DB]], %[[S:.*]] : memref<2x16x64xf8E5M2>, memref<64x32xf8E5M2>, memref<64xf32>, memref<f32>) consts [32, 64, 1, -1, -1, 2, 257, 16, 5.734400e+04, 0, 0, 9.9999999999999998E-13, 0]
-// CHECK: rt.kernel "scaled_matmul" ins(%[[Q]],
+// CHECK: rt.kernel "gemm" ins(%[[Q]],
 // CHECK-NOT: state_quantize_fp8_transposed_bgrad
-// CHECK: rt.kernel "scaled_matmul_accumulate" ins(%[[QT]], %{{.*}}, %[[S]],
+// CHECK: rt.kernel "gemm" ins(%[[QT]], %{{.*}}, %[[S]], {{.*}} consts [{{{.*}}c_dtype = 257 : i64{{.*}}}]
 func.func @gradient() {
   %g = rt.alloc : memref<2x16x64xbf16>
   %h = rt.view @fp8_state[64] : memref<16xf32>
@@ -62,7 +62,7 @@ func.func @gradient() {
   rt.kernel "state_quantize_fp8" ins(%g, %h : memref<2x16x64xbf16>, memref<16xf32>) outs(%q, %s : memref<2x16x64xf8E5M2>, memref<f32>) consts [2048, 1, -1, 2, 16, 5.734400e+04, 0, 0, 9.9999999999999998E-13, 0]
   %w = rt.alloc : memref<48x64xf8E4M3FN>
   %dx = rt.alloc : memref<2x16x48xbf16>
-  rt.kernel "scaled_matmul" ins(%q, %w, %s, %s : memref<2x16x64xf8E5M2>, memref<48x64xf8E4M3FN>, memref<f32>, memref<f32>) outs(%dx : memref<2x16x48xbf16>) consts [2, 16, 48, 64, 0, 1, 1024, 0, 768, 1, 0, 0, 2]
+  rt.kernel "gemm" ins(%q, %w, %s, %s : memref<2x16x64xf8E5M2>, memref<48x64xf8E4M3FN>, memref<f32>, memref<f32>) outs(%dx : memref<2x16x48xbf16>) consts [{a_dtype = 5, b_dtype = 4, batch = 2, c_dtype = 2, k = 64, m = 16, n = 48, stride_a = 1024, stride_c = 768, trans_b = 1}]
   %flat = rt.reshape %g : memref<2x16x64xbf16> -> memref<32x64xbf16>
   %h2 = rt.view @fp8_state[64] : memref<16xf32>
   %qt = rt.alloc : memref<64x32xf8E5M2>
@@ -71,7 +71,7 @@ func.func @gradient() {
   rt.kernel "state_quantize_fp8_transposed_bgrad" ins(%flat, %h2 : memref<32x64xbf16>, memref<16xf32>) outs(%qt, %db, %s2 : memref<64x32xf8E5M2>, memref<64xf32>, memref<f32>) consts [32, 64, 1, -1, 2, 257, 16, 5.734400e+04, 0, 0, 9.9999999999999998E-13, 0]
   %x = rt.alloc : memref<48x32xf8E4M3FN>
   %dw = rt.alloc : memref<64x48xf32>
-  rt.kernel "scaled_matmul_accumulate" ins(%qt, %x, %s2, %s : memref<64x32xf8E5M2>, memref<48x32xf8E4M3FN>, memref<f32>, memref<f32>) outs(%dw : memref<64x48xf32>) consts [1, 64, 48, 32, 0, 1, 0, 0, 0, 1, 0, 0]
+  rt.kernel "gemm" ins(%qt, %x, %s2, %s : memref<64x32xf8E5M2>, memref<48x32xf8E4M3FN>, memref<f32>, memref<f32>) outs(%dw : memref<64x48xf32>) consts [{a_dtype = 5, b_dtype = 4, c_dtype = 257, k = 32, m = 64, n = 48, trans_b = 1}]
   return
 }
 
@@ -127,7 +127,7 @@ func.func @apart() {
   %a = rt.alloc : memref<32x48xf8E4M3FN>
   %b = rt.alloc : memref<16x48xf8E4M3FN>
   %z = rt.alloc : memref<32x16xbf16>
-  rt.kernel "scaled_matmul" ins(%a, %b, %s7, %s7 : memref<32x48xf8E4M3FN>, memref<16x48xf8E4M3FN>, memref<f32>, memref<f32>) outs(%z : memref<32x16xbf16>) consts [1, 32, 16, 48, 0, 1, 0, 0, 0, 0, 0, 1, 2]
+  rt.kernel "gemm" ins(%a, %b, %s7, %s7 : memref<32x48xf8E4M3FN>, memref<16x48xf8E4M3FN>, memref<f32>, memref<f32>) outs(%z : memref<32x16xbf16>) consts [{a_dtype = 4, b_dtype = 4, c_dtype = 2, fast_accum = 1, k = 48, m = 32, n = 16, trans_b = 1}]
   %qxt = rt.alloc : memref<64x32xf8E4M3FN>
   %s8 = rt.alloc : memref<f32>
   rt.kernel "state_quantize_fp8_transposed" ins(%x, %h7 : memref<32x64xbf16>, memref<16xf32>) outs(%qxt, %s8 : memref<64x32xf8E4M3FN>, memref<f32>) consts [32, 64, 0, -1, 2, 16, 4.480000e+02, 0, 0, 9.9999999999999998E-13, 0]

@@ -8,10 +8,10 @@
 // CHECK-LABEL: func.func @dual
 // CHECK: %[[QT:.*]] = rt.alloc : memref<64x32xf8E5M2>
 // CHECK-NEXT: rt.kernel "quantize_fp8_dual" ins(%[[G:.*]], %[[S:.*]] : memref<2x16x64xbf16>, memref<f32>) outs(%[[Q:.*]], %[[QT]] : memref<2x16x64xf8E5M2>, memref<64x32xf8E5M2>) consts [32, 64, 1, 4, 6, 2] {rt.fp8_stat = [{gemm = "grad_input", layer = "fc", operand = "a", slot = 4 : i64}, {gemm = "grad_weight", layer = "fc", operand = "a", slot = 6 : i64}]}
-// CHECK: rt.kernel "scaled_matmul" ins(%[[Q]]
+// CHECK: rt.kernel "gemm" ins(%[[Q]]
 // CHECK-NOT: rt.reshape
 // CHECK-NOT: quantize_fp8_transposed
-// CHECK: rt.kernel "scaled_matmul" ins(%[[QT]]
+// CHECK: rt.kernel "gemm" ins(%[[QT]]
 func.func @dual() {
   %g = rt.alloc : memref<2x16x64xbf16>
   %s = rt.alloc : memref<f32>
@@ -20,13 +20,13 @@ func.func @dual() {
   %w = rt.alloc : memref<48x64xf8E4M3FN>
   %sw = rt.alloc : memref<f32>
   %dx = rt.alloc : memref<2x16x48xbf16>
-  rt.kernel "scaled_matmul" ins(%q, %w, %s, %sw : memref<2x16x64xf8E5M2>, memref<48x64xf8E4M3FN>, memref<f32>, memref<f32>) outs(%dx : memref<2x16x48xbf16>) consts [2, 16, 48, 64, 0, 1, 1024, 0, 768, 1, 0, 0, 2]
+  rt.kernel "gemm" ins(%q, %w, %s, %sw : memref<2x16x64xf8E5M2>, memref<48x64xf8E4M3FN>, memref<f32>, memref<f32>) outs(%dx : memref<2x16x48xbf16>) consts [{a_dtype = 5, b_dtype = 4, batch = 2, c_dtype = 2, k = 64, m = 16, n = 48, stride_a = 1024, stride_c = 768, trans_b = 1}]
   %flat = rt.reshape %g : memref<2x16x64xbf16> -> memref<32x64xbf16>
   %qt = rt.alloc : memref<64x32xf8E5M2>
   rt.kernel "quantize_fp8_transposed" ins(%flat, %s : memref<32x64xbf16>, memref<f32>) outs(%qt : memref<64x32xf8E5M2>) consts [32, 64, 1, 6, 2] {rt.fp8_stat = {gemm = "grad_weight", layer = "fc", operand = "a", slot = 6 : i64}}
   %x = rt.alloc : memref<48x32xf8E4M3FN>
   %dw = rt.alloc : memref<64x48xf32>
-  rt.kernel "scaled_matmul" ins(%qt, %x, %s, %sw : memref<64x32xf8E5M2>, memref<48x32xf8E4M3FN>, memref<f32>, memref<f32>) outs(%dw : memref<64x48xf32>) consts [1, 64, 48, 32, 0, 1, 0, 0, 0, 1, 0, 0, 1]
+  rt.kernel "gemm" ins(%qt, %x, %s, %sw : memref<64x32xf8E5M2>, memref<48x32xf8E4M3FN>, memref<f32>, memref<f32>) outs(%dw : memref<64x48xf32>) consts [{a_dtype = 5, b_dtype = 4, k = 32, m = 64, n = 48, trans_b = 1}]
   return
 }
 
@@ -71,12 +71,12 @@ func.func @apart() {
   rt.kernel "quantize_fp8" ins(%x, %s : memref<32x64xbf16>, memref<f32>) outs(%qx : memref<32x64xf8E4M3FN>) consts [2048, 0, -1, 2]
   %w = rt.alloc : memref<48x64xf8E4M3FN>
   %y = rt.alloc : memref<32x48xbf16>
-  rt.kernel "scaled_matmul" ins(%qx, %w, %s, %s : memref<32x64xf8E4M3FN>, memref<48x64xf8E4M3FN>, memref<f32>, memref<f32>) outs(%y : memref<32x48xbf16>) consts [1, 32, 48, 64, 0, 1, 0, 0, 0, 0, 0, 1, 2]
+  rt.kernel "gemm" ins(%qx, %w, %s, %s : memref<32x64xf8E4M3FN>, memref<48x64xf8E4M3FN>, memref<f32>, memref<f32>) outs(%y : memref<32x48xbf16>) consts [{a_dtype = 4, b_dtype = 4, c_dtype = 2, fast_accum = 1, k = 64, m = 32, n = 48, trans_b = 1}]
   %q4 = rt.alloc : memref<32x48xf8E4M3FN>
   rt.kernel "quantize_fp8" ins(%y, %s : memref<32x48xbf16>, memref<f32>) outs(%q4 : memref<32x48xf8E4M3FN>) consts [1536, 0, -1, 2]
   %w2 = rt.alloc : memref<16x48xf8E4M3FN>
   %z = rt.alloc : memref<32x16xbf16>
-  rt.kernel "scaled_matmul" ins(%q4, %w2, %s, %s : memref<32x48xf8E4M3FN>, memref<16x48xf8E4M3FN>, memref<f32>, memref<f32>) outs(%z : memref<32x16xbf16>) consts [1, 32, 16, 48, 0, 1, 0, 0, 0, 0, 0, 1, 2]
+  rt.kernel "gemm" ins(%q4, %w2, %s, %s : memref<32x48xf8E4M3FN>, memref<16x48xf8E4M3FN>, memref<f32>, memref<f32>) outs(%z : memref<32x16xbf16>) consts [{a_dtype = 4, b_dtype = 4, c_dtype = 2, fast_accum = 1, k = 48, m = 32, n = 16, trans_b = 1}]
   %qxt = rt.alloc : memref<64x32xf8E4M3FN>
   rt.kernel "quantize_fp8_transposed" ins(%x, %s : memref<32x64xbf16>, memref<f32>) outs(%qxt : memref<64x32xf8E4M3FN>) consts [32, 64, 0, -1, 2]
   %again = rt.alloc : memref<32x64xbf16>
@@ -93,9 +93,9 @@ func.func @apart() {
 // CHECK-LABEL: func.func @saved_activation
 // CHECK: %[[QXT:.*]] = rt.alloc : memref<64x32xf8E4M3FN>
 // CHECK-NEXT: rt.kernel "quantize_fp8_dual" ins(%{{.*}}, %{{.*}} : memref<32x64xbf16>, memref<f32>) outs(%[[QX:.*]], %[[QXT]] : memref<32x64xf8E4M3FN>, memref<64x32xf8E4M3FN>) consts [32, 64, 0, -1, -1, 2]
-// CHECK: rt.kernel "scaled_matmul" ins(%[[QX]],
+// CHECK: rt.kernel "gemm" ins(%[[QX]],
 // CHECK-NOT: quantize_fp8_transposed
-// CHECK: rt.kernel "scaled_matmul" ins(%[[QXT]],
+// CHECK: rt.kernel "gemm" ins(%[[QXT]],
 func.func @saved_activation() {
   %s = rt.alloc : memref<f32>
   %x = rt.alloc : memref<32x64xbf16>
@@ -103,17 +103,17 @@ func.func @saved_activation() {
   rt.kernel "quantize_fp8" ins(%x, %s : memref<32x64xbf16>, memref<f32>) outs(%qx : memref<32x64xf8E4M3FN>) consts [2048, 0, -1, 2]
   %w = rt.alloc : memref<48x64xf8E4M3FN>
   %y = rt.alloc : memref<32x48xbf16>
-  rt.kernel "scaled_matmul" ins(%qx, %w, %s, %s : memref<32x64xf8E4M3FN>, memref<48x64xf8E4M3FN>, memref<f32>, memref<f32>) outs(%y : memref<32x48xbf16>) consts [1, 32, 48, 64, 0, 1, 0, 0, 0, 0, 0, 1, 2]
+  rt.kernel "gemm" ins(%qx, %w, %s, %s : memref<32x64xf8E4M3FN>, memref<48x64xf8E4M3FN>, memref<f32>, memref<f32>) outs(%y : memref<32x48xbf16>) consts [{a_dtype = 4, b_dtype = 4, c_dtype = 2, fast_accum = 1, k = 64, m = 32, n = 48, trans_b = 1}]
   %q4 = rt.alloc : memref<32x48xf8E4M3FN>
   rt.kernel "quantize_fp8" ins(%y, %s : memref<32x48xbf16>, memref<f32>) outs(%q4 : memref<32x48xf8E4M3FN>) consts [1536, 0, -1, 2]
   %w2 = rt.alloc : memref<16x48xf8E4M3FN>
   %z = rt.alloc : memref<32x16xbf16>
-  rt.kernel "scaled_matmul" ins(%q4, %w2, %s, %s : memref<32x48xf8E4M3FN>, memref<16x48xf8E4M3FN>, memref<f32>, memref<f32>) outs(%z : memref<32x16xbf16>) consts [1, 32, 16, 48, 0, 1, 0, 0, 0, 0, 0, 1, 2]
+  rt.kernel "gemm" ins(%q4, %w2, %s, %s : memref<32x48xf8E4M3FN>, memref<16x48xf8E4M3FN>, memref<f32>, memref<f32>) outs(%z : memref<32x16xbf16>) consts [{a_dtype = 4, b_dtype = 4, c_dtype = 2, fast_accum = 1, k = 48, m = 32, n = 16, trans_b = 1}]
   %qxt = rt.alloc : memref<64x32xf8E4M3FN>
   rt.kernel "quantize_fp8_transposed" ins(%x, %s : memref<32x64xbf16>, memref<f32>) outs(%qxt : memref<64x32xf8E4M3FN>) consts [32, 64, 0, -1, 2]
   %dy = rt.alloc : memref<48x32xf8E5M2>
   %dw = rt.alloc : memref<48x64xbf16>
-  rt.kernel "scaled_matmul" ins(%qxt, %dy, %s, %s : memref<64x32xf8E4M3FN>, memref<48x32xf8E5M2>, memref<f32>, memref<f32>) outs(%dw : memref<48x64xbf16>) consts [1, 64, 48, 32, 0, 1, 0, 0, 0, 0, 1, 1, 2]
+  rt.kernel "gemm" ins(%qxt, %dy, %s, %s : memref<64x32xf8E4M3FN>, memref<48x32xf8E5M2>, memref<f32>, memref<f32>) outs(%dw : memref<48x64xbf16>) consts [{a_dtype = 4, b_dtype = 5, c_dtype = 2, fast_accum = 1, k = 32, m = 64, n = 48, trans_b = 1}]
   return
 }
 
@@ -176,7 +176,7 @@ func.func @bias_gradient() {
 // CHECK-LABEL: func.func @transposed_bias_gradient
 // CHECK: %[[DB:.*]] = rt.alloc : memref<64xf32>
 // CHECK-NEXT: rt.kernel "quantize_fp8_transposed_bgrad" ins(%{{.*}}, %{{.*}} : memref<32x64xbf16>, memref<f32>) outs(%[[QT:.*]], %[[DB]] : memref<64x32xf8E5M2>, memref<64xf32>) consts [32, 64, 1, 6, 2, 1] {rt.fp8_stat = {gemm = "grad_weight", layer = "fc", operand = "a", slot = 6 : i64}}
-// CHECK: rt.kernel "scaled_matmul" ins(%[[QT]]
+// CHECK: rt.kernel "gemm" ins(%[[QT]]
 // CHECK-NOT: rt.kernel "reduce_rows"
 func.func @transposed_bias_gradient() {
   %g = rt.alloc : memref<32x64xbf16>
@@ -186,7 +186,7 @@ func.func @transposed_bias_gradient() {
   %x = rt.alloc : memref<48x32xf8E4M3FN>
   %sx = rt.alloc : memref<f32>
   %dw = rt.alloc : memref<64x48xf32>
-  rt.kernel "scaled_matmul" ins(%qt, %x, %s, %sx : memref<64x32xf8E5M2>, memref<48x32xf8E4M3FN>, memref<f32>, memref<f32>) outs(%dw : memref<64x48xf32>) consts [1, 64, 48, 32, 0, 1, 0, 0, 0, 1, 0, 0, 1]
+  rt.kernel "gemm" ins(%qt, %x, %s, %sx : memref<64x32xf8E5M2>, memref<48x32xf8E4M3FN>, memref<f32>, memref<f32>) outs(%dw : memref<64x48xf32>) consts [{a_dtype = 5, b_dtype = 4, k = 32, m = 64, n = 48, trans_b = 1}]
   %db = rt.alloc : memref<64xf32>
   rt.kernel "reduce_rows" ins(%g : memref<32x64xbf16>) outs(%db : memref<64xf32>) consts [32, 64, 2, 1]
   return
@@ -202,7 +202,7 @@ func.func @transposed_bias_gradient() {
 // CHECK: rt.alloc : memref<64x32xf8E5M2>
 // CHECK-NEXT: %[[DB:.*]] = rt.alloc : memref<64xf32>
 // CHECK-NEXT: rt.kernel "quantize_rows_transposed_bgrad" ins(%{{.*}}, %{{.*}} : memref<32x64xbf16>, memref<64xf32>) outs(%[[QT:.*]], %[[DB]] : memref<64x32xf8E5M2>, memref<64xf32>) consts [32, 64, 1, 1, 7, 2, 1] {rt.fp8_stat = {gemm = "grad_weight", layer = "fc", operand = "a", slot = 7 : i64}}
-// CHECK: rt.kernel "scaled_matmul_rowwise" ins(%[[QT]]
+// CHECK: rt.kernel "gemm" ins(%[[QT]], {{.*}} consts [{{{.*}}a_scaling = 1 : i64{{.*}}b_scaling = 1 : i64{{.*}}}]
 // CHECK: rt.kernel "quantize_rows_transposed" ins
 // CHECK: rt.kernel "reduce_rows" ins(%{{.*}} : memref<16x128xbf16>)
 // CHECK: rt.kernel "quantize_rows_transposed" ins
@@ -217,7 +217,7 @@ func.func @rowwise_transposed_bias_gradient() {
   %x = rt.alloc : memref<48x32xf8E4M3FN>
   %sx = rt.alloc : memref<48xf32>
   %dw = rt.alloc : memref<64x48xf32>
-  rt.kernel "scaled_matmul_rowwise" ins(%qt, %x, %s, %sx : memref<64x32xf8E5M2>, memref<48x32xf8E4M3FN>, memref<64xf32>, memref<48xf32>) outs(%dw : memref<64x48xf32>) consts [1, 64, 48, 32, 0, 1, 0, 0, 0, 1, 0, 0, 1, 1, 1]
+  rt.kernel "gemm" ins(%qt, %x, %s, %sx : memref<64x32xf8E5M2>, memref<48x32xf8E4M3FN>, memref<64xf32>, memref<48xf32>) outs(%dw : memref<64x48xf32>) consts [{a_dtype = 5, a_scaling = 1, b_dtype = 4, b_scaling = 1, k = 32, m = 64, n = 48, trans_b = 1}]
   %db = rt.alloc : memref<64xf32>
   rt.kernel "reduce_rows" ins(%g : memref<32x64xbf16>) outs(%db : memref<64xf32>) consts [32, 64, 2, 1]
 
@@ -247,9 +247,9 @@ func.func @rowwise_transposed_bias_gradient() {
 rt.arena @params params size = 12288
 // CHECK-LABEL: func.func @weight
 // CHECK: rt.kernel "quantize_fp8_dual" ins(%{{.*}}, %{{.*}} : memref<48x64xf32>, memref<f32>) outs(%[[Q:.*]], %[[WT:.*]] : memref<48x64xf8E4M3FN>, memref<64x48xf8E4M3FN>) consts [48, 64, 0, -1, -1, 1]
-// CHECK: rt.kernel "scaled_matmul" ins(%{{.*}}, %[[Q]],
+// CHECK: rt.kernel "gemm" ins(%{{.*}}, %[[Q]],
 // CHECK-NOT: quantize_fp8_transposed
-// CHECK: rt.kernel "scaled_matmul" ins(%{{.*}}, %[[WT]],
+// CHECK: rt.kernel "gemm" ins(%{{.*}}, %[[WT]],
 func.func @weight() {
   %s = rt.alloc : memref<f32>
   %w = rt.view @params[0] : memref<48x64xf32>
@@ -257,15 +257,15 @@ func.func @weight() {
   rt.kernel "quantize_fp8" ins(%w, %s : memref<48x64xf32>, memref<f32>) outs(%q : memref<48x64xf8E4M3FN>) consts [3072, 0, -1, 1]
   %x = rt.alloc : memref<32x64xf8E4M3FN>
   %y = rt.alloc : memref<32x48xbf16>
-  rt.kernel "scaled_matmul" ins(%x, %q, %s, %s : memref<32x64xf8E4M3FN>, memref<48x64xf8E4M3FN>, memref<f32>, memref<f32>) outs(%y : memref<32x48xbf16>) consts [1, 32, 48, 64, 0, 1, 0, 0, 0, 0, 0, 1, 2]
+  rt.kernel "gemm" ins(%x, %q, %s, %s : memref<32x64xf8E4M3FN>, memref<48x64xf8E4M3FN>, memref<f32>, memref<f32>) outs(%y : memref<32x48xbf16>) consts [{a_dtype = 4, b_dtype = 4, c_dtype = 2, fast_accum = 1, k = 64, m = 32, n = 48, trans_b = 1}]
   %a = rt.alloc : memref<32x48xf8E4M3FN>
   %b = rt.alloc : memref<16x48xf8E4M3FN>
   %z = rt.alloc : memref<32x16xbf16>
-  rt.kernel "scaled_matmul" ins(%a, %b, %s, %s : memref<32x48xf8E4M3FN>, memref<16x48xf8E4M3FN>, memref<f32>, memref<f32>) outs(%z : memref<32x16xbf16>) consts [1, 32, 16, 48, 0, 1, 0, 0, 0, 0, 0, 1, 2]
+  rt.kernel "gemm" ins(%a, %b, %s, %s : memref<32x48xf8E4M3FN>, memref<16x48xf8E4M3FN>, memref<f32>, memref<f32>) outs(%z : memref<32x16xbf16>) consts [{a_dtype = 4, b_dtype = 4, c_dtype = 2, fast_accum = 1, k = 48, m = 32, n = 16, trans_b = 1}]
   %wt = rt.alloc : memref<64x48xf8E4M3FN>
   rt.kernel "quantize_fp8_transposed" ins(%w, %s : memref<48x64xf32>, memref<f32>) outs(%wt : memref<64x48xf8E4M3FN>) consts [48, 64, 0, -1, 1]
   %dy = rt.alloc : memref<32x48xf8E5M2>
   %dx = rt.alloc : memref<32x64xbf16>
-  rt.kernel "scaled_matmul" ins(%dy, %wt, %s, %s : memref<32x48xf8E5M2>, memref<64x48xf8E4M3FN>, memref<f32>, memref<f32>) outs(%dx : memref<32x64xbf16>) consts [1, 32, 64, 48, 0, 1, 0, 0, 0, 1, 0, 0, 2]
+  rt.kernel "gemm" ins(%dy, %wt, %s, %s : memref<32x48xf8E5M2>, memref<64x48xf8E4M3FN>, memref<f32>, memref<f32>) outs(%dx : memref<32x64xbf16>) consts [{a_dtype = 5, b_dtype = 4, c_dtype = 2, k = 48, m = 32, n = 64, trans_b = 1}]
   return
 }

@@ -14,7 +14,7 @@ rt.arena @fp8_state fp8_state size = 256
 // CHECK-NEXT: rt.kernel "attention_fwd_packed" ins(%{{.*}}, %[[S]] : memref<2x8x192xbf16>, memref<f32>) outs(%{{.*}}, %{{.*}}, %[[M:.*]], %[[Q]] : memref<2x8x64xbf16>, memref<2x4x8xf32>, memref<f32>, memref<2x8x64xf8E4M3FN>) consts [2, 8, 64, 4, 1, 2, {cols = 64 : i64, format = 0 : i64, out_dtype = 2 : i64, rows = 16 : i64, stat_slot = 5 : i64, transpose = 0 : i64}] {rt.fp8_stat = {gemm = "forward", layer = "h.0.attn.proj", operand = "a", slot = 5 : i64}}
 // CHECK: rt.kernel "fp8_state_update" ins(%[[M]]
 // CHECK-NOT: quantize_fp8
-// CHECK: rt.kernel "scaled_matmul" ins(%[[Q]], %{{.*}}, %[[S]], %{{.*}} :
+// CHECK: rt.kernel "gemm" ins(%[[Q]], %{{.*}}, %[[S]], %{{.*}} :
 func.func @attention() {
   %qkv = rt.alloc : memref<2x8x192xbf16>
   %o = rt.alloc : memref<2x8x64xbf16>
@@ -31,7 +31,7 @@ func.func @attention() {
   %w = rt.alloc : memref<64x64xf8E4M3FN>
   %sw = rt.alloc : memref<f32>
   %y = rt.alloc : memref<2x8x64xbf16>
-  rt.kernel "scaled_matmul" ins(%q, %w, %s, %sw : memref<2x8x64xf8E4M3FN>, memref<64x64xf8E4M3FN>, memref<f32>, memref<f32>) outs(%y : memref<2x8x64xbf16>) consts [1, 16, 64, 64, 0, 1, 0, 0, 0, 0, 0, 1, 2]
+  rt.kernel "gemm" ins(%q, %w, %s, %sw : memref<2x8x64xf8E4M3FN>, memref<64x64xf8E4M3FN>, memref<f32>, memref<f32>) outs(%y : memref<2x8x64xbf16>) consts [{a_dtype = 4, b_dtype = 4, c_dtype = 2, fast_accum = 1, k = 64, m = 16, n = 64, trans_b = 1}]
   return
 }
 

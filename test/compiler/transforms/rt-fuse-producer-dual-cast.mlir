@@ -15,7 +15,7 @@ rt.arena @fp8_state fp8_state size = 256
 // CHECK-NEXT: %[[NULL:.*]] = rt.null : memref<0xf32>
 // CHECK-NEXT: rt.kernel "gelu_fwd" ins(%[[X:.*]], %[[S]] : memref<4x8x64xf32>, memref<f32>) outs(%[[NULL]], %[[M:.*]], %[[Q:.*]], %[[QT]] : memref<0xf32>, memref<f32>, memref<4x8x64xf8E4M3FN>, memref<64x32xf8E4M3FN>) consts [2048, 1, 2, {cols = 64 : i64, format = 0 : i64, out_dtype = 2 : i64, rows = 32 : i64, stat_slot = 6 : i64, stat_slot_t = 9 : i64, transpose = 0 : i64}] {rt.fp8_stat = [{gemm = "forward", layer = "fc2", operand = "a", slot = 6 : i64}, {gemm = "grad_weight", layer = "fc2", operand = "b", slot = 9 : i64}]}
 // CHECK-NOT: state_quantize_fp8_transposed
-// CHECK: rt.kernel "scaled_matmul" ins(%{{.*}}, %[[QT]], %{{.*}}, %[[S]] :
+// CHECK: rt.kernel "gemm" ins(%{{.*}}, %[[QT]], %{{.*}}, %[[S]] :
 // CHECK-NOT: rt.view @fp8_state
 // CHECK: return
 func.func @gelu_fwd() {
@@ -35,7 +35,7 @@ func.func @gelu_fwd() {
   %g = rt.alloc : memref<48x32xf8E5M2>
   %sg = rt.alloc : memref<f32>
   %dw = rt.alloc : memref<48x64xf32>
-  rt.kernel "scaled_matmul" ins(%g, %qt, %sg, %s2 : memref<48x32xf8E5M2>, memref<64x32xf8E4M3FN>, memref<f32>, memref<f32>) outs(%dw : memref<48x64xf32>) consts [1, 48, 64, 32, 0, 1, 0, 0, 1, 1, 0, 0, 1]
+  rt.kernel "gemm" ins(%g, %qt, %sg, %s2 : memref<48x32xf8E5M2>, memref<64x32xf8E4M3FN>, memref<f32>, memref<f32>) outs(%dw : memref<48x64xf32>) consts [{a_dtype = 5, b_dtype = 4, k = 32, m = 48, n = 64, stride_c = 1, trans_b = 1}]
   return
 }
 
@@ -84,7 +84,7 @@ rt.arena @fp8_state fp8_state size = 256
 // CHECK-NEXT: %[[NULL:.*]] = rt.null : memref<0xf32>
 // CHECK-NEXT: rt.kernel "layernorm_fwd" ins(%{{.*}}, %{{.*}}, %{{.*}}, %[[S]] : memref<4x8x64xbf16>, memref<64xf32>, memref<64xf32>, memref<f32>) outs(%[[NULL]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[QT]] : memref<0xf32>, memref<4x8xf32>, memref<4x8xf32>, memref<f32>, memref<4x8x64xf8E4M3FN>, memref<64x32xf8E4M3FN>) consts [32, 64, 1.000000e-05, 2, 2, {cols = 64 : i64, format = 0 : i64, out_dtype = 2 : i64, rows = 32 : i64, stat_slot = 3 : i64, stat_slot_t = 7 : i64, transpose = 0 : i64}] {rt.fp8_stat = [{gemm = "forward", layer = "h.0.attn.qkv", operand = "a", slot = 3 : i64}, {gemm = "grad_weight", layer = "h.0.attn.qkv", operand = "b", slot = 7 : i64}]}
 // CHECK-NOT: state_quantize_fp8_transposed
-// CHECK: rt.kernel "scaled_matmul" ins(%{{.*}}, %[[QT]], %{{.*}}, %[[S]] :
+// CHECK: rt.kernel "gemm" ins(%{{.*}}, %[[QT]], %{{.*}}, %[[S]] :
 // CHECK: return
 func.func @layernorm_fwd() {
   %x = rt.alloc : memref<4x8x64xbf16>
@@ -106,7 +106,7 @@ func.func @layernorm_fwd() {
   %g = rt.alloc : memref<192x32xf8E5M2>
   %sg = rt.alloc : memref<f32>
   %dw = rt.alloc : memref<192x64xf32>
-  rt.kernel "scaled_matmul" ins(%g, %qt, %sg, %s2 : memref<192x32xf8E5M2>, memref<64x32xf8E4M3FN>, memref<f32>, memref<f32>) outs(%dw : memref<192x64xf32>) consts [1, 192, 64, 32, 0, 1, 0, 0, 1, 1, 0, 0, 1]
+  rt.kernel "gemm" ins(%g, %qt, %sg, %s2 : memref<192x32xf8E5M2>, memref<64x32xf8E4M3FN>, memref<f32>, memref<f32>) outs(%dw : memref<192x64xf32>) consts [{a_dtype = 5, b_dtype = 4, k = 32, m = 192, n = 64, stride_c = 1, trans_b = 1}]
   return
 }
 // CHECK-LABEL: func.func @add_layernorm_fwd

@@ -10,7 +10,7 @@
 // CHECK-NOT: row_scales
 // CHECK: rt.kernel "amax_quantize_rows" ins(%{{.*}} : memref<32x64xbf16>) outs(%[[A:.*]], %[[S:.*]], %[[Q:.*]] : memref<32xf32>, memref<32xf32>, memref<32x64xf8E4M3FN>) consts [32, 64, 0, 3, 2, 4.480000e+02, 0, 1, 9.9999999999999998E-13] {rt.fp8_stat = {gemm = "forward", layer = "fc", operand = "a", slot = 3 : i64}}
 // CHECK-NOT: quantize_rows"
-// CHECK: rt.kernel "scaled_matmul_rowwise" ins(%[[Q]], %{{.*}}, %[[S]],
+// CHECK: rt.kernel "gemm" ins(%[[Q]], %{{.*}}, %[[S]], {{.*}} consts [{{{.*}}a_scaling = 1 : i64{{.*}}}]
 func.func @along_rows() {
   %x = rt.alloc : memref<32x64xbf16>
   %a = rt.alloc : memref<32xf32>
@@ -22,7 +22,7 @@ func.func @along_rows() {
   %w = rt.alloc : memref<48x64xf8E4M3FN>
   %sw = rt.alloc : memref<48xf32>
   %y = rt.alloc : memref<32x48xbf16>
-  rt.kernel "scaled_matmul_rowwise" ins(%q, %w, %s, %sw : memref<32x64xf8E4M3FN>, memref<48x64xf8E4M3FN>, memref<32xf32>, memref<48xf32>) outs(%y : memref<32x48xbf16>) consts [1, 32, 48, 64, 0, 1, 0, 0, 0, 0, 0, 1, 1, 1, 2]
+  rt.kernel "gemm" ins(%q, %w, %s, %sw : memref<32x64xf8E4M3FN>, memref<48x64xf8E4M3FN>, memref<32xf32>, memref<48xf32>) outs(%y : memref<32x48xbf16>) consts [{a_dtype = 4, a_scaling = 1, b_dtype = 4, b_scaling = 1, c_dtype = 2, fast_accum = 1, k = 64, m = 32, n = 48, trans_b = 1}]
   return
 }
 

@@ -9,8 +9,8 @@ rt.arena @fp8_state fp8_state size = 256
 // CHECK-LABEL: func.func @activation
 // CHECK: rt.kernel "gelu_fwd" ins(%{{.*}}, %{{.*}} : memref<2x16x64xbf16>, memref<f32>) outs(%{{.*}}, %{{.*}}, %{{.*}} : memref<2x16x64xbf16>, memref<f32>, memref<2x16x64xf8E4M3FN>)
 // CHECK-NEXT: rt.kernel "state_quantize_fp8_transposed" ins(%{{.*}}, %{{.*}} : memref<32x64xbf16>, memref<16xf32>) outs(%[[QT:.*]], %{{.*}} : memref<64x32xf8E4M3FN>, memref<f32>)
-// CHECK: rt.kernel "scaled_matmul" ins(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<2x16x64xf8E4M3FN>
-// CHECK: rt.kernel "scaled_matmul" ins(%[[QT]],
+// CHECK: rt.kernel "gemm" ins(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : memref<2x16x64xf8E4M3FN>
+// CHECK: rt.kernel "gemm" ins(%[[QT]],
 func.func @activation() {
   %pre = rt.alloc : memref<2x16x64xbf16>
   %s = rt.alloc : memref<f32>
@@ -20,7 +20,7 @@ func.func @activation() {
   rt.kernel "gelu_fwd" ins(%pre, %s : memref<2x16x64xbf16>, memref<f32>) outs(%x, %m, %q : memref<2x16x64xbf16>, memref<f32>, memref<2x16x64xf8E4M3FN>) consts [2048, 2, 2, {rows = 32, cols = 64, out_dtype = 2, format = 0, transpose = 0, stat_slot = -1}]
   %w = rt.alloc : memref<48x64xf8E4M3FN>
   %y = rt.alloc : memref<2x16x48xbf16>
-  rt.kernel "scaled_matmul" ins(%q, %w, %s, %s : memref<2x16x64xf8E4M3FN>, memref<48x64xf8E4M3FN>, memref<f32>, memref<f32>) outs(%y : memref<2x16x48xbf16>) consts [2, 16, 48, 64, 0, 1, 1024, 0, 768, 0, 0, 1, 2]
+  rt.kernel "gemm" ins(%q, %w, %s, %s : memref<2x16x64xf8E4M3FN>, memref<48x64xf8E4M3FN>, memref<f32>, memref<f32>) outs(%y : memref<2x16x48xbf16>) consts [{a_dtype = 4, b_dtype = 4, batch = 2, c_dtype = 2, fast_accum = 1, k = 64, m = 16, n = 48, stride_a = 1024, stride_c = 768, trans_b = 1}]
   %flat = rt.reshape %x : memref<2x16x64xbf16> -> memref<32x64xbf16>
   %h = rt.view @fp8_state[0] : memref<16xf32>
   %qt = rt.alloc : memref<64x32xf8E4M3FN>
@@ -28,7 +28,7 @@ func.func @activation() {
   rt.kernel "state_quantize_fp8_transposed" ins(%flat, %h : memref<32x64xbf16>, memref<16xf32>) outs(%qt, %st : memref<64x32xf8E4M3FN>, memref<f32>) consts [32, 64, 0, -1, 2, 16, 4.480000e+02, 0, 0, 9.9999999999999998E-13, 0]
   %dy = rt.alloc : memref<48x32xf8E5M2>
   %dw = rt.alloc : memref<48x64xf32>
-  rt.kernel "scaled_matmul" ins(%qt, %dy, %st, %s : memref<64x32xf8E4M3FN>, memref<48x32xf8E5M2>, memref<f32>, memref<f32>) outs(%dw : memref<48x64xf32>) consts [1, 64, 48, 32, 0, 1, 0, 0, 0, 0, 1, 0, 1]
+  rt.kernel "gemm" ins(%qt, %dy, %st, %s : memref<64x32xf8E4M3FN>, memref<48x32xf8E5M2>, memref<f32>, memref<f32>) outs(%dw : memref<48x64xf32>) consts [{a_dtype = 4, b_dtype = 5, k = 32, m = 64, n = 48, trans_b = 1}]
   return
 }
 

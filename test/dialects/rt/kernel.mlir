@@ -23,12 +23,12 @@ func.func @kernel(%x: memref<8x16xbf16>, %y: memref<8x16xbf16>, %w: memref<16xf3
 // CHECK:         rt.kernel "layernorm_fwd" ins(%arg0, %arg1, %arg1 : memref<8x16xf32>, memref<16xf32>, memref<16xf32>) outs(%arg2, %arg3, %arg3 : memref<8x16xbf16>, memref<8xf32>, memref<8xf32>) consts [8, 16, 1.000000e-05, 1, 2]{{$}}
 // CHECK:         rt.kernel "arange" outs(%arg4 : memref<4xi32>) stream = 1 consts [-9223372036854775808]{{$}}
 // CHECK:         rt.kernel "adamw_multi" ins(%arg1, %arg5, %arg5, %arg5 : memref<16xf32>, memref<1xf32>, memref<1xf32>, memref<1xf32>) outs(%arg6, %arg6, %arg6 : memref<16xf32>, memref<16xf32>, memref<16xf32>) consts [16, 9.000000e-01, 0.94999999999999996, 1.000000e-08, 1.000000e-01, 2, array<i64: 0, 4, 8, 16>]{{$}}
-// CHECK:         rt.kernel "scaled_matmul" ins(%arg7, %arg8, %arg5, %arg5 : memref<16xf8E4M3FN>, memref<16xf8E5M2>, memref<1xf32>, memref<1xf32>) outs(%arg6 : memref<16xf32>)
+// CHECK:         rt.kernel "gemm" ins(%arg7, %arg8, %arg5, %arg5 : memref<16xf8E4M3FN>, memref<16xf8E5M2>, memref<1xf32>, memref<1xf32>) outs(%arg6 : memref<16xf32>) consts [{a_dtype = 4 : i64, b_dtype = 5 : i64, k = 1 : i64, m = 4 : i64, n = 4 : i64, trans_b = 1 : i64}]{{$}}
 func.func @kernel_consts(%x: memref<8x16xf32>, %w: memref<16xf32>, %y: memref<8x16xbf16>, %m: memref<8xf32>, %ids: memref<4xi32>, %s: memref<1xf32>, %p: memref<16xf32>, %qa: memref<16xf8E4M3FN>, %qb: memref<16xf8E5M2>) {
   rt.kernel "layernorm_fwd" ins(%x, %w, %w : memref<8x16xf32>, memref<16xf32>, memref<16xf32>) outs(%y, %m, %m : memref<8x16xbf16>, memref<8xf32>, memref<8xf32>) consts [8 : i64, 16, 1.0e-5 : f64, 1, 2]
   rt.kernel "arange" outs(%ids : memref<4xi32>) stream = 1 consts [-9223372036854775808]
   rt.kernel "adamw_multi" ins(%w, %s, %s, %s : memref<16xf32>, memref<1xf32>, memref<1xf32>, memref<1xf32>) outs(%p, %p, %p : memref<16xf32>, memref<16xf32>, memref<16xf32>) consts [16, 0.9 : f64, 0.95 : f64, 1.0e-8 : f64, 0.1 : f64, 2, array<i64: 0, 4, 8, 16>]
-  rt.kernel "scaled_matmul" ins(%qa, %qb, %s, %s : memref<16xf8E4M3FN>, memref<16xf8E5M2>, memref<1xf32>, memref<1xf32>) outs(%p : memref<16xf32>) consts [1, 4, 4, 1, 0, 1, 0, 0, 0, 0, 1, 1, 1]
+  rt.kernel "gemm" ins(%qa, %qb, %s, %s : memref<16xf8E4M3FN>, memref<16xf8E5M2>, memref<1xf32>, memref<1xf32>) outs(%p : memref<16xf32>) consts [{m = 4, n = 4, k = 1, trans_b = 1, a_dtype = 4, b_dtype = 5}]
   return
 }
 
@@ -41,12 +41,14 @@ func.func @kernel_consts(%x: memref<8x16xf32>, %w: memref<16xf32>, %y: memref<8x
 // CHECK-LABEL: func.func @kernel_epilogue
 // CHECK:         %[[NULL:.*]] = rt.null : memref<0xbf16>
 // CHECK:         rt.kernel "gelu_fwd" ins(%arg0, %arg1 : memref<8x16xbf16>, memref<1xf32>) outs(%[[NULL]], %arg2, %arg3, %arg4 : memref<0xbf16>, memref<1xf32>, memref<8x16xf8E4M3FN>, memref<16x8xf8E4M3FN>) consts [128, 2, 2, {cols = 16 : i64, format = 0 : i64, out_dtype = 2 : i64, rows = 8 : i64, stat_slot = 3 : i64, stat_slot_t = 4 : i64}]{{$}}
-// CHECK:         rt.kernel "matmul" ins(%arg5, %arg5 : memref<16x16xf32>, memref<16x16xf32>) outs(%arg6, %arg2 : memref<16x16xf32>, memref<1xf32>) consts [1, 16, 16, 16, 0, 0, 0, 0, 0, {cols = 16 : i64, out_dtype = 1 : i64, rows = 16 : i64}]{{$}}
+// CHECK:         %[[NULL32:.*]] = rt.null : memref<0xf32>
+// CHECK:         rt.kernel "gemm" ins(%arg5, %arg5 : memref<16x16xf32>, memref<16x16xf32>) outs(%arg6, %[[NULL32]], %[[NULL32]], %arg2 : memref<16x16xf32>, memref<0xf32>, memref<0xf32>, memref<1xf32>) consts [{k = 16 : i64, m = 16 : i64, n = 16 : i64}, {cols = 16 : i64, out_dtype = 1 : i64, rows = 16 : i64}]{{$}}
 // CHECK:         rt.kernel "gelu_bwd" ins(%arg0, %arg0, %arg1 : memref<8x16xbf16>, memref<8x16xbf16>, memref<1xf32>) outs(%[[NULL]], %arg2, %arg7, %arg8, %arg9 : memref<0xbf16>, memref<1xf32>, memref<8x16xf8E5M2>, memref<16x8xf8E5M2>, memref<16xf32>) consts [128, 2, 2, 2, {cols = 16 : i64, db_dtype = 257 : i64, format = 1 : i64, out_dtype = 2 : i64, rows = 8 : i64, stat_slot = 5 : i64, stat_slot_t = 6 : i64}]{{$}}
 func.func @kernel_epilogue(%x: memref<8x16xbf16>, %s: memref<1xf32>, %a: memref<1xf32>, %q: memref<8x16xf8E4M3FN>, %qt: memref<16x8xf8E4M3FN>, %m: memref<16x16xf32>, %c: memref<16x16xf32>, %q2: memref<8x16xf8E5M2>, %qt2: memref<16x8xf8E5M2>, %db: memref<16xf32>) {
   %n = rt.null : memref<0xbf16>
   rt.kernel "gelu_fwd" ins(%x, %s : memref<8x16xbf16>, memref<1xf32>) outs(%n, %a, %q, %qt : memref<0xbf16>, memref<1xf32>, memref<8x16xf8E4M3FN>, memref<16x8xf8E4M3FN>) consts [128, 2, 2, {rows = 8, cols = 16, out_dtype = 2, format = 0, stat_slot = 3, stat_slot_t = 4}]
-  rt.kernel "matmul" ins(%m, %m : memref<16x16xf32>, memref<16x16xf32>) outs(%c, %a : memref<16x16xf32>, memref<1xf32>) consts [1, 16, 16, 16, 0, 0, 0, 0, 0, {rows = 16, cols = 16, out_dtype = 1}]
+  %n32 = rt.null : memref<0xf32>
+  rt.kernel "gemm" ins(%m, %m : memref<16x16xf32>, memref<16x16xf32>) outs(%c, %n32, %n32, %a : memref<16x16xf32>, memref<0xf32>, memref<0xf32>, memref<1xf32>) consts [{m = 16, n = 16, k = 16}, {rows = 16, cols = 16, out_dtype = 1}]
   rt.kernel "gelu_bwd" ins(%x, %x, %s : memref<8x16xbf16>, memref<8x16xbf16>, memref<1xf32>) outs(%n, %a, %q2, %qt2, %db : memref<0xbf16>, memref<1xf32>, memref<8x16xf8E5M2>, memref<16x8xf8E5M2>, memref<16xf32>) consts [128, 2, 2, 2, {rows = 8, cols = 16, out_dtype = 2, format = 1, stat_slot = 5, stat_slot_t = 6, db_dtype = 257}]
   return
 }
@@ -264,17 +266,35 @@ func.func @missing_constant(%x: memref<4xbf16>, %y: memref<4xbf16>) {
 
 // -----
 
-func.func @wrong_element_type(%a: memref<16xf32>, %b: memref<16xbf16>, %c: memref<16xf32>) {
-  // expected-error @+1 {{input 0 ('a') of kernel "matmul_bf16" holds bf16, got 'memref<16xf32>'}}
-  rt.kernel "matmul_bf16" ins(%a, %b : memref<16xf32>, memref<16xbf16>) outs(%c : memref<16xf32>) consts [1, 4, 4, 1, 0, 1, 0, 0, 0, 1]
+func.func @wrong_element_type(%a: memref<16xbf16>) {
+  // expected-error @+1 {{output 0 ('out') of kernel "fill" holds f32, got 'memref<16xbf16>'}}
+  rt.kernel "fill" outs(%a : memref<16xbf16>) consts [16, 0.0 : f64]
   return
 }
 
 // -----
 
-func.func @fp8_operand_not_fp8(%a: memref<16xi8>, %s: memref<1xf32>, %c: memref<16xf32>) {
-  // expected-error @+1 {{input 0 ('a') of kernel "scaled_matmul" holds an FP8 format (f8E4M3FN or f8E5M2), got 'memref<16xi8>'}}
-  rt.kernel "scaled_matmul" ins(%a, %a, %s, %s : memref<16xi8>, memref<16xi8>, memref<1xf32>, memref<1xf32>) outs(%c : memref<16xf32>) consts [1, 4, 4, 1, 0, 1, 0, 0, 0, 0, 1, 1, 1]
+func.func @fp8_output_not_fp8(%x: memref<16xf32>, %s: memref<1xf32>, %q: memref<16xi8>) {
+  // expected-error @+1 {{output 0 ('q') of kernel "quantize_fp8" holds an FP8 format (f8E4M3FN or f8E5M2), got 'memref<16xi8>'}}
+  rt.kernel "quantize_fp8" ins(%x, %s : memref<16xf32>, memref<1xf32>) outs(%q : memref<16xi8>) consts [16, 0, -1, 1]
+  return
+}
+
+// -----
+
+// A GEMM operand's dtype field must say what the buffer holds.
+func.func @gemm_dtype_contradicts_operand(%a: memref<16xf32>, %b: memref<16xbf16>, %c: memref<16xf32>) {
+  // expected-error @+1 {{field 'a_dtype' of constant 0 ('gemm_desc') of kernel "gemm" says a holds 'bf16', but it is 'memref<16xf32>'}}
+  rt.kernel "gemm" ins(%a, %b : memref<16xf32>, memref<16xbf16>) outs(%c : memref<16xf32>) consts [{m = 4, n = 4, k = 1, a_dtype = 2, b_dtype = 2}]
+  return
+}
+
+// -----
+
+// The GEMM's descriptor is required; its epilogue is not.
+func.func @gemm_without_descriptor(%a: memref<16xf32>, %c: memref<16xf32>) {
+  // expected-error @+1 {{kernel "gemm" takes 2 constants (gemm_desc, epilogue), the descriptor optional, got 0}}
+  rt.kernel "gemm" ins(%a, %a : memref<16xf32>, memref<16xf32>) outs(%c : memref<16xf32>)
   return
 }
 
@@ -300,7 +320,7 @@ func.func @dtype_contradicts_buffer(%x: memref<4xbf16>, %y: memref<4xbf16>) {
 // -----
 
 func.func @not_a_dtype(%x: memref<4xbf16>, %y: memref<4xbf16>) {
-  // expected-error @+1 {{constant 2 ('out_dtype') of kernel "gelu_fwd" is 3, expected a dtype: 1 (f32), 2 (bf16) or 257 (f32, accumulated)}}
+  // expected-error @+1 {{constant 2 ('out_dtype') of kernel "gelu_fwd" is 3, expected a dtype: 1 (f32), 2 (bf16), 4 (E4M3), 5 (E5M2) or 257 (f32, accumulated)}}
   rt.kernel "gelu_fwd" ins(%x : memref<4xbf16>) outs(%y : memref<4xbf16>) consts [4, 2, 3]
   return
 }
@@ -315,9 +335,17 @@ func.func @shared_dtype(%t: memref<8x4xbf16>, %ids: memref<2xi32>, %y: memref<2x
 
 // -----
 
-func.func @format_contradicts_buffer(%qa: memref<16xf8E4M3FN>, %qb: memref<16xf8E5M2>, %s: memref<1xf32>, %c: memref<16xf32>) {
-  // expected-error @+1 {{constant 10 ('format_b') of kernel "scaled_matmul" says b holds 'f8E4M3FN', but it is 'memref<16xf8E5M2>'}}
-  rt.kernel "scaled_matmul" ins(%qa, %qb, %s, %s : memref<16xf8E4M3FN>, memref<16xf8E5M2>, memref<1xf32>, memref<1xf32>) outs(%c : memref<16xf32>) consts [1, 4, 4, 1, 0, 1, 0, 0, 0, 0, 0, 1, 1]
+func.func @format_contradicts_buffer(%x: memref<16xf32>, %s: memref<1xf32>, %q: memref<16xf8E5M2>) {
+  // expected-error @+1 {{constant 1 ('format') of kernel "quantize_fp8" says q holds 'f8E4M3FN', but it is 'memref<16xf8E5M2>'}}
+  rt.kernel "quantize_fp8" ins(%x, %s : memref<16xf32>, memref<1xf32>) outs(%q : memref<16xf8E5M2>) consts [16, 0, -1, 1]
+  return
+}
+
+// -----
+
+func.func @gemm_fp8_dtype_contradicts_operand(%qa: memref<16xf8E4M3FN>, %qb: memref<16xf8E5M2>, %s: memref<1xf32>, %c: memref<16xf32>) {
+  // expected-error @+1 {{field 'b_dtype' of constant 0 ('gemm_desc') of kernel "gemm" says b holds 'f8E4M3FN', but it is 'memref<16xf8E5M2>'}}
+  rt.kernel "gemm" ins(%qa, %qb, %s, %s : memref<16xf8E4M3FN>, memref<16xf8E5M2>, memref<1xf32>, memref<1xf32>) outs(%c : memref<16xf32>) consts [{m = 4, n = 4, k = 1, a_dtype = 4, b_dtype = 4}]
   return
 }
 

@@ -6,6 +6,7 @@
 #include "runtime/cpu/Bf16.h"
 #include "runtime/cpu/Fp8.h"
 #include "test/unit/runtime/Epilogue.h"
+#include "test/unit/runtime/Gemm.h"
 #include "test/unit/runtime/TestUtil.h"
 
 #include <gmock/gmock.h>
@@ -325,7 +326,7 @@ TEST_F(AbiFp8Test, TransposedQuantizeIsTheCastWithRowsAndColumnsSwapped) {
   ctx.clearError();
 }
 
-TEST_F(AbiFp8Test, ScaledMatmulIsTheProductOfDecodedValues) {
+TEST_F(AbiFp8Test, GemmFp8IsTheProductOfDecodedValues) {
   // c[m, n] = sum_k a[m, k] b[n, k] / (sa sb), a E5M2, b E4M3, b transposed.
   const int64_t m = 7, n = 5, k = 33;
   std::vector<uint8_t> a(m * k), b(n * k);
@@ -337,10 +338,10 @@ TEST_F(AbiFp8Test, ScaledMatmulIsTheProductOfDecodedValues) {
     b[i] = cpu::floatToE4M3(xb[i] * 16.0f);
   float sa = 8.0f, sb = 16.0f;
   std::vector<float> c = poisoned<float>(m * n);
-  gptrt_scaled_matmul(h, a.data(), b.data(), &sa, &sb, nullptr, c.data(),
-                      nullptr, nullptr, 1, m, n, k, 0, 1, 0, 0, 0,
-                      GPTRT_FP8_E5M2, GPTRT_FP8_E4M3, 0, GPTRT_DTYPE_F32,
-                      nullptr);
+  const gptrt_gemm_desc d = fp8Gemm(1, m, n, k, 0, 1, 0, 0, 0, GPTRT_FP8_E5M2,
+                                    GPTRT_FP8_E4M3, 0, GPTRT_DTYPE_F32);
+  gptrt_gemm(h, a.data(), b.data(), &sa, &sb, nullptr, nullptr, nullptr,
+             c.data(), nullptr, nullptr, nullptr, nullptr, &d, nullptr);
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
       double want = 0;
@@ -382,15 +383,17 @@ TEST_F(AbiFp8Test, Bf16InputsAndOutputsAreTheF32OnesBetweenConversions) {
   for (size_t i = 0; i < b.size(); ++i)
     b[i] = cpu::floatToE4M3(x[(i * 7) % x.size()] * scale);
   std::vector<float> c32((batch - 1) * strideC + m * n);
-  gptrt_scaled_matmul(h, a.data(), b.data(), &scale, &scale, nullptr,
-                      c32.data(), nullptr, nullptr, batch, m, n, k, 0, 1, m * k,
-                      0, strideC, GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 0,
-                      GPTRT_DTYPE_F32, nullptr);
+  const gptrt_gemm_desc toF32 =
+      fp8Gemm(batch, m, n, k, 0, 1, m * k, 0, strideC, GPTRT_FP8_E4M3,
+              GPTRT_FP8_E4M3, 0, GPTRT_DTYPE_F32);
+  gptrt_gemm(h, a.data(), b.data(), &scale, &scale, nullptr, nullptr, nullptr,
+             c32.data(), nullptr, nullptr, nullptr, nullptr, &toF32, nullptr);
   std::vector<uint16_t> c16(c32.size(), 0xBEEF);
-  gptrt_scaled_matmul(h, a.data(), b.data(), &scale, &scale, nullptr,
-                      c16.data(), nullptr, nullptr, batch, m, n, k, 0, 1, m * k,
-                      0, strideC, GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 0,
-                      GPTRT_DTYPE_BF16, nullptr);
+  const gptrt_gemm_desc toBf16 =
+      fp8Gemm(batch, m, n, k, 0, 1, m * k, 0, strideC, GPTRT_FP8_E4M3,
+              GPTRT_FP8_E4M3, 0, GPTRT_DTYPE_BF16);
+  gptrt_gemm(h, a.data(), b.data(), &scale, &scale, nullptr, nullptr, nullptr,
+             c16.data(), nullptr, nullptr, nullptr, nullptr, &toBf16, nullptr);
   for (int64_t p = 0; p < batch; ++p) {
     for (int64_t i = 0; i < m * n; ++i)
       EXPECT_EQ(c16[p * strideC + i], cpu::floatToBf16(c32[p * strideC + i]))
@@ -438,14 +441,18 @@ TEST_F(AbiFp8Test, RowwiseOnBf16StorageIsTheF32OneBetweenConversions) {
                       GPTRT_FP8_E4M3, -1, GPTRT_DTYPE_F32);
   std::vector<float> c32(rows * rows);
   std::vector<uint16_t> c16(rows * rows, 0xBEEF);
-  gptrt_scaled_matmul_rowwise(h, q.data(), q.data(), sa.data(), sb.data(),
-                              c32.data(), 1, rows, rows, cols, 0, 1, 0, 0, 0,
-                              GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 0, 1, 1,
-                              GPTRT_DTYPE_F32);
-  gptrt_scaled_matmul_rowwise(h, q.data(), q.data(), sa.data(), sb.data(),
-                              c16.data(), 1, rows, rows, cols, 0, 1, 0, 0, 0,
-                              GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 0, 1, 1,
-                              GPTRT_DTYPE_BF16);
+  const gptrt_gemm_desc toF32 =
+      fp8RowwiseGemm(1, rows, rows, cols, 0, 1, 0, 0, 0, GPTRT_FP8_E4M3,
+                     GPTRT_FP8_E4M3, 0, 1, 1, GPTRT_DTYPE_F32);
+  gptrt_gemm(h, q.data(), q.data(), sa.data(), sb.data(), nullptr, nullptr,
+             nullptr, c32.data(), nullptr, nullptr, nullptr, nullptr, &toF32,
+             nullptr);
+  const gptrt_gemm_desc toBf16 =
+      fp8RowwiseGemm(1, rows, rows, cols, 0, 1, 0, 0, 0, GPTRT_FP8_E4M3,
+                     GPTRT_FP8_E4M3, 0, 1, 1, GPTRT_DTYPE_BF16);
+  gptrt_gemm(h, q.data(), q.data(), sa.data(), sb.data(), nullptr, nullptr,
+             nullptr, c16.data(), nullptr, nullptr, nullptr, nullptr, &toBf16,
+             nullptr);
   for (size_t i = 0; i < c32.size(); ++i)
     EXPECT_EQ(c16[i], cpu::floatToBf16(c32[i])) << "element " << i;
 }
@@ -752,7 +759,7 @@ TEST_F(AbiFp8Test, DualQuantizeWritesBothLayoutsAndBothStatistics) {
   }
 }
 
-TEST_F(AbiFp8Test, ScaledMatmulBiasIsTheGemmThenTheBiasAdd) {
+TEST_F(AbiFp8Test, GemmFp8BiasIsTheGemmThenTheBiasAdd) {
   // rt-fuse-gemm-epilogue's FP8 kernel: on the CPU bit for bit the two
   // kernels it replaces, in f32 and in bf16 (rounded twice, as they do),
   // over two contiguous batches.
@@ -771,15 +778,14 @@ TEST_F(AbiFp8Test, ScaledMatmulBiasIsTheGemmThenTheBiasAdd) {
     const size_t bytes = count * (dtype == GPTRT_DTYPE_F32 ? 4 : 2);
     std::vector<unsigned char> product(bytes), want(bytes, 0xEE),
         got(bytes, 0xDD);
-    gptrt_scaled_matmul(h, a.data(), b.data(), &sa, &sb, nullptr,
-                        product.data(), nullptr, nullptr, batch, m, n, k, 0, 1,
-                        m * k, 0, m * n, GPTRT_FP8_E4M3, GPTRT_FP8_E5M2, 1,
-                        dtype, nullptr);
+    const gptrt_gemm_desc d = fp8Gemm(batch, m, n, k, 0, 1, m * k, 0, m * n,
+                                      GPTRT_FP8_E4M3, GPTRT_FP8_E5M2, 1, dtype);
+    gptrt_gemm(h, a.data(), b.data(), &sa, &sb, nullptr, nullptr, nullptr,
+               product.data(), nullptr, nullptr, nullptr, nullptr, &d, nullptr);
     gptrt_add(h, product.data(), bias.data(), nullptr, want.data(), nullptr,
               nullptr, batch * m, n, 1, dtype, GPTRT_DTYPE_F32, dtype, nullptr);
-    gptrt_scaled_matmul_bias(h, a.data(), b.data(), &sa, &sb, bias.data(),
-                             got.data(), batch, m, n, k, 0, 1, m * k, 0, m * n,
-                             GPTRT_FP8_E4M3, GPTRT_FP8_E5M2, 1, dtype);
+    gptrt_gemm(h, a.data(), b.data(), &sa, &sb, bias.data(), nullptr, nullptr,
+               got.data(), nullptr, nullptr, nullptr, nullptr, &d, nullptr);
     ASSERT_FALSE(ctx.failed()) << ctx.error();
     EXPECT_EQ(got, want) << "dtype " << dtype;
     EXPECT_NE(got, product) << "the bias was added";
@@ -789,25 +795,28 @@ TEST_F(AbiFp8Test, ScaledMatmulBiasIsTheGemmThenTheBiasAdd) {
                        colScales = randomF(n, 55, 4, 8);
     std::vector<unsigned char> rowProduct(bytes), rowWant(bytes, 0xEE),
         rowGot(bytes, 0xDD);
-    gptrt_scaled_matmul_rowwise(h, a.data(), b.data(), rowScales.data(),
-                                colScales.data(), rowProduct.data(), batch, m,
-                                n, k, 0, 1, m * k, 0, m * n, GPTRT_FP8_E4M3,
-                                GPTRT_FP8_E5M2, 1, 1, 1, dtype);
+    const gptrt_gemm_desc rowwise =
+        fp8RowwiseGemm(batch, m, n, k, 0, 1, m * k, 0, m * n, GPTRT_FP8_E4M3,
+                       GPTRT_FP8_E5M2, 1, 1, 1, dtype);
+    gptrt_gemm(h, a.data(), b.data(), rowScales.data(), colScales.data(),
+               nullptr, nullptr, nullptr, rowProduct.data(), nullptr, nullptr,
+               nullptr, nullptr, &rowwise, nullptr);
     gptrt_add(h, rowProduct.data(), bias.data(), nullptr, rowWant.data(),
               nullptr, nullptr, batch * m, n, 1, dtype, GPTRT_DTYPE_F32, dtype,
               nullptr);
-    gptrt_scaled_matmul_rowwise_bias(
-        h, a.data(), b.data(), rowScales.data(), colScales.data(), bias.data(),
-        rowGot.data(), batch, m, n, k, 0, 1, m * k, 0, m * n, GPTRT_FP8_E4M3,
-        GPTRT_FP8_E5M2, 1, 1, 1, dtype);
+    gptrt_gemm(h, a.data(), b.data(), rowScales.data(), colScales.data(),
+               bias.data(), nullptr, nullptr, rowGot.data(), nullptr, nullptr,
+               nullptr, nullptr, &rowwise, nullptr);
     ASSERT_FALSE(ctx.failed()) << ctx.error();
     EXPECT_EQ(rowGot, rowWant) << "rowwise, dtype " << dtype;
     EXPECT_NE(rowGot, rowProduct) << "the bias was added (rowwise)";
   }
   std::vector<float> c(count);
-  gptrt_scaled_matmul_bias(h, a.data(), b.data(), &sa, &sb, bias.data(),
-                           c.data(), batch, m, n, k, 0, 1, m * k, 0, m * n + 1,
-                           GPTRT_FP8_E4M3, GPTRT_FP8_E5M2, 1, GPTRT_DTYPE_F32);
+  const gptrt_gemm_desc strided =
+      fp8Gemm(batch, m, n, k, 0, 1, m * k, 0, m * n + 1, GPTRT_FP8_E4M3,
+              GPTRT_FP8_E5M2, 1, GPTRT_DTYPE_F32);
+  gptrt_gemm(h, a.data(), b.data(), &sa, &sb, bias.data(), nullptr, nullptr,
+             c.data(), nullptr, nullptr, nullptr, nullptr, &strided, nullptr);
   EXPECT_THAT(ctx.error(),
               ::testing::HasSubstr("stride_c 49, expected m * n = 48"));
   ctx.clearError();
@@ -841,7 +850,7 @@ TEST_F(AbiFp8Test, TransposedRowwiseCastKeepsEachRowsScale) {
     }
 }
 
-TEST_F(AbiFp8Test, RowwiseScaledMatmulDividesEachRowAndColumn) {
+TEST_F(AbiFp8Test, GemmFp8RowwiseDividesEachRowAndColumn) {
   // Two batches of c[i, j] = sum_p a[i, p] b[j, p], a per-row scales over
   // all 2 x m rows, b per-column ones; then a scalar a scale.
   const int64_t batch = 2, m = 3, n = 4, k = 16;
@@ -853,10 +862,12 @@ TEST_F(AbiFp8Test, RowwiseScaledMatmulDividesEachRowAndColumn) {
     b[i] = cpu::floatToE4M3(xb[i] * 32.0f);
   std::vector<float> sa = {1, 2, 4, 8, 16, 32}, sb = {0.5f, 1, 2, 4};
   std::vector<float> c(batch * m * n);
-  gptrt_scaled_matmul_rowwise(h, a.data(), b.data(), sa.data(), sb.data(),
-                              c.data(), batch, m, n, k, 0, 1, m * k, n * k,
-                              m * n, GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 0, 1, 1,
-                              GPTRT_DTYPE_F32);
+  const gptrt_gemm_desc rowwise =
+      fp8RowwiseGemm(batch, m, n, k, 0, 1, m * k, n * k, m * n, GPTRT_FP8_E4M3,
+                     GPTRT_FP8_E4M3, 0, 1, 1, GPTRT_DTYPE_F32);
+  gptrt_gemm(h, a.data(), b.data(), sa.data(), sb.data(), nullptr, nullptr,
+             nullptr, c.data(), nullptr, nullptr, nullptr, nullptr, &rowwise,
+             nullptr);
   for (int64_t t = 0; t < batch; ++t)
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {
@@ -869,18 +880,21 @@ TEST_F(AbiFp8Test, RowwiseScaledMatmulDividesEachRowAndColumn) {
       }
   float scalar = 4.0f;
   std::vector<float> c2(c.size());
-  gptrt_scaled_matmul_rowwise(h, a.data(), b.data(), &scalar, sb.data(),
-                              c2.data(), batch, m, n, k, 0, 1, m * k, n * k,
-                              m * n, GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 0, 0, 1,
-                              GPTRT_DTYPE_F32);
+  const gptrt_gemm_desc columnsOnly =
+      fp8RowwiseGemm(batch, m, n, k, 0, 1, m * k, n * k, m * n, GPTRT_FP8_E4M3,
+                     GPTRT_FP8_E4M3, 0, 0, 1, GPTRT_DTYPE_F32);
+  gptrt_gemm(h, a.data(), b.data(), &scalar, sb.data(), nullptr, nullptr,
+             nullptr, c2.data(), nullptr, nullptr, nullptr, nullptr,
+             &columnsOnly, nullptr);
   for (int64_t r = 0; r < batch * m; ++r)
     for (int64_t j = 0; j < n; ++j)
       EXPECT_NEAR(c2[r * n + j] * scalar, c[r * n + j] * sa[r],
                   1e-5 * (1 + std::fabs(c[r * n + j] * sa[r])));
 }
 
-// rt-fuse-grad-accumulation's FP8 GEMMs: c += the f32 result of
-// gptrt_scaled_matmul / _rowwise, bit for bit.
+// rt-fuse-grad-accumulation's FP8 GEMMs (c_dtype GPTRT_DTYPE_F32_ACCUMULATE):
+// c += the f32 result of the FP8 GEMM (tensorwise or rowwise) with an f32
+// c, bit for bit.
 TEST_F(AbiFp8Test, AccumulatingFp8GemmsAddTheF32Result) {
   const int64_t batch = 2, m = 16, n = 32, k = 48, count = batch * m * n;
   std::vector<uint8_t> a(batch * m * k), b(n * k);
@@ -901,35 +915,44 @@ TEST_F(AbiFp8Test, AccumulatingFp8GemmsAddTheF32Result) {
   };
   float sa = 64.0f, sb = 32.0f;
   std::vector<float> product(count), c = grad;
-  gptrt_scaled_matmul(h, a.data(), b.data(), &sa, &sb, nullptr, product.data(),
-                      nullptr, nullptr, batch, m, n, k, 0, 1, m * k, 0, m * n,
-                      GPTRT_FP8_E5M2, GPTRT_FP8_E4M3, 0, GPTRT_DTYPE_F32,
-                      nullptr);
-  gptrt_scaled_matmul_accumulate(h, a.data(), b.data(), &sa, &sb, c.data(),
-                                 batch, m, n, k, 0, 1, m * k, 0, m * n,
-                                 GPTRT_FP8_E5M2, GPTRT_FP8_E4M3, 0);
-  expectAdds(product, c, "scaled_matmul_accumulate");
+  const gptrt_gemm_desc toF32 =
+      fp8Gemm(batch, m, n, k, 0, 1, m * k, 0, m * n, GPTRT_FP8_E5M2,
+              GPTRT_FP8_E4M3, 0, GPTRT_DTYPE_F32);
+  gptrt_gemm(h, a.data(), b.data(), &sa, &sb, nullptr, nullptr, nullptr,
+             product.data(), nullptr, nullptr, nullptr, nullptr, &toF32,
+             nullptr);
+  gptrt_gemm_desc accumulate = toF32;
+  accumulate.c_dtype = GPTRT_DTYPE_F32_ACCUMULATE;
+  gptrt_gemm(h, a.data(), b.data(), &sa, &sb, nullptr, nullptr, nullptr,
+             c.data(), nullptr, nullptr, nullptr, nullptr, &accumulate,
+             nullptr);
+  expectAdds(product, c, "fp8 gemm, c_dtype accumulate");
 
   std::vector<float> rowScales = randomF(batch * m, 44, 1, 64),
                      colScales = randomF(n, 45, 1, 64);
   std::vector<float> rowProduct(count), rowC = grad;
-  gptrt_scaled_matmul_rowwise(h, a.data(), b.data(), rowScales.data(),
-                              colScales.data(), rowProduct.data(), batch, m, n,
-                              k, 0, 1, m * k, 0, m * n, GPTRT_FP8_E5M2,
-                              GPTRT_FP8_E4M3, 0, 1, 1, GPTRT_DTYPE_F32);
-  gptrt_scaled_matmul_rowwise_accumulate(
-      h, a.data(), b.data(), rowScales.data(), colScales.data(), rowC.data(),
-      batch, m, n, k, 0, 1, m * k, 0, m * n, GPTRT_FP8_E5M2, GPTRT_FP8_E4M3, 0,
-      1, 1);
-  expectAdds(rowProduct, rowC, "scaled_matmul_rowwise_accumulate");
+  const gptrt_gemm_desc rowwiseToF32 =
+      fp8RowwiseGemm(batch, m, n, k, 0, 1, m * k, 0, m * n, GPTRT_FP8_E5M2,
+                     GPTRT_FP8_E4M3, 0, 1, 1, GPTRT_DTYPE_F32);
+  gptrt_gemm(h, a.data(), b.data(), rowScales.data(), colScales.data(), nullptr,
+             nullptr, nullptr, rowProduct.data(), nullptr, nullptr, nullptr,
+             nullptr, &rowwiseToF32, nullptr);
+  gptrt_gemm_desc rowwiseAccumulate = rowwiseToF32;
+  rowwiseAccumulate.c_dtype = GPTRT_DTYPE_F32_ACCUMULATE;
+  gptrt_gemm(h, a.data(), b.data(), rowScales.data(), colScales.data(), nullptr,
+             nullptr, nullptr, rowC.data(), nullptr, nullptr, nullptr, nullptr,
+             &rowwiseAccumulate, nullptr);
+  expectAdds(rowProduct, rowC, "rowwise fp8 gemm, c_dtype accumulate");
 
-  // Unknown formats are errors, as for the GEMM without the suffix, and
-  // the gradient is left alone.
+  // Unknown operand dtypes are errors, as for the GEMM into a stored c,
+  // and the gradient is left alone.
   std::vector<float> untouched = grad;
-  gptrt_scaled_matmul_accumulate(h, a.data(), b.data(), &sa, &sb,
-                                 untouched.data(), batch, m, n, k, 0, 1, m * k,
-                                 0, m * n, 7, GPTRT_FP8_E4M3, 0);
-  EXPECT_THAT(ctx.error(), ::testing::HasSubstr("format"));
+  gptrt_gemm_desc unknown = accumulate;
+  unknown.a_dtype = 7;
+  gptrt_gemm(h, a.data(), b.data(), &sa, &sb, nullptr, nullptr, nullptr,
+             untouched.data(), nullptr, nullptr, nullptr, nullptr, &unknown,
+             nullptr);
+  EXPECT_THAT(ctx.error(), ::testing::HasSubstr("a_dtype 7, b_dtype 4"));
   EXPECT_EQ(untouched, grad);
   ctx.clearError();
 }
@@ -958,7 +981,8 @@ TEST_F(AbiFp8Test, BiasGradientsAccumulateWithDtype257) {
     want[j] += sums[j];
   EXPECT_EQ(0, std::memcmp(got.data(), want.data(), cols * sizeof(float)));
 
-  // gptrt_matmul_bf16_bgrad_accumulate with an accumulating db too.
+  // The bf16 weight-gradient GEMM with dbias, c accumulating, with an
+  // accumulating db too.
   const int64_t m = cols, n = 8, k = rows;
   std::vector<uint16_t> dy(k * m), act(k * n);
   for (size_t i = 0; i < dy.size(); ++i)
@@ -967,12 +991,17 @@ TEST_F(AbiFp8Test, BiasGradientsAccumulateWithDtype257) {
     act[i] = cpu::floatToBf16(x[i] * 0.5f);
   std::vector<float> dw(m * n, 0.0f), dbSums(m), dwWant(m * n, 0.0f),
       dbGot = grad;
-  gptrt_matmul_bf16_bgrad_accumulate(h, dy.data(), act.data(), dwWant.data(),
-                                     dbSums.data(), 1, m, n, k, 1, 0, 0, 0, 0,
-                                     GPTRT_DTYPE_F32);
-  gptrt_matmul_bf16_bgrad_accumulate(h, dy.data(), act.data(), dw.data(),
-                                     dbGot.data(), 1, m, n, k, 1, 0, 0, 0, 0,
-                                     GPTRT_DTYPE_F32_ACCUMULATE);
+  gptrt_gemm_desc dbToF32 =
+      bf16Gemm(1, m, n, k, 1, 0, 0, 0, 0, GPTRT_DTYPE_F32_ACCUMULATE);
+  dbToF32.dbias_dtype = GPTRT_DTYPE_F32;
+  gptrt_gemm(h, dy.data(), act.data(), nullptr, nullptr, nullptr, nullptr,
+             nullptr, dwWant.data(), nullptr, dbSums.data(), nullptr, nullptr,
+             &dbToF32, nullptr);
+  gptrt_gemm_desc dbAccumulates = dbToF32;
+  dbAccumulates.dbias_dtype = GPTRT_DTYPE_F32_ACCUMULATE;
+  gptrt_gemm(h, dy.data(), act.data(), nullptr, nullptr, nullptr, nullptr,
+             nullptr, dw.data(), nullptr, dbGot.data(), nullptr, nullptr,
+             &dbAccumulates, nullptr);
   EXPECT_EQ(dw, dwWant);
   want = grad;
   for (int64_t j = 0; j < m; ++j)
@@ -994,19 +1023,21 @@ TEST_F(AbiFp8Test, FastAccumulationIsAFlagTheCpuAccumulatesAlike) {
   float sa = 64.0f, sb = 64.0f;
   std::vector<float> precise = poisoned<float>(m * n),
                      fast = poisoned<float>(m * n);
-  for (auto [fastAccum, c] : {std::pair{0, &precise}, std::pair{1, &fast}})
-    gptrt_scaled_matmul(h, a.data(), b.data(), &sa, &sb, nullptr, c->data(),
-                        nullptr, nullptr, 1, m, n, k, 0, 1, 0, 0, 0,
-                        GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, fastAccum,
-                        GPTRT_DTYPE_F32, nullptr);
+  for (auto [fastAccum, c] : {std::pair{0, &precise}, std::pair{1, &fast}}) {
+    const gptrt_gemm_desc desc =
+        fp8Gemm(1, m, n, k, 0, 1, 0, 0, 0, GPTRT_FP8_E4M3, GPTRT_FP8_E4M3,
+                fastAccum, GPTRT_DTYPE_F32);
+    gptrt_gemm(h, a.data(), b.data(), &sa, &sb, nullptr, nullptr, nullptr,
+               c->data(), nullptr, nullptr, nullptr, nullptr, &desc, nullptr);
+  }
   ASSERT_FALSE(ctx.failed()) << ctx.error();
   EXPECT_EQ(std::memcmp(precise.data(), fast.data(), m * n * sizeof(float)), 0);
   EXPECT_FALSE(std::isnan(fast[0]));
 
-  gptrt_scaled_matmul(h, a.data(), b.data(), &sa, &sb, nullptr, fast.data(),
-                      nullptr, nullptr, 1, m, n, k, 0, 1, 0, 0, 0,
-                      GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 2, GPTRT_DTYPE_F32,
-                      nullptr);
+  const gptrt_gemm_desc two = fp8Gemm(1, m, n, k, 0, 1, 0, 0, 0, GPTRT_FP8_E4M3,
+                                      GPTRT_FP8_E4M3, 2, GPTRT_DTYPE_F32);
+  gptrt_gemm(h, a.data(), b.data(), &sa, &sb, nullptr, nullptr, nullptr,
+             fast.data(), nullptr, nullptr, nullptr, nullptr, &two, nullptr);
   ASSERT_TRUE(ctx.failed());
   EXPECT_NE(ctx.error().find("fast_accum 2, expected 0 or 1"),
             std::string::npos)
@@ -1017,7 +1048,7 @@ TEST_F(AbiFp8Test, FastAccumulationIsAFlagTheCpuAccumulatesAlike) {
 // The FP8 GEMM touches only its batches' own elements: an f32 c's gaps
 // between strided batches keep their bits, no batches write nothing, and
 // an empty sum (k = 0) is zeros.
-TEST_F(AbiFp8Test, ScaledMatmulWritesOnlyItsBatchesElements) {
+TEST_F(AbiFp8Test, GemmFp8WritesOnlyItsBatchesElements) {
   const int64_t batch = 2, m = 2, n = 16, k = 16, strideC = m * n + 5;
   std::vector<float> xa = randomF(batch * m * k, 61, -2, 2),
                      xb = randomF(n * k, 62, -2, 2);
@@ -1029,10 +1060,11 @@ TEST_F(AbiFp8Test, ScaledMatmulWritesOnlyItsBatchesElements) {
   const float sa = 32.0f, sb = 16.0f;
   const float sentinel = 1234.5f;
   std::vector<float> c((batch - 1) * strideC + m * n, sentinel);
-  gptrt_scaled_matmul(h, a.data(), b.data(), &sa, &sb, nullptr, c.data(),
-                      nullptr, nullptr, batch, m, n, k, 0, 1, m * k, 0, strideC,
-                      GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 0, GPTRT_DTYPE_F32,
-                      nullptr);
+  const gptrt_gemm_desc strided =
+      fp8Gemm(batch, m, n, k, 0, 1, m * k, 0, strideC, GPTRT_FP8_E4M3,
+              GPTRT_FP8_E4M3, 0, GPTRT_DTYPE_F32);
+  gptrt_gemm(h, a.data(), b.data(), &sa, &sb, nullptr, nullptr, nullptr,
+             c.data(), nullptr, nullptr, nullptr, nullptr, &strided, nullptr);
   ASSERT_FALSE(ctx.failed()) << ctx.error();
   for (int64_t i = m * n; i < strideC; ++i)
     EXPECT_EQ(c[i], sentinel) << "gap element " << i;
@@ -1040,45 +1072,63 @@ TEST_F(AbiFp8Test, ScaledMatmulWritesOnlyItsBatchesElements) {
     EXPECT_NE(c[i], sentinel) << "batch element " << i;
 
   std::vector<float> untouched(8, sentinel);
-  gptrt_scaled_matmul(h, a.data(), b.data(), &sa, &sb, nullptr,
-                      untouched.data(), nullptr, nullptr, 0, m, n, k, 0, 1,
-                      m * k, 0, strideC, GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 0,
-                      GPTRT_DTYPE_F32, nullptr);
+  gptrt_gemm_desc noBatches = strided;
+  noBatches.batch = 0;
+  gptrt_gemm(h, a.data(), b.data(), &sa, &sb, nullptr, nullptr, nullptr,
+             untouched.data(), nullptr, nullptr, nullptr, nullptr, &noBatches,
+             nullptr);
   ASSERT_FALSE(ctx.failed()) << ctx.error();
   EXPECT_THAT(untouched, ::testing::Each(sentinel)) << "batch 0";
 
   std::vector<float> empty(m * n, sentinel);
-  gptrt_scaled_matmul(h, a.data(), b.data(), &sa, &sb, nullptr, empty.data(),
-                      nullptr, nullptr, 1, m, n, 0, 0, 1, 0, 0, 0,
-                      GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 0, GPTRT_DTYPE_F32,
-                      nullptr);
+  const gptrt_gemm_desc emptySum =
+      fp8Gemm(1, m, n, 0, 0, 1, 0, 0, 0, GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 0,
+              GPTRT_DTYPE_F32);
+  gptrt_gemm(h, a.data(), b.data(), &sa, &sb, nullptr, nullptr, nullptr,
+             empty.data(), nullptr, nullptr, nullptr, nullptr, &emptySum,
+             nullptr);
   ASSERT_FALSE(ctx.failed()) << ctx.error();
   EXPECT_THAT(empty, ::testing::Each(0.0f)) << "k = 0";
 
-  gptrt_scaled_matmul(h, a.data(), b.data(), &sa, &sb, nullptr, c.data(),
-                      nullptr, nullptr, -1, m, n, k, 0, 1, m * k, 0, strideC,
-                      GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 0, GPTRT_DTYPE_F32,
-                      nullptr);
-  EXPECT_THAT(ctx.error(), ::testing::HasSubstr("batch"));
+  gptrt_gemm_desc negative = strided;
+  negative.batch = -1;
+  gptrt_gemm(h, a.data(), b.data(), &sa, &sb, nullptr, nullptr, nullptr,
+             c.data(), nullptr, nullptr, nullptr, nullptr, &negative, nullptr);
+  EXPECT_THAT(ctx.error(), ::testing::HasSubstr("batch = -1, expected >= 0"));
   ctx.clearError();
 }
 
-// A null bias or amax is an error naming it, on the CPU as on a GPU, never
-// a crash or a silently skipped reduction.
-TEST_F(AbiFp8Test, NullBiasAndAmaxAreErrors) {
+// A null buffer a call needs (an FP8 GEMM's scales, an epilogue's amax) is
+// an error naming it, on the CPU as on a GPU, never a crash or a silently
+// skipped reduction.
+TEST_F(AbiFp8Test, NullScalesAndAmaxAreErrors) {
   const int64_t m = 16, n = 16, k = 16;
   std::vector<uint8_t> a(m * k, 0x38), b(n * k, 0x38); // E4M3 1.0
   const float one = 1.0f;
   std::vector<float> c(m * n, 0.0f);
-  gptrt_scaled_matmul_bias(h, a.data(), b.data(), &one, &one, nullptr, c.data(),
-                           1, m, n, k, 0, 1, 0, 0, 0, GPTRT_FP8_E4M3,
-                           GPTRT_FP8_E4M3, 0, GPTRT_DTYPE_F32);
-  EXPECT_THAT(ctx.error(), ::testing::HasSubstr("bias is null"));
+  const gptrt_gemm_desc tensorwise =
+      fp8Gemm(1, m, n, k, 0, 1, 0, 0, 0, GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 0,
+              GPTRT_DTYPE_F32);
+  gptrt_gemm(h, a.data(), b.data(), &one, nullptr, nullptr, nullptr, nullptr,
+             c.data(), nullptr, nullptr, nullptr, nullptr, &tensorwise,
+             nullptr);
+  EXPECT_THAT(ctx.error(), ::testing::HasSubstr("scale_b is null"));
   ctx.clearError();
-  gptrt_scaled_matmul_rowwise_bias(
-      h, a.data(), b.data(), &one, &one, nullptr, c.data(), 1, m, n, k, 0, 1, 0,
-      0, 0, GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 0, 0, 0, GPTRT_DTYPE_F32);
-  EXPECT_THAT(ctx.error(), ::testing::HasSubstr("bias is null"));
+  const gptrt_gemm_desc rowwise =
+      fp8RowwiseGemm(1, m, n, k, 0, 1, 0, 0, 0, GPTRT_FP8_E4M3, GPTRT_FP8_E4M3,
+                     0, 1, 0, GPTRT_DTYPE_F32);
+  gptrt_gemm(h, a.data(), b.data(), nullptr, &one, nullptr, nullptr, nullptr,
+             c.data(), nullptr, nullptr, nullptr, nullptr, &rowwise, nullptr);
+  EXPECT_THAT(ctx.error(), ::testing::HasSubstr("scale_a is null"));
+  ctx.clearError();
+  const gptrt_gemm_desc f32 = gemmDesc(1, m, n, k, 0, 1, 0, 0, 0);
+  std::vector<float> x32(m * k, 1.0f);
+  gptrt_gemm(h, x32.data(), x32.data(), nullptr, nullptr, nullptr, nullptr,
+             nullptr, c.data(), nullptr, nullptr, nullptr, nullptr, &f32,
+             epilogue(m, n, GPTRT_DTYPE_F32));
+  EXPECT_THAT(ctx.error(),
+              ::testing::HasSubstr("gptrt_gemm: an epilogue descriptor "
+                                   "without its amax buffer"));
   ctx.clearError();
 
   std::vector<float> x = randomF(m * n, 63, -1, 1), y(m * n);
@@ -1268,13 +1318,20 @@ TEST_F(AbiFp8Test, StateQuantizeIsTheStateScaleThenTheCast) {
   ctx.clearError();
 }
 
-TEST_F(AbiFp8Test, ScaledMatmulRejectsUnknownFormat) {
+TEST_F(AbiFp8Test, GemmRejectsUnknownOperandDtype) {
   uint8_t a = 0, b = 0;
   float s = 1, c = 0;
-  gptrt_scaled_matmul(h, &a, &b, &s, &s, nullptr, &c, nullptr, nullptr, 1, 1, 1,
-                      1, 0, 0, 0, 0, 0, 7, 0, 0, GPTRT_DTYPE_F32, nullptr);
+  gptrt_gemm_desc d = fp8Gemm(1, 1, 1, 1, 0, 0, 0, 0, 0, GPTRT_FP8_E4M3,
+                              GPTRT_FP8_E4M3, 0, GPTRT_DTYPE_F32);
+  d.a_dtype = 7;
+  gptrt_gemm(h, &a, &b, &s, &s, nullptr, nullptr, nullptr, &c, nullptr, nullptr,
+             nullptr, nullptr, &d, nullptr);
   ASSERT_TRUE(ctx.failed());
-  EXPECT_NE(ctx.error().find("expected 0 (E4M3) or 1 (E5M2)"), std::string::npos);
+  EXPECT_NE(ctx.error().find("a_dtype 7, b_dtype 4: expected both f32 (1), "
+                             "both bf16 (2), or FP8 codes for both (4 E4M3, 5 "
+                             "E5M2)"),
+            std::string::npos)
+      << ctx.error();
   ctx.clearError();
 }
 

@@ -8,6 +8,7 @@
 #include "runtime/cpu/Bf16.h"
 #include "runtime/cpu/Fp8.h"
 #include "test/unit/runtime/Epilogue.h"
+#include "test/unit/runtime/Gemm.h"
 #include "test/unit/runtime/TestUtil.h"
 
 #include <gtest/gtest.h>
@@ -206,11 +207,12 @@ TEST_F(AbiFusedTest, GemmOutputsWithAmaxAndCast) {
   std::vector<float> c(m * n), cRef(m * n);
   float amax = -1, amaxRef = -2, scale = 64.0f;
   std::vector<uint8_t> q(m * n), qRef;
-  gptrt_matmul(h, a.data(), b.data(), &scale, c.data(), &amax, q.data(), 1, m,
-               n, k, 0, 1, 0, 0, 0,
-               epilogue(m, n, GPTRT_DTYPE_F32, GPTRT_FP8_E4M3, 1, -1));
-  gptrt_matmul(h, a.data(), b.data(), nullptr, cRef.data(), nullptr, nullptr, 1,
-               m, n, k, 0, 1, 0, 0, 0, nullptr);
+  const gptrt_gemm_desc f32 = gemmDesc(1, m, n, k, 0, 1, 0, 0, 0);
+  gptrt_gemm(h, a.data(), b.data(), nullptr, nullptr, nullptr, nullptr, &scale,
+             c.data(), nullptr, nullptr, &amax, q.data(), &f32,
+             epilogue(m, n, GPTRT_DTYPE_F32, GPTRT_FP8_E4M3, 1, -1));
+  gptrt_gemm(h, a.data(), b.data(), nullptr, nullptr, nullptr, nullptr, nullptr,
+             cRef.data(), nullptr, nullptr, nullptr, nullptr, &f32, nullptr);
   reference(cRef, m, n, scale, GPTRT_FP8_E4M3, true, &amaxRef, qRef);
   EXPECT_EQ(c, cRef);
   EXPECT_EQ(amax, amaxRef);
@@ -222,14 +224,13 @@ TEST_F(AbiFusedTest, GemmOutputsWithAmaxAndCast) {
   for (size_t i = 0; i < qb.size(); ++i)
     qb[i] = cpu::floatToE4M3(b[i] * 100.0f);
   float sa = 100.0f, sb = 100.0f;
-  gptrt_scaled_matmul(h, qa.data(), qb.data(), &sa, &sb, nullptr, c.data(),
-                      &amax, nullptr, 1, m, n, k, 0, 1, 0, 0, 0, GPTRT_FP8_E4M3,
-                      GPTRT_FP8_E4M3, 0, GPTRT_DTYPE_F32,
-                      epilogue(m, n, GPTRT_DTYPE_F32));
-  gptrt_scaled_matmul(h, qa.data(), qb.data(), &sa, &sb, nullptr, cRef.data(),
-                      nullptr, nullptr, 1, m, n, k, 0, 1, 0, 0, 0,
-                      GPTRT_FP8_E4M3, GPTRT_FP8_E4M3, 0, GPTRT_DTYPE_F32,
-                      nullptr);
+  const gptrt_gemm_desc fp8 = fp8Gemm(1, m, n, k, 0, 1, 0, 0, 0, GPTRT_FP8_E4M3,
+                                      GPTRT_FP8_E4M3, 0, GPTRT_DTYPE_F32);
+  gptrt_gemm(h, qa.data(), qb.data(), &sa, &sb, nullptr, nullptr, nullptr,
+             c.data(), nullptr, nullptr, &amax, nullptr, &fp8,
+             epilogue(m, n, GPTRT_DTYPE_F32));
+  gptrt_gemm(h, qa.data(), qb.data(), &sa, &sb, nullptr, nullptr, nullptr,
+             cRef.data(), nullptr, nullptr, nullptr, nullptr, &fp8, nullptr);
   gptrt_amax(h, cRef.data(), &amaxRef, cRef.size(), GPTRT_DTYPE_F32);
   EXPECT_EQ(c, cRef);
   EXPECT_EQ(amax, amaxRef);

@@ -3,13 +3,14 @@
 // arithmetic of their own), with NaN-poisoned outputs to show that "writes"
 // overwrite; the step scalars; the sticky error; and that every function of
 // gptrt.h is defined and exported for dlopen'ed artifacts.
-#include "runtime/abi/gptrt.h"
 #include "runtime/core/Abi.h"
+#include "runtime/abi/gptrt.h"
 #include "runtime/core/Context.h"
 #include "runtime/cpu/Bf16.h"
 #include "runtime/cpu/Kernels.h"
 #include "runtime/cuda/Backend.h"
 #include "test/unit/runtime/Epilogue.h"
+#include "test/unit/runtime/Gemm.h"
 #include "test/unit/runtime/TempDir.h"
 #include "test/unit/runtime/TestUtil.h"
 
@@ -525,13 +526,16 @@ template <typename Body> void forEachGemmLayout(int64_t k, int64_t n, Body body)
       }
 }
 
-TEST_F(AbiTest, MatmulMatchesKernelForEveryTransposeAndBroadcast) {
+TEST_F(AbiTest, GemmF32MatchesKernelForEveryTransposeAndBroadcast) {
   const int64_t batch = 3, m = 4, n = 5, k = 6;
   forEachGemmLayout(k, n, [&](int ta, int tb, int64_t strideB) {
     F a = randomF(batch * m * k, 13 + ta), b = randomF(batch * k * n, 15 + tb);
     F got = nanF(batch * m * n), want(batch * m * n, 0.0f);
-    gptrt_matmul(h, a.data(), b.data(), nullptr, got.data(), nullptr, nullptr,
-                 batch, m, n, k, ta, tb, m * k, strideB, m * n, nullptr);
+    const gptrt_gemm_desc d =
+        gemmDesc(batch, m, n, k, ta, tb, m * k, strideB, m * n);
+    gptrt_gemm(h, a.data(), b.data(), nullptr, nullptr, nullptr, nullptr,
+               nullptr, got.data(), nullptr, nullptr, nullptr, nullptr, &d,
+               nullptr);
     cpu::gemmBatched(want.data(), a.data(), b.data(), batch, m, n, k,
                      ta != 0, tb != 0, 0.0f, m * k, strideB, m * n);
     expectSameBits(got, want, "c");
@@ -540,7 +544,7 @@ TEST_F(AbiTest, MatmulMatchesKernelForEveryTransposeAndBroadcast) {
 
 // The bf16 GEMM is the f32 GEMM of the widened operands, bit for bit: the
 // compiler swaps one for the other (gpt-bf16-gemm) promising exactly that.
-TEST_F(AbiTest, MatmulBf16IsTheF32GemmOfTheWidenedOperands) {
+TEST_F(AbiTest, GemmBf16IsTheF32GemmOfTheWidenedOperands) {
   const int64_t batch = 3, m = 4, n = 5, k = 6;
   forEachGemmLayout(k, n, [&](int ta, int tb, int64_t strideB) {
     F a = randomF(batch * m * k, 23 + ta), b = randomF(batch * k * n, 25 + tb);
@@ -554,17 +558,26 @@ TEST_F(AbiTest, MatmulBf16IsTheF32GemmOfTheWidenedOperands) {
       b[i] = cpu::bf16ToFloat(b16[i]);
     }
     F got = nanF(batch * m * n), want(batch * m * n, 0.0f);
-    gptrt_matmul_bf16(h, a16.data(), b16.data(), got.data(), batch, m, n,
-                      k, ta, tb, m * k, strideB, m * n, GPTRT_DTYPE_F32);
-    gptrt_matmul(h, a.data(), b.data(), nullptr, want.data(), nullptr, nullptr,
-                 batch, m, n, k, ta, tb, m * k, strideB, m * n, nullptr);
+    const gptrt_gemm_desc toF32 = bf16Gemm(batch, m, n, k, ta, tb, m * k,
+                                           strideB, m * n, GPTRT_DTYPE_F32);
+    gptrt_gemm(h, a16.data(), b16.data(), nullptr, nullptr, nullptr, nullptr,
+               nullptr, got.data(), nullptr, nullptr, nullptr, nullptr, &toF32,
+               nullptr);
+    const gptrt_gemm_desc f32 =
+        gemmDesc(batch, m, n, k, ta, tb, m * k, strideB, m * n);
+    gptrt_gemm(h, a.data(), b.data(), nullptr, nullptr, nullptr, nullptr,
+               nullptr, want.data(), nullptr, nullptr, nullptr, nullptr, &f32,
+               nullptr);
     expectSameBits(got, want, "c");
     // A bf16 result is that f32 result rounded once; the gap between
     // strided batches (stride_c > m * n) is left alone.
     const int64_t strideC = m * n + 3;
     std::vector<uint16_t> narrow(batch * strideC, 0xBEEF);
-    gptrt_matmul_bf16(h, a16.data(), b16.data(), narrow.data(), batch, m, n,
-                      k, ta, tb, m * k, strideB, strideC, GPTRT_DTYPE_BF16);
+    const gptrt_gemm_desc toBf16 = bf16Gemm(batch, m, n, k, ta, tb, m * k,
+                                            strideB, strideC, GPTRT_DTYPE_BF16);
+    gptrt_gemm(h, a16.data(), b16.data(), nullptr, nullptr, nullptr, nullptr,
+               nullptr, narrow.data(), nullptr, nullptr, nullptr, nullptr,
+               &toBf16, nullptr);
     for (int64_t p = 0; p < batch; ++p) {
       for (int64_t i = 0; i < m * n; ++i)
         ASSERT_EQ(narrow[p * strideC + i], cpu::floatToBf16(want[p * m * n + i]))
@@ -579,14 +592,14 @@ TEST_F(AbiTest, MatmulBf16IsTheF32GemmOfTheWidenedOperands) {
     for (int64_t p = 0; p < batch; ++p)
       gptrt_bias_add(h, bias.data(), withBias.data() + p * m * n, m, n);
     F got32 = nanF(batch * m * n);
-    gptrt_matmul_bf16_bias(h, a16.data(), b16.data(), bias.data(),
-                           got32.data(), batch, m, n, k, ta, tb, m * k,
-                           strideB, m * n, GPTRT_DTYPE_F32);
+    gptrt_gemm(h, a16.data(), b16.data(), nullptr, nullptr, bias.data(),
+               nullptr, nullptr, got32.data(), nullptr, nullptr, nullptr,
+               nullptr, &toF32, nullptr);
     expectSameBits(got32, withBias, "c with bias");
     std::vector<uint16_t> got16(batch * strideC, 0xBEEF);
-    gptrt_matmul_bf16_bias(h, a16.data(), b16.data(), bias.data(),
-                           got16.data(), batch, m, n, k, ta, tb, m * k,
-                           strideB, strideC, GPTRT_DTYPE_BF16);
+    gptrt_gemm(h, a16.data(), b16.data(), nullptr, nullptr, bias.data(),
+               nullptr, nullptr, got16.data(), nullptr, nullptr, nullptr,
+               nullptr, &toBf16, nullptr);
     for (int64_t p = 0; p < batch; ++p) {
       for (int64_t i = 0; i < m * n; ++i)
         ASSERT_EQ(got16[p * strideC + i],
@@ -596,24 +609,99 @@ TEST_F(AbiTest, MatmulBf16IsTheF32GemmOfTheWidenedOperands) {
         ASSERT_EQ(got16[p * strideC + i], 0xBEEF) << "gap written";
     }
   });
+  // The GELU epilogue without the bias it adds is refused.
   std::vector<uint16_t> one(1);
-  F out(1);
-  gptrt_matmul_bf16_bias(h, one.data(), one.data(), nullptr, out.data(), 1, 1,
-                         1, 1, 0, 0, 0, 0, 0, GPTRT_DTYPE_F32);
-  EXPECT_THAT(ctx.error(), ::testing::HasSubstr("bias is null"));
+  F out(1), pre(1);
+  gptrt_gemm_desc gelu = bf16Gemm(1, 1, 1, 1, 0, 0, 0, 0, 0, GPTRT_DTYPE_F32);
+  gelu.gelu_pre_dtype = GPTRT_DTYPE_F32;
+  gptrt_gemm(h, one.data(), one.data(), nullptr, nullptr, nullptr, nullptr,
+             nullptr, out.data(), pre.data(), nullptr, nullptr, nullptr, &gelu,
+             nullptr);
+  EXPECT_THAT(ctx.error(),
+              ::testing::HasSubstr("gptrt_gemm: gelu_pre (the GELU epilogue) "
+                                   "needs bf16 operands and a bias"));
   ctx.clearError();
   // A negative stride would read before the operand: refused; so is an
   // output type the kernel does not write.
   F c(4);
   std::vector<uint16_t> x(4);
-  gptrt_matmul_bf16(h, x.data(), x.data(), c.data(), 2, 1, 1, 1, 0, 0, -1, 0,
-                    1, GPTRT_DTYPE_F32);
+  const gptrt_gemm_desc negative =
+      bf16Gemm(2, 1, 1, 1, 0, 0, -1, 0, 1, GPTRT_DTYPE_F32);
+  gptrt_gemm(h, x.data(), x.data(), nullptr, nullptr, nullptr, nullptr, nullptr,
+             c.data(), nullptr, nullptr, nullptr, nullptr, &negative, nullptr);
   EXPECT_THAT(ctx.error(), ::testing::HasSubstr("stride_a = -1, expected >= 0"));
   ctx.clearError();
-  gptrt_matmul_bf16(h, x.data(), x.data(), c.data(), 1, 1, 1, 1, 0, 0, 1, 1,
-                    1, 7);
-  EXPECT_THAT(ctx.error(), ::testing::HasSubstr("out_dtype 7, expected f32 (1) or bf16 (2)"));
+  const gptrt_gemm_desc unknownDtype = bf16Gemm(1, 1, 1, 1, 0, 0, 1, 1, 1, 7);
+  gptrt_gemm(h, x.data(), x.data(), nullptr, nullptr, nullptr, nullptr, nullptr,
+             c.data(), nullptr, nullptr, nullptr, nullptr, &unknownDtype,
+             nullptr);
+  EXPECT_THAT(ctx.error(),
+              ::testing::HasSubstr("c_dtype 7, expected f32 (1) or bf16 (2)"));
   ctx.clearError();
+}
+
+// gptrt_gemm's descriptor and buffers are checked together: a form it does
+// not offer is refused with an error naming it, before anything is written.
+TEST_F(AbiTest, GemmRefusesFormsItDoesNotOffer) {
+  std::vector<uint16_t> x16(4, 0x3F80); // bf16 1.0
+  std::vector<uint8_t> x8(4, 0x38);     // E4M3 1.0
+  F c(4, 7.0f), pre(4), bias(2, 1.0f), db(2);
+  const float one = 1.0f;
+  float amax = 0;
+  auto expectRefused = [&](const char *what) {
+    EXPECT_THAT(ctx.error(), ::testing::HasSubstr(what));
+    ctx.clearError();
+    EXPECT_EQ(c, F(4, 7.0f)) << "c written by a refused call";
+  };
+  gptrt_gemm(h, x16.data(), x16.data(), nullptr, nullptr, nullptr, nullptr,
+             nullptr, c.data(), nullptr, nullptr, nullptr, nullptr, nullptr,
+             nullptr);
+  expectRefused("gptrt_gemm: the gemm descriptor is null");
+  gptrt_gemm_desc mixed = bf16Gemm(1, 2, 2, 1, 0, 0, 0, 0, 0, GPTRT_DTYPE_F32);
+  mixed.b_dtype = GPTRT_DTYPE_F32;
+  gptrt_gemm(h, x16.data(), c.data(), nullptr, nullptr, nullptr, nullptr,
+             nullptr, c.data(), nullptr, nullptr, nullptr, nullptr, &mixed,
+             nullptr);
+  expectRefused("a_dtype 2, b_dtype 1: expected both f32");
+  gptrt_gemm_desc f32ToBf16 = gemmDesc(1, 2, 2, 1, 0, 0, 0, 0, 0);
+  f32ToBf16.c_dtype = GPTRT_DTYPE_BF16;
+  F a32(4, 1.0f);
+  gptrt_gemm(h, a32.data(), a32.data(), nullptr, nullptr, nullptr, nullptr,
+             nullptr, c.data(), nullptr, nullptr, nullptr, nullptr, &f32ToBf16,
+             nullptr);
+  expectRefused("an f32 GEMM (a_dtype 1) writes an f32 c (c_dtype 1)");
+  const gptrt_gemm_desc fp8 = fp8Gemm(1, 2, 2, 1, 0, 0, 0, 0, 0, GPTRT_FP8_E4M3,
+                                      GPTRT_FP8_E4M3, 0, GPTRT_DTYPE_F32);
+  gptrt_gemm(h, x8.data(), x8.data(), &one, nullptr, nullptr, nullptr, nullptr,
+             c.data(), nullptr, nullptr, nullptr, nullptr, &fp8, nullptr);
+  expectRefused("scale_b is null: FP8 operands need both scales");
+  const gptrt_gemm_desc bf16 =
+      bf16Gemm(1, 2, 2, 1, 0, 0, 0, 0, 0, GPTRT_DTYPE_F32);
+  gptrt_gemm(h, x16.data(), x16.data(), &one, &one, nullptr, nullptr, nullptr,
+             c.data(), nullptr, nullptr, nullptr, nullptr, &bf16, nullptr);
+  expectRefused("scale_a is given, but the operands are not FP8");
+  gptrt_gemm_desc biasAndDbias =
+      bf16Gemm(1, 2, 2, 1, 1, 0, 0, 0, 0, GPTRT_DTYPE_F32);
+  biasAndDbias.dbias_dtype = GPTRT_DTYPE_F32;
+  gptrt_gemm(h, x16.data(), x16.data(), nullptr, nullptr, bias.data(), nullptr,
+             nullptr, c.data(), nullptr, db.data(), nullptr, nullptr,
+             &biasAndDbias, nullptr);
+  expectRefused("dbias (the bias-gradient epilogue) needs bf16 operands and "
+                "no other epilogue");
+  const gptrt_gemm_desc accumulate =
+      bf16Gemm(1, 2, 2, 1, 0, 0, 0, 0, 0, GPTRT_DTYPE_F32_ACCUMULATE);
+  gptrt_gemm(h, x16.data(), x16.data(), nullptr, nullptr, bias.data(), nullptr,
+             nullptr, c.data(), nullptr, nullptr, nullptr, nullptr, &accumulate,
+             nullptr);
+  expectRefused("c_dtype 257 (accumulate into c) takes no bias or GELU "
+                "epilogue");
+  // The output epilogue reads a plain stored c: the error is the call's,
+  // named by its form.
+  gptrt_gemm(h, x16.data(), x16.data(), nullptr, nullptr, bias.data(), nullptr,
+             nullptr, c.data(), nullptr, nullptr, &amax, nullptr, &bf16,
+             epilogue(2, 2, GPTRT_DTYPE_F32));
+  expectRefused("gptrt_gemm.bf16+bias+amax: the output epilogue (amax, scale, "
+                "q) works on a stored c");
 }
 
 // add_layernorm_fwd (rt-fuse-add-layernorm) is, on the CPU, the add and
@@ -683,11 +771,16 @@ TEST_F(AbiTest, GeluEpiloguesAreTheKernelsTheyFold) {
     auto buffer = [&] { return std::vector<unsigned char>(bytes, 0xFF); };
     // Forward: pre = a b + bias, out = gelu(pre).
     auto pre = buffer(), out = buffer(), wantPre = buffer(), wantOut = buffer();
-    gptrt_matmul_bf16_bias_gelu(h, a.data(), b.data(), bias.data(), pre.data(),
-                                out.data(), batch, m, n, k, 0, 0, m * k, 0,
-                                m * n, dtype, dtype);
-    gptrt_matmul_bf16_bias(h, a.data(), b.data(), bias.data(), wantPre.data(),
-                           batch, m, n, k, 0, 0, m * k, 0, m * n, dtype);
+    const gptrt_gemm_desc plain =
+        bf16Gemm(batch, m, n, k, 0, 0, m * k, 0, m * n, dtype);
+    gptrt_gemm_desc gelu = plain;
+    gelu.gelu_pre_dtype = dtype;
+    gptrt_gemm(h, a.data(), b.data(), nullptr, nullptr, bias.data(), nullptr,
+               nullptr, out.data(), pre.data(), nullptr, nullptr, nullptr,
+               &gelu, nullptr);
+    gptrt_gemm(h, a.data(), b.data(), nullptr, nullptr, bias.data(), nullptr,
+               nullptr, wantPre.data(), nullptr, nullptr, nullptr, nullptr,
+               &plain, nullptr);
     gptrt_gelu_fwd(h, wantPre.data(), nullptr, wantOut.data(), nullptr, nullptr,
                    nullptr, count, dtype, dtype, nullptr);
     EXPECT_EQ(pre, wantPre);
@@ -697,18 +790,24 @@ TEST_F(AbiTest, GeluEpiloguesAreTheKernelsTheyFold) {
       auto dx = buffer(), wantDx = buffer();
       std::vector<unsigned char> dg(size_t(count) *
                                     (dgDtype == GPTRT_DTYPE_F32 ? 4 : 2));
-      gptrt_matmul_bf16_dgelu(h, a.data(), b.data(), wantPre.data(), dx.data(),
-                              batch, m, n, k, 0, 0, m * k, 0, m * n, dgDtype,
-                              dtype, dtype);
-      gptrt_matmul_bf16(h, a.data(), b.data(), dg.data(), batch, m, n, k, 0, 0,
-                        m * k, 0, m * n, dgDtype);
+      gptrt_gemm_desc dgelu = plain; // dx as dtype
+      dgelu.product_dtype = dgDtype;
+      dgelu.dgelu_pre_dtype = dtype;
+      gptrt_gemm(h, a.data(), b.data(), nullptr, nullptr, nullptr,
+                 wantPre.data(), nullptr, dx.data(), nullptr, nullptr, nullptr,
+                 nullptr, &dgelu, nullptr);
+      const gptrt_gemm_desc product =
+          bf16Gemm(batch, m, n, k, 0, 0, m * k, 0, m * n, dgDtype);
+      gptrt_gemm(h, a.data(), b.data(), nullptr, nullptr, nullptr, nullptr,
+                 nullptr, dg.data(), nullptr, nullptr, nullptr, nullptr,
+                 &product, nullptr);
       gptrt_gelu_bwd(h, dg.data(), wantPre.data(), nullptr, wantDx.data(),
                      nullptr, nullptr, nullptr, nullptr, count, dgDtype, dtype,
                      dtype, nullptr);
       EXPECT_EQ(dx, wantDx) << "dg_dtype " << dgDtype;
     }
   }
-  // The weight gradient with the bias gradient: gptrt_matmul_bf16 and
+  // The weight gradient with the bias gradient: the plain bf16 GEMM and
   // gptrt_reduce_rows of its a (stored [k, m]), bit for bit.
   for (int64_t dtype : {GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16}) {
     const size_t size = dtype == GPTRT_DTYPE_F32 ? 4 : 2;
@@ -716,10 +815,16 @@ TEST_F(AbiTest, GeluEpiloguesAreTheKernelsTheyFold) {
                           x = bf16Of(randomF(k * n, 67, -2, 2));
     std::vector<unsigned char> dw(m * n * size, 0xFF), db(m * size, 0xFF),
         wantDw(dw.size(), 0xFF), wantDb(db.size(), 0xFF);
-    gptrt_matmul_bf16_bgrad(h, dy.data(), x.data(), dw.data(), db.data(), 1, m,
-                            n, k, 1, 0, 0, 0, 0, dtype, dtype);
-    gptrt_matmul_bf16(h, dy.data(), x.data(), wantDw.data(), 1, m, n, k, 1, 0,
-                      0, 0, 0, dtype);
+    const gptrt_gemm_desc weightGrad =
+        bf16Gemm(1, m, n, k, 1, 0, 0, 0, 0, dtype);
+    gptrt_gemm_desc bgrad = weightGrad;
+    bgrad.dbias_dtype = dtype;
+    gptrt_gemm(h, dy.data(), x.data(), nullptr, nullptr, nullptr, nullptr,
+               nullptr, dw.data(), nullptr, db.data(), nullptr, nullptr, &bgrad,
+               nullptr);
+    gptrt_gemm(h, dy.data(), x.data(), nullptr, nullptr, nullptr, nullptr,
+               nullptr, wantDw.data(), nullptr, nullptr, nullptr, nullptr,
+               &weightGrad, nullptr);
     gptrt_reduce_rows(h, dy.data(), wantDb.data(), k, m, GPTRT_DTYPE_BF16,
                       dtype);
     EXPECT_EQ(dw, wantDw) << "dtype " << dtype;
@@ -727,26 +832,37 @@ TEST_F(AbiTest, GeluEpiloguesAreTheKernelsTheyFold) {
   }
   {
     F dw(m * n), db(m);
-    gptrt_matmul_bf16_bgrad(h, a.data(), b.data(), dw.data(), db.data(), 1, m,
-                            n, k, 0, 0, 0, 0, 0, GPTRT_DTYPE_F32,
-                            GPTRT_DTYPE_F32);
-    EXPECT_THAT(ctx.error(),
-                ::testing::HasSubstr("batch 1, trans_a 0, expected 1 and 1"));
+    gptrt_gemm_desc untransposed =
+        bf16Gemm(1, m, n, k, 0, 0, 0, 0, 0, GPTRT_DTYPE_F32);
+    untransposed.dbias_dtype = GPTRT_DTYPE_F32;
+    gptrt_gemm(h, a.data(), b.data(), nullptr, nullptr, nullptr, nullptr,
+               nullptr, dw.data(), nullptr, db.data(), nullptr, nullptr,
+               &untransposed, nullptr);
+    EXPECT_THAT(ctx.error(), ::testing::HasSubstr(
+                                 "batch 1, trans_a 0: dbias needs 1 and 1"));
     ctx.clearError();
   }
   // Only contiguous results: the GELU runs over batch * m * n elements.
   F pre(2 * count), out(2 * count);
-  gptrt_matmul_bf16_bias_gelu(h, a.data(), b.data(), bias.data(), pre.data(),
-                              out.data(), batch, m, n, k, 0, 0, m * k, 0,
-                              2 * m * n, GPTRT_DTYPE_F32, GPTRT_DTYPE_F32);
+  gptrt_gemm_desc strided =
+      bf16Gemm(batch, m, n, k, 0, 0, m * k, 0, 2 * m * n, GPTRT_DTYPE_F32);
+  strided.gelu_pre_dtype = GPTRT_DTYPE_F32;
+  gptrt_gemm(h, a.data(), b.data(), nullptr, nullptr, bias.data(), nullptr,
+             nullptr, out.data(), pre.data(), nullptr, nullptr, nullptr,
+             &strided, nullptr);
   EXPECT_THAT(ctx.error(),
               ::testing::HasSubstr("stride_c 48, expected m * n = 24"));
   ctx.clearError();
-  gptrt_matmul_bf16_dgelu(h, a.data(), b.data(), pre.data(), out.data(), batch,
-                          m, n, k, 0, 0, m * k, 0, m * n, 7, GPTRT_DTYPE_F32,
-                          GPTRT_DTYPE_F32);
-  EXPECT_THAT(ctx.error(),
-              ::testing::HasSubstr("dg_dtype 7, expected f32 (1) or bf16 (2)"));
+  gptrt_gemm_desc badProduct =
+      bf16Gemm(batch, m, n, k, 0, 0, m * k, 0, m * n, GPTRT_DTYPE_F32);
+  badProduct.product_dtype = 7;
+  badProduct.dgelu_pre_dtype = GPTRT_DTYPE_F32;
+  gptrt_gemm(h, a.data(), b.data(), nullptr, nullptr, nullptr, pre.data(),
+             nullptr, out.data(), nullptr, nullptr, nullptr, nullptr,
+             &badProduct, nullptr);
+  EXPECT_THAT(
+      ctx.error(),
+      ::testing::HasSubstr("product_dtype 7, expected f32 (1) or bf16 (2)"));
   ctx.clearError();
 }
 
@@ -766,52 +882,71 @@ TEST_F(AbiTest, AccumulatingGemmsAddTheF32ProductIntoTheGradient) {
                         b = bf16Of(randomF(k * n, 73, -2, 2));
   const F grad = randomF(count, 79, -3, 3);
   F product(count);
-  gptrt_matmul_bf16(h, a.data(), b.data(), product.data(), batch, m, n, k, 0, 0,
-                    m * k, 0, m * n, GPTRT_DTYPE_F32);
+  const gptrt_gemm_desc toF32 =
+      bf16Gemm(batch, m, n, k, 0, 0, m * k, 0, m * n, GPTRT_DTYPE_F32);
+  gptrt_gemm(h, a.data(), b.data(), nullptr, nullptr, nullptr, nullptr, nullptr,
+             product.data(), nullptr, nullptr, nullptr, nullptr, &toF32,
+             nullptr);
   F want = grad;
   for (int64_t i = 0; i < count; ++i)
     want[i] += product[i];
   F c = grad;
-  gptrt_matmul_bf16_accumulate(h, a.data(), b.data(), c.data(), batch, m, n, k,
-                               0, 0, m * k, 0, m * n);
-  expectSameBits(c, want, "matmul_bf16_accumulate");
+  const gptrt_gemm_desc accumulate = bf16Gemm(
+      batch, m, n, k, 0, 0, m * k, 0, m * n, GPTRT_DTYPE_F32_ACCUMULATE);
+  gptrt_gemm(h, a.data(), b.data(), nullptr, nullptr, nullptr, nullptr, nullptr,
+             c.data(), nullptr, nullptr, nullptr, nullptr, &accumulate,
+             nullptr);
+  expectSameBits(c, want, "bf16 gemm, c_dtype accumulate");
   std::vector<uint16_t> rounded(count);
-  gptrt_matmul_bf16(h, a.data(), b.data(), rounded.data(), batch, m, n, k, 0, 0,
-                    m * k, 0, m * n, GPTRT_DTYPE_BF16);
+  const gptrt_gemm_desc toBf16 =
+      bf16Gemm(batch, m, n, k, 0, 0, m * k, 0, m * n, GPTRT_DTYPE_BF16);
+  gptrt_gemm(h, a.data(), b.data(), nullptr, nullptr, nullptr, nullptr, nullptr,
+             rounded.data(), nullptr, nullptr, nullptr, nullptr, &toBf16,
+             nullptr);
   F unfused = grad;
   gptrt_accumulate(h, rounded.data(), unfused.data(), count, GPTRT_DTYPE_BF16);
   EXPECT_NE(c, unfused) << "the product was rounded to bf16 on its way in";
   // Again: it adds to whatever the gradient holds.
-  gptrt_matmul_bf16_accumulate(h, a.data(), b.data(), c.data(), batch, m, n, k,
-                               0, 0, m * k, 0, m * n);
+  gptrt_gemm(h, a.data(), b.data(), nullptr, nullptr, nullptr, nullptr, nullptr,
+             c.data(), nullptr, nullptr, nullptr, nullptr, &accumulate,
+             nullptr);
   for (int64_t i = 0; i < count; ++i)
     want[i] += product[i];
-  expectSameBits(c, want, "matmul_bf16_accumulate, twice");
+  expectSameBits(c, want, "bf16 gemm, c_dtype accumulate, twice");
 
-  // With the bias gradient (a stored [k, m]): db as gptrt_matmul_bf16_bgrad
-  // writes it, in either dtype.
+  // With the bias gradient (a stored [k, m]): db as the GEMM with dbias
+  // and an f32 c writes it, in either dtype.
   std::vector<uint16_t> dy = bf16Of(randomF(k * m, 83, -2, 2));
   for (int64_t dbDtype : {GPTRT_DTYPE_F32, GPTRT_DTYPE_BF16}) {
     SCOPED_TRACE("db_dtype " + std::to_string(dbDtype));
     const size_t dbBytes = size_t(m) * (dbDtype == GPTRT_DTYPE_F32 ? 4 : 2);
     std::vector<unsigned char> db(dbBytes, 0xFF), wantDb(dbBytes, 0xFF);
     F dw(m * n), wantDw(grad.begin(), grad.begin() + m * n);
-    gptrt_matmul_bf16_bgrad(h, dy.data(), b.data(), dw.data(), wantDb.data(), 1,
-                            m, n, k, 1, 0, 0, 0, 0, GPTRT_DTYPE_F32, dbDtype);
+    gptrt_gemm_desc bgrad =
+        bf16Gemm(1, m, n, k, 1, 0, 0, 0, 0, GPTRT_DTYPE_F32);
+    bgrad.dbias_dtype = dbDtype;
+    gptrt_gemm(h, dy.data(), b.data(), nullptr, nullptr, nullptr, nullptr,
+               nullptr, dw.data(), nullptr, wantDb.data(), nullptr, nullptr,
+               &bgrad, nullptr);
     for (int64_t i = 0; i < m * n; ++i)
       wantDw[i] += dw[i];
     F got(grad.begin(), grad.begin() + m * n);
-    gptrt_matmul_bf16_bgrad_accumulate(h, dy.data(), b.data(), got.data(),
-                                       db.data(), 1, m, n, k, 1, 0, 0, 0, 0,
-                                       dbDtype);
-    expectSameBits(got, wantDw, "matmul_bf16_bgrad_accumulate");
+    gptrt_gemm_desc bgradAccumulate = bgrad;
+    bgradAccumulate.c_dtype = GPTRT_DTYPE_F32_ACCUMULATE;
+    gptrt_gemm(h, dy.data(), b.data(), nullptr, nullptr, nullptr, nullptr,
+               nullptr, got.data(), nullptr, db.data(), nullptr, nullptr,
+               &bgradAccumulate, nullptr);
+    expectSameBits(got, wantDw, "bf16 gemm with dbias, c_dtype accumulate");
     EXPECT_EQ(db, wantDb);
   }
 
   // Strided batches are refused (the gradient is one contiguous buffer).
   F wide(2 * count);
-  gptrt_matmul_bf16_accumulate(h, a.data(), b.data(), wide.data(), batch, m, n,
-                               k, 0, 0, m * k, 0, 2 * m * n);
+  const gptrt_gemm_desc strided = bf16Gemm(
+      batch, m, n, k, 0, 0, m * k, 0, 2 * m * n, GPTRT_DTYPE_F32_ACCUMULATE);
+  gptrt_gemm(h, a.data(), b.data(), nullptr, nullptr, nullptr, nullptr, nullptr,
+             wide.data(), nullptr, nullptr, nullptr, nullptr, &strided,
+             nullptr);
   EXPECT_THAT(ctx.error(),
               ::testing::HasSubstr("stride_c 96, expected m * n = 48"));
   ctx.clearError();
