@@ -4,6 +4,7 @@
 #include "compiler/transforms/Passes.h"
 
 #include "dialects/rt/KernelTable.h"
+#include "runtime/abi/ManifestSection.h"
 #include "runtime/abi/gptrt.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -237,23 +238,31 @@ private:
     LLVM::ReturnOp::create(b, module.getLoc(), version);
   }
 
-  void emitManifest(OpBuilder &builder, ModuleOp module, StringAttr bytes) {
+  // The manifest goes in its own section behind a header with its size and
+  // checksum (runtime/abi/ManifestSection.h), which the runtime checks
+  // before dlopen; gpt_manifest() returns the payload after the header.
+  void emitManifest(OpBuilder &builder, ModuleOp module, StringAttr payload) {
+    namespace section = gptrt::manifest_section;
     Location loc = module.getLoc();
-    auto arrayType = LLVM::LLVMArrayType::get(builder.getI8Type(),
-                                              bytes.getValue().size());
-    auto global = LLVM::GlobalOp::create(builder, loc, arrayType,
-                                         /*isConstant=*/true,
-                                         LLVM::Linkage::Internal,
-                                         "gpt_manifest_bytes", bytes);
+    const std::string bytes = section::sectionBytes(payload.getValue().str());
+    auto arrayType =
+        LLVM::LLVMArrayType::get(builder.getI8Type(), bytes.size());
+    auto global = LLVM::GlobalOp::create(
+        builder, loc, arrayType, /*isConstant=*/true, LLVM::Linkage::Internal,
+        "gpt_manifest_bytes", builder.getStringAttr(bytes), /*alignment=*/8);
+    global.setSection(StringRef(section::kName));
     auto fn = LLVM::LLVMFuncOp::create(builder, loc, "gpt_manifest",
                                        LLVM::LLVMFunctionType::get(ptr, {ptr}));
     Block *body = fn.addEntryBlock(builder);
     OpBuilder b = OpBuilder::atBlockEnd(body);
     Value size = LLVM::ConstantOp::create(
-        b, loc, i64, b.getI64IntegerAttr(bytes.getValue().size()));
+        b, loc, i64, b.getI64IntegerAttr(payload.getValue().size()));
     LLVM::StoreOp::create(b, loc, size, body->getArgument(0));
     Value address = LLVM::AddressOfOp::create(b, loc, global);
-    LLVM::ReturnOp::create(b, loc, address);
+    Value start = LLVM::GEPOp::create(
+        b, loc, ptr, b.getI8Type(), address,
+        ArrayRef<LLVM::GEPArg>{static_cast<int32_t>(section::kHeaderBytes)});
+    LLVM::ReturnOp::create(b, loc, start);
   }
 
   Type ptr, i64;

@@ -3,6 +3,7 @@
 #include "runtime/core/Artifact.h"
 
 #include "runtime/abi/ElfCheck.h"
+#include "runtime/abi/ManifestSection.h"
 #include "runtime/core/Abi.h"
 #include "runtime/core/Context.h"
 #include "runtime/cuda/Backend.h"
@@ -47,6 +48,11 @@ Artifact::Artifact(const std::string &path) : path_(path) {
   // dlopen maps a truncated file and the first touch of a missing page is a
   // SIGBUS with nothing on stderr.
   if (std::optional<std::string> problem = elfSharedObjectProblem(path))
+    throw std::runtime_error(name + " cannot be loaded: " + *problem +
+                             "; rebuild it with gptc -o FILE.so");
+  // Nor is any of it run (dlopen runs initialisers) before its manifest is
+  // known to be whole and as gptc wrote it.
+  if (std::optional<std::string> problem = manifest_section::problem(path))
     throw std::runtime_error(name + " cannot be loaded: " + *problem +
                              "; rebuild it with gptc -o FILE.so");
   // A name without '/' would make dlopen search the library path instead.

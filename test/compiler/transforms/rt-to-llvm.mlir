@@ -49,14 +49,18 @@ func.func @eval_step() {
 
 // -----
 
-// The serialized manifest becomes a constant and gpt_manifest returns it.
-// CHECK: llvm.mlir.global internal constant @gpt_manifest_bytes("\01\02\03")
+// The serialized manifest becomes a constant in its own section, behind
+// the header the runtime checks before dlopen (magic, payload size 3, the
+// payload's FNV-1a hash, little-endian; runtime/abi/ManifestSection.h),
+// and gpt_manifest returns the payload after the header.
+// CHECK: llvm.mlir.global internal constant @gpt_manifest_bytes("GPTCMAN1\03\00\00\00\00\00\00\00{{.*}}\01\02\03") {{{.*}}alignment = 8 : i64, section = ".gptc_manifest"}
 // CHECK-LABEL: llvm.func @gpt_manifest(
 // CHECK-SAME: %[[SIZE:.*]]: !llvm.ptr) -> !llvm.ptr
 // CHECK: %[[N:.*]] = llvm.mlir.constant(3 : i64) : i64
 // CHECK: llvm.store %[[N]], %[[SIZE]] : i64, !llvm.ptr
 // CHECK: %[[BYTES:.*]] = llvm.mlir.addressof @gpt_manifest_bytes : !llvm.ptr
-// CHECK: llvm.return %[[BYTES]] : !llvm.ptr
+// CHECK: %[[PAYLOAD:.*]] = llvm.getelementptr %[[BYTES]][24] : (!llvm.ptr) -> !llvm.ptr, i8
+// CHECK: llvm.return %[[PAYLOAD]] : !llvm.ptr
 module attributes {rt.manifest = "\01\02\03"} {
 }
 

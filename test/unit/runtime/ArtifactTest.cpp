@@ -2,6 +2,7 @@
 // fixtures/FixtureArtifact.c: the success path (a tiny tied-embedding model
 // trained end to end through the C ABI, checked against the CPU kernels and
 // finite differences) and every loading error.
+#include "runtime/abi/ManifestSection.h"
 #include "runtime/core/Artifact.h"
 #include "runtime/core/Context.h"
 #include "runtime/core/Io.h"
@@ -298,9 +299,47 @@ TEST(ArtifactLoadTest, UnknownRuntimeFunction) {
                "needs a runtime function this runtime lacks");
 }
 
+// A shared object gptc did not write has no manifest section: refused
+// before dlopen runs its initialisers.
 TEST(ArtifactLoadTest, NotAGptcArtifact) {
   EXPECT_ERROR(Artifact(fixture("not-an-artifact")),
-               "does not export gpt_abi_version, expected a gptc artifact");
+               "artifact " + fixture("not-an-artifact") +
+                   " cannot be loaded: it has no .gptc_manifest section (a "
+                   "shared object gptc did not write, or one from a gptc "
+                   "older than this runtime); rebuild it with gptc -o FILE.so");
+}
+
+// A manifest changed after gptc wrote it (its checksum no longer matches)
+// is refused before dlopen.
+TEST(ArtifactLoadTest, ManifestChecksumMismatch) {
+  const std::string msg =
+      errorOf([&] { Artifact a(fixture("fixture-checksum")); });
+  EXPECT_THAT(msg, ::testing::StartsWith("artifact " +
+                                         fixture("fixture-checksum") +
+                                         " cannot be loaded: its manifest's "
+                                         "checksum is "));
+  EXPECT_THAT(msg, ::testing::HasSubstr(
+                       " (the file was altered after gptc wrote it); rebuild "
+                       "it with gptc -o FILE.so"));
+}
+
+// The same for a byte flipped in a copy of a good artifact's manifest, and
+// a section header that claims more bytes than the section holds.
+TEST(ArtifactLoadTest, AlteredManifestBytesAreFound) {
+  const std::string whole = readBytes(fixture("fixture-ok"));
+  const size_t header = whole.find("GPTCMAN1");
+  ASSERT_NE(header, std::string::npos);
+  TempDir dir;
+  std::string flipped = whole;
+  flipped[header + manifest_section::kHeaderBytes + 3] ^= 0x40;
+  writeBytes(dir.file("flipped.so"), flipped);
+  EXPECT_THAT(errorOf([&] { Artifact a(dir.file("flipped.so")); }),
+              ::testing::HasSubstr("its manifest's checksum is "));
+  std::string longer = whole;
+  longer[header + 8 + 5] = 1; // the payload size's sixth byte: ~2^40 bytes
+  writeBytes(dir.file("longer.so"), longer);
+  EXPECT_THAT(errorOf([&] { Artifact a(dir.file("longer.so")); }),
+              ::testing::HasSubstr("its manifest header says "));
 }
 
 } // namespace
