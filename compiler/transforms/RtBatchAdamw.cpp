@@ -16,6 +16,10 @@ namespace rt = gptc::rt;
 
 namespace {
 
+// The hyperparameters every kernel of a batch shares, in the order
+// adamw_multi takes them (after n, before weight_decay).
+constexpr StringRef kHyperparameters[] = {"beta1", "beta2", "eps"};
+
 // One adamw kernel: gptrt_adamw(grad, grad_scale, lr, step; param, m, v;
 // n, beta1, beta2, eps, weight_decay), its four tensors views of arenas.
 struct AdamwCall {
@@ -30,12 +34,13 @@ struct AdamwCall {
 std::optional<AdamwCall> adamwCall(rt::KernelOp kernel) {
   if (kernel.getKernel() != "adamw" || kernel.getInputs().size() != 4 ||
       kernel.getOutputs().size() != 3 || kernel.getConsts().size() != 5 ||
-      !isa<IntegerAttr>(kernel.getConsts()[0]) ||
-      !isa<FloatAttr>(kernel.getConsts()[4]))
+      !isa<IntegerAttr>(rt::constAttrNamed(kernel, "n")) ||
+      !isa<FloatAttr>(rt::constAttrNamed(kernel, "weight_decay")))
     return std::nullopt;
   AdamwCall call{kernel,
-                 rt::constAt(kernel, 0),
-                 cast<FloatAttr>(kernel.getConsts()[4]).getValueAsDouble(),
+                 rt::constNamed(kernel, "n"),
+                 cast<FloatAttr>(rt::constAttrNamed(kernel, "weight_decay"))
+                     .getValueAsDouble(),
                  kernel.getInputs()[0].getDefiningOp<rt::ViewOp>(),
                  kernel.getOutputs()[0].getDefiningOp<rt::ViewOp>(),
                  kernel.getOutputs()[1].getDefiningOp<rt::ViewOp>(),
@@ -106,8 +111,8 @@ private:
     for (unsigned i = 1; i < 4; ++i)
       if (!sameScalar(a.getInputs()[i], b.getInputs()[i]))
         return false;
-    for (unsigned i = 1; i < 4; ++i)
-      if (a.getConsts()[i] != b.getConsts()[i])
+    for (StringRef name : kHyperparameters)
+      if (rt::constAttrNamed(a, name) != rt::constAttrNamed(b, name))
         return false;
     double decay = 0;
     for (const AdamwCall &c : group)
@@ -162,8 +167,8 @@ private:
       whole.push_back(
           rt::ViewOp::create(b, loc, type, view.getArena(), view.getOffset()));
     SmallVector<Attribute> consts{b.getI64IntegerAttr(n)};
-    for (unsigned i = 1; i < 4; ++i)
-      consts.push_back(first.getConsts()[i]);
+    for (StringRef name : kHyperparameters)
+      consts.push_back(rt::constAttrNamed(first, name));
     consts.push_back(b.getF64FloatAttr(decay));
     consts.push_back(b.getI64IntegerAttr(int64_t(bounds.size() / 2)));
     consts.push_back(b.getDenseI64ArrayAttr(bounds));

@@ -28,8 +28,7 @@ struct HoistableScale {
   int64_t state;
 };
 
-// gptrt_fp8_state_scale's constants: history_length, fp8_max, margin,
-// power_of_two, eps, most_recent. Kernels with equal constants (so equal
+// An fp8_state_scale's constants. Kernels with equal constants (so equal
 // history lengths) batch together; their array attribute is unique.
 using ScaleConsts = ArrayAttr;
 
@@ -102,9 +101,9 @@ private:
     if (kernel.getKernel() != "fp8_state_scale" ||
         kernel.getInputs().size() != 1 || kernel.getOutputs().size() != 1 ||
         kernel.getConsts().size() != 6 ||
-        !isa<IntegerAttr>(kernel.getConsts()[0]))
+        !isa<IntegerAttr>(rt::constAttrNamed(kernel, "history_length")))
       return std::nullopt;
-    const int64_t length = rt::constAt(kernel, 0);
+    const int64_t length = rt::constNamed(kernel, "history_length");
     Value historyValue = kernel.getInputs()[0];
     auto history = historyValue.getDefiningOp<rt::ViewOp>();
     auto type = history ? dyn_cast<MemRefType>(history.getType()) : nullptr;
@@ -164,7 +163,9 @@ private:
   void emitBatches(OpBuilder &b, ScaleConsts consts,
                    std::map<int64_t, SmallVector<HoistableScale>> &byState,
                    int64_t scaleBase) {
-    const int64_t length = cast<IntegerAttr>(consts[0]).getInt();
+    const unsigned lengthAt =
+        rt::constIndex("fp8_state_scale", "history_length");
+    const int64_t length = cast<IntegerAttr>(consts[lengthAt]).getInt();
     const int64_t stride = rt::fp8StateStride(length);
     auto f32 = b.getF32Type();
     for (auto begin = byState.begin(); begin != byState.end();) {
@@ -191,10 +192,13 @@ private:
                              "fp8_state", k0 * stride);
       Value scales = rt::ViewOp::create(b, loc, MemRefType::get({count}, f32),
                                         "fp8_state", scaleBase + 4 * k0);
-      SmallVector<Attribute> batchConsts{b.getI64IntegerAttr(count), consts[0],
-                                         b.getI64IntegerAttr(stride / 4),
-                                         b.getI64IntegerAttr(int64_t(mask))};
-      llvm::append_range(batchConsts, consts.getValue().drop_front());
+      // count, history_length, history_stride, mask, then the recipe
+      // (fp8_state_scale's constants after its history_length).
+      SmallVector<Attribute> batchConsts{
+          b.getI64IntegerAttr(count), consts[lengthAt],
+          b.getI64IntegerAttr(stride / 4), b.getI64IntegerAttr(int64_t(mask))};
+      llvm::append_range(batchConsts,
+                         consts.getValue().drop_front(lengthAt + 1));
       rt::KernelOp::create(b, loc, "fp8_state_scale_batch",
                            ValueRange{histories}, ValueRange{scales},
                            /*stream=*/0, b.getArrayAttr(batchConsts));

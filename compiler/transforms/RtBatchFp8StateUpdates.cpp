@@ -56,8 +56,8 @@ public:
     std::set<int64_t> lengths;
     module.walk([&](rt::KernelOp k) {
       if (k.getKernel() == "fp8_state_update" && k.getConsts().size() == 1 &&
-          rt::constAt(k, 0) >= 1)
-        lengths.insert(rt::constAt(k, 0));
+          rt::constNamed(k, "history_length") >= 1)
+        lengths.insert(rt::constNamed(k, "history_length"));
     });
     int64_t end = int64_t(llvm::alignTo(historyBytes, 64));
     for (int64_t length : lengths) {
@@ -120,8 +120,8 @@ private:
             updatesOf[history.getOffset()].size() != 1)
           continue;
         auto [where, offset] = amaxKey(update.getInputs()[0]);
-        auto [it, isFirst] =
-            first.try_emplace({where, offset, rt::constAt(update, 0)}, update);
+        auto [it, isFirst] = first.try_emplace(
+            {where, offset, rt::constNamed(update, "history_length")}, update);
         if (isFirst)
           continue;
         // The first update moves down to the second, which goes: nothing
@@ -160,7 +160,7 @@ private:
       std::optional<MovableUpdate> movable = movableUpdate(update, end);
       if (!movable)
         continue;
-      const int64_t length = rt::constAt(update, 0);
+      const int64_t length = rt::constNamed(update, "history_length");
       if (!byLength[length].try_emplace(movable->state, *movable).second)
         twice.insert({length, movable->state});
     }
@@ -205,12 +205,11 @@ private:
   // write; nothing after it reads or writes that history.
   std::optional<MovableUpdate> movableUpdate(rt::KernelOp update,
                                              Operation *end) {
-    // gptrt_fp8_state_update's constant: history_length.
     if (update.getKernel() != "fp8_state_update" ||
         update.getInputs().size() != 1 || update.getOutputs().size() != 1 ||
         update.getConsts().size() != 1)
       return std::nullopt;
-    const int64_t length = rt::constAt(update, 0);
+    const int64_t length = rt::constNamed(update, "history_length");
     auto history = update.getOutputs()[0].getDefiningOp<rt::ViewOp>();
     auto type = history ? dyn_cast<MemRefType>(history.getType()) : nullptr;
     if (!history || history.getArena() != "fp8_state" || length < 1 || !type ||

@@ -48,26 +48,24 @@ private:
   // or without an output epilogue), with x untouched in between: one
   // add_layernorm_fwd, with the same epilogue, where the layernorm was.
   void fuse(rt::KernelOp add) {
-    // gptrt_add's constants: outer, inner, broadcast_b, a, b and out dtypes;
-    // an add with an epilogue of its own stays.
+    // An add with an epilogue of its own stays.
     if (add.getInputs().size() != 2 || add.getOutputs().size() != 1 ||
-        add.getConsts().size() != 6 || rt::constAt(add, 2) != 0)
+        rt::hasEpilogue(add) || rt::constNamed(add, "broadcast_b") != 0)
       return;
     Value x = add.getOutputs()[0];
     auto norm = dyn_cast_or_null<rt::KernelOp>(rt::nextUser(add, x));
     if (!norm)
       return;
-    // gptrt_layernorm_fwd's constants: rows, width, eps, x and out dtypes
-    // (and its epilogue); buffers x, w, bias; out, mean, rstd (and the
-    // epilogue's). Its dual cast (no out) is formed after this pass.
+    // Buffers x, w, bias; out, mean, rstd (and the epilogue's). Its dual
+    // cast (no out) is formed after this pass.
     if (norm.getKernel() != "layernorm_fwd" || norm.getInputs().size() < 3 ||
         norm.getInputs()[0] != x || norm.getOutputs().size() < 3 ||
         !rt::bufferNamed(norm, "out") ||
         norm.getConsts().size() < 5)
       return;
-    if (rt::constAt(norm, 0) * rt::constAt(norm, 1) !=
-            rt::constAt(add, 0) * rt::constAt(add, 1) ||
-        rt::constAt(norm, 3) != rt::constAt(add, 5))
+    if (rt::constNamed(norm, "rows") * rt::constNamed(norm, "width") !=
+            rt::constNamed(add, "outer") * rt::constNamed(add, "inner") ||
+        rt::constNamed(norm, "x_dtype") != rt::constNamed(add, "out_dtype"))
       return;
     // The add now runs where the layernorm did: its operands must still
     // hold what they held.
@@ -80,8 +78,18 @@ private:
     ins.append({norm.getInputs()[1], norm.getInputs()[2]});
     SmallVector<Value> outs{x};
     outs.append(norm.getOutputs().begin(), norm.getOutputs().begin() + 3);
-    ArrayAttr n = norm.getConsts(), a = add.getConsts();
-    SmallVector<Attribute> consts{n[0], n[1], n[2], a[3], a[4], a[5], n[4]};
+    // add_layernorm_fwd's constants: the layernorm's rows, width, eps; the
+    // add's a, b and out (x) dtypes; the layernorm's out dtype.
+    auto fromNorm = [&](StringRef name) {
+      return rt::constAttrNamed(norm, name);
+    };
+    auto fromAdd = [&](StringRef name) {
+      return rt::constAttrNamed(add, name);
+    };
+    SmallVector<Attribute> consts{fromNorm("rows"),     fromNorm("width"),
+                                  fromNorm("eps"),      fromAdd("a_dtype"),
+                                  fromAdd("b_dtype"),   fromAdd("out_dtype"),
+                                  fromNorm("out_dtype")};
     auto [buffers, fields] = rt::epilogueOf(norm);
     OpBuilder b(norm);
     rt::KernelOp fusedOp =
@@ -100,12 +108,12 @@ private:
   // layernorm_bwd_add, with the add's epilogue, where the add was. dx is
   // never stored, and its buffer goes.
   void fuseBackward(rt::KernelOp norm) {
-    // gptrt_layernorm_bwd's constants: rows, width, then the dtypes of dout,
-    // x, dx, dw, db.
+    // A layernorm backward with an epilogue of its own stays.
     if (norm.getInputs().size() != 5 || norm.getOutputs().size() != 3 ||
-        norm.getConsts().size() != 7)
+        rt::hasEpilogue(norm))
       return;
-    const int64_t rows = rt::constAt(norm, 0), width = rt::constAt(norm, 1);
+    const int64_t rows = rt::constNamed(norm, "rows"),
+                  width = rt::constNamed(norm, "width");
     Value dxRoot = rt::rootBuffer(norm.getOutputs()[0]);
     if (!dxRoot.getDefiningOp<rt::AllocOp>() ||
         cast<MemRefType>(dxRoot.getType()).getNumElements() != rows * width)
@@ -121,16 +129,17 @@ private:
           return;
         add = kernel;
       }
-    // gptrt_add's constants: outer, inner, broadcast_b, a, b and sum dtypes
-    // (and its epilogue); buffers a, b (, scale); sum (, amax, q).
+    // The add's buffers: a, b (, scale); sum (, amax, q); its epilogue, if
+    // any, carries over.
     if (!add || add.getKernel() != "add" || add.getInputs().size() < 2 ||
-        add.getConsts().size() < 6 || rt::constAt(add, 2) != 0 ||
-        rt::constAt(add, 0) * rt::constAt(add, 1) != rows * width)
+        add.getConsts().size() < 6 || rt::constNamed(add, "broadcast_b") != 0 ||
+        rt::constNamed(add, "outer") * rt::constNamed(add, "inner") !=
+            rows * width)
       return;
     const bool dxIsA = rt::rootBuffer(add.getInputs()[0]) == dxRoot;
     const bool dxIsB = rt::rootBuffer(add.getInputs()[1]) == dxRoot;
-    if (dxIsA == dxIsB ||
-        rt::constAt(add, dxIsA ? 3 : 4) != rt::constAt(norm, 4))
+    if (dxIsA == dxIsB || rt::constNamed(add, dxIsA ? "a_dtype" : "b_dtype") !=
+                              rt::constNamed(norm, "dx_dtype"))
       return;
     Value resid = add.getInputs()[dxIsA ? 1 : 0];
     // The layernorm now runs where the add does: its inputs must still hold
@@ -151,10 +160,12 @@ private:
     ins.push_back(resid);
     SmallVector<Value> outs{add.getOutputs()[0]};
     outs.append(norm.getOutputs().begin() + 1, norm.getOutputs().end());
+    // layernorm_bwd_add's constants: the layernorm's, then the dtypes of
+    // resid (the add's other operand) and sum (the add's out).
     SmallVector<Attribute> consts(norm.getConsts().begin(),
                                   norm.getConsts().end());
-    consts.push_back(add.getConsts()[dxIsA ? 4 : 3]);
-    consts.push_back(add.getConsts()[5]);
+    consts.push_back(rt::constAttrNamed(add, dxIsA ? "b_dtype" : "a_dtype"));
+    consts.push_back(rt::constAttrNamed(add, "out_dtype"));
     auto [buffers, fields] = rt::epilogueOf(add);
     OpBuilder b(add);
     rt::KernelOp fusedOp =

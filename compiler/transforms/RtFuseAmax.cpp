@@ -19,18 +19,17 @@ namespace rt = gptc::rt;
 namespace {
 
 // A backward kernel whose epilogue can take an amax: which output the
-// amax is of, and which constant holds that output's dtype.
+// amax is of, and which constant holds that output's dtype, by their names
+// in the kernel's row.
 struct AmaxForm {
-  unsigned output;
-  unsigned dtypeConst;
+  StringRef output;
+  StringRef dtypeConst;
 };
 
 std::optional<AmaxForm> amaxForm(StringRef kernel) {
   return llvm::StringSwitch<std::optional<AmaxForm>>(kernel)
-      // outs dx, dw, db; consts rows, width, dout, x, dx, dw, db dtypes.
-      .Case("layernorm_bwd", AmaxForm{0, 4})
-      // outs sum, dw, db; consts the seven above, resid and sum dtypes.
-      .Case("layernorm_bwd_add", AmaxForm{0, 8})
+      .Case("layernorm_bwd", AmaxForm{"dx", "dx_dtype"})
+      .Case("layernorm_bwd_add", AmaxForm{"sum", "sum_dtype"})
       .Default(std::nullopt);
 }
 
@@ -45,10 +44,7 @@ public:
         producers.emplace_back(op, *form);
     });
     for (auto [producer, form] : producers) {
-      if (form.output >= producer.getOutputs().size() ||
-          form.dtypeConst >= producer.getConsts().size())
-        continue;
-      const int64_t dtype = rt::constAt(producer, form.dtypeConst);
+      const int64_t dtype = rt::constNamed(producer, form.dtypeConst);
       if (rt::foldFollowingAmax(producer, form.output, dtype))
         ++fused;
     }

@@ -26,8 +26,8 @@ struct ScaleKind {
   unsigned scaleConsts; // its constants, after its one input
   StringRef prefix;
   ArrayRef<StringRef> casts;
-  // Its first constant is the number of scales (row_scales): the fused
-  // kernel takes it from the cast's shape instead.
+  // Its constant n is the number of scales (row_scales): the fused kernel
+  // takes it from the cast's shape instead.
   bool countsScales = false;
 };
 
@@ -102,8 +102,10 @@ private:
       return;
     // One scale for each of the cast's rows (along_cols 0) or columns.
     if (kind.countsScales &&
-        rt::constAt(scaleOp, 0) !=
-            rt::constAt(cast, rt::constAt(cast, 2) != 0 ? 1 : 0))
+        rt::constNamed(scaleOp, "n") !=
+            rt::constNamed(cast, rt::constNamed(cast, "along_cols") != 0
+                                     ? "cols"
+                                     : "rows"))
       return;
     // Delayed scaling records a weight's amax (known since cast_weights) in
     // its history right after the scale is made, before the weight's cast:
@@ -133,8 +135,9 @@ private:
     SmallVector<Value> outs(cast.getOutputs());
     outs.push_back(scale);
     SmallVector<Attribute> allConsts(cast.getConsts().getValue());
-    llvm::append_range(allConsts, scaleOp.getConsts().getValue().drop_front(
-                                      kind.countsScales ? 1 : 0));
+    llvm::append_range(allConsts, kind.countsScales
+                                      ? rt::constsFrom(scaleOp, "fp8_max")
+                                      : scaleOp.getConsts().getValue());
     auto fused = rt::KernelOp::create(
         b, cast.getLoc(), (kind.prefix + cast.getKernel()).str(),
         ValueRange{cast.getInputs()[0], amax}, outs, /*stream=*/0,

@@ -33,8 +33,9 @@ private:
   // cross_entropy_bwd(dloss, logits, targets, lse) -> dlogits: one
   // cross_entropy_fwd_bwd where the backward was.
   void fuse(rt::KernelOp forward) {
-    // Both kernels' constants: rows, vocab, padded_vocab, ignore_index,
-    // dtype.
+    // Both kernels, and cross_entropy_fwd_bwd, take the same constants
+    // (rows, vocab, padded_vocab, ignore_index, the logits' dtype), in the
+    // same order: the fused kernel takes them as they are.
     if (forward.getInputs().size() != 2 || forward.getOutputs().size() != 2)
       return;
     Value logits = forward.getInputs()[0], targets = forward.getInputs()[1];
@@ -65,8 +66,8 @@ private:
   // gradient): the amax in cross_entropy_fwd_bwd's epilogue, which a GPU
   // takes as it stores the gradient rather than in a second read of it.
   void fuseAmax(rt::KernelOp kernel) {
-    // Consts: rows, vocab, padded_vocab, ignore_index, dtype.
-    if (rt::foldFollowingAmax(kernel, /*outIndex=*/2, rt::constAt(kernel, 4)))
+    if (rt::foldFollowingAmax(kernel, "dlogits",
+                              rt::constNamed(kernel, "dtype")))
       ++amaxFused;
   }
 

@@ -15,10 +15,9 @@ namespace rt = gptc::rt;
 
 namespace {
 
-// gptrt_state_quantize_fp8's constants: n, format, stat_slot, x_dtype, then
-// the six of the scale (history_length, fp8_max, margin, power_of_two, eps,
-// most_recent). The transposed forms start with rows, cols, format,
-// stat_slot, x_dtype (and db_dtype for _bgrad) before the same six.
+// The state_ casts take the cast's own constants (4 for
+// state_quantize_fp8; 5 for the transposed form, 6 for _bgrad), then the
+// six of the scale's recipe, from history_length on.
 constexpr unsigned kScaleConsts = 6;
 constexpr unsigned kCastConsts = 4 + kScaleConsts;
 
@@ -67,12 +66,14 @@ private:
     if (twin.getOutputs().size() != (bgrad ? 3u : 2u) ||
         twin.getConsts().size() != twinOwn + kScaleConsts)
       return;
-    ArrayRef<Attribute> c = cast.getConsts().getValue(),
-                        t = twin.getConsts().getValue();
+    auto c = [&](StringRef name) { return rt::constAttrNamed(cast, name); };
+    auto t = [&](StringRef name) { return rt::constAttrNamed(twin, name); };
     // One tensor in one format and storage, scaled by one recipe.
-    if (rt::constAt(twin, 0) * rt::constAt(twin, 1) != rt::constAt(cast, 0) ||
-        t[2] != c[1] || t[4] != c[3] ||
-        t.drop_front(twinOwn) != c.drop_front(4))
+    if (rt::constNamed(twin, "rows") * rt::constNamed(twin, "cols") !=
+            rt::constNamed(cast, "n") ||
+        t("format") != c("format") || t("x_dtype") != c("x_dtype") ||
+        rt::constsFrom(twin, "history_length") !=
+            rt::constsFrom(cast, "history_length"))
       return;
     Value x = cast.getInputs()[0], history = cast.getInputs()[1];
     Value q = cast.getOutputs()[0], scale = cast.getOutputs()[1];
@@ -109,10 +110,14 @@ private:
     if (bgrad)
       outs.push_back(twin.getOutputs()[1]);
     outs.push_back(scale);
-    SmallVector<Attribute> consts{t[0], t[1], c[1], c[2], t[3], c[3]};
+    // The dual's constants: the twin's rows and cols, the cast's format and
+    // stat_slot, the twin's stat_slot as stat_slot_t, x_dtype (and the
+    // twin's db_dtype), then the recipe.
+    SmallVector<Attribute> consts{t("rows"),      t("cols"),      c("format"),
+                                  c("stat_slot"), t("stat_slot"), c("x_dtype")};
     if (bgrad)
-      consts.push_back(t[5]);
-    llvm::append_range(consts, c.drop_front(4));
+      consts.push_back(t("db_dtype"));
+    llvm::append_range(consts, rt::constsFrom(cast, "history_length"));
     auto dual = rt::KernelOp::create(
         b, cast.getLoc(),
         bgrad ? "state_quantize_fp8_dual_bgrad" : "state_quantize_fp8_dual",

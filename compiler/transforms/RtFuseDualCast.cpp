@@ -31,20 +31,16 @@ public:
     // A transposed cast left alone (delayed scaling: its own scale;
     // rowwise scaling: scales of its own along the other axis) still reads
     // the whole gradient: the bias gradient joins it too.
-    SmallVector<std::pair<rt::KernelOp, unsigned>> transposed;
+    SmallVector<rt::KernelOp> transposed;
     getOperation().walk([&](rt::KernelOp op) {
-      // gptrt_quantize_fp8_transposed's constants: rows, cols, format,
-      // stat_slot, x_dtype; gptrt_quantize_rows_transposed's: rows, cols,
-      // along_cols, format, stat_slot, x_dtype.
-      if (op.getKernel() == "quantize_fp8_transposed" &&
-          op.getConsts().size() == 5)
-        transposed.push_back({op, 4});
-      if (op.getKernel() == "quantize_rows_transposed" &&
-          op.getConsts().size() == 6)
-        transposed.push_back({op, 5});
+      if ((op.getKernel() == "quantize_fp8_transposed" &&
+           op.getConsts().size() == 5) ||
+          (op.getKernel() == "quantize_rows_transposed" &&
+           op.getConsts().size() == 6))
+        transposed.push_back(op);
     });
-    for (auto [cast, xDtypeAt] : transposed)
-      fuseBiasGradient(cast, xDtypeAt);
+    for (rt::KernelOp cast : transposed)
+      fuseBiasGradient(cast);
   }
 
 private:
@@ -52,8 +48,6 @@ private:
   // the same scale) -> qT: one quantize_fp8_dual writing both where the
   // first was.
   void fuse(rt::KernelOp cast) {
-    // gptrt_quantize_fp8's constants: n, format, stat_slot, x_dtype;
-    // the transposed one's: rows, cols, format, stat_slot, x_dtype.
     if (cast.getInputs().size() != 2 || cast.getOutputs().size() != 1 ||
         cast.getConsts().size() != 4)
       return;
@@ -71,9 +65,10 @@ private:
           twin = kernel;
       }
     if (!twin ||
-        rt::constAt(twin, 0) * rt::constAt(twin, 1) != rt::constAt(cast, 0) ||
-        rt::constAt(twin, 2) != rt::constAt(cast, 1) ||
-        rt::constAt(twin, 4) != rt::constAt(cast, 3))
+        rt::constNamed(twin, "rows") * rt::constNamed(twin, "cols") !=
+            rt::constNamed(cast, "n") ||
+        rt::constNamed(twin, "format") != rt::constNamed(cast, "format") ||
+        rt::constNamed(twin, "x_dtype") != rt::constNamed(cast, "x_dtype"))
       return;
     // x and the scale keep their values until the twin read them.
     Value q = cast.getOutputs()[0], qT = twin.getOutputs()[0];
@@ -89,12 +84,16 @@ private:
         return;
       qTDef->moveBefore(cast);
     }
-    ArrayAttr c = cast.getConsts(), t = twin.getConsts();
+    // The dual's constants: the twin's rows and cols, the cast's format and
+    // stat_slot, the twin's stat_slot as stat_slot_t, x_dtype.
+    auto c = [&](StringRef name) { return rt::constAttrNamed(cast, name); };
+    auto t = [&](StringRef name) { return rt::constAttrNamed(twin, name); };
     OpBuilder b(cast);
     auto dual = rt::KernelOp::create(
         b, cast.getLoc(), "quantize_fp8_dual", ValueRange{x, scale},
         ValueRange{q, qT}, /*stream=*/0,
-        b.getArrayAttr({t[0], t[1], c[1], c[2], t[3], c[3]}));
+        b.getArrayAttr({t("rows"), t("cols"), c("format"), c("stat_slot"),
+                        t("stat_slot"), c("x_dtype")}));
     if (Attribute stats = rt::dualCastStats(b, cast, twin))
       dual->setAttr("rt.fp8_stat", stats);
     Value twinInput = twin.getInputs()[0];
@@ -104,24 +103,22 @@ private:
         reshape && reshape->use_empty())
       reshape.erase();
     ++fused;
-    fuseBiasGradient(dual, /*xDtypeAt=*/5);
+    fuseBiasGradient(dual);
   }
 
   // cast = quantize_fp8_dual(x) -> q, qT, or quantize_fp8_transposed(x) /
   // quantize_rows_transposed(x) -> qT; then reduce_rows(x) -> db (the bias
   // gradient of the GEMM whose output gradient x is): the same kernel with a
-  // _bgrad suffix, summing x's columns from the same read. Both casts'
-  // constants start with rows, cols; xDtypeAt is where x_dtype is.
-  void fuseBiasGradient(rt::KernelOp cast, unsigned xDtypeAt) {
+  // _bgrad suffix, summing x's columns from the same read.
+  void fuseBiasGradient(rt::KernelOp cast) {
     Value x = cast.getInputs()[0];
     rt::KernelOp reduce =
         rt::nextKernelReading(cast, rt::rootBuffer(x), "reduce_rows");
-    // gptrt_reduce_rows's constants: rows, cols, x_dtype, out_dtype.
     if (!reduce || reduce.getInputs().size() != 1 ||
         reduce.getOutputs().size() != 1 || reduce.getConsts().size() != 4 ||
-        rt::constAt(reduce, 0) != rt::constAt(cast, 0) ||
-        rt::constAt(reduce, 1) != rt::constAt(cast, 1) ||
-        rt::constAt(reduce, 2) != rt::constAt(cast, xDtypeAt))
+        rt::constNamed(reduce, "rows") != rt::constNamed(cast, "rows") ||
+        rt::constNamed(reduce, "cols") != rt::constNamed(cast, "cols") ||
+        rt::constNamed(reduce, "x_dtype") != rt::constNamed(cast, "x_dtype"))
       return;
     if (rt::touchedBetween(cast, reduce, x, /*reads=*/false) ||
         !rt::outputsCanMoveUp(cast, reduce))
@@ -130,8 +127,10 @@ private:
     OpBuilder b(cast);
     SmallVector<Value> outs(cast.getOutputs());
     outs.push_back(reduce.getOutputs()[0]);
+    // The _bgrad form's constants: the cast's, then db_dtype (the
+    // reduction's out_dtype).
     SmallVector<Attribute> consts(cast.getConsts().getValue());
-    consts.push_back(reduce.getConsts()[3]);
+    consts.push_back(rt::constAttrNamed(reduce, "out_dtype"));
     auto fusedKernel = rt::KernelOp::create(
         b, cast.getLoc(), (cast.getKernel() + "_bgrad").str(), cast.getInputs(),
         outs, /*stream=*/0, b.getArrayAttr(consts));

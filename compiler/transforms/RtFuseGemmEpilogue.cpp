@@ -94,12 +94,11 @@ private:
     auto gelu = dyn_cast_or_null<rt::KernelOp>(rt::nextUser(gemm, pre));
     if (!gelu || gelu.getKernel() != "gelu_fwd" ||
         gelu.getInputs().size() != 1 || gelu.getInputs()[0] != pre ||
-        gelu.getOutputs().size() != 1 || gelu.getConsts().size() != 3)
+        gelu.getOutputs().size() != 1 || rt::hasEpilogue(gelu))
       return;
-    // gelu_fwd's constants: n, x_dtype, out_dtype.
     const int64_t preDtype = gemmField(gemm, "c_dtype");
-    if (rt::constAt(gelu, 0) != shapeOf(gemm).elements ||
-        rt::constAt(gelu, 1) != preDtype)
+    if (rt::constNamed(gelu, "n") != shapeOf(gemm).elements ||
+        rt::constNamed(gelu, "x_dtype") != preDtype)
       return;
     Value out = gelu.getOutputs()[0];
     if (!canWriteEarly(out, gemm, gelu))
@@ -107,9 +106,9 @@ private:
     defineBefore(out, gemm);
     gemm.getOutputsMutable()[0].set(out);
     rt::KernelOp fused = rt::withEpilogue(gemm, {{"gelu_pre", pre}}, {});
-    rt::setDescriptorFields(
-        fused, "gemm_desc",
-        {{"gelu_pre_dtype", preDtype}, {"c_dtype", rt::constAt(gelu, 2)}});
+    rt::setDescriptorFields(fused, "gemm_desc",
+                            {{"gelu_pre_dtype", preDtype},
+                             {"c_dtype", rt::constNamed(gelu, "out_dtype")}});
     gelu.erase();
     ++fusedGelu;
   }
@@ -128,16 +127,17 @@ private:
         return; // another reader (or a reshape): d is needed as it is
       add = kernel;
     }
-    // gptrt_add's constants: outer, inner, broadcast_b, a, b and out dtypes.
     if (!add || add.getKernel() != "add" || add.getInputs().size() != 2 ||
         add.getInputs()[0] != d || add.getOutputs().size() != 1 ||
-        add.getConsts().size() != 6 || !gemm->isBeforeInBlock(add))
+        rt::hasEpilogue(add) || !gemm->isBeforeInBlock(add))
       return;
     const int64_t n = gemmField(gemm, "n"), dtype = gemmField(gemm, "c_dtype");
-    if (rt::constAt(add, 2) != 1 || rt::constAt(add, 1) != n ||
-        rt::constAt(add, 0) * n != shapeOf(gemm).elements ||
-        rt::constAt(add, 3) != dtype ||
-        rt::constAt(add, 4) != GPTRT_DTYPE_F32 || rt::constAt(add, 5) != dtype)
+    if (rt::constNamed(add, "broadcast_b") != 1 ||
+        rt::constNamed(add, "inner") != n ||
+        rt::constNamed(add, "outer") * n != shapeOf(gemm).elements ||
+        rt::constNamed(add, "a_dtype") != dtype ||
+        rt::constNamed(add, "b_dtype") != GPTRT_DTYPE_F32 ||
+        rt::constNamed(add, "out_dtype") != dtype)
       return;
     // The bias is read at the GEMM now: it must hold its value there (no
     // write through any view, or into its arena, in between), and be
@@ -170,7 +170,6 @@ private:
       return;
     const int64_t m = gemmField(gemm, "m"), k = gemmField(gemm, "k");
     Value a = gemm.getInputs()[0], source = rt::rootBuffer(a);
-    // gptrt_reduce_rows's constants: rows, cols, x_dtype, out_dtype.
     // Every view of the gradient's buffer (through reshapes), then the
     // first reduce_rows of one after the GEMM.
     SmallVector<Value> views = rt::viewsOf(source);
@@ -180,9 +179,10 @@ private:
         auto kernel = dyn_cast<rt::KernelOp>(user);
         if (kernel && kernel.getKernel() == "reduce_rows" &&
             kernel.getInputs().size() == 1 && kernel.getOutputs().size() == 1 &&
-            kernel.getConsts().size() == 4 && rt::constAt(kernel, 0) == k &&
-            rt::constAt(kernel, 1) == m &&
-            rt::constAt(kernel, 2) == GPTRT_DTYPE_BF16 &&
+            kernel.getConsts().size() == 4 &&
+            rt::constNamed(kernel, "rows") == k &&
+            rt::constNamed(kernel, "cols") == m &&
+            rt::constNamed(kernel, "x_dtype") == GPTRT_DTYPE_BF16 &&
             gemm->isBeforeInBlock(kernel) &&
             (!reduce || kernel->isBeforeInBlock(reduce)))
           reduce = kernel;
@@ -201,8 +201,9 @@ private:
       return;
     defineBefore(db, gemm);
     rt::KernelOp fused = rt::withEpilogue(gemm, {{"dbias", db}}, {});
-    rt::setDescriptorFields(fused, "gemm_desc",
-                            {{"dbias_dtype", rt::constAt(reduce, 3)}});
+    rt::setDescriptorFields(
+        fused, "gemm_desc",
+        {{"dbias_dtype", rt::constNamed(reduce, "out_dtype")}});
     reduce.erase();
     ++fusedBiasGrad;
   }
@@ -223,13 +224,12 @@ private:
     }
     if (!grad || grad.getKernel() != "gelu_bwd" ||
         grad.getInputs().size() != 2 || grad.getInputs()[0] != dg ||
-        grad.getOutputs().size() != 1 || grad.getConsts().size() != 4 ||
+        grad.getOutputs().size() != 1 || rt::hasEpilogue(grad) ||
         !gemm->isBeforeInBlock(grad))
       return false;
-    // gelu_bwd's constants: n, dout_dtype, x_dtype, dx_dtype.
     const int64_t productDtype = gemmField(gemm, "c_dtype");
-    if (rt::constAt(grad, 0) != shapeOf(gemm).elements ||
-        rt::constAt(grad, 1) != productDtype)
+    if (rt::constNamed(grad, "n") != shapeOf(gemm).elements ||
+        rt::constNamed(grad, "dout_dtype") != productDtype)
       return false;
     // The pre-activation is read earlier than gelu_bwd read it: it must
     // already hold its value at the GEMM and keep it until then.
@@ -247,10 +247,11 @@ private:
     defineBefore(dx, gemm);
     gemm.getOutputsMutable()[0].set(dx);
     rt::KernelOp fused = rt::withEpilogue(gemm, {{"dgelu_pre", pre}}, {});
-    rt::setDescriptorFields(fused, "gemm_desc",
-                            {{"product_dtype", productDtype},
-                             {"dgelu_pre_dtype", rt::constAt(grad, 2)},
-                             {"c_dtype", rt::constAt(grad, 3)}});
+    rt::setDescriptorFields(
+        fused, "gemm_desc",
+        {{"product_dtype", productDtype},
+         {"dgelu_pre_dtype", rt::constNamed(grad, "x_dtype")},
+         {"c_dtype", rt::constNamed(grad, "dx_dtype")}});
     grad.erase();
     if (Operation *def = dg.getDefiningOp(); def && dg.use_empty())
       def->erase();

@@ -23,18 +23,19 @@ namespace rt = gptc::rt;
 
 namespace {
 
-// A kernel that has an _accumulate form: its constants' count and the
-// index of its result's dtype, the one constant the form drops (its
-// result is always f32).
+// A kernel that has an _accumulate form: its constants' count, the two
+// constants whose product is its result's element count, and its result's
+// dtype, the one constant the form drops (its result is always f32).
 struct AccumulatingForm {
   unsigned consts;
-  unsigned resultDtype;
+  StringRef resultRows, resultWidth;
+  StringRef resultDtype;
 };
 
 std::optional<AccumulatingForm> accumulatingForm(StringRef kernel) {
   return llvm::StringSwitch<std::optional<AccumulatingForm>>(kernel)
-      // rows, table_rows, width, dout_dtype, dtable_dtype
-      .Case("embedding_bwd", AccumulatingForm{5, 4})
+      .Case("embedding_bwd",
+            AccumulatingForm{5, "table_rows", "width", "dtable_dtype"})
       .Default(std::nullopt);
 }
 
@@ -61,26 +62,20 @@ std::optional<int64_t> accumulatingGemm(rt::KernelOp op) {
 }
 
 // Kernels whose small gradient outputs take GPTRT_DTYPE_F32_ACCUMULATE:
-// the output's index and the index of its dtype constant.
+// the output and its dtype constant, by their names in the kernel's row.
 struct AccumulatingOutput {
-  unsigned output;
-  unsigned dtypeConst;
+  StringRef output;
+  StringRef dtypeConst;
 };
 
 SmallVector<AccumulatingOutput, 2> accumulatingOutputs(StringRef kernel) {
   return llvm::StringSwitch<SmallVector<AccumulatingOutput, 2>>(kernel)
-      // consts rows, cols, x_dtype, out_dtype
-      .Case("reduce_rows", {{0, 3}})
-      // outs dx (or the sum), dw, db (, the epilogue's); consts rows,
-      // width, then the dtypes of dout, x, dx, dw, db (, ...)
-      .Cases({"layernorm_bwd", "layernorm_bwd_add"}, {{1, 5}, {2, 6}})
-      // outs q, db; consts rows, cols, format, stat_slot, x_dtype, db_dtype
-      .Case("quantize_fp8_transposed_bgrad", {{1, 5}})
-      // outs q, db; consts rows, cols, along_cols, format, stat_slot,
-      // x_dtype, db_dtype
-      .Case("quantize_rows_transposed_bgrad", {{1, 6}})
-      // outs q, q_t, db; ..., stat_slot_t, x_dtype, db_dtype
-      .Case("quantize_fp8_dual_bgrad", {{2, 6}})
+      .Case("reduce_rows", {{"out", "out_dtype"}})
+      .Cases({"layernorm_bwd", "layernorm_bwd_add"},
+             {{"dw", "dw_dtype"}, {"db", "db_dtype"}})
+      .Cases({"quantize_fp8_transposed_bgrad", "quantize_rows_transposed_bgrad",
+              "quantize_fp8_dual_bgrad"},
+             {{"db", "db_dtype"}})
       .Default({});
 }
 
@@ -102,7 +97,7 @@ public:
 
 private:
   void fuse(rt::KernelOp accumulate) {
-    // gptrt_accumulate: ins (src), outs (dst f32), consts [n, src_dtype].
+    // gptrt_accumulate: ins (src), outs (dst f32).
     if (accumulate.getInputs().size() != 1 ||
         accumulate.getOutputs().size() != 1 ||
         accumulate.getConsts().size() != 2)
@@ -159,11 +154,11 @@ private:
         accumulatingForm(producer.getKernel());
     if (producer.getConsts().size() != form->consts)
       return;
-    const int64_t elements =
-        rt::constAt(producer, 1) * rt::constAt(producer, 2);
-    if (rt::constAt(accumulate, 0) != elements ||
-        rt::constAt(accumulate, 1) !=
-            rt::constAt(producer, form->resultDtype) ||
+    const int64_t elements = rt::constNamed(producer, form->resultRows) *
+                             rt::constNamed(producer, form->resultWidth);
+    if (rt::constNamed(accumulate, "n") != elements ||
+        rt::constNamed(accumulate, "src_dtype") !=
+            rt::constNamed(producer, form->resultDtype) ||
         !gradientCanMoveUp(producer, accumulate))
       return;
     rt::moveOutputDefsBefore(producer, accumulate);
@@ -171,7 +166,8 @@ private:
     outs[0] = accumulate.getOutputs()[0];
     SmallVector<Attribute> consts(producer.getConsts().begin(),
                                   producer.getConsts().end());
-    consts.erase(consts.begin() + form->resultDtype);
+    consts.erase(consts.begin() +
+                 rt::constIndex(producer.getKernel(), form->resultDtype));
     OpBuilder b(producer);
     rt::KernelOp::create(
         b, producer.getLoc(), (producer.getKernel() + "_accumulate").str(),
@@ -187,8 +183,8 @@ private:
   // with c_dtype GPTRT_DTYPE_F32_ACCUMULATE.
   void foldIntoGemm(rt::KernelOp gemm, rt::KernelOp accumulate, Value product) {
     std::optional<int64_t> elements = accumulatingGemm(gemm);
-    if (!elements || rt::constAt(accumulate, 0) != *elements ||
-        rt::constAt(accumulate, 1) != gemmField(gemm, "c_dtype") ||
+    if (!elements || rt::constNamed(accumulate, "n") != *elements ||
+        rt::constNamed(accumulate, "src_dtype") != gemmField(gemm, "c_dtype") ||
         !gradientCanMoveUp(gemm, accumulate))
       return;
     rt::moveOutputDefsBefore(gemm, accumulate);
@@ -207,8 +203,9 @@ private:
                                 Value product) {
     auto productType = cast<MemRefType>(product.getType());
     if (rt::bufferNamed(gemm, "dbias") != product ||
-        rt::constAt(accumulate, 0) != productType.getNumElements() ||
-        rt::constAt(accumulate, 1) != gemmField(gemm, "dbias_dtype") ||
+        rt::constNamed(accumulate, "n") != productType.getNumElements() ||
+        rt::constNamed(accumulate, "src_dtype") !=
+            gemmField(gemm, "dbias_dtype") ||
         !gradientCanMoveUp(gemm, accumulate))
       return;
     const unsigned index =
@@ -232,25 +229,21 @@ private:
                            producer.getOutputs().begin();
     SmallVector<AccumulatingOutput, 2> outputs =
         accumulatingOutputs(producer.getKernel());
-    const auto *entry = llvm::find_if(
-        outputs, [&](AccumulatingOutput o) { return o.output == index; });
-    if (entry == outputs.end() ||
-        entry->dtypeConst >= producer.getConsts().size())
+    const auto *entry = llvm::find_if(outputs, [&](AccumulatingOutput o) {
+      return rt::bufferNamed(producer, o.output) == product;
+    });
+    if (entry == outputs.end())
       return;
     auto productType = cast<MemRefType>(product.getType());
-    if (rt::constAt(accumulate, 0) != productType.getNumElements() ||
-        rt::constAt(accumulate, 1) !=
-            rt::constAt(producer, entry->dtypeConst) ||
+    if (rt::constNamed(accumulate, "n") != productType.getNumElements() ||
+        rt::constNamed(accumulate, "src_dtype") !=
+            rt::constNamed(producer, entry->dtypeConst) ||
         !gradientCanMoveUp(producer, accumulate))
       return;
     rt::moveOutputDefsBefore(producer, accumulate);
     producer.getOutputsMutable()[index].set(accumulate.getOutputs()[0]);
-    SmallVector<Attribute> consts(producer.getConsts().begin(),
-                                  producer.getConsts().end());
-    consts[entry->dtypeConst] =
-        IntegerAttr::get(IntegerType::get(producer.getContext(), 64),
-                         GPTRT_DTYPE_F32_ACCUMULATE);
-    producer.setConstsAttr(ArrayAttr::get(producer.getContext(), consts));
+    producer.setConstsAttr(rt::withConstNamed(producer, entry->dtypeConst,
+                                              GPTRT_DTYPE_F32_ACCUMULATE));
     accumulate.erase();
     if (Operation *def = product.getDefiningOp(); def && product.use_empty())
       def->erase();

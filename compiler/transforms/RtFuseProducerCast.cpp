@@ -17,18 +17,17 @@ namespace rt = gptc::rt;
 namespace {
 
 // A producer whose epilogue may take its output's amax and cast, the
-// output, and the constant holding its dtype.
+// output, and the constant holding its dtype, by their names in its row.
 struct ProducerForm {
   StringRef kernel;
-  unsigned outIndex;
-  unsigned dtypeConst;
+  StringRef output;
+  StringRef dtypeConst;
 };
 
 // The forward producers fp8-fuse-cast already folds their casts into at
 // the fp8 level; these are the kernels rt passes make after it.
 const ProducerForm kForms[] = {
-    // consts: batch, seq, width, heads, causal, dtype
-    {"attention_fwd_packed", 0, 5},
+    {"attention_fwd_packed", "out", "dtype"},
 };
 
 class RtFuseProducerCastPass
@@ -46,20 +45,19 @@ public:
 private:
   void fuse(rt::KernelOp producer, const ProducerForm &form) {
     // Its epilogue takes the amax and casts nothing yet.
-    if (producer.getOutputs().size() <= form.outIndex ||
-        producer.getConsts().size() <= form.dtypeConst ||
-        !rt::bufferNamed(producer, "amax") || rt::bufferNamed(producer, "q"))
+    Value out = rt::bufferNamed(producer, form.output);
+    if (!out || !rt::bufferNamed(producer, "amax") ||
+        rt::bufferNamed(producer, "q"))
       return;
-    Value out = producer.getOutputs()[form.outIndex];
     Value root = rt::rootBuffer(out);
     auto type = cast<MemRefType>(root.getType());
     if (!root.getDefiningOp<rt::AllocOp>() || type.getRank() < 1 ||
         !type.hasStaticShape())
       return;
-    const int64_t dtype = rt::constAt(producer, form.dtypeConst);
+    const int64_t dtype = rt::constNamed(producer, form.dtypeConst);
 
     // The cast: the next kernel reading the output, of all of it, in its
-    // dtype. gptrt_quantize_fp8's constants: n, format, stat_slot, x_dtype.
+    // dtype.
     rt::KernelOp castOp;
     for (Operation *op = producer->getNextNode(); op && !castOp;
          op = op->getNextNode())
@@ -72,8 +70,8 @@ private:
         castOp.getInputs().size() != 2 || castOp.getOutputs().size() != 1 ||
         castOp.getConsts().size() != 4 ||
         !rt::sameBytes(castOp.getInputs()[0], out) ||
-        rt::constAt(castOp, 0) != type.getNumElements() ||
-        rt::constAt(castOp, 3) != dtype ||
+        rt::constNamed(castOp, "n") != type.getNumElements() ||
+        rt::constNamed(castOp, "x_dtype") != dtype ||
         rt::touchedBetween(producer, castOp, out, /*reads=*/false) ||
         !rt::outputsCanMoveUp(producer, castOp))
       return;
@@ -119,9 +117,9 @@ private:
     Attribute stat = castOp->getAttr("rt.fp8_stat");
     rt::KernelOp withCast = rt::withEpilogue(
         producer, {{"scale", scale}, {"q", castOp.getOutputs()[0]}},
-        {{"format", rt::constAt(castOp, 1)},
+        {{"format", rt::constNamed(castOp, "format")},
          {"transpose", 0},
-         {"stat_slot", rt::constAt(castOp, 2)}});
+         {"stat_slot", rt::constNamed(castOp, "stat_slot")}});
     if (stat)
       withCast->setAttr("rt.fp8_stat", stat);
     castOp.erase();

@@ -6,8 +6,6 @@
 #include "compiler/transforms/RtEpilogue.h"
 #include "compiler/transforms/RtKernelQueries.h"
 
-#include "dialects/rt/KernelTable.h"
-
 namespace gptc {
 #define GEN_PASS_DEF_RTFUSEPRODUCERDUALCAST
 #include "compiler/transforms/Passes.h.inc"
@@ -24,9 +22,8 @@ struct ProducerForm {
   StringRef producer;
   StringRef transposed;
   StringRef output;
-  // The layernorms' output is rows x width, their first two constants,
-  // stored as out_dtype: the epilogue's rows, cols and out_dtype must
-  // repeat them.
+  // The layernorms' output is rows x width (their constants) stored as
+  // out_dtype: the epilogue's rows, cols and out_dtype must repeat them.
   bool rowsOfTheProducer;
 };
 
@@ -36,8 +33,8 @@ const ProducerForm kForms[] = {
     {"layernorm_fwd", "state_quantize_fp8_transposed", "out", true},
     {"add_layernorm_fwd", "state_quantize_fp8_transposed", "out", true},
 };
-// gptrt_fp8_state_scale's constants, which the state_ casts end with:
-// history_length, fp8_max, margin, power_of_two, eps, most_recent.
+// gptrt_fp8_state_scale's constants (its recipe), which the state_ casts
+// end with, from history_length on.
 constexpr unsigned kScaleConsts = 6;
 
 class RtFuseProducerDualCastPass
@@ -68,10 +65,10 @@ private:
                   format = *rt::epilogueField(producer, "format");
     if (*rt::epilogueField(producer, "transpose") != 0) // already transposed
       return;
-    const rt::KernelSignature *row = rt::lookupKernel(producer.getKernel());
     if (form.rowsOfTheProducer &&
-        (rt::constAt(producer, 0) != rows || rt::constAt(producer, 1) != cols ||
-         rt::constAt(producer, *row->constantIndex("out_dtype")) != outDtype))
+        (rt::constNamed(producer, "rows") != rows ||
+         rt::constNamed(producer, "width") != cols ||
+         rt::constNamed(producer, "out_dtype") != outDtype))
       return;
     Value root = rt::rootBuffer(y);
     if (!root.getDefiningOp<rt::AllocOp>())
@@ -94,8 +91,10 @@ private:
         cast.getOutputs().size() != (bgrad ? 3u : 2u) ||
         cast.getConsts().size() != castOwn + kScaleConsts ||
         !rt::sameBytes(cast.getInputs()[0], y) ||
-        rt::constAt(cast, 0) != rows || rt::constAt(cast, 1) != cols ||
-        rt::constAt(cast, 2) != format || rt::constAt(cast, 4) != outDtype)
+        rt::constNamed(cast, "rows") != rows ||
+        rt::constNamed(cast, "cols") != cols ||
+        rt::constNamed(cast, "format") != format ||
+        rt::constNamed(cast, "x_dtype") != outDtype)
       return;
     for (Value view : rt::viewsOf(root))
       for (Operation *user : view.getUsers())
@@ -110,8 +109,7 @@ private:
     Value history = cast.getInputs()[1], castScale = cast.getOutputs().back();
     auto scaleOp =
         dyn_cast_or_null<rt::KernelOp>(rt::lastWriter(producer, scale));
-    ArrayRef<Attribute> recipe =
-        cast.getConsts().getValue().drop_front(castOwn);
+    ArrayRef<Attribute> recipe = rt::constsFrom(cast, "history_length");
     if (!scaleOp || scaleOp.getKernel() != "fp8_state_scale" ||
         scaleOp.getInputs().size() != 1 || scaleOp.getOutputs().size() != 1 ||
         scaleOp.getOutputs()[0] != scale ||
@@ -145,10 +143,10 @@ private:
     SmallVector<rt::NamedBuffer> buffers{{form.output, Value()},
                                          {"q_t", cast.getOutputs()[0]}};
     SmallVector<rt::NamedField> fields{
-        {"stat_slot_t", rt::constAt(cast, 3)}};
+        {"stat_slot_t", rt::constNamed(cast, "stat_slot")}};
     if (bgrad) {
       buffers.push_back({"db", cast.getOutputs()[1]});
-      fields.push_back({"db_dtype", rt::constAt(cast, 5)});
+      fields.push_back({"db_dtype", rt::constNamed(cast, "db_dtype")});
     }
     rt::KernelOp dual = rt::withEpilogue(producer, buffers, fields);
     if (stats)

@@ -14,10 +14,11 @@ namespace rt = gptc::rt;
 
 namespace {
 
-// gptrt_copy_blocks's constants: outer, len, dst_stride, src_stride,
-// dst_offset, src_offset, dtype. gptrt_attention_fwd/_bwd's: batch, seq,
-// width, heads, causal, dtype.
+// How many constants gptrt_copy_blocks and gptrt_attention_fwd/_bwd take.
 constexpr unsigned kCopyConsts = 7, kAttentionConsts = 6;
+
+// A copy_blocks constant and the value it must have.
+using WantedConst = std::pair<StringRef, int64_t>;
 
 // The only kernel writing `buffer` (an rt.alloc read through no other
 // view), or null.
@@ -63,9 +64,12 @@ private:
     if (!copy || copy.getKernel() != "copy_blocks" ||
         copy.getInputs().size() != 1 || copy.getConsts().size() != kCopyConsts)
       return {};
-    const int64_t want[] = {rows, width, width, 3 * width, 0, i * width, dtype};
-    for (unsigned c = 0; c < kCopyConsts; ++c)
-      if (rt::constAt(copy, c) != want[c])
+    const WantedConst want[] = {
+        {"outer", rows},           {"len", width},    {"dst_stride", width},
+        {"src_stride", 3 * width}, {"dst_offset", 0}, {"src_offset", i * width},
+        {"dtype", dtype}};
+    for (auto [name, value] : want)
+      if (rt::constNamed(copy, name) != value)
         return {};
     return copy.getInputs()[0];
   }
@@ -92,9 +96,13 @@ private:
         copy.getConsts().size() != kCopyConsts ||
         !producer->isBeforeInBlock(copy))
       return {};
-    const int64_t want[] = {rows, width, 3 * width, width, i * width, 0, dtype};
-    for (unsigned c = 0; c < kCopyConsts; ++c)
-      if (rt::constAt(copy, c) != want[c])
+    const WantedConst want[] = {
+        {"outer", rows},           {"len", width},
+        {"dst_stride", 3 * width}, {"src_stride", width},
+        {"dst_offset", i * width}, {"src_offset", 0},
+        {"dtype", dtype}};
+    for (auto [name, value] : want)
+      if (rt::constNamed(copy, name) != value)
         return {};
     return copy.getOutputs()[0];
   }
@@ -104,9 +112,10 @@ private:
         forward.getConsts().size() != kAttentionConsts)
       return;
     ArrayAttr consts = forward.getConsts();
-    const int64_t rows = rt::constAt(forward, 0) * rt::constAt(forward, 1),
-                  width = rt::constAt(forward, 2),
-                  dtype = rt::constAt(forward, 5);
+    const int64_t rows = rt::constNamed(forward, "batch") *
+                         rt::constNamed(forward, "seq"),
+                  width = rt::constNamed(forward, "width"),
+                  dtype = rt::constNamed(forward, "dtype");
     // q, k, v: the three parts of one split, read by nothing but this
     // attention and its backward (same constants, same operand positions).
     Value qkv;
@@ -213,14 +222,14 @@ private:
       eraseIfUnused(part);
     ++fused;
     // The attention projection's FP8 input: its amax taken as it is
-    // written. Consts: batch, seq, width, heads, causal, dtype.
-    if (rt::foldFollowingAmax(packedForward, /*outIndex=*/0,
-                              rt::constAt(packedForward, 5)))
+    // written.
+    if (rt::foldFollowingAmax(packedForward, "out",
+                              rt::constNamed(packedForward, "dtype")))
       ++amaxFused;
     // And the qkv GEMM's FP8 output gradient: the packed dqkv's amax.
     for (rt::KernelOp backward : packedBackwards)
-      if (rt::foldFollowingAmax(backward, /*outIndex=*/0,
-                                rt::constAt(backward, 5)))
+      if (rt::foldFollowingAmax(backward, "dqkv",
+                                rt::constNamed(backward, "dtype")))
         ++amaxFused;
   }
 

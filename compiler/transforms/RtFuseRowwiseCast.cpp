@@ -42,20 +42,16 @@ public:
   }
 
 private:
-  // gptrt_amax_rows's constants: rows, cols, along_cols, x_dtype;
-  // gptrt_row_scales's: n, fp8_max, margin, power_of_two, eps;
-  // gptrt_quantize_rows's: rows, cols, along_cols, format, stat_slot,
-  // x_dtype.
   void fuse(rt::KernelOp cast) {
     if (cast.getInputs().size() != 2 || cast.getOutputs().size() != 1 ||
-        cast.getConsts().size() != 6 || rt::constAt(cast, 2) != 0)
+        cast.getConsts().size() != 6 || rt::constNamed(cast, "along_cols") != 0)
       return;
     Value x = cast.getInputs()[0], scales = cast.getInputs()[1];
     auto scaleOp = dyn_cast_or_null<rt::KernelOp>(rt::lastWriter(cast, scales));
     if (!scaleOp || scaleOp.getKernel() != "row_scales" ||
         scaleOp.getInputs().size() != 1 || scaleOp.getOutputs().size() != 1 ||
         scaleOp.getOutputs()[0] != scales || scaleOp.getConsts().size() != 5 ||
-        rt::constAt(scaleOp, 0) != rt::constAt(cast, 0))
+        rt::constNamed(scaleOp, "n") != rt::constNamed(cast, "rows"))
       return;
     Value amax = scaleOp.getInputs()[0];
     auto amaxOp = dyn_cast_or_null<rt::KernelOp>(rt::lastWriter(scaleOp, amax));
@@ -63,10 +59,10 @@ private:
         amaxOp.getInputs().size() != 1 || amaxOp.getOutputs().size() != 1 ||
         amaxOp.getOutputs()[0] != amax || amaxOp.getConsts().size() != 4 ||
         !rt::sameBytes(amaxOp.getInputs()[0], x) ||
-        rt::constAt(amaxOp, 0) != rt::constAt(cast, 0) ||
-        rt::constAt(amaxOp, 1) != rt::constAt(cast, 1) ||
-        rt::constAt(amaxOp, 2) != 0 ||
-        rt::constAt(amaxOp, 3) != rt::constAt(cast, 5))
+        rt::constNamed(amaxOp, "rows") != rt::constNamed(cast, "rows") ||
+        rt::constNamed(amaxOp, "cols") != rt::constNamed(cast, "cols") ||
+        rt::constNamed(amaxOp, "along_cols") != 0 ||
+        rt::constNamed(amaxOp, "x_dtype") != rt::constNamed(cast, "x_dtype"))
       return;
     // All three move to where the cast is: x keeps its value from the
     // amax on, nothing but row_scales reads the amaxes and nothing but
@@ -77,10 +73,12 @@ private:
         rt::touchedBetween(amaxOp, scaleOp, scales, /*reads=*/true))
       return;
     OpBuilder b(cast);
-    ArrayRef<Attribute> q = cast.getConsts().getValue(),
-                        s = scaleOp.getConsts().getValue();
-    SmallVector<Attribute> consts{q[0], q[1], q[3], q[4], q[5]};
-    llvm::append_range(consts, s.drop_front(1));
+    // amax_quantize_rows's constants: the cast's but along_cols, then the
+    // scales' recipe (row_scales's from fp8_max on).
+    auto q = [&](StringRef name) { return rt::constAttrNamed(cast, name); };
+    SmallVector<Attribute> consts{q("rows"), q("cols"), q("format"),
+                                  q("stat_slot"), q("x_dtype")};
+    llvm::append_range(consts, rt::constsFrom(scaleOp, "fp8_max"));
     auto fused = rt::KernelOp::create(
         b, cast.getLoc(), "amax_quantize_rows", ValueRange{x},
         ValueRange{amax, scales, cast.getOutputs()[0]}, /*stream=*/0,

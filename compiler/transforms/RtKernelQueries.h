@@ -8,15 +8,71 @@
 #define GPTC_COMPILER_TRANSFORMS_RTKERNELQUERIES_H
 
 #include "compiler/transforms/RtEpilogue.h"
+#include "dialects/rt/KernelTable.h"
 #include "dialects/rt/RtDialect.h"
 
+#include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/MathExtras.h"
 
 namespace gptc::rt {
 
-// Integer constant `i` of a kernel (its consts are i64 or f64 attributes).
-inline int64_t constAt(KernelOp op, unsigned i) {
-  return mlir::cast<mlir::IntegerAttr>(op.getConsts()[i]).getInt();
+// Constants by the names the kernel table (runtime/abi/gptrt_kernels.def)
+// gives them, never by position: a row that gains or reorders constants
+// then cannot silently make a pass read the wrong one. A pass asking for a
+// constant its kernel's row does not have, or that the call does not pass
+// (only a trailing descriptor may be left out), is a compiler bug.
+
+// The position of the constant `name` among kernel `kernel`'s constants,
+// for building or slicing a constant array by name.
+// (Checked in release builds too: reading past a call's constants would be
+// a silent wrong value, not a crash.)
+inline unsigned constIndex(llvm::StringRef kernel, llvm::StringRef name) {
+  const KernelSignature *row = lookupKernel(kernel);
+  std::optional<unsigned> index = row ? row->constantIndex(name) : std::nullopt;
+  if (!index)
+    llvm::report_fatal_error(llvm::Twine("gptc bug: kernel \"") + kernel +
+                             "\" has no constant '" + name +
+                             "' in runtime/abi/gptrt_kernels.def");
+  return *index;
+}
+
+// The position of `op`'s constant `name`, which the call must pass.
+inline unsigned passedConstIndex(KernelOp op, llvm::StringRef name) {
+  const unsigned index = constIndex(op.getKernel(), name);
+  if (index >= op.getConsts().size())
+    llvm::report_fatal_error(llvm::Twine("gptc bug: a call of \"") +
+                             op.getKernel() + "\" without its constant '" +
+                             name + "'");
+  return index;
+}
+
+// The constant of `op` its kernel's row calls `name`, as the attribute the
+// call passes (an i64, f64, table or descriptor attribute).
+inline mlir::Attribute constAttrNamed(KernelOp op, llvm::StringRef name) {
+  return op.getConsts()[passedConstIndex(op, name)];
+}
+
+// The i64 constant of `op` its kernel's row calls `name`.
+inline int64_t constNamed(KernelOp op, llvm::StringRef name) {
+  return mlir::cast<mlir::IntegerAttr>(constAttrNamed(op, name)).getInt();
+}
+
+// `op`'s constants from the one its row calls `name` to the last the call
+// passes, in order (the scale recipe a state_ cast ends with, say).
+inline llvm::ArrayRef<mlir::Attribute> constsFrom(KernelOp op,
+                                                  llvm::StringRef name) {
+  return op.getConsts().getValue().drop_front(passedConstIndex(op, name));
+}
+
+// `op`'s constants with the i64 constant its row calls `name` set to
+// `value`, the others as they are (for op.setConstsAttr).
+inline mlir::ArrayAttr withConstNamed(KernelOp op, llvm::StringRef name,
+                                      int64_t value) {
+  const unsigned index = passedConstIndex(op, name);
+  mlir::Builder b(op.getContext());
+  llvm::SmallVector<mlir::Attribute> consts(op.getConsts().getValue());
+  consts[index] = b.getI64IntegerAttr(value);
+  return b.getArrayAttr(consts);
 }
 
 // Whether `op` is a kernel that writes `buffer`.
@@ -179,24 +235,25 @@ inline KernelOp nextKernelReading(mlir::Operation *after, mlir::Value root,
 }
 
 // Folds the first `amax` after `producer` that reads the whole of its
-// output `outIndex` (stored as `dtype`) into it: producer's epilogue
-// (which it has none of yet) takes the amax, of the output seen as rows x
-// its last dimension, where producer was. The output must not change in
-// between and the amax's buffer must be able to move up. Returns the new
-// kernel, or null (nothing changed).
-inline KernelOp foldFollowingAmax(KernelOp producer, unsigned outIndex,
+// output `output` (by its name in the row; stored as `dtype`) into it:
+// producer's epilogue (which it has none of yet) takes the amax, of the
+// output seen as rows x its last dimension, where producer was. The output
+// must not change in between and the amax's buffer must be able to move
+// up. Returns the new kernel, or null (nothing changed).
+inline KernelOp foldFollowingAmax(KernelOp producer, llvm::StringRef output,
                                   int64_t dtype) {
   if (!takesEpilogue(producer) || hasEpilogue(producer))
     return {};
-  mlir::Value out = producer.getOutputs()[outIndex];
+  mlir::Value out = bufferNamed(producer, output);
+  if (!out)
+    return {};
   mlir::Value root = rootBuffer(out);
   KernelOp amax = nextKernelReading(producer, root, "amax");
-  // gptrt_amax's constants: n, x_dtype.
   if (!amax || amax.getInputs().size() != 1 || amax.getOutputs().size() != 1 ||
       amax.getConsts().size() != 2 ||
-      constAt(amax, 0) !=
+      constNamed(amax, "n") !=
           mlir::cast<mlir::MemRefType>(root.getType()).getNumElements() ||
-      constAt(amax, 1) != dtype ||
+      constNamed(amax, "x_dtype") != dtype ||
       touchedBetween(producer, amax, out, /*reads=*/false) ||
       !outputsCanMoveUp(producer, amax))
     return {};
