@@ -52,8 +52,11 @@ seeds_for() {
   rm -rf "$seeds" && mkdir -p "$seeds"
   case "$1" in
     gptc-model)
-      find "$root/test" "$root/models" -name '*.mlir' -size -64k \
-        -exec cp -t "$seeds" {} + ;;
+      # Named by their path: several lit files share a name.
+      while IFS= read -r file; do
+        rel="${file#"$root"/}"
+        cp "$file" "$seeds/${rel//\//_}"
+      done < <(find "$root/test" "$root/models" -name '*.mlir' -size -64k) ;;
     shard-reader)
       # llm.c's shard: 256 int32 header (magic 20240520, version 1, token
       # count), then uint16 tokens.

@@ -64,11 +64,13 @@ public:
           group = groups.insert(groups.end(), {consts, ByState{}});
         group->second[hoistable->state].push_back(*hoistable);
       }
-      for (auto &[consts, byState] : groups) {
+      for (auto &[groupConsts, byState] : groups) {
         dropLoneWindows(byState);
         if (byState.empty())
           continue;
         const int64_t end = byState.rbegin()->first + 1;
+        // (A lambda may not capture a structured binding before C++20.)
+        const ScaleConsts consts = groupConsts;
         auto region = llvm::find_if(
             regions, [&](const auto &r) { return r.first == consts; });
         if (region == regions.end())
