@@ -158,8 +158,6 @@ GemmCall checkedCall(const gptrt_gemm_desc *d, const void *a, const void *b,
                  "epilogue");
     requireContiguous(*d, "c accumulates as one array");
   }
-  if (bias == nullptr && geluPre)
-    throw std::invalid_argument("bias is null, expected a vector of n floats");
   return GemmCall{*d,       a, b,       scaleA, scaleB,   bias,
                   dgeluPre, c, geluPre, dbias,  operands, accumulate};
 }
