@@ -88,17 +88,7 @@ bool hasEpilogue(KernelOp op) {
 }
 
 std::optional<int64_t> epilogueField(KernelOp op, StringRef name) {
-  if (!hasEpilogue(op))
-    return std::nullopt;
-  const KernelParam *param = epilogueParam(*lookupKernel(op.getKernel()));
-  auto fields = dyn_cast<DictionaryAttr>(op.getConsts().getValue().back());
-  if (!fields)
-    return std::nullopt;
-  if (auto value = fields.getAs<IntegerAttr>(name))
-    return value.getInt();
-  if (const KernelField *field = param->descriptor->field(name))
-    return field->defaultValue;
-  return std::nullopt;
+  return descriptorField(op, "epilogue", name);
 }
 
 KernelOp createWithEpilogue(OpBuilder &b, Location loc, StringRef kernel,

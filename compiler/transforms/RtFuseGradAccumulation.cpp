@@ -179,6 +179,20 @@ private:
     ++fused;
   }
 
+  // `producer` writes the gradient `accumulate` adds `product` into, in
+  // place of `product` (its dtype already set to accumulate); the
+  // accumulate and the product's buffer go.
+  static void writeIntoGradient(rt::KernelOp producer, rt::KernelOp accumulate,
+                                Value product) {
+    const unsigned index = llvm::find(producer.getOutputs(), product) -
+                           producer.getOutputs().begin();
+    rt::moveOutputDefsBefore(producer, accumulate);
+    producer.getOutputsMutable()[index].set(accumulate.getOutputs()[0]);
+    accumulate.erase();
+    if (Operation *def = product.getDefiningOp(); def && product.use_empty())
+      def->erase();
+  }
+
   // A weight-gradient GEMM: the same call, writing the gradient as its c
   // with c_dtype GPTRT_DTYPE_F32_ACCUMULATE.
   void foldIntoGemm(rt::KernelOp gemm, rt::KernelOp accumulate, Value product) {
@@ -187,13 +201,9 @@ private:
         rt::constNamed(accumulate, "src_dtype") != gemmField(gemm, "c_dtype") ||
         !gradientCanMoveUp(gemm, accumulate))
       return;
-    rt::moveOutputDefsBefore(gemm, accumulate);
-    gemm.getOutputsMutable()[0].set(accumulate.getOutputs()[0]);
     rt::setDescriptorFields(gemm, "gemm_desc",
                             {{"c_dtype", GPTRT_DTYPE_F32_ACCUMULATE}});
-    accumulate.erase();
-    if (Operation *def = product.getDefiningOp(); def && product.use_empty())
-      def->erase();
+    writeIntoGradient(gemm, accumulate, product);
     ++fused;
   }
 
@@ -208,15 +218,9 @@ private:
             gemmField(gemm, "dbias_dtype") ||
         !gradientCanMoveUp(gemm, accumulate))
       return;
-    const unsigned index =
-        llvm::find(gemm.getOutputs(), product) - gemm.getOutputs().begin();
-    rt::moveOutputDefsBefore(gemm, accumulate);
-    gemm.getOutputsMutable()[index].set(accumulate.getOutputs()[0]);
     rt::setDescriptorFields(gemm, "gemm_desc",
                             {{"dbias_dtype", GPTRT_DTYPE_F32_ACCUMULATE}});
-    accumulate.erase();
-    if (Operation *def = product.getDefiningOp(); def && product.use_empty())
-      def->erase();
+    writeIntoGradient(gemm, accumulate, product);
     ++fusedOutputs;
   }
 
@@ -225,8 +229,6 @@ private:
   // to GPTRT_DTYPE_F32_ACCUMULATE.
   void foldIntoOutput(rt::KernelOp producer, rt::KernelOp accumulate,
                       Value product) {
-    const unsigned index = llvm::find(producer.getOutputs(), product) -
-                           producer.getOutputs().begin();
     SmallVector<AccumulatingOutput, 2> outputs =
         accumulatingOutputs(producer.getKernel());
     const auto *entry = llvm::find_if(outputs, [&](AccumulatingOutput o) {
@@ -240,13 +242,9 @@ private:
             rt::constNamed(producer, entry->dtypeConst) ||
         !gradientCanMoveUp(producer, accumulate))
       return;
-    rt::moveOutputDefsBefore(producer, accumulate);
-    producer.getOutputsMutable()[index].set(accumulate.getOutputs()[0]);
     producer.setConstsAttr(rt::withConstNamed(producer, entry->dtypeConst,
                                               GPTRT_DTYPE_F32_ACCUMULATE));
-    accumulate.erase();
-    if (Operation *def = product.getDefiningOp(); def && product.use_empty())
-      def->erase();
+    writeIntoGradient(producer, accumulate, product);
     ++fusedOutputs;
   }
 };
